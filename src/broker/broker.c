@@ -1,0 +1,289 @@
+/*
+ * broker.c - the broker object: creation with defaults, connection
+ * open/close, time (timeouts, session expiry, $SYS), and the action side of
+ * the interface (the dirty list and output buffers the platform drains).
+ */
+#include "broker/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define EXPIRY_CHECK_MS 1000u
+
+static void apply_defaults(broker_limits *l)
+{
+#define DEF(field, value)                                                                    \
+    if (l->field == 0)                                                                       \
+        l->field = (value);
+    DEF(max_connections, 100000u);
+    DEF(max_packet_size, MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER);
+    DEF(max_inflight, 32u);
+    DEF(max_queued, 1000u);
+    DEF(max_queued_bytes, 16u << 20);
+    DEF(max_out_bytes, 1u << 20);
+    DEF(max_inbound_qos2, 1024u);
+    DEF(connect_timeout_ms, 10000u);
+    DEF(sys_interval_s, 10u);
+    DEF(max_retained, 100000u);
+    DEF(work_budget, 256u);
+#undef DEF
+    if (l->max_inflight > UINT16_MAX)
+        l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
+}
+
+void blog(broker *b, broker_log_level level, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    if (!b->log || level > b->log_level)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    b->log(b->log_ctx, level, line);
+}
+
+static char *dup_str(broker *b, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = mem_alloc(b, n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}
+
+broker *broker_create(const broker_config *cfg, uint64_t now_ms)
+{
+    broker tmp;
+    memset(&tmp, 0, sizeof tmp);
+    tmp.alloc = cfg->allocator;
+    /* The broker itself is allocated through its own allocator: bootstrap
+     * from a stack copy, then move. */
+    broker *b = mem_calloc(&tmp, sizeof *b);
+    if (!b)
+        return NULL;
+    *b = tmp;
+    b->lim = cfg->limits;
+    apply_defaults(&b->lim);
+    b->log = cfg->log;
+    b->log_ctx = cfg->log_ctx;
+    b->log_level = cfg->log_level;
+    b->allow_anonymous = cfg->allow_anonymous;
+    b->start_ms = now_ms;
+    b->now_ms = now_ms;
+    b->version = dup_str(b, cfg->version ? cfg->version : "tern");
+    wheel_init(&b->wheel, now_ms);
+    if (!b->version || sessions_init(b, &b->sessions) != 0) {
+        broker_destroy(b);
+        return NULL;
+    }
+    if (tree_init(b, &b->tree) != 0) {
+        broker_destroy(b);
+        return NULL;
+    }
+    b->sys.last_ms = now_ms;
+    b->sys.next_ms = b->lim.sys_interval_s == UINT32_MAX ? UINT64_MAX : now_ms;
+    b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
+    return b;
+}
+
+static void conn_free(broker *b, broker_conn *c)
+{
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        b->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    if (c->in_dirty) {
+        if (c->dirty_prev)
+            c->dirty_prev->dirty_next = c->dirty_next;
+        else
+            b->dirty_head = c->dirty_next;
+        if (c->dirty_next)
+            c->dirty_next->dirty_prev = c->dirty_prev;
+        else
+            b->dirty_tail = c->dirty_prev;
+    }
+    ALWAYS(b->conn_count > 0);
+    b->conn_count--;
+    mem_free(b, c->out);
+    mem_free(b, c->peer);
+    mem_free(b, c->identity);
+    mem_free(b, c);
+}
+
+void broker_destroy(broker *b)
+{
+    if (!b)
+        return;
+    while (b->conns) {
+        broker_conn *c = b->conns;
+        /* Shutdown is not a network failure: no wills. */
+        conn_end(b, c, false, "broker shutting down", b->now_ms);
+        conn_free(b, c);
+    }
+    if (b->sessions.table)
+        sessions_free(b, &b->sessions);
+    if (b->tree.root)
+        tree_free(b, &b->tree);
+    mem_free(b, b->version);
+    broker tmp = *b;
+    mem_free(&tmp, b);
+}
+
+broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms)
+{
+    b->now_ms = now_ms;
+    if (b->conn_count >= b->lim.max_connections) {
+        blog(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
+             info && info->peer ? info->peer : "?", b->lim.max_connections);
+        return NULL;
+    }
+    broker_conn *c = mem_calloc(b, sizeof *c);
+    if (!c)
+        return NULL;
+    c->ctx = ctx;
+    c->last_rx_ms = now_ms;
+    c->in_pause_at = b->lim.max_out_bytes > UINT32_MAX / 2 ? UINT32_MAX
+                                                           : b->lim.max_out_bytes * 2;
+    if (info) {
+        c->is_operator = info->is_operator;
+        c->peer = dup_str(b, info->peer);
+        c->identity = dup_str(b, info->identity);
+        if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
+            mem_free(b, c->peer);
+            mem_free(b, c->identity);
+            mem_free(b, c);
+            return NULL;
+        }
+    }
+    c->next = b->conns;
+    if (b->conns)
+        b->conns->prev = c;
+    b->conns = c;
+    b->conn_count++;
+    wheel_set(&b->wheel, c, now_ms + b->lim.connect_timeout_ms);
+    return c;
+}
+
+void broker_closed(broker *b, broker_conn *c, uint64_t now_ms)
+{
+    b->now_ms = now_ms;
+    conn_end(b, c, true, "connection lost", now_ms);
+    conn_free(b, c);
+}
+
+void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
+{
+    if (c->state == CONN_NEW) {
+        conn_end(b, c, false, "no CONNECT in time", now_ms);
+        return;
+    }
+    if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
+        return;
+    /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
+    uint64_t deadline = c->last_rx_ms + (uint64_t)c->keepalive_s * 1500u;
+    if (deadline <= now_ms)
+        conn_end(b, c, true, "keepalive timeout", now_ms);
+    else
+        wheel_set(&b->wheel, c, deadline);
+}
+
+static void expire_sessions(broker *b, uint64_t now_ms)
+{
+    session *s = b->sessions.offline;
+    while (s) {
+        session *next = s->off_next;
+        if (s->expires_at <= now_ms) {
+            blog(b, BROKER_LOG_INFO, "session %s expired", s->id);
+            session_destroy(b, s);
+        }
+        s = next;
+    }
+}
+
+void broker_tick(broker *b, uint64_t now_ms)
+{
+    b->now_ms = now_ms;
+    wheel_advance(b, &b->wheel, now_ms);
+    if (now_ms >= b->next_expiry_check_ms) {
+        b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
+        if (b->lim.session_expiry_s)
+            expire_sessions(b, now_ms);
+    }
+    if (now_ms >= b->sys.next_ms) {
+        sys_publish(b, now_ms);
+        b->sys.next_ms = now_ms + (uint64_t)b->lim.sys_interval_s * 1000u;
+    }
+}
+
+uint64_t broker_next_deadline(const broker *b)
+{
+    uint64_t d = wheel_next_deadline(&b->wheel);
+    if (b->sys.next_ms < d)
+        d = b->sys.next_ms;
+    if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
+        d = b->next_expiry_check_ms;
+    return d;
+}
+
+broker_conn *broker_next_dirty(broker *b)
+{
+    broker_conn *c = b->dirty_head;
+    if (!c)
+        return NULL;
+    b->dirty_head = c->dirty_next;
+    if (b->dirty_head)
+        b->dirty_head->dirty_prev = NULL;
+    else
+        b->dirty_tail = NULL;
+    c->dirty_next = c->dirty_prev = NULL;
+    c->in_dirty = false;
+    return c;
+}
+
+const uint8_t *broker_out_peek(const broker_conn *c, size_t *len)
+{
+    *len = out_pending(c);
+    return c->out ? c->out + c->out_head : NULL;
+}
+
+void broker_out_consume(broker *b, broker_conn *c, size_t n)
+{
+    ALWAYS(n <= out_pending(c));
+    c->out_head += (uint32_t)n;
+    b->stats.bytes_sent += n;
+    if (c->out_head == c->out_len) {
+        /* Drained: an idle connection keeps no buffer. */
+        mem_free(b, c->out);
+        c->out = NULL;
+        c->out_head = c->out_len = c->out_cap = 0;
+    }
+    if (c->sess && c->state == CONN_ACTIVE && c->sess->q_sent < c->sess->q_count)
+        session_pump(b, c->sess);
+}
+
+size_t broker_out_pending(const broker_conn *c)
+{
+    return out_pending(c);
+}
+
+bool broker_wants_close(const broker_conn *c)
+{
+    return c->state == CONN_CLOSING;
+}
+
+void *broker_conn_ctx(const broker_conn *c)
+{
+    return c->ctx;
+}
+
+void broker_get_stats(const broker *b, broker_stats *out)
+{
+    *out = b->stats;
+    out->clients_total = b->sessions.count;
+}

@@ -1,0 +1,177 @@
+/*
+ * broker.h - the broker core: the whole public face of src/broker/.
+ *
+ * The core is portable and I/O-free. It never reads a clock, opens a socket,
+ * touches a file or keeps global state: everything lives in a `broker` the
+ * platform creates, and it is driven by events (a connection opened, bytes
+ * arrived, the connection went away, time passed) and answers with actions
+ * the platform pulls after each batch of events:
+ *
+ *   - bytes to send: every connection owns an output buffer inside the core;
+ *     the platform writes as much as the transport takes and reports how much;
+ *   - a connection to close: after its remaining output has been flushed.
+ *
+ * Typical platform loop turn:
+ *
+ *     for each readable connection:  broker_input(b, c, buf, n, now);
+ *     broker_tick(b, now) when broker_next_deadline(b) has passed;
+ *     while ((c = broker_next_dirty(b)) != NULL) {
+ *         out = broker_out_peek(c, &len);  write up to len bytes;
+ *         broker_out_consume(b, c, written);
+ *         if (broker_out_pending(c) == 0 && broker_wants_close(c))
+ *             close transport, broker_closed(b, c, now);
+ *         else if (broker_out_pending(c) > 0) wait for writability;
+ *     }
+ *
+ * Output produced by one event is batched with everything else produced in
+ * the same turn, so the platform makes one write per connection per turn.
+ *
+ * Threading: a broker is used by one thread at a time.
+ */
+#ifndef TERN_BROKER_H
+#define TERN_BROKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct broker broker;
+typedef struct broker_conn broker_conn;
+
+/* Allocator the core uses for everything it allocates, so a platform can
+ * supply its own (kernel heap) and tests can fail the Nth allocation.
+ * NULL members mean the C library's malloc/realloc/free. */
+typedef struct broker_allocator {
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t size);
+    void *(*realloc)(void *ctx, void *p, size_t size);
+    void (*free)(void *ctx, void *p);
+} broker_allocator;
+
+/* Log levels; the platform decides where lines go. */
+typedef enum broker_log_level {
+    BROKER_LOG_ERROR = 0,
+    BROKER_LOG_WARN = 1,
+    BROKER_LOG_INFO = 2,
+    BROKER_LOG_DEBUG = 3,
+} broker_log_level;
+
+typedef void (*broker_log_fn)(void *ctx, broker_log_level level, const char *msg);
+
+/* Limits (SPEC C4). Zero in any field means "use the default" given below. */
+typedef struct broker_limits {
+    uint32_t max_connections;      /* default 100000 */
+    uint32_t max_packet_size;      /* inbound, whole packet; default 268435460 (protocol max) */
+    uint32_t max_inflight;         /* outbound QoS 1/2 unacknowledged per session; default 32 */
+    uint32_t max_queued;           /* QoS 1/2 messages waiting per session (offline or window
+                                      full); default 1000 */
+    uint32_t max_queued_bytes;     /* payload bytes waiting per session; default 16 MiB */
+    uint32_t max_out_bytes;        /* bytes pending in one connection's output buffer; QoS 0
+                                      messages beyond it are dropped (counted); default 1 MiB */
+    uint32_t max_inbound_qos2;     /* QoS 2 packet ids awaiting PUBREL per session; default 1024 */
+    uint32_t connect_timeout_ms;   /* time allowed from open to CONNECT; default 10000 */
+    uint32_t session_expiry_s;     /* persistent session kept after disconnect; 0 = forever */
+    uint32_t sys_interval_s;       /* $SYS refresh period; default 10; UINT32_MAX = off */
+    uint32_t max_retained;         /* retained messages kept; default 100000 */
+    uint32_t work_budget;          /* packets handled per broker_input call before it
+                                      returns and asks to be called again; default 256 */
+} broker_limits;
+
+typedef struct broker_config {
+    broker_limits limits;
+    broker_allocator allocator;
+    broker_log_fn log;             /* may be NULL */
+    void *log_ctx;
+    broker_log_level log_level;
+    const char *version;           /* published in $SYS/broker/version; copied */
+    bool allow_anonymous;          /* plaintext listeners: accept CONNECT without identity */
+} broker_config;
+
+/* What the platform knows about a new transport connection. Strings are
+ * copied; they need not outlive the call. */
+typedef struct broker_conn_info {
+    const char *peer;       /* "address:port" for logs, may be NULL */
+    const char *identity;   /* verified TLS identity, NULL on plaintext */
+    bool is_operator;       /* identity carries the operator role */
+} broker_conn_info;
+
+/* Create a broker; NULL on allocation failure or invalid config. */
+broker *broker_create(const broker_config *cfg, uint64_t now_ms);
+/* Free everything, including connections the platform never closed. */
+void broker_destroy(broker *b);
+
+/*
+ * A transport connection was accepted. `ctx` is the platform's handle, given
+ * back by broker_conn_ctx(). Returns NULL when the connection must be refused
+ * (maximum connections, or allocation failure): the platform closes it.
+ */
+broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms);
+
+/*
+ * Bytes arrived on c. The core parses every whole packet in data (without
+ * copying it) and keeps an incomplete tail itself, so the platform may reuse
+ * its read buffer at once. Returns the number of bytes taken: less than len
+ * only when the per-call work budget ran out; the platform then calls again
+ * with the rest (after serving other connections). Malformed input or a
+ * protocol violation makes the connection want to close.
+ */
+size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms);
+
+/*
+ * The transport is gone (peer closed, error, or the platform closed it after
+ * broker_wants_close). Fires the will when the client did not DISCONNECT,
+ * detaches or ends the session, and frees c: c is invalid after this call.
+ */
+void broker_closed(broker *b, broker_conn *c, uint64_t now_ms);
+
+/* Time passed: keepalive and connect timeouts, session expiry, $SYS. */
+void broker_tick(broker *b, uint64_t now_ms);
+/* Earliest time broker_tick has work to do (UINT64_MAX = none). */
+uint64_t broker_next_deadline(const broker *b);
+
+/* Pop the next connection with output pending or a close request, or NULL.
+ * Each connection appears at most once until it becomes dirty again. */
+broker_conn *broker_next_dirty(broker *b);
+
+/* Output not yet written: pointer valid until the next call into the core. */
+const uint8_t *broker_out_peek(const broker_conn *c, size_t *len);
+/* n bytes of the output were written by the transport. Lets the core refill
+ * the buffer from the session's queue. */
+void broker_out_consume(broker *b, broker_conn *c, size_t n);
+size_t broker_out_pending(const broker_conn *c);
+
+/* The core wants the transport closed once pending output is flushed (or at
+ * once if the platform prefers). The platform then calls broker_closed(). */
+bool broker_wants_close(const broker_conn *c);
+
+/* True while the core takes no more input from c because c's output is
+ * backed up (the client is not reading what it is sent, acknowledgements
+ * included). broker_input then returns 0. The platform stops reading c and
+ * retries its unconsumed input once c's output has drained. */
+bool broker_input_paused(const broker_conn *c);
+
+void *broker_conn_ctx(const broker_conn *c);
+
+/* Counters, for $SYS and the platform's own reporting. */
+typedef struct broker_stats {
+    uint64_t clients_connected;
+    uint64_t clients_total;       /* sessions known: connected + persistent offline */
+    uint64_t clients_maximum;     /* most connected at once */
+    uint64_t msgs_received;       /* PUBLISH packets in */
+    uint64_t msgs_sent;           /* PUBLISH packets out */
+    uint64_t bytes_received;
+    uint64_t bytes_sent;          /* bytes the transport consumed */
+    uint64_t publish_dropped;     /* messages not delivered because of limits */
+    uint64_t retained_count;
+    uint64_t subscriptions_count;
+    uint64_t memory_used;         /* bytes allocated by the core, live */
+    uint64_t protocol_errors;     /* connections closed for malformed input */
+} broker_stats;
+
+void broker_get_stats(const broker *b, broker_stats *out);
+
+/* Provided by the platform, not the core: report a broken invariant (a bug)
+ * on every console and stop. Never returns. */
+_Noreturn void tern_panic(const char *file, int line, const char *what);
+
+#endif

@@ -1,0 +1,527 @@
+/*
+ * conn.c - one client connection: framing of the input stream, the MQTT
+ * 3.1/3.1.1 packet handlers, and the end of a connection (will, session
+ * detach). The inbound half of the QoS flows lives here; the outbound half
+ * is in deliver.c.
+ */
+#include "broker/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char *conn_name(const broker_conn *c)
+{
+    if (c->sess)
+        return c->sess->id;
+    return c->peer ? c->peer : "?";
+}
+
+/* Nobody publishes to $SYS: the broker owns that tree (SPEC C3). */
+static bool topic_is_sys(const uint8_t *t, size_t len)
+{
+    return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
+}
+
+static bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
+{
+    size_t n = packet_id || type != MQTT_PINGRESP ? 4 : 2;
+    uint8_t *p = out_reserve(b, c, n);
+    if (!p)
+        return false;
+    size_t w = n == 4 ? mqtt_encode_ack(p, n, c->level, type, packet_id)
+                      : mqtt_encode_empty(p, n, type);
+    ALWAYS(w == n);
+    out_commit(b, c, n);
+    return true;
+}
+
+static bool send_connack(broker *b, broker_conn *c, bool present, uint8_t code)
+{
+    uint8_t *p = out_reserve(b, c, 4);
+    if (!p)
+        return false;
+    size_t w = mqtt_encode_connack(p, 4, c->level ? c->level : MQTT_LEVEL_311, present, code);
+    ALWAYS(w == 4);
+    out_commit(b, c, 4);
+    return true;
+}
+
+void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    conn_state prev = (conn_state)c->state;
+    c->state = CONN_CLOSING;
+    wheel_remove(&b->wheel, c);
+    if (prev == CONN_ACTIVE) {
+        ALWAYS(b->stats.clients_connected > 0);
+        b->stats.clients_connected--;
+        blog(b, BROKER_LOG_INFO, "client %s disconnected: %s", conn_name(c), why);
+        session *s = c->sess;
+        c->sess = NULL;
+        if (s) {
+            s->conn = NULL;
+            if (s->clean)
+                session_destroy(b, s);
+            else
+                session_set_offline(b, s, now_ms);
+        }
+        /* The will goes out after the session is detached, so a persistent
+         * session subscribed to its own will queues it like any message. */
+        if (fire_will && c->will) {
+            msg *w = c->will;
+            route_publish(b, msg_topic(w), w->topic_len, msg_payload(w), w->payload_len, w->qos,
+                          w->retain, w);
+        }
+    } else {
+        blog(b, BROKER_LOG_DEBUG, "connection %s closed: %s", conn_name(c), why);
+    }
+    msg_unref(b, c->will);
+    c->will = NULL;
+    mem_free(b, c->in);
+    c->in = NULL;
+    c->in_len = c->in_cap = 0;
+    conn_mark_dirty(b, c);
+}
+
+static void protocol_error(broker *b, broker_conn *c, const char *what)
+{
+    b->stats.protocol_errors++;
+    blog(b, BROKER_LOG_INFO, "client %s: protocol error: %s", conn_name(c), what);
+    conn_end(b, c, true, "protocol error", b->now_ms);
+}
+
+static void make_auto_id(broker *b, char *out, size_t cap)
+{
+    do {
+        /* Unique within this broker; mixing in the start time keeps ids from
+         * repeating across restarts of a broker with persistent sessions. */
+        uint64_t x = b->start_ms * 0x9e3779b97f4a7c15ull ^ ++b->auto_id_counter;
+        snprintf(out, cap, "auto-%016llx", (unsigned long long)x);
+    } while (session_find(&b->sessions, (const uint8_t *)out, strlen(out)));
+}
+
+static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
+{
+    char auto_id[32];
+    const uint8_t *id = cp->client_id.p;
+    size_t id_len = cp->client_id.len;
+
+    c->level = cp->level;
+    if (id_len == 0) {
+        /* 3.1 requires an id; 3.1.1 lets the server assign one, but only
+         * for a clean session [MQTT-3.1.3-8]. */
+        if (cp->level == MQTT_LEVEL_31 || !cp->clean_session) {
+            send_connack(b, c, false, MQTT_CONNACK_ID_REJECTED);
+            conn_end(b, c, false, "empty client id", b->now_ms);
+            return;
+        }
+        make_auto_id(b, auto_id, sizeof auto_id);
+        id = (const uint8_t *)auto_id;
+        id_len = strlen(auto_id);
+    }
+    if (!c->identity && !b->allow_anonymous) {
+        send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
+        conn_end(b, c, false, "anonymous clients not allowed", b->now_ms);
+        return;
+    }
+
+    session *s = session_find(&b->sessions, id, id_len);
+    if (s && s->conn) {
+        /* Takeover [MQTT-3.1.4-2]: the old connection ends abnormally. */
+        conn_end(b, s->conn, true, "taken over by a new connection", b->now_ms);
+        s = session_find(&b->sessions, id, id_len); /* a clean one is gone */
+    }
+    bool present = false;
+    if (s && cp->clean_session) {
+        session_destroy(b, s);
+        s = NULL;
+    }
+    if (s) {
+        present = true;
+    } else {
+        s = session_create(b, &b->sessions, id, id_len, cp->clean_session);
+        if (!s) {
+            send_connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
+            conn_end(b, c, false, "out of memory", b->now_ms);
+            return;
+        }
+    }
+    if (cp->will_flag && !topic_is_sys(cp->will_topic.p, cp->will_topic.len)) {
+        c->will = msg_new(b, cp->will_topic.p, cp->will_topic.len, cp->will_payload.p,
+                          cp->will_payload.len, cp->will_qos, cp->will_retain);
+        if (!c->will) {
+            if (!present)
+                session_destroy(b, s);
+            send_connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
+            conn_end(b, c, false, "out of memory", b->now_ms);
+            return;
+        }
+    }
+
+    c->state = CONN_ACTIVE;
+    c->sess = s;
+    session_set_online(b, s, c);
+    c->keepalive_s = cp->keepalive;
+    if (cp->keepalive)
+        wheel_set(&b->wheel, c, b->now_ms + (uint64_t)cp->keepalive * 1500u);
+    else
+        wheel_remove(&b->wheel, c);
+    b->stats.clients_connected++;
+    if (b->stats.clients_connected > b->stats.clients_maximum)
+        b->stats.clients_maximum = b->stats.clients_connected;
+    blog(b, BROKER_LOG_INFO, "client %s connected from %s (level %u, %s session, keepalive %u)",
+         s->id, c->peer ? c->peer : "?", cp->level, cp->clean_session ? "clean" : "persistent",
+         cp->keepalive);
+    if (!send_connack(b, c, present, MQTT_CONNACK_ACCEPTED)) {
+        conn_end(b, c, false, "out of memory", b->now_ms);
+        return;
+    }
+    if (present)
+        session_resend(b, s);
+}
+
+static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
+{
+    session *s = c->sess;
+    b->stats.msgs_received++;
+    bool allowed = !topic_is_sys(p->topic.p, p->topic.len);
+    if (!allowed)
+        blog(b, BROKER_LOG_INFO, "client %s: publish to $SYS refused", s->id);
+
+    if (p->qos == 2) {
+        /* Exactly once: a PUBLISH whose id is still awaiting PUBREL is a
+         * resend of one already routed; only acknowledge it again. */
+        if (!session_in_qos2_has(s, p->packet_id)) {
+            if (session_in_qos2_add(b, s, p->packet_id) != 0) {
+                protocol_error(b, c, "too many QoS 2 messages awaiting PUBREL");
+                return;
+            }
+            if (allowed)
+                route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, 2,
+                              p->retain, NULL);
+        }
+        if (!send_simple(b, c, MQTT_PUBREC, p->packet_id))
+            conn_end(b, c, true, "out of memory", b->now_ms);
+        return;
+    }
+    if (allowed)
+        route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
+                      p->retain, NULL);
+    if (p->qos == 1 && !send_simple(b, c, MQTT_PUBACK, p->packet_id))
+        conn_end(b, c, true, "out of memory", b->now_ms);
+}
+
+typedef struct retained_ctx {
+    session *sess;
+    uint8_t qos;
+} retained_ctx;
+
+static void send_retained(broker *b, void *ctx, msg *m)
+{
+    const retained_ctx *rc = ctx;
+    uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
+    /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
+     * the retain flag. They queue behind the SUBACK like any message. */
+    if (!session_enqueue_retained(b, rc->sess, m, q)) {
+        b->stats.publish_dropped++;
+        return;
+    }
+    session_pump(b, rc->sess);
+}
+
+static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
+{
+    session *s = c->sess;
+    uint8_t codes_small[32];
+    uint8_t *codes = codes_small;
+    if (l->count > sizeof codes_small) {
+        codes = mem_alloc(b, l->count);
+        if (!codes) {
+            conn_end(b, c, true, "out of memory", b->now_ms);
+            return;
+        }
+    }
+    size_t pos = 0;
+    uint32_t i = 0;
+    mqtt_bytes f;
+    uint8_t qos;
+    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
+        bool is_new;
+        sub *x = tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
+        codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
+        if (!x)
+            blog(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
+    }
+    ALWAYS(i == l->count);
+
+    size_t rl = 2 + (size_t)l->count;
+    size_t n = 1 + (rl < 128 ? 1 : rl < 16384 ? 2 : rl < 2097152 ? 3 : 4) + rl;
+    uint8_t *p = out_reserve(b, c, n);
+    if (!p) {
+        conn_end(b, c, true, "out of memory", b->now_ms);
+        goto done;
+    }
+    size_t w = mqtt_encode_suback(p, n, c->level, l->packet_id, codes, l->count);
+    ALWAYS(w == n);
+    out_commit(b, c, n);
+
+    pos = 0;
+    i = 0;
+    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
+        if (codes[i++] == MQTT_SUBACK_FAILURE)
+            continue;
+        retained_ctx rc = {s, qos};
+        if (tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
+            blog(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
+                 s->id);
+    }
+done:
+    if (codes != codes_small)
+        mem_free(b, codes);
+}
+
+static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
+{
+    size_t pos = 0;
+    mqtt_bytes f;
+    while (mqtt_unsubscribe_next(l, &pos, &f))
+        (void)tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len);
+    if (!send_simple(b, c, MQTT_UNSUBACK, l->packet_id))
+        conn_end(b, c, true, "out of memory", b->now_ms);
+}
+
+static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
+{
+    session *s = c->sess;
+    qentry *e = session_find_sent(s, id);
+    switch (type) {
+    case MQTT_PUBACK:
+        if (e && e->state == Q_WAIT_PUBACK)
+            session_complete(b, s, e);
+        break;
+    case MQTT_PUBREC:
+        if (e && e->state == Q_WAIT_PUBREC) {
+            /* The receiver owns the message now; keep only the id. */
+            e->state = Q_WAIT_PUBCOMP;
+            msg_unref(b, e->m);
+            e->m = NULL;
+        }
+        /* A PUBREC for a PUBREL already sent, or for an id we no longer
+         * know, is answered with PUBREL so the receiver can finish. */
+        if (!send_simple(b, c, MQTT_PUBREL, id)) {
+            conn_end(b, c, true, "out of memory", b->now_ms);
+            return;
+        }
+        break;
+    case MQTT_PUBCOMP:
+        if (e && e->state == Q_WAIT_PUBCOMP)
+            session_complete(b, s, e);
+        break;
+    default:
+        ALWAYS(0);
+    }
+    if (!e)
+        blog(b, BROKER_LOG_DEBUG, "client %s: acknowledgement for unknown packet id %u", s->id,
+             id);
+    session_pump(b, s);
+}
+
+/* Handle one decoded packet. The connection may be CLOSING afterwards. */
+static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
+{
+    if (c->state == CONN_NEW) {
+        if (pkt->type != MQTT_CONNECT) {
+            protocol_error(b, c, "first packet is not CONNECT");
+            return;
+        }
+        handle_connect(b, c, &pkt->u.connect);
+        return;
+    }
+    switch (pkt->type) {
+    case MQTT_CONNECT:
+        protocol_error(b, c, "second CONNECT");
+        break;
+    case MQTT_PUBLISH:
+        handle_publish(b, c, &pkt->u.publish);
+        break;
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBCOMP:
+        handle_ack(b, c, pkt->type, pkt->u.packet_id);
+        break;
+    case MQTT_PUBREL:
+        session_in_qos2_del(c->sess, pkt->u.packet_id);
+        if (!send_simple(b, c, MQTT_PUBCOMP, pkt->u.packet_id))
+            conn_end(b, c, true, "out of memory", b->now_ms);
+        break;
+    case MQTT_SUBSCRIBE:
+        handle_subscribe(b, c, &pkt->u.subscribe);
+        break;
+    case MQTT_UNSUBSCRIBE:
+        handle_unsubscribe(b, c, &pkt->u.unsubscribe);
+        break;
+    case MQTT_PINGREQ:
+        if (!send_simple(b, c, MQTT_PINGRESP, 0))
+            conn_end(b, c, true, "out of memory", b->now_ms);
+        break;
+    case MQTT_DISCONNECT:
+        /* A clean end: the will is discarded [MQTT-3.14.4-3]. */
+        conn_end(b, c, false, "client sent DISCONNECT", b->now_ms);
+        break;
+    default:
+        protocol_error(b, c, "unexpected packet type");
+        break;
+    }
+}
+
+static void decode_error(broker *b, broker_conn *c, mqtt_err err)
+{
+    if (err == MQTT_ERR_BAD_PROTOCOL_LEVEL && c->state == CONN_NEW) {
+        /* [MQTT-3.1.2-2]: answer an unsupported level with 0x01, then close. */
+        send_connack(b, c, false, MQTT_CONNACK_BAD_PROTOCOL);
+    }
+    protocol_error(b, c, mqtt_err_str(err));
+}
+
+static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
+{
+    if (n > UINT32_MAX - c->in_len)
+        return -1;
+    size_t need = c->in_len + n;
+    if (need > c->in_cap) {
+        size_t cap = c->in_cap ? c->in_cap : 256;
+        while (cap < need)
+            cap *= 2;
+        if (cap > UINT32_MAX)
+            return -1;
+        uint8_t *in = mem_realloc(b, c->in, cap);
+        if (!in)
+            return -1;
+        c->in = in;
+        c->in_cap = (uint32_t)cap;
+    }
+    memcpy(c->in + c->in_len, p, n);
+    c->in_len = (uint32_t)need;
+    return 0;
+}
+
+/* Decode and handle one packet from buf; returns false when the connection
+ * ended. */
+static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len, size_t *used,
+                       bool *need_more)
+{
+    mqtt_packet pkt;
+    mqtt_err err = mqtt_decode(buf, len, MQTT_FROM_CLIENT, c->level, b->lim.max_packet_size,
+                               &pkt, used);
+    *need_more = err == MQTT_NEED_MORE;
+    if (*need_more)
+        return true;
+    if (err != MQTT_OK) {
+        decode_error(b, c, err);
+        return false;
+    }
+    handle_packet(b, c, &pkt);
+    return c->state != CONN_CLOSING;
+}
+
+/* Move bytes from data into the input tail until it holds a whole packet.
+ * Returns bytes taken; *whole tells whether the packet is complete; -1 on a
+ * framing error or allocation failure (the connection has ended). */
+static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t len,
+                          bool *whole)
+{
+    size_t taken = 0;
+    *whole = false;
+    for (;;) {
+        uint32_t size;
+        size_t want;
+        mqtt_err err = mqtt_frame_size(c->in, c->in_len, b->lim.max_packet_size, &size);
+        if (err == MQTT_NEED_MORE) {
+            want = 1; /* the header is at most 5 bytes: go byte by byte */
+        } else if (err != MQTT_OK) {
+            decode_error(b, c, err);
+            return -1;
+        } else {
+            want = size - c->in_len;
+        }
+        if (want == 0) {
+            *whole = true;
+            return (long)taken;
+        }
+        if (taken == len)
+            return (long)taken;
+        size_t n = want < len - taken ? want : len - taken;
+        if (tail_append(b, c, data + taken, n) != 0) {
+            conn_end(b, c, true, "out of memory for input", b->now_ms);
+            return -1;
+        }
+        taken += n;
+    }
+}
+
+static void tail_clear(broker *b, broker_conn *c)
+{
+    mem_free(b, c->in);
+    c->in = NULL;
+    c->in_len = c->in_cap = 0;
+}
+
+bool broker_input_paused(const broker_conn *c)
+{
+    /* Output beyond twice the bound comes only from acknowledgements and
+     * resends the client is not reading; stop reading its packets too. */
+    return c->state != CONN_CLOSING && c->out_len - c->out_head >= c->in_pause_at;
+}
+
+size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms)
+{
+    size_t used = 0;
+    uint32_t budget = b->lim.work_budget;
+    bool need_more;
+
+    b->now_ms = now_ms;
+    if (c->state == CONN_CLOSING)
+        return len; /* ending: input is discarded */
+    if (broker_input_paused(c))
+        return 0;
+    c->last_rx_ms = now_ms;
+
+    if (c->in_len > 0) {
+        bool whole;
+        long taken = complete_tail(b, c, data, len, &whole);
+        if (taken < 0)
+            goto ended;
+        used = (size_t)taken;
+        if (!whole)
+            goto out;
+        size_t n;
+        bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more);
+        ALWAYS(!ok || (!need_more && n == c->in_len));
+        tail_clear(b, c);
+        if (!ok)
+            goto ended;
+        budget--;
+    }
+    while (used < len && budget > 0 && !broker_input_paused(c)) {
+        size_t n;
+        if (!one_packet(b, c, data + used, len - used, &n, &need_more))
+            goto ended;
+        if (need_more) {
+            if (tail_append(b, c, data + used, len - used) != 0) {
+                conn_end(b, c, true, "out of memory for input", now_ms);
+                goto ended;
+            }
+            used = len;
+            break;
+        }
+        used += n;
+        budget--;
+    }
+out:
+    b->stats.bytes_received += used;
+    return used;
+ended:
+    b->stats.bytes_received += len;
+    return len;
+}

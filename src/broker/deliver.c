@@ -1,0 +1,253 @@
+/*
+ * deliver.c - the outbound path: connection output buffers, routing a
+ * PUBLISH to the sessions that match it, and moving a session's queued
+ * QoS 1/2 messages onto the wire as its window and buffer allow.
+ *
+ * Back-pressure (SPEC C4): a connection's output buffer may hold up to
+ * max_out_bytes of pending PUBLISH data. Beyond that, QoS 0 messages are
+ * dropped (counted) and QoS 1/2 messages wait in the session queue, bounded
+ * by max_queued; nothing is dropped silently.
+ *
+ * Nothing here ends a connection or frees a session: routing walks a match
+ * list of session pointers that must stay valid until it is done.
+ */
+#include "broker/internal.h"
+
+#include <string.h>
+
+/* Output buffers shrink back to nothing once drained, so an idle connection
+ * costs no buffer; under load one buffer is reused turn after turn. */
+#define OUT_MIN_CAP 4096u
+
+size_t out_pending(const broker_conn *c)
+{
+    return c->out_len - c->out_head;
+}
+
+void conn_mark_dirty(broker *b, broker_conn *c)
+{
+    if (c->in_dirty)
+        return;
+    c->in_dirty = true;
+    c->dirty_next = NULL;
+    c->dirty_prev = b->dirty_tail;
+    if (b->dirty_tail)
+        b->dirty_tail->dirty_next = c;
+    else
+        b->dirty_head = c;
+    b->dirty_tail = c;
+}
+
+uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
+{
+    size_t pending = out_pending(c);
+    if (n > UINT32_MAX - pending)
+        return NULL;
+    if (c->out_cap - c->out_len >= n)
+        return c->out + c->out_len;
+    if (c->out_head > 0 && c->out_cap - pending >= n) {
+        memmove(c->out, c->out + c->out_head, pending);
+        c->out_head = 0;
+        c->out_len = (uint32_t)pending;
+        return c->out + c->out_len;
+    }
+    size_t cap = c->out_cap ? c->out_cap : OUT_MIN_CAP;
+    while (cap - pending < n)
+        cap *= 2;
+    if (cap > UINT32_MAX)
+        return NULL;
+    uint8_t *p = mem_alloc(b, cap);
+    if (!p)
+        return NULL;
+    if (pending)
+        memcpy(p, c->out + c->out_head, pending);
+    mem_free(b, c->out);
+    c->out = p;
+    c->out_cap = (uint32_t)cap;
+    c->out_head = 0;
+    c->out_len = (uint32_t)pending;
+    return c->out + c->out_len;
+}
+
+void out_commit(broker *b, broker_conn *c, size_t n)
+{
+    ALWAYS(n <= c->out_cap - c->out_len);
+    c->out_len += (uint32_t)n;
+    conn_mark_dirty(b, c);
+}
+
+static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
+                         const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
+                         bool dup, uint16_t packet_id)
+{
+    size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
+    uint8_t *p = out_reserve(b, c, n);
+    if (!p)
+        return false;
+    mqtt_publish pub = {
+        .qos = qos,
+        .dup = dup,
+        .retain = retain,
+        .packet_id = packet_id,
+        .topic = {topic, tlen},
+        .payload = {payload, plen},
+    };
+    size_t w = mqtt_encode_publish(p, n, c->level, &pub);
+    ALWAYS(w == n);
+    out_commit(b, c, n);
+    b->stats.msgs_sent++;
+    return true;
+}
+
+static bool send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
+{
+    const msg *m = e->m;
+    return send_publish(b, c, msg_topic(m), m->topic_len, msg_payload(m), m->payload_len,
+                        e->qos, e->retain, dup, e->packet_id);
+}
+
+static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
+{
+    uint8_t *p = out_reserve(b, c, 4);
+    if (!p)
+        return false;
+    size_t w = mqtt_encode_ack(p, 4, c->level, type, packet_id);
+    ALWAYS(w == 4);
+    out_commit(b, c, 4);
+    return true;
+}
+
+static bool conn_live(const broker_conn *c)
+{
+    return c && c->state == CONN_ACTIVE;
+}
+
+void session_pump(broker *b, session *s)
+{
+    broker_conn *c = s->conn;
+    if (!conn_live(c))
+        return;
+    while (s->q_sent < s->q_count && out_pending(c) < b->lim.max_out_bytes) {
+        qentry *e = session_entry(s, s->q_sent);
+        if (e->qos > 0 && s->inflight >= b->lim.max_inflight)
+            break;
+        if (e->qos > 0)
+            e->packet_id = session_next_packet_id(s);
+        if (!send_entry(b, c, e, false))
+            break; /* out of memory: retried on the next pump */
+        s->q_bytes -= e->m->payload_len;
+        if (e->qos == 0) {
+            session_sent_qos0(b, s, e);
+            continue;
+        }
+        e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
+        s->q_sent++;
+        s->inflight++;
+    }
+}
+
+void session_resend(broker *b, session *s)
+{
+    broker_conn *c = s->conn;
+    if (!conn_live(c))
+        return;
+    /* [MQTT-4.4.0-1]: on reconnect, resend unacknowledged PUBLISH packets
+     * (DUP set) and PUBREL packets, in their original order. */
+    for (uint32_t i = 0; i < s->q_sent; i++) {
+        qentry *e = session_entry(s, i);
+        bool ok = true;
+        if (e->state == Q_WAIT_PUBACK || e->state == Q_WAIT_PUBREC)
+            ok = send_entry(b, c, e, true);
+        else if (e->state == Q_WAIT_PUBCOMP)
+            ok = send_ack(b, c, MQTT_PUBREL, e->packet_id);
+        if (!ok) {
+            blog(b, BROKER_LOG_WARN, "client %s: out of memory resending", s->id);
+            break;
+        }
+    }
+    session_pump(b, s);
+}
+
+void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+{
+    if (!session_enqueue(b, s, m, qos, retain)) {
+        b->stats.publish_dropped++;
+        return;
+    }
+    session_pump(b, s);
+}
+
+/* Build the shared msg the first time a subscriber needs one. */
+static msg *msg_lazy(broker *b, msg **m, bool *owned, const uint8_t *topic, size_t tlen,
+                     const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+{
+    if (!*m) {
+        *m = msg_new(b, topic, tlen, payload, plen, qos, retain);
+        *owned = *m != NULL;
+    }
+    return *m;
+}
+
+static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic, size_t tlen,
+                           const uint8_t *payload, size_t plen, uint8_t qos)
+{
+    /* [MQTT-3.3.1-10]: an empty retained payload clears the topic. */
+    if (plen == 0) {
+        (void)tree_set_retained(b, &b->tree, topic, tlen, NULL);
+        return;
+    }
+    if (b->stats.retained_count >= b->lim.max_retained) {
+        /* Replacing an existing value stays allowed at the limit. */
+        uint64_t before = b->stats.retained_count;
+        (void)tree_set_retained(b, &b->tree, topic, tlen, NULL);
+        if (b->stats.retained_count == before) {
+            blog(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
+                 b->lim.max_retained);
+            b->stats.publish_dropped++;
+            return;
+        }
+    }
+    if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
+        tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
+        blog(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");
+        b->stats.publish_dropped++;
+    }
+}
+
+void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                   size_t plen, uint8_t qos, bool retain, msg *m)
+{
+    bool owned = false;
+    if (retain)
+        store_retained(b, &m, &owned, topic, tlen, payload, plen, qos);
+
+    match *matches;
+    long n = tree_match(b, &b->tree, topic, tlen, &matches);
+    if (n < 0) {
+        blog(b, BROKER_LOG_ERROR, "out of memory matching a PUBLISH: not delivered");
+        b->stats.publish_dropped++;
+        n = 0;
+    }
+    for (long i = 0; i < n; i++) {
+        session *s = matches[i].sess;
+        uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
+        if (q == 0) {
+            /* QoS 0 goes straight to a live connection with room, or is
+             * dropped; offline sessions do not queue QoS 0. */
+            broker_conn *c = s->conn;
+            if (!conn_live(c))
+                continue;
+            if (out_pending(c) >= b->lim.max_out_bytes ||
+                !send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+                b->stats.publish_dropped++;
+            continue;
+        }
+        if (!msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain)) {
+            b->stats.publish_dropped++;
+            continue;
+        }
+        deliver(b, s, m, q, false);
+    }
+    if (owned)
+        msg_unref(b, m);
+}

@@ -1,0 +1,317 @@
+/*
+ * internal.h - data structures shared by the files of the broker core.
+ * Nothing outside src/broker/ includes this; broker.h is the public face.
+ *
+ * Ownership in one picture:
+ *   broker ── owns ──> sessions (hash by client id), connections (list),
+ *                      topic tree (subscriptions + retained messages)
+ *   session ── owns ──> its subscriptions, its outbound queue entries
+ *   conn ──── owns ──> its input tail, output buffer, will message ref
+ *   msg ───── shared by reference count: tree (retained), queues, wills
+ */
+#ifndef TERN_BROKER_INTERNAL_H
+#define TERN_BROKER_INTERNAL_H
+
+#include "broker/broker.h"
+#include "mqtt/mqtt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Invariant checks that stay on in production builds: a broken invariant is
+ * a bug, and continuing would corrupt state. */
+#define ALWAYS(cond) ((cond) ? (void)0 : tern_panic(__FILE__, __LINE__, #cond))
+
+/* ---- memory (mem.c) ---------------------------------------------------- */
+
+void *mem_alloc(broker *b, size_t size);
+void *mem_calloc(broker *b, size_t size);
+void *mem_realloc(broker *b, void *p, size_t size);
+void mem_free(broker *b, void *p);
+
+/* ---- messages (msg.c) -------------------------------------------------- */
+
+/* An application message, immutable once built and shared by reference. */
+typedef struct msg {
+    uint32_t refs;
+    uint32_t payload_len;
+    uint16_t topic_len;
+    uint8_t qos;      /* QoS it was published with */
+    uint8_t retain;   /* published with the retain flag */
+    uint8_t data[];   /* topic bytes, then payload bytes */
+} msg;
+
+msg *msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *payload,
+             size_t payload_len, uint8_t qos, bool retain);
+static inline const uint8_t *msg_topic(const msg *m) { return m->data; }
+static inline const uint8_t *msg_payload(const msg *m) { return m->data + m->topic_len; }
+static inline msg *msg_ref(msg *m) { m->refs++; return m; }
+void msg_unref(broker *b, msg *m);
+
+/* ---- topic tree (tree.c) ----------------------------------------------- */
+
+typedef struct session session;
+typedef struct tnode tnode;
+
+/* One subscription: a session's filter, linked into the node of that filter
+ * and into the session's own list. */
+typedef struct sub {
+    struct sub *node_prev, *node_next;
+    struct sub *sess_next;
+    tnode *node;
+    session *sess;
+    uint8_t qos;
+} sub;
+
+struct tnode {
+    tnode *parent;
+    tnode *first_child, *next_sibling, *prev_sibling; /* ordinary levels */
+    tnode *plus, *hash;       /* the '+' and '#' children */
+    tnode *hnext;             /* chain in the tree's child hash table */
+    sub *subs;                /* subscriptions whose filter ends here */
+    msg *retained;            /* retained message whose topic ends here */
+    uint32_t hashv;
+    uint16_t seg_len;
+    char seg[];               /* this level's text, not terminated */
+};
+
+/* A match result: one entry per session, at the highest granted QoS. */
+typedef struct match {
+    session *sess;
+    uint8_t qos;
+} match;
+
+typedef struct tree {
+    tnode *root;
+    tnode **table;            /* child lookup: hash(parent, segment) */
+    size_t table_size;        /* power of two */
+    size_t node_count;
+    /* Scratch owned by the tree and reused across calls, so matching
+     * allocates only while it grows to the largest fan-out seen. */
+    match *matches;
+    size_t matches_cap;
+    struct tstack { tnode *node; size_t pos; } *stack;
+    size_t stack_cap;
+    uint64_t epoch;           /* stamps sessions during one match */
+} tree;
+
+int tree_init(broker *b, tree *t);
+void tree_free(broker *b, tree *t);
+/* Add or update sess's subscription to filter f. *is_new tells if it was
+ * added. Returns the sub, or NULL on allocation failure. */
+sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
+                    uint8_t qos, bool *is_new);
+/* Remove sess's subscription to f; false when there was none. */
+bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
+/* Remove one subscription (session teardown). */
+void tree_remove_sub(broker *b, tree *t, sub *s);
+/* Sessions subscribed to topic, deduplicated, each at its highest QoS.
+ * Returns the count; *out points into tree scratch valid until the next
+ * call. -1 on allocation failure. */
+long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
+/* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
+ * Takes a reference on m. Returns 0, or -1 on allocation failure. */
+int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
+/* Call fn for every retained message matching filter f. */
+typedef void (*retained_fn)(broker *b, void *ctx, msg *m);
+int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
+                      void *ctx);
+
+/* ---- sessions (session.c) ---------------------------------------------- */
+
+typedef enum qentry_state {
+    Q_QUEUED = 0,     /* not sent yet */
+    Q_WAIT_PUBACK,    /* QoS 1 sent */
+    Q_WAIT_PUBREC,    /* QoS 2 sent */
+    Q_WAIT_PUBCOMP,   /* QoS 2 PUBREL sent */
+    Q_DONE,           /* acknowledged; a hole until the head passes it */
+} qentry_state;
+
+/* One outbound QoS 1/2 message for a session, in delivery order. */
+typedef struct qentry {
+    msg *m;
+    uint16_t packet_id;
+    uint8_t qos;
+    uint8_t state;    /* qentry_state */
+    bool retain;      /* deliver with the retain flag (retained on subscribe) */
+} qentry;
+
+typedef struct broker_conn broker_conn;
+
+struct session {
+    session *hnext;           /* chain in the session hash table */
+    session *off_prev, *off_next; /* list of offline persistent sessions */
+    broker_conn *conn;        /* NULL while offline */
+    sub *subs;
+    /* Outbound ring: entries [head, head+count), sent ones first. */
+    qentry *q;
+    uint32_t q_cap, q_head, q_count;
+    uint32_t q_sent;          /* entries at the front that were sent (incl. holes) */
+    uint32_t inflight;        /* sent and not yet fully acknowledged */
+    uint64_t q_bytes;         /* payload bytes of queued, unsent entries */
+    uint16_t next_packet_id;
+    /* Inbound QoS 2 packet ids delivered and awaiting PUBREL. */
+    uint16_t *in_qos2;
+    uint32_t in_qos2_count, in_qos2_cap;
+    uint64_t expires_at;      /* ms, offline persistent sessions; 0 = never */
+    uint64_t match_epoch;     /* tree_match dedup stamp */
+    uint32_t match_idx;
+    uint32_t hashv;
+    bool clean;
+    uint16_t id_len;
+    char id[];                /* client id, NUL-terminated */
+};
+
+typedef struct session_table {
+    session **table;
+    size_t size;              /* power of two */
+    size_t count;
+    session *offline;         /* persistent sessions without a connection */
+    size_t offline_count;
+} session_table;
+
+int sessions_init(broker *b, session_table *st);
+void sessions_free(broker *b, session_table *st);
+session *session_find(session_table *st, const uint8_t *id, size_t len);
+session *session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean);
+/* Remove and free a session with its subscriptions and queue. */
+void session_destroy(broker *b, session *s);
+void session_set_offline(broker *b, session *s, uint64_t now_ms);
+void session_set_online(broker *b, session *s, broker_conn *c);
+/* Append an outbound entry; false when the session's bounds refuse it. */
+bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Append a retained message sent for a new subscription (any QoS). These
+ * are bounded by max_retained rather than max_queued: a subscriber to '#'
+ * expects every retained message, not the first max_queued of them. */
+bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos);
+/* Entry holding packet_id among the sent ones, or NULL. */
+qentry *session_find_sent(session *s, uint16_t packet_id);
+/* Mark an entry acknowledged and drop holes at the head. */
+void session_complete(broker *b, session *s, qentry *e);
+uint16_t session_next_packet_id(session *s);
+/* The i-th entry of the outbound ring, counted from its head. */
+static inline qentry *session_entry(const session *s, uint32_t i)
+{
+    return &s->q[(s->q_head + i) % s->q_cap];
+}
+/* Mark a sent QoS 0 entry (retained-on-subscribe) finished. */
+void session_sent_qos0(broker *b, session *s, qentry *e);
+/* Inbound QoS 2 ids. */
+bool session_in_qos2_has(const session *s, uint16_t id);
+int session_in_qos2_add(broker *b, session *s, uint16_t id);
+void session_in_qos2_del(session *s, uint16_t id);
+
+/* ---- connections (conn.c, out.c) --------------------------------------- */
+
+typedef enum conn_state {
+    CONN_NEW = 0,     /* waiting for CONNECT */
+    CONN_ACTIVE,      /* CONNECT accepted */
+    CONN_CLOSING,     /* ended: flushing output, then the platform closes */
+} conn_state;
+
+struct broker_conn {
+    broker_conn *prev, *next;       /* all connections */
+    broker_conn *dirty_prev, *dirty_next; /* dirty list */
+    broker_conn *wheel_prev, *wheel_next; /* timer wheel slot */
+    void *ctx;                      /* platform handle */
+    session *sess;                  /* set while ACTIVE */
+    msg *will;                      /* owned reference, NULL when none */
+    /* Input tail: bytes of an incomplete packet, owned. */
+    uint8_t *in;
+    uint32_t in_len, in_cap;
+    /* Output: bytes [out_head, out_len) are pending, owned. */
+    uint8_t *out;
+    uint32_t out_head, out_len, out_cap;
+    uint64_t last_rx_ms;
+    uint64_t deadline_ms;           /* keepalive / connect timeout; 0 = none */
+    uint32_t in_pause_at;           /* output bytes that pause input */
+    uint16_t keepalive_s;
+    uint8_t level;                  /* protocol level from CONNECT */
+    uint8_t state;                  /* conn_state */
+    bool in_dirty;
+    bool in_wheel;
+    bool is_operator;
+    char *peer;                     /* owned, for logs */
+    char *identity;                 /* owned, TLS identity or NULL */
+};
+
+/* Reserve n bytes at the end of c's output; NULL on allocation failure. The
+ * caller writes exactly n bytes then calls out_commit(). */
+uint8_t *out_reserve(broker *b, broker_conn *c, size_t n);
+void out_commit(broker *b, broker_conn *c, size_t n);
+size_t out_pending(const broker_conn *c);
+void conn_mark_dirty(broker *b, broker_conn *c);
+/* End a connection: fire the will if asked, detach the session, ask the
+ * platform to close. Idempotent. */
+void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms);
+/* Deliver a message to a session (live or queued). */
+void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Send what the session's queue and the connection's room allow. */
+void session_pump(broker *b, session *s);
+/* Resend unacknowledged messages after a reconnect. */
+void session_resend(broker *b, session *s);
+/* Route a PUBLISH to every matching subscription (retained handling
+ * included). m may be NULL when the caller has only views; then a msg is
+ * built only if someone needs one. */
+void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                   size_t plen, uint8_t qos, bool retain, msg *m);
+
+/* ---- timers (wheel.c) -------------------------------------------------- */
+
+#define WHEEL_SLOTS 1024u
+#define WHEEL_TICK_MS 256u
+
+typedef struct wheel {
+    broker_conn *slots[WHEEL_SLOTS];
+    uint64_t next_tick;       /* index of the next tick to process */
+    size_t count;
+} wheel;
+
+void wheel_init(wheel *w, uint64_t now_ms);
+void wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms);
+void wheel_remove(wheel *w, broker_conn *c);
+/* Expire due connections by calling conn_timeout for each. */
+void wheel_advance(broker *b, wheel *w, uint64_t now_ms);
+uint64_t wheel_next_deadline(const wheel *w);
+void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);
+
+/* ---- $SYS (sys.c) ------------------------------------------------------ */
+
+typedef struct sys_state {
+    uint64_t next_ms;
+    uint64_t last_ms;
+    uint64_t last_received, last_sent;
+    uint64_t load_received, load_sent; /* messages/minute x1000, 1-minute EMA */
+} sys_state;
+
+void sys_publish(broker *b, uint64_t now_ms);
+
+/* ---- the broker -------------------------------------------------------- */
+
+struct broker {
+    broker_limits lim;
+    broker_allocator alloc;
+    broker_log_fn log;
+    void *log_ctx;
+    broker_log_level log_level;
+    bool allow_anonymous;
+    char *version;
+    uint64_t start_ms;
+    uint64_t now_ms;          /* time of the event being handled */
+    broker_conn *conns;
+    broker_conn *dirty_head, *dirty_tail;
+    session_table sessions;
+    tree tree;
+    wheel wheel;
+    sys_state sys;
+    broker_stats stats;
+    uint64_t next_expiry_check_ms;
+    uint32_t conn_count;      /* open transport connections */
+    uint64_t auto_id_counter;
+};
+
+void blog(broker *b, broker_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#endif

@@ -1,0 +1,303 @@
+/*
+ * session.c - MQTT sessions: the table by client id, each session's ordered
+ * outbound queue of QoS 1/2 messages (sent-and-unacknowledged first, then
+ * waiting), and the inbound QoS 2 packet ids awaiting PUBREL.
+ *
+ * The outbound queue is one ring per session in delivery order. Entries at
+ * the front have been sent (a prefix, since we send in order); an entry
+ * acknowledged out of order becomes a hole that disappears once the front
+ * reaches it. One ring gives one bound: max_inflight + max_queued entries.
+ */
+#include "broker/internal.h"
+
+#include <string.h>
+
+#define TABLE_MIN 64u
+
+static uint32_t id_hash(const uint8_t *id, size_t len)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < len; i++) {
+        h ^= id[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+int sessions_init(broker *b, session_table *st)
+{
+    memset(st, 0, sizeof *st);
+    st->table = mem_calloc(b, TABLE_MIN * sizeof *st->table);
+    if (!st->table)
+        return -1;
+    st->size = TABLE_MIN;
+    return 0;
+}
+
+void sessions_free(broker *b, session_table *st)
+{
+    for (size_t i = 0; i < st->size; i++)
+        while (st->table[i])
+            session_destroy(b, st->table[i]);
+    mem_free(b, st->table);
+    memset(st, 0, sizeof *st);
+}
+
+session *session_find(session_table *st, const uint8_t *id, size_t len)
+{
+    uint32_t h = id_hash(id, len);
+    for (session *s = st->table[h & (st->size - 1)]; s; s = s->hnext)
+        if (s->hashv == h && s->id_len == len && memcmp(s->id, id, len) == 0)
+            return s;
+    return NULL;
+}
+
+static void table_grow(broker *b, session_table *st)
+{
+    size_t size = st->size * 2;
+    session **table = mem_calloc(b, size * sizeof *table);
+    if (!table)
+        return; /* longer chains, still correct */
+    for (size_t i = 0; i < st->size; i++) {
+        session *s = st->table[i];
+        while (s) {
+            session *next = s->hnext;
+            size_t slot = s->hashv & (size - 1);
+            s->hnext = table[slot];
+            table[slot] = s;
+            s = next;
+        }
+    }
+    mem_free(b, st->table);
+    st->table = table;
+    st->size = size;
+}
+
+session *session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean)
+{
+    ALWAYS(len <= UINT16_MAX);
+    session *s = mem_calloc(b, sizeof *s + len + 1);
+    if (!s)
+        return NULL;
+    s->hashv = id_hash(id, len);
+    s->id_len = (uint16_t)len;
+    memcpy(s->id, id, len);
+    s->id[len] = '\0';
+    s->clean = clean;
+    s->next_packet_id = 1;
+    size_t slot = s->hashv & (st->size - 1);
+    s->hnext = st->table[slot];
+    st->table[slot] = s;
+    st->count++;
+    if (st->count > st->size)
+        table_grow(b, st);
+    return s;
+}
+
+/* Offline sessions, and only they, have expires_at != 0. */
+static void offline_unlink(session_table *st, session *s)
+{
+    if (!s->expires_at)
+        return;
+    if (s->off_prev)
+        s->off_prev->off_next = s->off_next;
+    else
+        st->offline = s->off_next;
+    if (s->off_next)
+        s->off_next->off_prev = s->off_prev;
+    s->off_prev = s->off_next = NULL;
+    s->expires_at = 0;
+    st->offline_count--;
+}
+
+void session_destroy(broker *b, session *s)
+{
+    session_table *st = &b->sessions;
+    ALWAYS(s->conn == NULL);
+    session **pp = &st->table[s->hashv & (st->size - 1)];
+    while (*pp != s)
+        pp = &(*pp)->hnext;
+    *pp = s->hnext;
+    st->count--;
+    offline_unlink(st, s);
+    while (s->subs) {
+        sub *x = s->subs;
+        s->subs = x->sess_next;
+        tree_remove_sub(b, &b->tree, x);
+    }
+    for (uint32_t i = 0; i < s->q_count; i++) {
+        qentry *e = &s->q[(s->q_head + i) % s->q_cap];
+        if (e->state != Q_DONE)
+            msg_unref(b, e->m);
+    }
+    mem_free(b, s->q);
+    mem_free(b, s->in_qos2);
+    mem_free(b, s);
+}
+
+void session_set_offline(broker *b, session *s, uint64_t now_ms)
+{
+    session_table *st = &b->sessions;
+    s->conn = NULL;
+    s->expires_at = b->lim.session_expiry_s
+                        ? now_ms + (uint64_t)b->lim.session_expiry_s * 1000u
+                        : UINT64_MAX;
+    s->off_prev = NULL;
+    s->off_next = st->offline;
+    if (st->offline)
+        st->offline->off_prev = s;
+    st->offline = s;
+    st->offline_count++;
+}
+
+void session_set_online(broker *b, session *s, broker_conn *c)
+{
+    offline_unlink(&b->sessions, s);
+    s->conn = c;
+}
+
+static int q_grow(broker *b, session *s, uint32_t limit)
+{
+    uint32_t cap = s->q_cap ? s->q_cap * 2 : 8;
+    if (cap > limit)
+        cap = limit;
+    qentry *q = mem_alloc(b, (size_t)cap * sizeof *q);
+    if (!q)
+        return -1;
+    for (uint32_t i = 0; i < s->q_count; i++)
+        q[i] = *session_entry(s, i);
+    mem_free(b, s->q);
+    s->q = q;
+    s->q_cap = cap;
+    s->q_head = 0;
+    return 0;
+}
+
+static uint32_t ring_limit(const broker *b)
+{
+    return b->lim.max_inflight + b->lim.max_queued + b->lim.max_retained;
+}
+
+static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+{
+    if (s->q_count >= ring_limit(b))
+        return false;
+    if (s->q_count == s->q_cap && q_grow(b, s, ring_limit(b)) != 0)
+        return false;
+    qentry *e = session_entry(s, s->q_count);
+    e->m = msg_ref(m);
+    e->packet_id = 0;
+    e->qos = qos;
+    e->state = Q_QUEUED;
+    e->retain = retain;
+    s->q_count++;
+    s->q_bytes += m->payload_len;
+    return true;
+}
+
+bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+{
+    ALWAYS(qos > 0);
+    uint32_t unsent = s->q_count - s->q_sent;
+    if (unsent >= b->lim.max_queued || s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
+        return false;
+    return push_entry(b, s, m, qos, retain);
+}
+
+bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
+{
+    return push_entry(b, s, m, qos, true);
+}
+
+qentry *session_find_sent(session *s, uint16_t packet_id)
+{
+    for (uint32_t i = 0; i < s->q_sent; i++) {
+        qentry *e = session_entry(s, i);
+        if (e->state != Q_DONE && e->packet_id == packet_id)
+            return e;
+    }
+    return NULL;
+}
+
+static void drop_done_head(broker *b, session *s)
+{
+    while (s->q_count > 0 && session_entry(s, 0)->state == Q_DONE) {
+        s->q_head = (s->q_head + 1) % s->q_cap;
+        s->q_count--;
+        s->q_sent--;
+    }
+    if (s->q_count == 0 && s->q) {
+        /* An idle session holds no ring: idle memory per client matters
+         * more than one allocation per burst. */
+        mem_free(b, s->q);
+        s->q = NULL;
+        s->q_cap = 0;
+        s->q_head = 0;
+    }
+}
+
+void session_complete(broker *b, session *s, qentry *e)
+{
+    ALWAYS(e->state != Q_DONE && e->state != Q_QUEUED && s->inflight > 0);
+    e->state = Q_DONE;
+    msg_unref(b, e->m);
+    e->m = NULL;
+    s->inflight--;
+    drop_done_head(b, s);
+}
+
+void session_sent_qos0(broker *b, session *s, qentry *e)
+{
+    ALWAYS(e->qos == 0 && e->state == Q_QUEUED);
+    e->state = Q_DONE;
+    msg_unref(b, e->m);
+    e->m = NULL;
+    s->q_sent++;
+    drop_done_head(b, s);
+}
+
+uint16_t session_next_packet_id(session *s)
+{
+    for (;;) {
+        uint16_t id = s->next_packet_id;
+        s->next_packet_id = (uint16_t)(id == UINT16_MAX ? 1 : id + 1);
+        /* An id is free unless an unacknowledged entry still holds it. With
+         * ids handed out in sequence this scan almost never finds one. */
+        if (!session_find_sent(s, id))
+            return id;
+    }
+}
+
+bool session_in_qos2_has(const session *s, uint16_t id)
+{
+    for (uint32_t i = 0; i < s->in_qos2_count; i++)
+        if (s->in_qos2[i] == id)
+            return true;
+    return false;
+}
+
+int session_in_qos2_add(broker *b, session *s, uint16_t id)
+{
+    if (s->in_qos2_count >= b->lim.max_inbound_qos2)
+        return -1;
+    if (s->in_qos2_count == s->in_qos2_cap) {
+        uint32_t cap = s->in_qos2_cap ? s->in_qos2_cap * 2 : 4;
+        uint16_t *a = mem_realloc(b, s->in_qos2, cap * sizeof *a);
+        if (!a)
+            return -1;
+        s->in_qos2 = a;
+        s->in_qos2_cap = cap;
+    }
+    s->in_qos2[s->in_qos2_count++] = id;
+    return 0;
+}
+
+void session_in_qos2_del(session *s, uint16_t id)
+{
+    for (uint32_t i = 0; i < s->in_qos2_count; i++) {
+        if (s->in_qos2[i] == id) {
+            s->in_qos2[i] = s->in_qos2[--s->in_qos2_count];
+            return;
+        }
+    }
+}

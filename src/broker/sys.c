@@ -1,0 +1,76 @@
+/*
+ * sys.c - the $SYS topics (SPEC C5): broker statistics published as retained
+ * messages every sys_interval_s. Names follow Mosquitto's where it has one,
+ * so existing dashboards work; $SYS/broker/memory/used is tern's own.
+ */
+#include "broker/internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static void put(broker *b, const char *topic, const char *value)
+{
+    route_publish(b, (const uint8_t *)topic, strlen(topic), (const uint8_t *)value,
+                  strlen(value), 0, true, NULL);
+}
+
+static void put_u64(broker *b, const char *topic, uint64_t v)
+{
+    char buf[24];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)v);
+    put(b, topic, buf);
+}
+
+/* One step of a one-minute exponential moving average of a per-minute rate,
+ * in integers (x1000) so no floating point or libm is needed. */
+static uint64_t ema_step(uint64_t avg, uint64_t delta, uint64_t dt_ms)
+{
+    if (dt_ms == 0)
+        return avg;
+    uint64_t rate = delta * 60000u * 1000u / dt_ms;
+    /* weight of the new sample: dt / (60 s + dt) */
+    if (rate >= avg)
+        return avg + (rate - avg) * dt_ms / (60000u + dt_ms);
+    return avg - (avg - rate) * dt_ms / (60000u + dt_ms);
+}
+
+void sys_publish(broker *b, uint64_t now_ms)
+{
+    sys_state *st = &b->sys;
+    broker_stats s;
+    char buf[48];
+
+    broker_get_stats(b, &s);
+    uint64_t dt = now_ms - st->last_ms;
+    st->load_received = ema_step(st->load_received, s.msgs_received - st->last_received, dt);
+    st->load_sent = ema_step(st->load_sent, s.msgs_sent - st->last_sent, dt);
+    st->last_ms = now_ms;
+    st->last_received = s.msgs_received;
+    st->last_sent = s.msgs_sent;
+
+    put(b, "$SYS/broker/version", b->version);
+    snprintf(buf, sizeof buf, "%llu seconds",
+             (unsigned long long)((now_ms - b->start_ms) / 1000u));
+    put(b, "$SYS/broker/uptime", buf);
+    put_u64(b, "$SYS/broker/clients/connected", s.clients_connected);
+    put_u64(b, "$SYS/broker/clients/disconnected", b->sessions.offline_count);
+    put_u64(b, "$SYS/broker/clients/total", s.clients_total);
+    put_u64(b, "$SYS/broker/clients/maximum", s.clients_maximum);
+    put_u64(b, "$SYS/broker/publish/messages/received", s.msgs_received);
+    put_u64(b, "$SYS/broker/publish/messages/sent", s.msgs_sent);
+    put_u64(b, "$SYS/broker/publish/messages/dropped", s.publish_dropped);
+    put_u64(b, "$SYS/broker/bytes/received", s.bytes_received);
+    put_u64(b, "$SYS/broker/bytes/sent", s.bytes_sent);
+    put_u64(b, "$SYS/broker/subscriptions/count", s.subscriptions_count);
+    put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
+    snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(st->load_received / 1000u),
+             (unsigned long long)(st->load_received % 1000u / 10u));
+    put(b, "$SYS/broker/load/publish/received/1min", buf);
+    snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(st->load_sent / 1000u),
+             (unsigned long long)(st->load_sent % 1000u / 10u));
+    put(b, "$SYS/broker/load/publish/sent/1min", buf);
+    /* Last, so the count and the memory figure include the $SYS values. */
+    put_u64(b, "$SYS/broker/retained messages/count", b->stats.retained_count);
+    put_u64(b, "$SYS/broker/memory/used", b->stats.memory_used);
+    put_u64(b, "$SYS/broker/heap/current", b->stats.memory_used);
+}

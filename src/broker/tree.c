@@ -1,0 +1,475 @@
+/*
+ * tree.c - the topic tree: one node per topic level, shared by subscription
+ * filters and retained messages (a topic name never contains '+' or '#', so
+ * both live in the same tree without clashing).
+ *
+ * A node's ordinary children are found through one hash table for the whole
+ * tree, keyed by (parent, level text), so a level with a million children
+ * costs no more to search than one with three. The '+' and '#' children hang
+ * off dedicated pointers. Children are also linked as siblings, which is
+ * what wildcard walks over retained messages need.
+ *
+ * Matching and walks are iterative with an explicit stack kept in the tree:
+ * a topic may have thousands of levels and the kernel's stacks are small.
+ */
+#include "broker/internal.h"
+
+#include <string.h>
+
+#define TABLE_MIN 64u
+#define DONE ((size_t)-1) /* stack position: every level consumed */
+
+static uint32_t seg_hash(const tnode *parent, const uint8_t *s, size_t len)
+{
+    /* FNV-1a over the bytes, seeded with the parent's address. */
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
+    for (size_t i = 0; i < len; i++) {
+        h ^= s[i];
+        h *= 1099511628211ull;
+    }
+    h ^= h >> 29;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, uint32_t h)
+{
+    tnode *n = mem_calloc(b, sizeof *n + len);
+    if (!n)
+        return NULL;
+    n->parent = parent;
+    n->hashv = h;
+    n->seg_len = (uint16_t)len;
+    if (len)
+        memcpy(n->seg, s, len);
+    return n;
+}
+
+int tree_init(broker *b, tree *t)
+{
+    memset(t, 0, sizeof *t);
+    t->root = node_new(b, NULL, NULL, 0, 0);
+    t->table = mem_calloc(b, TABLE_MIN * sizeof *t->table);
+    if (!t->root || !t->table) {
+        mem_free(b, t->root);
+        mem_free(b, t->table);
+        return -1;
+    }
+    t->table_size = TABLE_MIN;
+    return 0;
+}
+
+static tnode *child_find(const tree *t, const tnode *parent, const uint8_t *s, size_t len,
+                         uint32_t h)
+{
+    for (tnode *n = t->table[h & (t->table_size - 1)]; n; n = n->hnext)
+        if (n->hashv == h && n->parent == parent && n->seg_len == len &&
+            memcmp(n->seg, s, len) == 0)
+            return n;
+    return NULL;
+}
+
+static void table_grow(broker *b, tree *t)
+{
+    size_t size = t->table_size * 2;
+    tnode **table = mem_calloc(b, size * sizeof *table);
+    if (!table)
+        return; /* keep the old table: slower chains, still correct */
+    for (size_t i = 0; i < t->table_size; i++) {
+        tnode *n = t->table[i];
+        while (n) {
+            tnode *next = n->hnext;
+            size_t slot = n->hashv & (size - 1);
+            n->hnext = table[slot];
+            table[slot] = n;
+            n = next;
+        }
+    }
+    mem_free(b, t->table);
+    t->table = table;
+    t->table_size = size;
+}
+
+/* Find or create the child of parent for one level. */
+static tnode *child_get(broker *b, tree *t, tnode *parent, const uint8_t *s, size_t len)
+{
+    if (len == 1 && (s[0] == '+' || s[0] == '#')) {
+        tnode **slot = s[0] == '+' ? &parent->plus : &parent->hash;
+        if (!*slot)
+            *slot = node_new(b, parent, s, 1, 0);
+        return *slot;
+    }
+    uint32_t h = seg_hash(parent, s, len);
+    tnode *n = child_find(t, parent, s, len, h);
+    if (n)
+        return n;
+    n = node_new(b, parent, s, len, h);
+    if (!n)
+        return NULL;
+    size_t slot = h & (t->table_size - 1);
+    n->hnext = t->table[slot];
+    t->table[slot] = n;
+    n->next_sibling = parent->first_child;
+    if (parent->first_child)
+        parent->first_child->prev_sibling = n;
+    parent->first_child = n;
+    t->node_count++;
+    if (t->node_count > t->table_size)
+        table_grow(b, t);
+    return n;
+}
+
+static bool node_is_wild(const tnode *n)
+{
+    return n->parent && (n->parent->plus == n || n->parent->hash == n);
+}
+
+/* Free empty nodes from n upwards. */
+static void prune(broker *b, tree *t, tnode *n)
+{
+    while (n && n != t->root && !n->subs && !n->retained && !n->first_child && !n->plus &&
+           !n->hash) {
+        tnode *parent = n->parent;
+        if (node_is_wild(n)) {
+            if (parent->plus == n)
+                parent->plus = NULL;
+            else
+                parent->hash = NULL;
+        } else {
+            tnode **pp = &t->table[n->hashv & (t->table_size - 1)];
+            while (*pp != n)
+                pp = &(*pp)->hnext;
+            *pp = n->hnext;
+            if (n->prev_sibling)
+                n->prev_sibling->next_sibling = n->next_sibling;
+            else
+                parent->first_child = n->next_sibling;
+            if (n->next_sibling)
+                n->next_sibling->prev_sibling = n->prev_sibling;
+            t->node_count--;
+        }
+        mem_free(b, n);
+        n = parent;
+    }
+}
+
+/* Walk the levels of a filter or topic, creating nodes. NULL on failure;
+ * whatever was created is pruned again. */
+static tnode *path_get(broker *b, tree *t, const uint8_t *s, size_t len)
+{
+    tnode *n = t->root;
+    size_t start = 0;
+    for (;;) {
+        size_t end = start;
+        while (end < len && s[end] != '/')
+            end++;
+        tnode *c = child_get(b, t, n, s + start, end - start);
+        if (!c) {
+            prune(b, t, n);
+            return NULL;
+        }
+        n = c;
+        if (end >= len)
+            return n;
+        start = end + 1;
+    }
+}
+
+/* Find an existing node for a filter or topic without creating any. */
+static tnode *path_find(const tree *t, const uint8_t *s, size_t len)
+{
+    tnode *n = t->root;
+    size_t start = 0;
+    for (;;) {
+        size_t end = start;
+        while (end < len && s[end] != '/')
+            end++;
+        size_t seg = end - start;
+        if (seg == 1 && s[start] == '+')
+            n = n->plus;
+        else if (seg == 1 && s[start] == '#')
+            n = n->hash;
+        else
+            n = child_find(t, n, s + start, seg, seg_hash(n, s + start, seg));
+        if (!n || end >= len)
+            return n;
+        start = end + 1;
+    }
+}
+
+sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
+                    uint8_t qos, bool *is_new)
+{
+    tnode *n = path_get(b, t, f, flen);
+    if (!n)
+        return NULL;
+    for (sub *s = sess->subs; s; s = s->sess_next) {
+        if (s->node == n) {
+            s->qos = qos;
+            *is_new = false;
+            return s;
+        }
+    }
+    sub *s = mem_calloc(b, sizeof *s);
+    if (!s) {
+        prune(b, t, n);
+        return NULL;
+    }
+    s->node = n;
+    s->sess = sess;
+    s->qos = qos;
+    s->node_next = n->subs;
+    if (n->subs)
+        n->subs->node_prev = s;
+    n->subs = s;
+    s->sess_next = sess->subs;
+    sess->subs = s;
+    b->stats.subscriptions_count++;
+    *is_new = true;
+    return s;
+}
+
+static void unlink_sub(broker *b, tree *t, sub *s)
+{
+    tnode *n = s->node;
+    if (s->node_prev)
+        s->node_prev->node_next = s->node_next;
+    else
+        n->subs = s->node_next;
+    if (s->node_next)
+        s->node_next->node_prev = s->node_prev;
+    ALWAYS(b->stats.subscriptions_count > 0);
+    b->stats.subscriptions_count--;
+    mem_free(b, s);
+    prune(b, t, n);
+}
+
+bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
+{
+    tnode *n = path_find(t, f, flen);
+    if (!n)
+        return false;
+    for (sub **pp = &sess->subs; *pp; pp = &(*pp)->sess_next) {
+        sub *s = *pp;
+        if (s->node == n) {
+            *pp = s->sess_next;
+            unlink_sub(b, t, s);
+            return true;
+        }
+    }
+    return false;
+}
+
+void tree_remove_sub(broker *b, tree *t, sub *s)
+{
+    /* The caller has already taken s out of its session's list. */
+    unlink_sub(b, t, s);
+}
+
+static int stack_push(broker *b, tree *t, size_t *depth, tnode *n, size_t pos)
+{
+    if (*depth == t->stack_cap) {
+        size_t cap = t->stack_cap ? t->stack_cap * 2 : 64;
+        struct tstack *s = mem_realloc(b, t->stack, cap * sizeof *s);
+        if (!s)
+            return -1;
+        t->stack = s;
+        t->stack_cap = cap;
+    }
+    t->stack[*depth].node = n;
+    t->stack[*depth].pos = pos;
+    (*depth)++;
+    return 0;
+}
+
+static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
+{
+    for (const sub *s = n->subs; s; s = s->node_next) {
+        session *sess = s->sess;
+        if (sess->match_epoch == t->epoch) {
+            match *m = &t->matches[sess->match_idx];
+            if (s->qos > m->qos)
+                m->qos = s->qos;
+            continue;
+        }
+        if (*count == t->matches_cap) {
+            size_t cap = t->matches_cap ? t->matches_cap * 2 : 64;
+            match *nm = mem_realloc(b, t->matches, cap * sizeof *nm);
+            if (!nm)
+                return -1;
+            t->matches = nm;
+            t->matches_cap = cap;
+        }
+        sess->match_epoch = t->epoch;
+        sess->match_idx = (uint32_t)*count;
+        t->matches[*count].sess = sess;
+        t->matches[*count].qos = s->qos;
+        (*count)++;
+    }
+    return 0;
+}
+
+long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out)
+{
+    size_t count = 0, depth = 0;
+    bool dollar = tlen > 0 && topic[0] == '$';
+    t->epoch++;
+    if (stack_push(b, t, &depth, t->root, 0) != 0)
+        return -1;
+    while (depth > 0) {
+        depth--;
+        tnode *n = t->stack[depth].node;
+        size_t pos = t->stack[depth].pos;
+        /* Top-level wildcards never match topics starting with '$'. */
+        bool wild_ok = !(n == t->root && dollar);
+        if (wild_ok && n->hash && add_subs(b, t, n->hash, &count) != 0)
+            return -1;
+        if (pos == DONE) {
+            if (add_subs(b, t, n, &count) != 0)
+                return -1;
+            continue;
+        }
+        size_t end = pos;
+        while (end < tlen && topic[end] != '/')
+            end++;
+        size_t next = end < tlen ? end + 1 : DONE;
+        if (n->first_child) {
+            tnode *c = child_find(t, n, topic + pos, end - pos,
+                                  seg_hash(n, topic + pos, end - pos));
+            if (c && stack_push(b, t, &depth, c, next) != 0)
+                return -1;
+        }
+        if (wild_ok && n->plus && stack_push(b, t, &depth, n->plus, next) != 0)
+            return -1;
+    }
+    *out = t->matches;
+    return (long)count;
+}
+
+int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m)
+{
+    tnode *n;
+    if (!m) {
+        n = path_find(t, topic, tlen);
+        if (!n || !n->retained)
+            return 0;
+        msg_unref(b, n->retained);
+        n->retained = NULL;
+        ALWAYS(b->stats.retained_count > 0);
+        b->stats.retained_count--;
+        prune(b, t, n);
+        return 0;
+    }
+    n = path_get(b, t, topic, tlen);
+    if (!n)
+        return -1;
+    if (n->retained)
+        msg_unref(b, n->retained);
+    else
+        b->stats.retained_count++;
+    n->retained = msg_ref(m);
+    return 0;
+}
+
+/* Next ordinary sibling, skipping '$' levels directly under the root. */
+static tnode *sibling_skip(const tree *t, tnode *n, bool skip_dollar)
+{
+    while (n && skip_dollar && n->parent == t->root && n->seg_len > 0 && n->seg[0] == '$')
+        n = n->next_sibling;
+    return n;
+}
+
+/* Every retained message at or below start ('#' walk). */
+static void walk_subtree(broker *b, tree *t, tnode *start, bool skip_dollar, retained_fn fn,
+                         void *ctx)
+{
+    if (start->retained && start != t->root)
+        fn(b, ctx, start->retained);
+    tnode *cur = sibling_skip(t, start->first_child, skip_dollar);
+    while (cur) {
+        if (cur->retained)
+            fn(b, ctx, cur->retained);
+        if (cur->first_child) {
+            cur = cur->first_child;
+            continue;
+        }
+        while (cur != start && !cur->next_sibling)
+            cur = cur->parent;
+        if (cur == start)
+            break;
+        /* Skipping can only exhaust the root's own children: the end. */
+        cur = sibling_skip(t, cur->next_sibling, skip_dollar);
+    }
+}
+
+int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
+                      void *ctx)
+{
+    size_t depth = 0;
+    if (stack_push(b, t, &depth, t->root, 0) != 0)
+        return -1;
+    while (depth > 0) {
+        depth--;
+        tnode *n = t->stack[depth].node;
+        size_t pos = t->stack[depth].pos;
+        if (pos == DONE) {
+            if (n->retained)
+                fn(b, ctx, n->retained);
+            continue;
+        }
+        size_t end = pos;
+        while (end < flen && f[end] != '/')
+            end++;
+        size_t next = end < flen ? end + 1 : DONE;
+        bool at_root = n == t->root;
+        if (end - pos == 1 && f[pos] == '#') {
+            walk_subtree(b, t, n, at_root, fn, ctx);
+        } else if (end - pos == 1 && f[pos] == '+') {
+            for (tnode *c = sibling_skip(t, n->first_child, at_root); c;
+                 c = sibling_skip(t, c->next_sibling, at_root))
+                if (stack_push(b, t, &depth, c, next) != 0)
+                    return -1;
+        } else {
+            tnode *c = child_find(t, n, f + pos, end - pos, seg_hash(n, f + pos, end - pos));
+            if (c && stack_push(b, t, &depth, c, next) != 0)
+                return -1;
+        }
+    }
+    return 0;
+}
+
+static void free_subtree(broker *b, tnode *n)
+{
+    /* Post-order without recursion: detach children as we descend. */
+    while (n) {
+        tnode *c = n->first_child ? n->first_child : n->plus ? n->plus : n->hash;
+        if (c) {
+            if (c == n->first_child)
+                n->first_child = c->next_sibling;
+            else if (c == n->plus)
+                n->plus = NULL;
+            else
+                n->hash = NULL;
+            n = c;
+            continue;
+        }
+        tnode *parent = n->parent;
+        msg_unref(b, n->retained);
+        while (n->subs) {
+            sub *s = n->subs;
+            n->subs = s->node_next;
+            mem_free(b, s);
+        }
+        mem_free(b, n);
+        n = parent;
+    }
+}
+
+void tree_free(broker *b, tree *t)
+{
+    /* Sessions (and their subscription lists) are freed before the tree. */
+    free_subtree(b, t->root);
+    mem_free(b, t->table);
+    mem_free(b, t->matches);
+    mem_free(b, t->stack);
+    memset(t, 0, sizeof *t);
+}

@@ -1,0 +1,233 @@
+/*
+ * fake_client.c - in-memory clients for driving the broker core in tests.
+ */
+#include "fake_client.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void quiet_log(void *ctx, broker_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (getenv("TERN_TEST_LOG"))
+        fprintf(stderr, "  [broker %d] %s\n", (int)level, msg);
+}
+
+void fw_init(fworld *w, const broker_limits *lim)
+{
+    memset(w, 0, sizeof *w);
+    broker_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    if (lim)
+        cfg.limits = *lim;
+    if (!cfg.limits.sys_interval_s)
+        cfg.limits.sys_interval_s = UINT32_MAX;
+    cfg.log = quiet_log;
+    cfg.log_level = BROKER_LOG_DEBUG;
+    cfg.version = "tern-test";
+    cfg.allow_anonymous = true;
+    w->now = 1000000;
+    w->b = broker_create(&cfg, w->now);
+    if (!w->b)
+        abort();
+}
+
+void fw_free(fworld *w)
+{
+    broker_destroy(w->b);
+    for (int i = 0; i < w->nclients; i++) {
+        free(w->clients[i]->rx);
+        free(w->clients[i]);
+    }
+    w->nclients = 0;
+}
+
+fclient *fw_open(fworld *w)
+{
+    fclient *c = calloc(1, sizeof *c);
+    if (!c || w->nclients == 64)
+        abort();
+    c->reading = true;
+    c->level = 4;
+    broker_conn_info info = {.peer = "test:1", .identity = NULL, .is_operator = false};
+    c->conn = broker_open(w->b, c, &info, w->now);
+    w->clients[w->nclients++] = c;
+    return c;
+}
+
+/* What a platform does when a connection is writable: take its output. */
+static void pull(fworld *w, fclient *c)
+{
+    broker_conn *bc = c->conn;
+    size_t len;
+    const uint8_t *p = broker_out_peek(bc, &len);
+    if (c->reading && len) {
+        if (c->rx_len + len > c->rx_cap) {
+            size_t cap = c->rx_cap ? c->rx_cap : 4096;
+            while (cap < c->rx_len + len)
+                cap *= 2;
+            c->rx = realloc(c->rx, cap);
+            if (!c->rx)
+                abort();
+            c->rx_cap = cap;
+        }
+        memcpy(c->rx + c->rx_len, p, len);
+        c->rx_len += len;
+        broker_out_consume(w->b, bc, len);
+    }
+    if (broker_wants_close(bc) && (broker_out_pending(bc) == 0 || !c->reading)) {
+        broker_closed(w->b, bc, w->now);
+        c->conn = NULL;
+        c->closed = true;
+    }
+}
+
+void fw_drain(fworld *w)
+{
+    broker_conn *bc;
+    while ((bc = broker_next_dirty(w->b)) != NULL)
+        pull(w, broker_conn_ctx(bc));
+}
+
+void fw_flush(fworld *w, fclient *c)
+{
+    if (c->conn)
+        pull(w, c);
+    fw_drain(w);
+}
+
+void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n)
+{
+    size_t off = 0;
+    while (c->conn && off < n) {
+        size_t used = broker_input(w->b, c->conn, p + off, n - off, w->now);
+        off += used;
+        fw_drain(w);
+        if (used == 0 && c->conn && broker_input_paused(c->conn))
+            break;
+    }
+}
+
+void fw_drop(fworld *w, fclient *c)
+{
+    if (!c->conn)
+        return;
+    broker_closed(w->b, c->conn, w->now);
+    c->conn = NULL;
+    c->closed = true;
+    fw_drain(w);
+}
+
+void fw_advance(fworld *w, uint64_t ms)
+{
+    uint64_t end = w->now + ms;
+    while (w->now < end) {
+        uint64_t step = end - w->now < 100 ? end - w->now : 100;
+        w->now += step;
+        broker_tick(w->b, w->now);
+        fw_drain(w);
+    }
+}
+
+static void send_buf(fworld *w, fclient *c, const uint8_t *buf, size_t n)
+{
+    if (n == 0)
+        abort(); /* an encoder failed: a bug in the test */
+    fw_send(w, c, buf, n);
+}
+
+void fc_connect_will(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive,
+                     const char *will_topic, const char *will_msg, uint8_t will_qos,
+                     bool will_retain)
+{
+    uint8_t buf[512];
+    mqtt_connect cp;
+    memset(&cp, 0, sizeof cp);
+    cp.level = c->level;
+    cp.clean_session = clean;
+    cp.keepalive = keepalive;
+    cp.client_id = (mqtt_bytes){(const uint8_t *)id, strlen(id)};
+    if (will_topic) {
+        cp.will_flag = true;
+        cp.will_qos = will_qos;
+        cp.will_retain = will_retain;
+        cp.will_topic = (mqtt_bytes){(const uint8_t *)will_topic, strlen(will_topic)};
+        cp.will_payload = (mqtt_bytes){(const uint8_t *)will_msg, strlen(will_msg)};
+    }
+    send_buf(w, c, buf, mqtt_encode_connect(buf, sizeof buf, &cp));
+}
+
+void fc_connect(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive)
+{
+    fc_connect_will(w, c, id, clean, keepalive, NULL, NULL, 0, false);
+}
+
+void fc_subscribe(fworld *w, fclient *c, uint16_t id, const char *filter, uint8_t qos)
+{
+    uint8_t buf[512];
+    mqtt_bytes f = {(const uint8_t *)filter, strlen(filter)};
+    send_buf(w, c, buf, mqtt_encode_subscribe(buf, sizeof buf, c->level, id, &f, &qos, 1));
+}
+
+void fc_unsubscribe(fworld *w, fclient *c, uint16_t id, const char *filter)
+{
+    uint8_t buf[512];
+    mqtt_bytes f = {(const uint8_t *)filter, strlen(filter)};
+    send_buf(w, c, buf, mqtt_encode_unsubscribe(buf, sizeof buf, c->level, id, &f, 1));
+}
+
+void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, uint8_t qos,
+                bool retain, uint16_t id)
+{
+    uint8_t buf[4096];
+    mqtt_publish p = {
+        .qos = qos,
+        .retain = retain,
+        .packet_id = id,
+        .topic = {(const uint8_t *)topic, strlen(topic)},
+        .payload = {(const uint8_t *)payload, strlen(payload)},
+    };
+    send_buf(w, c, buf, mqtt_encode_publish(buf, sizeof buf, c->level, &p));
+}
+
+void fc_ack(fworld *w, fclient *c, mqtt_type type, uint16_t id)
+{
+    uint8_t buf[4];
+    send_buf(w, c, buf, mqtt_encode_ack(buf, sizeof buf, c->level, type, id));
+}
+
+void fc_disconnect(fworld *w, fclient *c)
+{
+    uint8_t buf[2];
+    send_buf(w, c, buf, mqtt_encode_empty(buf, sizeof buf, MQTT_DISCONNECT));
+}
+
+bool fc_next(fclient *c, mqtt_packet *p)
+{
+    size_t n;
+    if (c->rx_pos == c->rx_len)
+        return false;
+    mqtt_err e = mqtt_decode(c->rx + c->rx_pos, c->rx_len - c->rx_pos, MQTT_FROM_SERVER,
+                             c->level, 0, p, &n);
+    if (e != MQTT_OK) {
+        fprintf(stderr, "  fake client: cannot decode broker output: %s\n", mqtt_err_str(e));
+        abort();
+    }
+    c->rx_pos += n;
+    return true;
+}
+
+void fc_clear(fclient *c)
+{
+    c->rx_pos = c->rx_len;
+}
+
+int fc_count_publish(fclient *c)
+{
+    mqtt_packet p;
+    int n = 0;
+    while (fc_next(c, &p))
+        n += p.type == MQTT_PUBLISH;
+    return n;
+}
