@@ -1,0 +1,192 @@
+/*
+ * addr.c - parses listening addresses ("127.0.0.1:1883", "[::1]:1883") into
+ * binary form, so the config is fully checked before any socket exists and
+ * the unikernel needs no inet_pton. Host names are not accepted: a broker
+ * binds to an address, and resolving names at start-up would make the
+ * result depend on the machine's resolver.
+ */
+#include "config/addr.h"
+
+#include <string.h>
+
+static bool is_digit(char ch)
+{
+    return ch >= '0' && ch <= '9';
+}
+
+static int hex_value(char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* Decimal 0..65535 without sign; leading zeros are refused so "01883" is
+ * not silently read as 1883. */
+static bool parse_port(const char *s, size_t n, uint16_t *out)
+{
+    uint32_t v = 0;
+
+    if (n == 0 || n > 5 || (n > 1 && s[0] == '0'))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!is_digit(s[i]))
+            return false;
+        v = v * 10u + (uint32_t)(s[i] - '0');
+    }
+    if (v > 65535u)
+        return false;
+    *out = (uint16_t)v;
+    return true;
+}
+
+/* Dotted quad, four parts 0..255; a part with a leading zero is refused
+ * because some tools read it as octal. */
+static bool parse_ipv4(const char *s, size_t n, uint8_t out[4])
+{
+    size_t part = 0, i = 0;
+
+    while (part < 4) {
+        size_t start = i;
+        uint32_t v = 0;
+
+        while (i < n && is_digit(s[i]) && i - start < 3) {
+            v = v * 10u + (uint32_t)(s[i] - '0');
+            i++;
+        }
+        if (i == start || v > 255u || (i - start > 1 && s[start] == '0'))
+            return false;
+        out[part++] = (uint8_t)v;
+        if (part < 4) {
+            if (i >= n || s[i] != '.')
+                return false;
+            i++;
+        }
+    }
+    return i == n;
+}
+
+/* Where a group lands: before the "::" gap (head) or after it (tail). */
+typedef struct v6_groups {
+    uint16_t head[8], tail[8];
+    size_t nhead, ntail;
+    bool gap;
+} v6_groups;
+
+static bool push_group(v6_groups *g, uint16_t v)
+{
+    if (g->nhead + g->ntail >= 8)
+        return false;
+    if (g->gap)
+        g->tail[g->ntail++] = v;
+    else
+        g->head[g->nhead++] = v;
+    return true;
+}
+
+/* One segment between colons: 1-4 hex digits, or the dotted-quad tail. */
+static bool parse_v6_segment(v6_groups *g, const char *s, size_t n, bool last)
+{
+    uint32_t v = 0;
+
+    if (memchr(s, '.', n) != NULL) {
+        uint8_t q[4];
+
+        if (!last || !parse_ipv4(s, n, q))
+            return false;
+        return push_group(g, (uint16_t)(q[0] << 8 | q[1])) &&
+               push_group(g, (uint16_t)(q[2] << 8 | q[3]));
+    }
+    if (n == 0 || n > 4)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int h = hex_value(s[i]);
+
+        if (h < 0)
+            return false;
+        v = v << 4 | (uint32_t)h;
+    }
+    return push_group(g, (uint16_t)v);
+}
+
+/* RFC 4291 text form without a zone index. */
+static bool parse_ipv6(const char *s, size_t n, uint8_t out[16])
+{
+    v6_groups g = {.nhead = 0};
+    size_t i = 0;
+
+    if (n >= 2 && s[0] == ':' && s[1] == ':') {
+        g.gap = true;
+        i = 2;
+    }
+    while (i < n) {
+        const char *colon = memchr(s + i, ':', n - i);
+        size_t end = colon ? (size_t)(colon - s) : n;
+
+        if (!parse_v6_segment(&g, s + i, end - i, end == n))
+            return false;
+        if (end == n)
+            break;
+        if (end + 1 < n && s[end + 1] == ':') {
+            if (g.gap)
+                return false;
+            g.gap = true;
+            i = end + 2;
+        } else {
+            i = end + 1;
+            if (i == n)
+                return false; /* a single trailing colon */
+        }
+    }
+    if (g.gap ? g.nhead + g.ntail > 7 : g.nhead != 8)
+        return false;
+
+    memset(out, 0, 16);
+    for (size_t k = 0; k < g.nhead; k++) {
+        out[2 * k] = (uint8_t)(g.head[k] >> 8);
+        out[2 * k + 1] = (uint8_t)g.head[k];
+    }
+    for (size_t k = 0; k < g.ntail; k++) {
+        size_t at = 8 - g.ntail + k;
+
+        out[2 * at] = (uint8_t)(g.tail[k] >> 8);
+        out[2 * at + 1] = (uint8_t)g.tail[k];
+    }
+    return true;
+}
+
+bool tern_addr_parse(const char *s, size_t n, tern_listen_addr *out)
+{
+    tern_listen_addr a;
+    const char *colon;
+    bool ok = false;
+
+    memset(&a, 0, sizeof a);
+    if (n > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        size_t host_len;
+
+        if (close == NULL)
+            goto done;
+        host_len = (size_t)(close - s) - 1;
+        colon = close + 1;
+        if (colon >= s + n || *colon != ':' || !parse_ipv6(s + 1, host_len, a.addr))
+            goto done;
+        a.family = TERN_ADDR_IPV6;
+    } else {
+        colon = memchr(s, ':', n);
+        if (colon == NULL || !parse_ipv4(s, (size_t)(colon - s), a.addr))
+            goto done;
+        a.family = TERN_ADDR_IPV4;
+    }
+    if (!parse_port(colon + 1, n - (size_t)(colon + 1 - s), &a.port))
+        goto done;
+    *out = a;
+    ok = true;
+done:
+    return ok;
+}

@@ -1,0 +1,496 @@
+/*
+ * config.c - the line parser, the table of keys and the translation into the
+ * broker core's settings. See config.h for the contract and docs/CONFIG.md
+ * for the format.
+ *
+ * The text is parsed in place (pointer + length views into the caller's
+ * buffer), so lines of any length need no line buffer and nothing is
+ * allocated. Error messages are assembled by hand instead of with snprintf so
+ * the unikernel's libc needs no formatted output for this module.
+ */
+#include "config/config.h"
+
+#include <stddef.h>
+#include <string.h>
+
+#include "config/addr.h"
+
+/* Values longer than this are cut in messages so the line stays readable. */
+enum { SHOWN_MAX = 40, SUGGEST_KEY_MAX = 48 };
+
+typedef enum value_kind {
+    KIND_VERSION,
+    KIND_UINT,
+    KIND_BOOL,
+    KIND_LOG_LEVEL,
+    KIND_LISTEN,
+} value_kind;
+
+typedef struct key_def {
+    const char *name;
+    value_kind kind;
+    uint32_t min, max; /* KIND_UINT only */
+    size_t offset;     /* of the field in tern_config */
+} key_def;
+
+#define LIMIT(key, field, lo, hi)                                                   \
+    { "limits." key, KIND_UINT, lo, hi, offsetof(tern_config, limits.field) }
+
+/* Every key this release knows; config_version must stay first. */
+static const key_def key_table[] = {
+    {"config_version", KIND_VERSION, 0, 0, offsetof(tern_config, version)},
+    {"listener.plain", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_plain)},
+    {"log.level", KIND_LOG_LEVEL, 0, 0, offsetof(tern_config, log_level)},
+    LIMIT("max_connections", max_connections, 1, UINT32_MAX),
+    LIMIT("max_packet_size", max_packet_size, 16, 268435460u),
+    LIMIT("max_inflight", max_inflight, 1, 65535),
+    LIMIT("max_queued", max_queued, 1, UINT32_MAX),
+    LIMIT("max_queued_bytes", max_queued_bytes, 1, UINT32_MAX),
+    LIMIT("max_out_bytes", max_out_bytes, 1024, UINT32_MAX),
+    LIMIT("max_inbound_qos2", max_inbound_qos2, 1, 65535),
+    LIMIT("connect_timeout", connect_timeout_s, 1, 86400),
+    LIMIT("max_retained", max_retained, 1, UINT32_MAX),
+    LIMIT("work_budget", work_budget, 1, UINT32_MAX),
+    {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
+    {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
+    {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
+};
+
+#define KEY_COUNT (sizeof key_table / sizeof key_table[0])
+
+_Static_assert(KEY_COUNT <= 64, "duplicate detection uses a 64-bit mask");
+
+/* A view into the caller's text. */
+typedef struct span {
+    const char *p;
+    size_t n;
+} span;
+
+/* Message under construction in the caller's buffer; always NUL-terminated,
+ * silently cut at the end. */
+typedef struct msgbuf {
+    char *buf;
+    size_t size, len;
+} msgbuf;
+
+static void msg_putc(msgbuf *m, char ch)
+{
+    if (m->size == 0)
+        return;
+    if (m->len + 1 < m->size)
+        m->buf[m->len++] = ch;
+    m->buf[m->len] = '\0';
+}
+
+static void msg_str(msgbuf *m, const char *s)
+{
+    while (*s)
+        msg_putc(m, *s++);
+}
+
+static void msg_uint(msgbuf *m, uint64_t v)
+{
+    char digits[20];
+    size_t n = 0;
+
+    do {
+        digits[n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0);
+    while (n > 0)
+        msg_putc(m, digits[--n]);
+}
+
+/* Untrusted text between quotes: control and non-ASCII bytes become '?' so
+ * the message stays one printable line; long text is cut with "...". */
+static void msg_quoted(msgbuf *m, span s)
+{
+    size_t shown = s.n > SHOWN_MAX ? SHOWN_MAX : s.n;
+
+    msg_putc(m, '\'');
+    for (size_t i = 0; i < shown; i++) {
+        unsigned char ch = (unsigned char)s.p[i];
+
+        msg_putc(m, ch >= 0x20 && ch < 0x7f ? (char)ch : '?');
+    }
+    if (shown < s.n)
+        msg_str(m, "...");
+    msg_putc(m, '\'');
+}
+
+/* Starts every message: "FILE:LINE: ". */
+static void msg_begin(msgbuf *m, const char *file, size_t line)
+{
+    m->len = 0;
+    if (m->size > 0)
+        m->buf[0] = '\0';
+    msg_str(m, file ? file : "<config>");
+    msg_putc(m, ':');
+    msg_uint(m, line);
+    msg_str(m, ": ");
+}
+
+static bool is_blank(char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+static span trim(span s)
+{
+    while (s.n > 0 && is_blank(s.p[0])) {
+        s.p++;
+        s.n--;
+    }
+    while (s.n > 0 && is_blank(s.p[s.n - 1]))
+        s.n--;
+    return s;
+}
+
+static bool span_is(span s, const char *word)
+{
+    size_t n = strlen(word);
+
+    return s.n == n && memcmp(s.p, word, n) == 0;
+}
+
+static const key_def *find_key(span key)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (span_is(key, key_table[i].name))
+            return &key_table[i];
+    return NULL;
+}
+
+/* Levenshtein distance, for "did you mean" on typos; both strings are at
+ * most SUGGEST_KEY_MAX bytes. */
+static size_t edit_distance(span a, const char *b)
+{
+    size_t bn = strlen(b), row[SUGGEST_KEY_MAX + 1];
+
+    for (size_t j = 0; j <= bn; j++)
+        row[j] = j;
+    for (size_t i = 1; i <= a.n; i++) {
+        size_t diag = row[0];
+
+        row[0] = i;
+        for (size_t j = 1; j <= bn; j++) {
+            size_t up = row[j];
+            size_t best = diag + (a.p[i - 1] != b[j - 1]);
+
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[bn];
+}
+
+static const key_def *closest_key(span key)
+{
+    const key_def *best = NULL;
+    size_t best_d = 3; /* suggest only within two edits */
+
+    if (key.n > SUGGEST_KEY_MAX)
+        return NULL;
+    for (size_t i = 0; i < KEY_COUNT; i++) {
+        size_t d;
+
+        if (strlen(key_table[i].name) > SUGGEST_KEY_MAX)
+            continue;
+        d = edit_distance(key, key_table[i].name);
+        if (d < best_d) {
+            best_d = d;
+            best = &key_table[i];
+        }
+    }
+    return best;
+}
+
+/* Decimal, no sign, no spaces; false on anything else or above UINT32_MAX. */
+static bool parse_u32(span s, uint32_t *out)
+{
+    uint64_t v = 0;
+
+    if (s.n == 0)
+        return false;
+    for (size_t i = 0; i < s.n; i++) {
+        if (s.p[i] < '0' || s.p[i] > '9')
+            return false;
+        v = v * 10u + (uint64_t)(s.p[i] - '0');
+        if (v > UINT32_MAX)
+            return false;
+    }
+    *out = (uint32_t)v;
+    return true;
+}
+
+static void msg_expected(msgbuf *m, const key_def *def)
+{
+    switch (def->kind) {
+    case KIND_VERSION:
+        msg_uint(m, TERN_CONFIG_VERSION);
+        break;
+    case KIND_UINT:
+        msg_str(m, "an integer ");
+        msg_uint(m, def->min);
+        msg_str(m, "..");
+        msg_uint(m, def->max);
+        break;
+    case KIND_BOOL:
+        msg_str(m, "true or false");
+        break;
+    case KIND_LOG_LEVEL:
+        msg_str(m, "one of error, warn, info, debug");
+        break;
+    case KIND_LISTEN:
+        msg_str(m, "IPV4:PORT or [IPV6]:PORT, e.g. 127.0.0.1:1883 or [::1]:1883");
+        break;
+    }
+}
+
+/* Store a value that parsed, or say why it did not. */
+static bool set_value(tern_config *cfg, const key_def *def, span value, msgbuf *m)
+{
+    void *field = (char *)cfg + def->offset;
+    uint32_t u = 0;
+    bool ok = false;
+
+    switch (def->kind) {
+    case KIND_VERSION:
+        ok = parse_u32(value, &u) && u == TERN_CONFIG_VERSION;
+        if (!ok && parse_u32(value, &u) && u > TERN_CONFIG_VERSION) {
+            msg_str(m, "config_version ");
+            msg_uint(m, u);
+            msg_str(m, " is newer than this release reads (");
+            msg_uint(m, TERN_CONFIG_VERSION);
+            msg_str(m, "): a newer release of tern is needed");
+            return false;
+        }
+        if (ok)
+            *(uint32_t *)field = u;
+        break;
+    case KIND_UINT:
+        ok = parse_u32(value, &u) && u >= def->min && u <= def->max;
+        if (ok)
+            *(uint32_t *)field = u;
+        break;
+    case KIND_BOOL:
+        ok = span_is(value, "true") || span_is(value, "false");
+        if (ok)
+            *(bool *)field = span_is(value, "true");
+        break;
+    case KIND_LOG_LEVEL: {
+        static const char *const names[] = {"error", "warn", "info", "debug"};
+        static const broker_log_level levels[] = {BROKER_LOG_ERROR, BROKER_LOG_WARN,
+                                                  BROKER_LOG_INFO, BROKER_LOG_DEBUG};
+
+        for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+            if (span_is(value, names[i])) {
+                *(broker_log_level *)field = levels[i];
+                ok = true;
+            }
+        }
+        break;
+    }
+    case KIND_LISTEN:
+        ok = tern_addr_parse(value.p, value.n, (tern_listen_addr *)field);
+        break;
+    }
+    if (!ok) {
+        msg_str(m, def->name);
+        msg_str(m, ": expected ");
+        msg_expected(m, def);
+        msg_str(m, ", got ");
+        msg_quoted(m, value);
+    }
+    return ok;
+}
+
+/* The first byte that is neither printable nor a tab, or -1. Bytes >= 0x80
+ * pass so comments may hold UTF-8. */
+static int find_control(span line)
+{
+    for (size_t i = 0; i < line.n; i++) {
+        unsigned char ch = (unsigned char)line.p[i];
+
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return ch;
+    }
+    return -1;
+}
+
+/* A '#' at the start or after a blank begins a comment; elsewhere it is part
+ * of the value. */
+static span strip_comment(span line)
+{
+    for (size_t i = 0; i < line.n; i++) {
+        if (line.p[i] == '#' && (i == 0 || is_blank(line.p[i - 1]))) {
+            line.n = i;
+            break;
+        }
+    }
+    return line;
+}
+
+static void msg_unknown_key(msgbuf *m, span key)
+{
+    const key_def *near = closest_key(key);
+
+    msg_str(m, "unknown key ");
+    msg_quoted(m, key);
+    if (near != NULL) {
+        msg_str(m, " (did you mean '");
+        msg_str(m, near->name);
+        msg_str(m, "'?)");
+    } else {
+        msg_str(m, " (a newer release of tern may be needed)");
+    }
+}
+
+/* One non-blank, comment-stripped line: "key = value". */
+static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m)
+{
+    const char *eq = memchr(line.p, '=', line.n);
+    const key_def *def;
+    span key, value;
+    uint64_t bit;
+
+    if (eq == NULL) {
+        msg_str(m, "expected 'key = value', got ");
+        msg_quoted(m, line);
+        return false;
+    }
+    key = trim((span){line.p, (size_t)(eq - line.p)});
+    value = trim((span){eq + 1, line.n - (size_t)(eq - line.p) - 1});
+    if (key.n == 0) {
+        msg_str(m, "missing key before '='");
+        return false;
+    }
+    def = find_key(key);
+    if (def == NULL) {
+        msg_unknown_key(m, key);
+        return false;
+    }
+    if (*seen == 0 && def->kind != KIND_VERSION) {
+        msg_str(m, "the first setting must be 'config_version = 1', got ");
+        msg_quoted(m, key);
+        return false;
+    }
+    bit = (uint64_t)1 << (size_t)(def - key_table);
+    if (*seen & bit) {
+        msg_str(m, "duplicate key '");
+        msg_str(m, def->name);
+        msg_str(m, "'");
+        return false;
+    }
+    if (value.n == 0) {
+        msg_str(m, def->name);
+        msg_str(m, ": missing value (expected ");
+        msg_expected(m, def);
+        msg_str(m, ")");
+        return false;
+    }
+    if (!set_value(cfg, def, value, m))
+        return false;
+    *seen |= bit;
+    return true;
+}
+
+void tern_config_defaults(tern_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->version = TERN_CONFIG_VERSION;
+    cfg->listener_plain.family = TERN_ADDR_NONE;
+    cfg->log_level = BROKER_LOG_INFO;
+    cfg->limits.max_connections = 100000;
+    cfg->limits.max_packet_size = 268435460u;
+    cfg->limits.max_inflight = 32;
+    cfg->limits.max_queued = 1000;
+    cfg->limits.max_queued_bytes = 16777216u;
+    cfg->limits.max_out_bytes = 1048576u;
+    cfg->limits.max_inbound_qos2 = 1024;
+    cfg->limits.connect_timeout_s = 10;
+    cfg->limits.max_retained = 100000;
+    cfg->limits.work_budget = 256;
+    cfg->session_expiry_s = 0;
+    cfg->sys_interval_s = 10;
+    cfg->allow_anonymous = false;
+}
+
+bool tern_config_parse(tern_config *cfg, const char *file, const char *text, size_t len,
+                       char *err, size_t err_size)
+{
+    msgbuf m = {err, err_size, 0};
+    tern_config parsed;
+    uint64_t seen = 0;
+    size_t pos = 0, line_no = 0;
+    bool ok = false;
+
+    tern_config_defaults(&parsed);
+    /* Editors on some systems start UTF-8 files with a byte-order mark. */
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0)
+        pos = 3;
+    while (pos < len) {
+        const char *nl = memchr(text + pos, '\n', len - pos);
+        size_t end = nl ? (size_t)(nl - text) : len;
+        span line = {text + pos, end - pos};
+        int bad;
+
+        line_no++;
+        pos = nl ? end + 1 : len;
+        if (line.n > 0 && line.p[line.n - 1] == '\r')
+            line.n--; /* CRLF files */
+        bad = find_control(line);
+        if (bad >= 0) {
+            msg_begin(&m, file, line_no);
+            msg_str(&m, "control character (byte ");
+            msg_uint(&m, (uint64_t)bad);
+            msg_str(&m, ") in line");
+            goto done;
+        }
+        line = trim(strip_comment(line));
+        if (line.n == 0)
+            continue;
+        msg_begin(&m, file, line_no);
+        if (!parse_setting(&parsed, line, &seen, &m))
+            goto done;
+    }
+    if (seen == 0) {
+        msg_begin(&m, file, 1);
+        msg_str(&m, "missing 'config_version = 1' (it must be the first setting)");
+        goto done;
+    }
+    *cfg = parsed;
+    ok = true;
+done:
+    if (ok && err_size > 0)
+        err[0] = '\0';
+    return ok;
+}
+
+void tern_config_to_broker(const tern_config *cfg, broker_config *out)
+{
+    broker_limits *l = &out->limits;
+
+    memset(l, 0, sizeof *l);
+    l->max_connections = cfg->limits.max_connections;
+    l->max_packet_size = cfg->limits.max_packet_size;
+    l->max_inflight = cfg->limits.max_inflight;
+    l->max_queued = cfg->limits.max_queued;
+    l->max_queued_bytes = cfg->limits.max_queued_bytes;
+    l->max_out_bytes = cfg->limits.max_out_bytes;
+    l->max_inbound_qos2 = cfg->limits.max_inbound_qos2;
+    /* The file's range (at most a day) keeps this product inside 32 bits. */
+    l->connect_timeout_ms = cfg->limits.connect_timeout_s * 1000u;
+    l->max_retained = cfg->limits.max_retained;
+    l->work_budget = cfg->limits.work_budget;
+    /* Both sides use 0 for "forever". */
+    l->session_expiry_s = cfg->session_expiry_s;
+    /* The core reads 0 as "default"; its "off" is UINT32_MAX. */
+    l->sys_interval_s = cfg->sys_interval_s == 0 ? UINT32_MAX : cfg->sys_interval_s;
+    out->log_level = cfg->log_level;
+    out->allow_anonymous = cfg->allow_anonymous;
+}

@@ -1,0 +1,90 @@
+/*
+ * config.h - the configuration file parser: the whole public face of
+ * src/config/.
+ *
+ * Portable and I/O-free, so the unikernel can parse a configuration baked into
+ * its image with the same code as the Linux daemon: the caller reads the file
+ * and hands over its bytes. Nothing is allocated; errors come back as one line
+ * of text in a buffer the caller owns, "FILE:LINE: message".
+ *
+ * The format and every key are documented in docs/CONFIG.md. Parsing is
+ * strict on purpose: an unknown key, a duplicate or a bad value refuses the
+ * whole file, because a broker silently running with a setting it ignored is
+ * worse than one that does not start.
+ */
+#ifndef TERN_CONFIG_H
+#define TERN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/broker.h"
+
+/* The only config_version this release reads. */
+#define TERN_CONFIG_VERSION 1u
+
+/* Enough for any message the parser writes (longer ones are cut short). */
+#define TERN_CONFIG_ERR_SIZE 256u
+
+typedef enum tern_addr_family {
+    TERN_ADDR_NONE = 0, /* listener not configured */
+    TERN_ADDR_IPV4,
+    TERN_ADDR_IPV6,
+} tern_addr_family;
+
+/* A listening address, already parsed to binary so no platform needs a
+ * resolver. */
+typedef struct tern_listen_addr {
+    tern_addr_family family;
+    uint8_t addr[16]; /* network byte order; IPv4 uses addr[0..3] */
+    uint16_t port;    /* host byte order; 0 = the system picks a free port */
+} tern_listen_addr;
+
+/* Values in the units of the file (seconds, bytes, counts). Every field has
+ * its real default after tern_config_defaults(); none uses 0 as "default". */
+typedef struct tern_config_limits {
+    uint32_t max_connections;
+    uint32_t max_packet_size;
+    uint32_t max_inflight;
+    uint32_t max_queued;
+    uint32_t max_queued_bytes;
+    uint32_t max_out_bytes;
+    uint32_t max_inbound_qos2;
+    uint32_t connect_timeout_s;
+    uint32_t max_retained;
+    uint32_t work_budget;
+} tern_config_limits;
+
+typedef struct tern_config {
+    uint32_t version;
+    tern_listen_addr listener_plain; /* family NONE = no plaintext listener */
+    broker_log_level log_level;
+    tern_config_limits limits;
+    uint32_t session_expiry_s; /* 0 = kept forever */
+    uint32_t sys_interval_s;   /* 0 = $SYS updates off */
+    bool allow_anonymous;
+} tern_config;
+
+/* Fill cfg with the defaults of every key (no listener). */
+void tern_config_defaults(tern_config *cfg);
+
+/*
+ * Parse `len` bytes of configuration text (need not be NUL-terminated).
+ * `file` names the source in error messages only. On success fills *cfg
+ * (defaults for every key the text leaves out) and returns true. On failure
+ * returns false, leaves *cfg untouched and writes a NUL-terminated
+ * "FILE:LINE: message" into err (cut short to err_size; err may be NULL when
+ * err_size is 0).
+ */
+bool tern_config_parse(tern_config *cfg, const char *file, const char *text, size_t len,
+                       char *err, size_t err_size);
+
+/*
+ * Translate the parsed settings into the broker core's terms (limits, log
+ * level, anonymous access). Only those fields of *out are written; the
+ * allocator, log callback and version are the platform's to set.
+ */
+void tern_config_to_broker(const tern_config *cfg, broker_config *out);
+
+#endif

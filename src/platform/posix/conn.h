@@ -1,0 +1,79 @@
+/*
+ * conn.h - one client connection as the Linux event loop keeps it: the
+ * socket, the core's broker_conn, input the core has not taken yet, and the
+ * links that put it on at most one of the loop's work lists.
+ *
+ * Idle connections are the common case (a broker may hold 100,000 of them),
+ * so a connection is one small allocation and owns no buffer while idle: the
+ * read buffer is shared by the loop, output lives in the core, and `pending`
+ * exists only while the core's work budget left input unconsumed.
+ */
+#ifndef TERN_CONN_H
+#define TERN_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/broker.h"
+
+/* Everything registered with epoll starts with one of these tags, so the
+ * loop can tell from the event's pointer what woke it up. */
+typedef enum tern_handle_kind {
+    TERN_HANDLE_LISTENER = 1,
+    TERN_HANDLE_SIGNAL,
+    TERN_HANDLE_CONN,
+} tern_handle_kind;
+
+/* The loop's work lists; a connection is on at most one. */
+typedef enum tern_conn_list_id {
+    TERN_LIST_NONE = 0,
+    TERN_LIST_READY,   /* has pending input and the core may take more */
+    TERN_LIST_CLOSING, /* core wants it closed; flushing output until a deadline */
+    TERN_LIST_COUNT,
+} tern_conn_list_id;
+
+typedef struct tern_conn tern_conn;
+
+struct tern_conn {
+    uint8_t kind;       /* TERN_HANDLE_CONN; must stay the first member */
+    uint8_t list;       /* tern_conn_list_id of the list holding it */
+    bool input_blocked; /* core paused its input: not reading until output drains */
+    int fd;             /* owned */
+    uint32_t events;    /* epoll interest currently registered */
+    uint32_t pending_off, pending_len;
+    broker_conn *bc;    /* the core's side; freed by broker_closed() */
+    uint8_t *pending;   /* owned: input not yet taken by the core, NULL when none */
+    tern_conn *prev, *next;
+    uint64_t close_by_ms; /* on the closing list: when to give up flushing */
+};
+
+typedef struct tern_conn_list {
+    tern_conn *head, *tail;
+    size_t count;
+    uint8_t id; /* tern_conn_list_id written into members */
+} tern_conn_list;
+
+/* A zeroed connection owning fd; NULL when out of memory. */
+tern_conn *tern_conn_new(int fd);
+/* Frees c and its pending input; the caller closes the fd and tells the
+ * core first. */
+void tern_conn_free(tern_conn *c);
+
+void tern_conn_list_init(tern_conn_list *list, tern_conn_list_id id);
+/* Append c, which must be on no list. */
+void tern_conn_list_push(tern_conn_list *list, tern_conn *c);
+/* Remove and return the first connection, or NULL. */
+tern_conn *tern_conn_list_pop(tern_conn_list *list);
+/* Remove c, which must be on this list. */
+void tern_conn_list_remove(tern_conn_list *list, tern_conn *c);
+
+/* Copy input the core did not take; c must hold none already. False when
+ * out of memory. */
+bool tern_conn_keep_input(tern_conn *c, const uint8_t *data, size_t len);
+/* The core took n bytes of the pending input; frees it once all are taken. */
+void tern_conn_input_taken(tern_conn *c, size_t n);
+/* Forget pending input (the connection is closing). */
+void tern_conn_drop_input(tern_conn *c);
+
+#endif

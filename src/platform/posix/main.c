@@ -1,0 +1,91 @@
+/*
+ * main.c - ternd, the Linux daemon: command line, configuration file, then
+ * the event loop. Exit status: 0 after a clean shutdown (or a valid
+ * --check), 1 when --check finds the configuration invalid or the daemon
+ * fails at run time, 2 for a usage error or a configuration that prevents
+ * the daemon from starting.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "platform/posix/cli.h"
+#include "platform/posix/file.h"
+#include "platform/posix/log.h"
+#include "platform/posix/loop.h"
+#include "platform/posix/version.h"
+
+enum {
+    CONFIG_MAX_BYTES = 1024 * 1024,
+    EXIT_CANNOT_START = 2,
+};
+
+/* Read, parse and check that the daemon can run what the file describes.
+ * On failure err holds one "WHERE: what" line. */
+static bool load_config(const char *path, tern_config *cfg, char *err, size_t err_size)
+{
+    char *text = NULL; /* owned, from tern_read_file */
+    size_t len = 0;
+    bool ok = false;
+
+    if (!tern_read_file(path, CONFIG_MAX_BYTES, &text, &len, err, err_size))
+        goto done;
+    if (!tern_config_parse(cfg, path, text, len, err, err_size))
+        goto done;
+    if (cfg->listener_plain.family == TERN_ADDR_NONE) {
+        if (snprintf(err, err_size, "%s: no listener configured (set listener.plain)", path) < 0)
+            err[0] = '\0';
+        goto done;
+    }
+    ok = true;
+done:
+    free(text);
+    return ok;
+}
+
+static int run(const tern_config *cfg)
+{
+    tern_log log;
+    tern_loop *loop;
+    int rc;
+
+    tern_log_init(&log, cfg->log_level, STDERR_FILENO);
+    loop = tern_loop_create(cfg, &log);
+    if (loop == NULL)
+        return EXIT_FAILURE;
+    rc = tern_loop_run(loop);
+    tern_loop_destroy(loop);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    char err[TERN_CONFIG_ERR_SIZE + 256];
+    tern_config cfg;
+    tern_cli cli;
+
+    if (!tern_cli_parse(argc, argv, &cli, err, sizeof err)) {
+        fprintf(stderr, "ternd: %s\nTry 'ternd --help'.\n", err);
+        return TERN_EXIT_USAGE;
+    }
+    switch (cli.mode) {
+    case TERN_CLI_HELP:
+        return fputs(tern_cli_usage(), stdout) < 0 ? EXIT_FAILURE : 0;
+    case TERN_CLI_VERSION:
+        return printf("tern %s\n", TERN_VERSION) < 0 ? EXIT_FAILURE : 0;
+    case TERN_CLI_CHECK:
+        if (!load_config(cli.config_path, &cfg, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return EXIT_FAILURE;
+        }
+        return printf("%s: configuration ok\n", cli.config_path) < 0 ? EXIT_FAILURE : 0;
+    case TERN_CLI_RUN:
+        break;
+    }
+    if (!load_config(cli.config_path, &cfg, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return EXIT_CANNOT_START;
+    }
+    return run(&cfg);
+}

@@ -1,0 +1,136 @@
+/*
+ * net.c - listening sockets and address text for the Linux daemon.
+ */
+#define _GNU_SOURCE
+
+#include "platform/posix/net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Text of a configured address, for the error message. */
+static void format_listen_addr(const tern_listen_addr *a, char *buf, size_t size)
+{
+    struct sockaddr_storage ss;
+
+    memset(&ss, 0, sizeof ss);
+    if (a->family == TERN_ADDR_IPV4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
+
+        in->sin_family = AF_INET;
+        in->sin_port = htons(a->port);
+        memcpy(&in->sin_addr, a->addr, 4);
+    } else if (a->family == TERN_ADDR_IPV6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(a->port);
+        memcpy(&in6->sin6_addr, a->addr, 16);
+    }
+    tern_net_format((const struct sockaddr *)&ss, buf, size);
+}
+
+static void set_err(char *err, size_t err_size, const tern_listen_addr *a, const char *why)
+{
+    char text[TERN_NET_ADDR_TEXT];
+
+    format_listen_addr(a, text, sizeof text);
+    if (err_size > 0 && snprintf(err, err_size, "cannot listen on %s: %s", text, why) < 0)
+        err[0] = '\0';
+}
+
+int tern_net_listen(const tern_listen_addr *a, int backlog, char *err, size_t err_size)
+{
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+    const struct sockaddr *sa;
+    socklen_t sa_len;
+    int fd = -1, domain, one = 1;
+
+    if (a->family == TERN_ADDR_IPV4) {
+        memset(&in4, 0, sizeof in4);
+        in4.sin_family = AF_INET;
+        in4.sin_port = htons(a->port);
+        memcpy(&in4.sin_addr, a->addr, 4);
+        sa = (const struct sockaddr *)&in4;
+        sa_len = sizeof in4;
+        domain = AF_INET;
+    } else if (a->family == TERN_ADDR_IPV6) {
+        memset(&in6, 0, sizeof in6);
+        in6.sin6_family = AF_INET6;
+        in6.sin6_port = htons(a->port);
+        memcpy(&in6.sin6_addr, a->addr, 16);
+        sa = (const struct sockaddr *)&in6;
+        sa_len = sizeof in6;
+        domain = AF_INET6;
+    } else {
+        set_err(err, err_size, a, "no address");
+        return -1;
+    }
+
+    fd = socket(domain, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        goto fail;
+    /* Restarting must not wait for the old sockets' TIME_WAIT to expire. */
+    if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0)
+        goto fail;
+    if (domain == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) != 0)
+        goto fail;
+    if (bind(fd, sa, sa_len) != 0 || listen(fd, backlog) != 0)
+        goto fail;
+    return fd;
+
+fail:
+    set_err(err, err_size, a, strerror(errno));
+    if (fd >= 0)
+        (void)close(fd); /* never used: nothing to flush */
+    return -1;
+}
+
+int tern_net_tune_accepted(int fd)
+{
+    int one = 1;
+
+    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+void tern_net_format(const struct sockaddr *sa, char *buf, size_t size)
+{
+    char host[INET6_ADDRSTRLEN];
+    int n = -1;
+
+    if (size == 0)
+        return;
+    if (sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+        if (inet_ntop(AF_INET, &in->sin_addr, host, sizeof host) != NULL)
+            n = snprintf(buf, size, "%s:%u", host, (unsigned)ntohs(in->sin_port));
+    } else if (sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+
+        if (inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host) != NULL)
+            n = snprintf(buf, size, "[%s]:%u", host, (unsigned)ntohs(in6->sin6_port));
+    }
+    if (n < 0) {
+        buf[0] = size > 1 ? '?' : '\0';
+        if (size > 1)
+            buf[1] = '\0';
+    }
+}
+
+int tern_net_local_name(int fd, char *buf, size_t size)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+
+    if (getsockname(fd, (struct sockaddr *)&ss, &len) != 0)
+        return -1;
+    tern_net_format((const struct sockaddr *)&ss, buf, size);
+    return 0;
+}

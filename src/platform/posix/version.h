@@ -1,0 +1,10 @@
+/*
+ * version.h - the release version of tern, reported by `ternd --version`,
+ * logged at start-up and handed to the core for $SYS/broker/version.
+ */
+#ifndef TERN_VERSION_H
+#define TERN_VERSION_H
+
+#define TERN_VERSION "0.1.0-dev"
+
+#endif
