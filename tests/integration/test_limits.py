@@ -1,0 +1,263 @@
+"""Limits and back-pressure (SPEC C4)."""
+
+import socket
+import time
+
+import pytest
+
+import rawmqtt as R
+from conftest import IS_MOSQUITTO
+from mqttclients import PahoClient, wait_until
+
+# --------------------------------------------------------------------------
+# Outbound bound: a subscriber that stops reading.
+
+N_QOS0 = 20000          # x 1 KiB: far more than kernel buffers + max_out_bytes
+N_QOS1 = 200            # below max_queued
+PAYLOAD_SIZE = 1024
+MAX_OUT_BYTES = 4096    # assumed >= the documented minimum (1024)
+
+
+def _payload(kind, seq):
+    head = b"%s:%06d:" % (kind, seq)
+    return head + b"." * (PAYLOAD_SIZE - len(head))
+
+
+def _seq(payload):
+    kind, seq, _ = payload.split(b":", 2)
+    return kind, int(seq)
+
+
+def _publish_flood(port):
+    """QoS 0 flood, then QoS 1 messages; returns when every QoS 1 message
+    is acknowledged, i.e. the broker has routed everything."""
+    pub = PahoClient(port, client_id="flood-pub")
+    pub.connect()
+    for i in range(N_QOS0):
+        pub.publish("bp/t", _payload(b"q0", i), qos=0, wait=False)
+    infos = [pub.publish("bp/t", _payload(b"q1", i), qos=1, wait=False) for i in range(N_QOS1)]
+    deadline = time.monotonic() + 60
+    for info in infos:
+        info.wait_for_publish(max(deadline - time.monotonic(), 0.01))
+        assert info.is_published(), "broker did not acknowledge all QoS 1 publishes"
+    return pub
+
+
+def _drain(sub, quiet=1.5, limit=60):
+    """Read everything the broker sends, acknowledging QoS 1, until the
+    connection has been quiet for `quiet` seconds (the publisher is done, so
+    silence means the broker has nothing more for us). Returns
+    (qos0 seqs, qos1 seqs) in arrival order."""
+    q0, q1 = [], []
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            p = sub.recv_packet(timeout=quiet)
+        except TimeoutError:
+            return q0, q1
+        assert p.type == R.PUBLISH, p
+        kind, seq = _seq(p.payload)
+        if p.qos == 1:
+            assert kind == b"q1"
+            q1.append(seq)
+            sub.send(R.puback(p.pid))
+        else:
+            assert kind == b"q0" and p.qos == 0
+            q0.append(seq)
+    raise AssertionError("broker kept sending for %d s: %d QoS 0, %d QoS 1" % (limit, len(q0), len(q1)))
+
+
+@pytest.mark.tern_only
+def test_slow_subscriber_loses_qos0_not_qos1_and_stays_connected(broker):
+    """limits.max_out_bytes bounds a connection's output buffer: QoS 0
+    messages beyond it are dropped and counted, QoS 1 messages wait in the
+    session queue (max_queued is large enough) and are all delivered; the
+    broker does not close the slow connection.
+
+    tern_only: mosquitto 2.0.11 has no output-byte bound; it counts the
+    QoS 0 flood against max_queued_messages for the online client and then
+    drops the later QoS 1 messages instead (observed: ~3700 QoS 0 and none
+    of the 200 QoS 1 delivered), which is what SPEC C4 rules out."""
+    b = broker(limits_max_out_bytes=MAX_OUT_BYTES, limits_max_queued=1000,
+               limits_max_queued_bytes=4 * 1024 * 1024, sys_interval=1)
+    sub = R.RawClient(b.host, b.port, rcvbuf=4096, timeout=10)
+    assert sub.connect(client_id="slow-sub", keepalive=0).return_code == 0
+    assert sub.subscribe([("bp/t", 1)]) == [1]
+    # From here on the subscriber reads nothing until the flood is over.
+    pub = _publish_flood(b.port)
+
+    q0, q1 = _drain(sub)
+    assert q1 == list(range(N_QOS1)), "QoS 1 messages lost, duplicated or reordered (got %d)" % len(q1)
+    assert 0 < len(q0) < N_QOS0, "expected some but not all QoS 0 messages, got %d" % len(q0)
+    assert q0 == sorted(set(q0)), "QoS 0 messages duplicated or reordered"
+    assert sub.is_open_after_ping(), "broker closed the slow subscriber"
+    assert sub.pending == []
+
+    # The drops are counted in $SYS.
+    mon = PahoClient(b.port, client_id="bp-mon")
+    mon.connect()
+    mon.subscribe("$SYS/broker/publish/messages/dropped", 0)
+    # Every QoS 0 message this subscriber missed was dropped by the broker
+    # (no other subscriber exists), and each drop is counted once.
+    missing = N_QOS0 - len(q0)
+    mon.wait_for(lambda ms: ms and int(ms[-1].payload) == missing, timeout=4,
+                 what=lambda: "$SYS/broker/publish/messages/dropped == %d (last %r)" % (
+                     missing, mon.messages[-1].payload if mon.messages else None))
+    mon.disconnect()
+    pub.disconnect()
+    sub.send(R.disconnect())
+    sub.close()
+
+
+# --------------------------------------------------------------------------
+# Other limits.
+
+
+def test_packet_larger_than_max_packet_size_closes_the_connection(broker):
+    b = broker(limits_max_packet_size=1024)
+    witness = PahoClient(b.port, client_id="mps-witness")
+    witness.connect()
+    witness.subscribe("mps/t", 1)
+    with R.RawClient(b.host, b.port) as c:
+        assert c.connect(client_id="mps").return_code == 0
+        c.send(R.publish("mps/t", b"s" * 900, qos=1, pid=1))    # whole packet < 1024
+        assert c.expect(R.PUBACK).pid == 1
+        c.send(R.publish("mps/t", b"L" * 2000, qos=1, pid=2))   # > 1024
+        assert c.wait_closed(timeout=3) == []
+    assert [len(m.payload) for m in witness.wait_messages(1)] == [900]
+    witness.publish("mps/t", b"after", qos=1)
+    assert [m.payload for m in witness.wait_messages(2)][1] == b"after"
+    witness.disconnect()
+
+
+# mosquitto 2.0.11 miscounts max_connections: once any connection has
+# closed (the fixture's readiness probe does), it admits one client more
+# than the limit. The test passed against mosquitto with the probe disabled.
+@pytest.mark.tern_only
+def test_connections_beyond_max_connections_are_refused_and_slots_are_reused(broker):
+    b = broker(limits_max_connections=3)
+    clients = []
+    for i in range(3):
+        c = R.RawClient(b.host, b.port)
+        assert c.connect(client_id="mc%d" % i).return_code == 0
+        clients.append(c)
+    extra = R.RawClient(b.host, b.port)
+    try:
+        extra.send(R.connect(client_id="mc-extra"))
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    got = extra.wait_closed(timeout=3)
+    assert all(p.type == R.CONNACK and p.return_code != 0 for p in got), got
+    extra.close()
+    for c in clients:
+        assert c.is_open_after_ping()
+    # Free a slot: a new client gets in.
+    clients[0].send(R.disconnect())
+    clients[0].wait_closed(timeout=3)
+    clients[0].close()
+
+    def try_connect():
+        c = R.RawClient(b.host, b.port)
+        try:
+            ok = c.connect(client_id="mc-new", timeout=2).return_code == 0
+        except (R.Closed, TimeoutError, ConnectionResetError, BrokenPipeError):
+            ok = False
+        if ok:
+            clients.append(c)
+        else:
+            c.close()
+        return ok
+    wait_until(try_connect, timeout=5, interval=0.1, what="a connection after a slot was freed")
+    for c in clients[1:]:
+        c.close()
+
+
+def _inflight_setup(b, n):
+    """Raw QoS 1 subscriber that does not ack; n QoS 1 messages routed to it."""
+    sub = R.RawClient(b.host, b.port)
+    assert sub.connect(client_id="inflight-sub").return_code == 0
+    assert sub.subscribe([("inf/t", 1)]) == [1]
+    pub = PahoClient(b.port, client_id="inflight-pub")
+    pub.connect()
+    for i in range(n):
+        pub.publish("inf/t", b"%02d" % i, qos=1)    # PUBACKed: routed
+    return sub, pub
+
+
+def _expect_window(sub, n):
+    """Exactly n PUBLISHes arrive and then nothing more: the PINGRESP that
+    follows proves nothing else was pending."""
+    got = [sub.expect(R.PUBLISH) for _ in range(n)]
+    assert sub.is_open_after_ping()
+    assert sub.pending == [], "more than the inflight window sent: %d extra" % len(sub.pending)
+    return got
+
+
+def test_outbound_inflight_window_stops_at_max_inflight_and_resumes_after_acks(broker):
+    b = broker(limits_max_inflight=5, limits_max_queued=1000)
+    sub, pub = _inflight_setup(b, 20)
+    window = _expect_window(sub, 5)
+    got = [p.payload for p in window]
+    for p in window:
+        sub.send(R.puback(p.pid))
+    while len(got) < 20:
+        p = sub.expect(R.PUBLISH)
+        got.append(p.payload)
+        sub.send(R.puback(p.pid))
+    assert got == [b"%02d" % i for i in range(20)]
+    assert sub.is_open_after_ping() and sub.pending == []
+    pub.disconnect()
+    sub.close()
+
+
+# mosquitto 2.0.11 sends a whole new window after a single PUBACK (observed:
+# 5 more PUBLISHes with max_inflight_messages 5, i.e. 9 unacknowledged);
+# cf. the db__message_delete_outgoing accounting bug, eclipse/mosquitto#2301.
+@pytest.mark.tern_only
+def test_each_puback_releases_exactly_one_more_inflight_message(broker):
+    b = broker(limits_max_inflight=5, limits_max_queued=1000)
+    sub, pub = _inflight_setup(b, 20)
+    window = _expect_window(sub, 5)
+    for i in range(3):
+        sub.send(R.puback(window[i].pid))
+        window += _expect_window(sub, 1)
+    assert [p.payload for p in window] == [b"%02d" % i for i in range(8)]
+    pub.disconnect()
+    sub.close()
+
+
+def test_offline_queue_is_bounded_by_max_queued(broker):
+    b = broker(limits_max_queued=10)
+    a = PahoClient(b.port, client_id="mq-a", clean_session=False)
+    a.connect()
+    a.subscribe("mq/t", 1)
+    a.disconnect()
+    pub = PahoClient(b.port, client_id="mq-pub")
+    pub.connect()
+    for i in range(30):
+        pub.publish("mq/t", b"%02d" % i, qos=1)
+    with R.RawClient(b.host, b.port) as c:
+        ack = c.connect(client_id="mq-a", clean=False)
+        assert ack.session_present
+        got = []
+        while True:
+            try:
+                p = c.recv_packet(timeout=1.0)
+            except TimeoutError:
+                break
+            got.append(p.payload)
+            c.send(R.puback(p.pid))
+    # The bound is reached, not undercut; which 10 are kept is policy (both
+    # mosquitto and tern keep the oldest), so only their order is checked.
+    assert len(got) == 10, "queued %d messages with max_queued = 10" % len(got)
+    assert got == sorted(set(got)), "queued messages duplicated or reordered"
+    pub.disconnect()
+
+
+@pytest.mark.tern_only  # mosquitto has no configurable CONNECT timeout
+def test_connection_without_connect_is_closed_after_connect_timeout(broker):
+    b = broker(limits_connect_timeout=1)
+    with R.RawClient(b.host, b.port) as c:
+        start = time.monotonic()
+        assert c.wait_closed(timeout=4) == []
+        assert time.monotonic() - start >= 0.9
