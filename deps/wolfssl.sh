@@ -1,0 +1,79 @@
+# shellcheck shell=bash
+# deps/wolfssl.sh - how tern configures and builds wolfSSL for the hosted daemon.
+#
+# Sourced by deps/fetch.sh (which runs with `set -euo pipefail`); not run on
+# its own. This is the single place that lists wolfSSL's build options; the
+# freestanding kernel build reuses the same patched source tree
+# (build/deps/wolfssl/src) with a user_settings.h, and can compare against the
+# options.h this build installs (build/deps/wolfssl/include/wolfssl/options.h).
+#
+# What the daemon needs from wolfSSL, and which option provides it:
+#   TLS 1.3 and 1.2 server, client certificates  default (--enable-tls13, tlsv12)
+#   ECDSA P-256, X25519                          --enable-ecc, --enable-curve25519
+#   fast P-256/RSA, AES-NI/AVX2 AES-GCM,         --enable-sp --enable-sp-asm
+#     ChaCha20-Poly1305, SHA-2 assembly          --enable-intelasm --enable-aesni
+#                                                (run-time CPUID dispatch)
+#   SHA-512, AES-GCM, ChaCha20-Poly1305          default
+#   PBKDF2 (password hashing, C3)                --enable-pwdbased
+#   ALPN (MQTT-over-TLS clients that send it)    --enable-alpn
+#   certificate/key generation (test PKI, tools) --enable-certgen --enable-keygen
+#   peer certificate after the handshake:        -DKEEP_PEER_CERT gives
+#     wolfSSL_get_peer_certificate, wolfSSL_X509_get_subjectCN,
+#     wolfSSL_X509_get_subject_name, wolfSSL_X509_get_next_altname (SANs),
+#     wolfSSL_X509_get_der, without --enable-opensslextra. (The X509_NAME
+#     entry/NID accessors would need -DOPENSSL_EXTRA_X509_SMALL; not needed.)
+#     The DecodedCert API (wc_InitDecodedCert, wc_ParseCert; fields subjectCN,
+#     altNames) is public in 5.7.2 regardless and also suits the kernel.
+#   all SAN types (DNS, IP, URI, email)          -DWOLFSSL_ALT_NAMES
+#   verify callback also on success (to see      -DWOLFSSL_ALWAYS_VERIFY_CB
+#     which CA anchored a chain: operator role)
+# Left out on purpose (lean): OpenSSL compatibility layer, DH (TLS uses ECDHE
+# only), TLS < 1.2, session tickets (default off), examples.
+#
+# Hardening: -fstack-protector-strong and -fPIE like the daemon's release
+# build; -D_FORTIFY_SOURCE=2 is passed at make time only, because wolfSSL's
+# configure copies every -D it sees into the installed options.h, which would
+# then force fortification on every file that includes it (e.g. ASan builds).
+
+WOLFSSL_CONFIGURE_FLAGS=(
+    --enable-sp --enable-sp-asm --enable-intelasm --enable-aesni
+    --enable-curve25519 --enable-ecc --enable-tls13
+    --enable-certgen --enable-keygen
+    --disable-shared --enable-static
+    --enable-pwdbased --enable-alpn
+    --disable-dh --disable-oldtls --disable-examples
+)
+WOLFSSL_CPPFLAGS="-DKEEP_PEER_CERT -DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB"
+WOLFSSL_CFLAGS="-O2 -g -fPIE -fstack-protector-strong"
+WOLFSSL_MAKE_CFLAGS="$WOLFSSL_CFLAGS -D_FORTIFY_SOURCE=2"
+
+# wolfssl_autogen SRC: generate configure (the Debian orig tarball is a git
+# export with configure.ac only; needs autoconf, automake, libtool).
+wolfssl_autogen() {
+    cd "$1" || return
+    ./autogen.sh
+}
+
+# wolfssl_configure SRC BUILD PREFIX: out-of-tree configure.
+wolfssl_configure() {
+    local src=$1 build=$2 prefix=$3
+    mkdir -p "$build"
+    cd "$build" || return
+    "$src/configure" --prefix="$prefix" "${WOLFSSL_CONFIGURE_FLAGS[@]}" \
+        CPPFLAGS="$WOLFSSL_CPPFLAGS" CFLAGS="$WOLFSSL_CFLAGS"
+}
+
+# wolfssl_make BUILD PREFIX: build the static library and the wolfCrypt
+# benchmark, install headers and library into PREFIX/{include,lib} and the
+# benchmark as PREFIX/bin/wolfcrypt-benchmark.
+wolfssl_make() {
+    local build=$1 prefix=$2
+    cd "$build" || return
+    make -j2 V=1 CFLAGS="$WOLFSSL_MAKE_CFLAGS" \
+        src/libwolfssl.la wolfcrypt/benchmark/benchmark
+    make V=1 CFLAGS="$WOLFSSL_MAKE_CFLAGS" install-libLTLIBRARIES \
+        install-includeHEADERS install-nobase_includeHEADERS install-pkgconfigDATA
+    # Static linking needs no libtool archive; its absolute paths only confuse.
+    rm -f "$prefix/lib/libwolfssl.la"
+    install -D -m 755 wolfcrypt/benchmark/benchmark "$prefix/bin/wolfcrypt-benchmark"
+}

@@ -1,0 +1,95 @@
+#!/usr/bin/env bash
+# Install the Debian 12 host packages that tern's build and tests need.
+#
+# Idempotent and fast when everything is already present: it asks dpkg which
+# packages are missing and only then runs `apt-get update` and
+# `apt-get install`. Runs as root; otherwise through sudo when available;
+# otherwise it stops and lists the packages to install by hand.
+#
+# Called by `make setup` (and therefore by `make test`, `make deps`, `make run`).
+# The project's Python is /usr/bin/python3 (Debian's), not a pyenv shim.
+#
+# Environment:
+#   TERN_SETUP_DRY_RUN=1   only print what would be installed.
+set -euo pipefail
+
+# What each group is for:
+#   build:   gcc make libc6-dev clang libclang-rt-14-dev (clang runtimes for
+#            sanitizers and libFuzzer)
+#   deps/:   dpkg-dev (dpkg-source unpacks and patches the Debian source
+#            packages), autoconf automake libtool (wolfSSL's Debian orig tarball
+#            ships configure.ac only), tcl (SQLite's amalgamation generator),
+#            xz-utils (tarballs), debian-archive-keyring (verifies the trixie
+#            source index), ca-certificates
+#   tests:   openssl (test PKI), mosquitto mosquitto-clients (reference
+#            broker and clients), python3 python3-paho-mqtt python3-pytest
+PACKAGES=(
+    gcc make libc6-dev clang libclang-rt-14-dev
+    dpkg-dev autoconf automake libtool tcl xz-utils
+    debian-archive-keyring ca-certificates
+    openssl mosquitto mosquitto-clients
+    python3 python3-paho-mqtt python3-pytest
+)
+
+die() { printf 'setup-host: error: %s\n' "$*" >&2; exit 1; }
+
+# Warn (without touching it) when something already listens on TCP port 1883,
+# typically a system mosquitto started by systemd after its package was
+# installed. Reads /proc so it needs no extra tool.
+check_port_1883() {
+    local f
+    for f in /proc/net/tcp /proc/net/tcp6; do
+        [[ -r $f ]] || continue
+        # Field 2 is local_address as HEXIP:HEXPORT, field 4 the state (0A = LISTEN).
+        if awk 'NR > 1 && $4 == "0A" && $2 ~ /:075B$/ { found = 1 } END { exit !found }' "$f"; then
+            printf 'setup-host: note: a process already listens on TCP port 1883 (a system mosquitto service?).\n' >&2
+            printf 'setup-host: note: it was left running; tern tests pick their own ports.\n' >&2
+            return 0
+        fi
+    done
+}
+
+command -v dpkg-query >/dev/null 2>&1 || die "dpkg-query not found: this script supports Debian 12 (bookworm) only"
+
+# dpkg-query prints one line per package it knows; packages it has never seen
+# are reported on stderr and simply produce no line.
+declare -A installed=()
+while read -r name status; do
+    [[ $status == installed ]] && installed[$name]=1
+done < <(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null || true)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+    [[ -n ${installed[$p]:-} ]] || missing+=("$p")
+done
+
+if ((${#missing[@]} == 0)); then
+    check_port_1883
+    exit 0
+fi
+
+if [[ ${TERN_SETUP_DRY_RUN:-} == 1 ]]; then
+    echo "setup-host: would install ${missing[*]} (dry run)"
+    exit 0
+fi
+
+if ((EUID == 0)); then
+    SUDO=()
+elif command -v sudo >/dev/null 2>&1; then
+    SUDO=(sudo)
+else
+    die "not root and sudo is not installed; as root, run:
+  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+fi
+
+echo "setup-host: installing ${missing[*]}"
+# Wait for another apt/dpkg run (e.g. a parallel setup) instead of failing.
+APT_OPTS=(-q -o DPkg::Lock::Timeout=300)
+"${SUDO[@]}" apt-get "${APT_OPTS[@]}" update >/dev/null ||
+    die "apt-get update failed (network or apt sources?)"
+"${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes \
+    apt-get "${APT_OPTS[@]}" install -y --no-install-recommends "${missing[@]}" >/dev/null ||
+    die "apt-get install failed for: ${missing[*]}"
+
+check_port_1883
+echo "setup-host: done"
