@@ -81,6 +81,8 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
                          bool dup, uint16_t packet_id)
 {
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
+    if (n == 0)
+        return false; /* not encodable (cannot happen for routed messages) */
     uint8_t *p = out_reserve(b, c, n);
     if (!p)
         return false;

@@ -1,0 +1,308 @@
+/*
+ * decode.c - mqtt_decode(): the fixed header, then one validating parser per
+ * packet type. A packet that decodes to MQTT_OK is well-formed in every field
+ * the codec can judge; what is left to the broker is policy (first packet must
+ * be CONNECT, client-id rules such as 3.1's 1..23 characters or an empty id
+ * with clean session 0, authorisation).
+ *
+ * Choices the spec leaves open, made here:
+ * - Remaining Length must be minimally encoded (0x80 0x00 is rejected with
+ *   MQTT_ERR_LENGTH_ENCODING). 3.1.1 only defines the encoding; no client
+ *   produces padded lengths, and refusing them keeps one byte sequence per
+ *   packet, which the fuzzers and the round-trip tests rely on.
+ * - Errors are reported as early as the bytes allow: a bad first byte fails
+ *   with one byte in the buffer, and packets with a fixed Remaining Length
+ *   (CONNACK, the acks, PINGREQ/PINGRESP/DISCONNECT) are judged on their header
+ *   alone, so a peer cannot make us wait for a body we would reject anyway.
+ * - Level 3 (MQTT 3.1) tolerates two things 3.1.1 forbids, because 3.1 clients
+ *   do them: DUP set on a QoS 0 PUBLISH, and DUP set on PUBREL, SUBSCRIBE and
+ *   UNSUBSCRIBE retries (3.1 gave those packets a real QoS 1 header).
+ * - A SUBSCRIBE options byte with any of its upper six bits set is
+ *   MQTT_ERR_BAD_FLAGS (they are reserved bits, [MQTT-3.8.3-4]); QoS 3 in the
+ *   low two bits is MQTT_ERR_BAD_QOS.
+ * - A SUBACK must carry at least one return code (it answers a SUBSCRIBE,
+ *   which has at least one filter): MQTT_ERR_NO_TOPICS otherwise.
+ * - A CONNACK with a non-zero return code and Session Present set is
+ *   MQTT_ERR_BAD_CONNACK ([MQTT-3.2.2-4]).
+ * On any error *out is left in an unspecified state.
+ */
+#include "mqtt/mqtt.h"
+#include "mqtt/wire.h"
+
+#define TYPE_BIT(t) (1u << (t))
+
+static const uint16_t client_types =
+    TYPE_BIT(MQTT_CONNECT) | TYPE_BIT(MQTT_PUBLISH) | TYPE_BIT(MQTT_PUBACK) |
+    TYPE_BIT(MQTT_PUBREC) | TYPE_BIT(MQTT_PUBREL) | TYPE_BIT(MQTT_PUBCOMP) |
+    TYPE_BIT(MQTT_SUBSCRIBE) | TYPE_BIT(MQTT_UNSUBSCRIBE) | TYPE_BIT(MQTT_PINGREQ) |
+    TYPE_BIT(MQTT_DISCONNECT);
+
+static const uint16_t server_types =
+    TYPE_BIT(MQTT_CONNACK) | TYPE_BIT(MQTT_PUBLISH) | TYPE_BIT(MQTT_PUBACK) |
+    TYPE_BIT(MQTT_PUBREC) | TYPE_BIT(MQTT_PUBREL) | TYPE_BIT(MQTT_PUBCOMP) |
+    TYPE_BIT(MQTT_SUBACK) | TYPE_BIT(MQTT_UNSUBACK) | TYPE_BIT(MQTT_PINGRESP);
+
+/* Level the rules of a non-CONNECT packet follow: 0 (no CONNECT seen yet)
+ * behaves as 3.1.1. Returns 0 for a level the decoder cannot handle. */
+static uint8_t effective_level(uint8_t level)
+{
+    if (level == 0 || level == MQTT_LEVEL_311)
+        return MQTT_LEVEL_311;
+    return level == MQTT_LEVEL_31 ? MQTT_LEVEL_31 : 0;
+}
+
+static mqtt_err check_first_byte(uint8_t b, mqtt_role role, uint8_t level)
+{
+    unsigned type = b >> 4;
+    uint8_t flags = b & 0x0f;
+    uint16_t allowed = role == MQTT_FROM_CLIENT ? client_types : server_types;
+
+    if (!(allowed & TYPE_BIT(type)))
+        return MQTT_ERR_BAD_TYPE; /* also 0 and 15: in neither set */
+    if (type != MQTT_CONNECT && effective_level(level) == 0)
+        return MQTT_ERR_BAD_PROTOCOL_LEVEL;
+
+    switch (type) {
+    case MQTT_PUBLISH: {
+        unsigned qos = (flags >> 1) & 3u;
+        if (qos == 3)
+            return MQTT_ERR_BAD_QOS;
+        if ((flags & 0x8) && qos == 0 && effective_level(level) != MQTT_LEVEL_31)
+            return MQTT_ERR_BAD_FLAGS; /* [MQTT-3.3.1-2] */
+        return MQTT_OK;
+    }
+    case MQTT_PUBREL:
+    case MQTT_SUBSCRIBE:
+    case MQTT_UNSUBSCRIBE:
+        if (flags == 0x2 || (flags == 0xa && effective_level(level) == MQTT_LEVEL_31))
+            return MQTT_OK;
+        return MQTT_ERR_BAD_FLAGS;
+    default:
+        return flags == 0 ? MQTT_OK : MQTT_ERR_BAD_FLAGS;
+    }
+}
+
+/* Remaining Length a packet type must have, or -1 when it varies. */
+static long fixed_remaining(unsigned type)
+{
+    switch (type) {
+    case MQTT_CONNACK:
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+    case MQTT_UNSUBACK:
+        return 2;
+    case MQTT_PINGREQ:
+    case MQTT_PINGRESP:
+    case MQTT_DISCONNECT:
+        return 0;
+    default:
+        return -1;
+    }
+}
+
+/* Distinguish "not UTF-8" from "UTF-8 but not a topic" only on the error
+ * path, so the hot path is a single validating pass. */
+static mqtt_err check_topic_name(mqtt_bytes t)
+{
+    if (mqtt_topic_name_valid(t.p, t.len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(t.p, t.len) ? MQTT_ERR_BAD_TOPIC_NAME : MQTT_ERR_BAD_UTF8;
+}
+
+static mqtt_err check_topic_filter(mqtt_bytes f)
+{
+    if (mqtt_topic_filter_valid(f.p, f.len))
+        return MQTT_OK;
+    return mqtt_utf8_valid(f.p, f.len) ? MQTT_ERR_BAD_TOPIC_FILTER : MQTT_ERR_BAD_UTF8;
+}
+
+static mqtt_err check_utf8(mqtt_bytes s)
+{
+    return mqtt_utf8_valid(s.p, s.len) ? MQTT_OK : MQTT_ERR_BAD_UTF8;
+}
+
+static mqtt_err rd_packet_id(mqtt_reader *r, uint16_t *id)
+{
+    MQTT_TRY(rd_u16(r, id));
+    return *id ? MQTT_OK : MQTT_ERR_ZERO_PACKET_ID;
+}
+
+static mqtt_err decode_connect(mqtt_reader *r, mqtt_connect *c)
+{
+    mqtt_bytes name;
+    uint8_t level, fl;
+
+    *c = (mqtt_connect){ 0 };
+    MQTT_TRY(rd_prefixed(r, &name));
+    bool is_mqtt = name.len == 4 && memcmp(name.p, "MQTT", 4) == 0;
+    bool is_mqisdp = name.len == 6 && memcmp(name.p, "MQIsdp", 6) == 0;
+    if (!is_mqtt && !is_mqisdp)
+        return MQTT_ERR_BAD_PROTOCOL_NAME;
+    MQTT_TRY(rd_u8(r, &level));
+    /* Checked before anything else after the name: a level we do not speak
+     * (5 has properties here) would misparse, and the broker must still be
+     * able to answer CONNACK 0x01. */
+    if (level != (is_mqtt ? MQTT_LEVEL_311 : MQTT_LEVEL_31))
+        return MQTT_ERR_BAD_PROTOCOL_LEVEL;
+    c->level = level;
+
+    MQTT_TRY(rd_u8(r, &fl));
+    if (fl & 0x01)
+        return MQTT_ERR_BAD_CONNECT_FLAGS; /* [MQTT-3.1.2-3] */
+    c->clean_session = fl & 0x02;
+    c->will_flag = fl & 0x04;
+    c->will_qos = (fl >> 3) & 3u;
+    c->will_retain = fl & 0x20;
+    c->password_flag = fl & 0x40;
+    c->username_flag = fl & 0x80;
+    if (c->will_qos == 3)
+        return MQTT_ERR_BAD_QOS;
+    if (!c->will_flag && (c->will_qos || c->will_retain))
+        return MQTT_ERR_BAD_CONNECT_FLAGS; /* [MQTT-3.1.2-13], [MQTT-3.1.2-15] */
+    if (c->password_flag && !c->username_flag)
+        return MQTT_ERR_BAD_CONNECT_FLAGS; /* [MQTT-3.1.2-22] */
+    MQTT_TRY(rd_u16(r, &c->keepalive));
+
+    MQTT_TRY(rd_prefixed(r, &c->client_id));
+    MQTT_TRY(check_utf8(c->client_id));
+    if (c->will_flag) {
+        MQTT_TRY(rd_prefixed(r, &c->will_topic));
+        MQTT_TRY(check_topic_name(c->will_topic));
+        MQTT_TRY(rd_prefixed(r, &c->will_payload));
+    }
+    if (c->username_flag) {
+        MQTT_TRY(rd_prefixed(r, &c->username));
+        MQTT_TRY(check_utf8(c->username));
+    }
+    if (c->password_flag)
+        MQTT_TRY(rd_prefixed(r, &c->password));
+    return rd_left(r) ? MQTT_ERR_TRAILING_BYTES : MQTT_OK;
+}
+
+static mqtt_err decode_connack(mqtt_reader *r, mqtt_connack *ca)
+{
+    uint8_t fl, rc;
+
+    MQTT_TRY(rd_u8(r, &fl));
+    MQTT_TRY(rd_u8(r, &rc));
+    if ((fl & 0xfe) || rc > MQTT_CONNACK_NOT_AUTHORIZED || ((fl & 1) && rc != 0))
+        return MQTT_ERR_BAD_CONNACK;
+    ca->session_present = fl & 1;
+    ca->return_code = rc;
+    return MQTT_OK;
+}
+
+static mqtt_err decode_publish(mqtt_reader *r, uint8_t flags, mqtt_publish *p)
+{
+    p->qos = (flags >> 1) & 3u;
+    p->dup = flags & 0x8;
+    p->retain = flags & 0x1;
+    MQTT_TRY(rd_prefixed(r, &p->topic));
+    MQTT_TRY(check_topic_name(p->topic));
+    p->packet_id = 0;
+    if (p->qos)
+        MQTT_TRY(rd_packet_id(r, &p->packet_id));
+    p->payload = rd_rest(r);
+    return MQTT_OK;
+}
+
+/* SUBSCRIBE (with_options) and UNSUBSCRIBE: packet id, then >= 1 filters. */
+static mqtt_err decode_filter_list(mqtt_reader *r, bool with_options, mqtt_list *l)
+{
+    MQTT_TRY(rd_packet_id(r, &l->packet_id));
+    if (rd_left(r) == 0)
+        return MQTT_ERR_NO_TOPICS; /* [MQTT-3.8.3-3], [MQTT-3.10.3-2] */
+    l->raw = (mqtt_bytes){ r->p + r->pos, rd_left(r) };
+    l->count = 0;
+    while (rd_left(r)) {
+        mqtt_bytes f;
+        MQTT_TRY(rd_prefixed(r, &f));
+        MQTT_TRY(check_topic_filter(f));
+        if (with_options) {
+            uint8_t opt;
+            MQTT_TRY(rd_u8(r, &opt));
+            if (opt & 0xfc)
+                return MQTT_ERR_BAD_FLAGS;
+            if (opt == 3)
+                return MQTT_ERR_BAD_QOS;
+        }
+        l->count++;
+    }
+    return MQTT_OK;
+}
+
+static mqtt_err decode_suback(mqtt_reader *r, mqtt_list *l)
+{
+    MQTT_TRY(rd_packet_id(r, &l->packet_id));
+    l->raw = rd_rest(r);
+    if (l->raw.len == 0)
+        return MQTT_ERR_NO_TOPICS;
+    for (size_t i = 0; i < l->raw.len; i++) {
+        uint8_t c = l->raw.p[i];
+        if (c > 2 && c != MQTT_SUBACK_FAILURE)
+            return MQTT_ERR_BAD_SUBACK_CODE;
+    }
+    l->count = (uint32_t)l->raw.len;
+    return MQTT_OK;
+}
+
+static mqtt_err decode_body(mqtt_reader *r, mqtt_packet *out)
+{
+    switch (out->type) {
+    case MQTT_PUBLISH:
+        return decode_publish(r, out->flags, &out->u.publish);
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+    case MQTT_UNSUBACK:
+        return rd_packet_id(r, &out->u.packet_id); /* length checked earlier */
+    case MQTT_CONNECT:
+        return decode_connect(r, &out->u.connect);
+    case MQTT_CONNACK:
+        return decode_connack(r, &out->u.connack);
+    case MQTT_SUBSCRIBE:
+        return decode_filter_list(r, true, &out->u.subscribe);
+    case MQTT_UNSUBSCRIBE:
+        return decode_filter_list(r, false, &out->u.unsubscribe);
+    case MQTT_SUBACK:
+        return decode_suback(r, &out->u.suback);
+    case MQTT_PINGREQ:
+    case MQTT_PINGRESP:
+    case MQTT_DISCONNECT:
+        return MQTT_OK;
+    }
+    return MQTT_ERR_BAD_TYPE; /* unreachable: the first byte was checked */
+}
+
+mqtt_err mqtt_decode(const uint8_t *buf, size_t len, mqtt_role role, uint8_t level,
+                     uint32_t max_size, mqtt_packet *out, size_t *consumed)
+{
+    if (len == 0)
+        return MQTT_NEED_MORE;
+    MQTT_TRY(check_first_byte(buf[0], role, level));
+
+    uint32_t rl;
+    size_t hdr;
+    MQTT_TRY(rd_fixed_header(buf, len, &hdr, &rl));
+
+    uint32_t size = (uint32_t)hdr + rl; /* <= 5 + MQTT_MAX_REMAINING: no wrap */
+    if (max_size && size > max_size)
+        return MQTT_ERR_TOO_LARGE;
+    unsigned type = buf[0] >> 4;
+    long fixed = fixed_remaining(type);
+    if (fixed >= 0 && rl != (unsigned long)fixed)
+        return rl < (unsigned long)fixed ? MQTT_ERR_TRUNCATED : MQTT_ERR_TRAILING_BYTES;
+    if (len - hdr < rl)
+        return MQTT_NEED_MORE;
+
+    out->type = (mqtt_type)type;
+    out->flags = buf[0] & 0x0f;
+    out->size = size;
+    mqtt_reader r = { buf + hdr, rl, 0 };
+    MQTT_TRY(decode_body(&r, out));
+    *consumed = size;
+    return MQTT_OK;
+}

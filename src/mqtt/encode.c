@@ -1,0 +1,102 @@
+/*
+ * encode.c - encoders for the packets a broker sends (and PUBLISH and the
+ * acks, which both sides send). Each computes the exact size first, returns
+ * 0 without writing when it does not fit in cap (or cannot be encoded at
+ * all: Remaining Length above MQTT_MAX_REMAINING), then writes the packet
+ * through the bounds-checked writer.
+ *
+ * Preconditions that would otherwise put a malformed packet on the wire are
+ * MQTT_INVARIANT checks. Two inputs are normalised instead, because callers
+ * naturally pass them and the fix is unambiguous:
+ * - PUBLISH at QoS 0 never carries DUP or a packet id ([MQTT-3.3.1-2]), so a
+ *   message downgraded to QoS 0 can be passed on unchanged;
+ * - CONNACK carries Session Present only for level 4 with return code 0
+ *   ([MQTT-3.2.2-4]; 3.1 has no such flag).
+ * Any level other than 3 is encoded as 3.1.1 until level 5 exists.
+ */
+#include "mqtt/mqtt.h"
+#include "mqtt/wire.h"
+
+size_t mqtt_publish_size(uint8_t level, size_t topic_len, size_t payload_len, uint8_t qos)
+{
+    (void)level;
+    if (topic_len > UINT16_MAX || payload_len > MQTT_MAX_REMAINING)
+        return 0;
+    return packet_size(2 + topic_len + (qos ? 2u : 0u) + payload_len);
+}
+
+size_t mqtt_encode_publish(uint8_t *out, size_t cap, uint8_t level, const mqtt_publish *p)
+{
+    MQTT_INVARIANT(p->qos <= 2);
+    MQTT_INVARIANT(p->qos == 0 || p->packet_id != 0);
+    MQTT_INVARIANT(p->topic.len >= 1 && p->topic.len <= UINT16_MAX);
+
+    size_t size = mqtt_publish_size(level, p->topic.len, p->payload.len, p->qos);
+    if (size == 0 || cap < size)
+        return 0;
+    uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | p->qos << 1 | (p->retain ? 1 : 0));
+    if (p->qos && p->dup)
+        first |= 0x8;
+    size_t rl = 2 + p->topic.len + (p->qos ? 2u : 0u) + p->payload.len;
+
+    mqtt_writer w = { out, cap, 0 };
+    if (wr_header(&w, first, rl) || wr_prefixed(&w, p->topic.p, p->topic.len) ||
+        (p->qos && wr_u16(&w, p->packet_id)) || wr_raw(&w, p->payload.p, p->payload.len))
+        return 0;
+    MQTT_INVARIANT(w.len == size);
+    return size;
+}
+
+size_t mqtt_encode_connack(uint8_t *out, size_t cap, uint8_t level, bool session_present,
+                           uint8_t return_code)
+{
+    MQTT_INVARIANT(return_code <= MQTT_CONNACK_NOT_AUTHORIZED);
+
+    bool sp = session_present && return_code == 0 && level != MQTT_LEVEL_31;
+    mqtt_writer w = { out, cap, 0 };
+    if (cap < 4 || wr_header(&w, MQTT_CONNACK << 4, 2) || wr_u8(&w, sp ? 1 : 0) ||
+        wr_u8(&w, return_code))
+        return 0;
+    return w.len;
+}
+
+size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, uint16_t packet_id)
+{
+    (void)level;
+    MQTT_INVARIANT(type == MQTT_PUBACK || type == MQTT_PUBREC || type == MQTT_PUBREL ||
+                   type == MQTT_PUBCOMP || type == MQTT_UNSUBACK);
+    MQTT_INVARIANT(packet_id != 0);
+
+    uint8_t first = (uint8_t)(type << 4 | (type == MQTT_PUBREL ? 0x2 : 0));
+    mqtt_writer w = { out, cap, 0 };
+    if (cap < 4 || wr_header(&w, first, 2) || wr_u16(&w, packet_id))
+        return 0;
+    return w.len;
+}
+
+size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
+                          const uint8_t *codes, size_t count)
+{
+    (void)level;
+    MQTT_INVARIANT(packet_id != 0);
+    MQTT_INVARIANT(count >= 1);
+    for (size_t i = 0; i < count; i++)
+        MQTT_INVARIANT(codes[i] <= 2 || codes[i] == MQTT_SUBACK_FAILURE);
+
+    size_t size = count > MQTT_MAX_REMAINING ? 0 : packet_size(2 + count);
+    mqtt_writer w = { out, cap, 0 };
+    if (size == 0 || cap < size || wr_header(&w, MQTT_SUBACK << 4, 2 + count) ||
+        wr_u16(&w, packet_id) || wr_raw(&w, codes, count))
+        return 0;
+    return w.len;
+}
+
+size_t mqtt_encode_empty(uint8_t *out, size_t cap, mqtt_type type)
+{
+    MQTT_INVARIANT(type == MQTT_PINGREQ || type == MQTT_PINGRESP || type == MQTT_DISCONNECT);
+
+    mqtt_writer w = { out, cap, 0 };
+    if (cap < 2 || wr_header(&w, (uint8_t)(type << 4), 0))
+        return 0;
+    return w.len;
+}

@@ -1,0 +1,101 @@
+/*
+ * encode_client.c - encoders for the packets only a client sends: CONNECT,
+ * SUBSCRIBE, UNSUBSCRIBE. Used by the tests, the load generator and bridges.
+ * Same contract as encode.c: exact size first, 0 when it does not fit,
+ * MQTT_INVARIANT on anything the decoder would reject as malformed.
+ */
+#include "mqtt/mqtt.h"
+#include "mqtt/wire.h"
+
+size_t mqtt_encode_connect(uint8_t *out, size_t cap, const mqtt_connect *c)
+{
+    MQTT_INVARIANT(c->level == MQTT_LEVEL_31 || c->level == MQTT_LEVEL_311);
+    MQTT_INVARIANT(c->will_qos <= 2);
+    MQTT_INVARIANT(c->will_flag || (c->will_qos == 0 && !c->will_retain));
+    MQTT_INVARIANT(!c->password_flag || c->username_flag);
+    MQTT_INVARIANT(c->client_id.len <= UINT16_MAX && c->will_topic.len <= UINT16_MAX &&
+                   c->will_payload.len <= UINT16_MAX && c->username.len <= UINT16_MAX &&
+                   c->password.len <= UINT16_MAX);
+
+    const char *name = c->level == MQTT_LEVEL_31 ? "MQIsdp" : "MQTT";
+    size_t name_len = strlen(name);
+    uint8_t flags = (uint8_t)((c->clean_session ? 0x02 : 0) | (c->will_flag ? 0x04 : 0) |
+                              c->will_qos << 3 | (c->will_retain ? 0x20 : 0) |
+                              (c->password_flag ? 0x40 : 0) | (c->username_flag ? 0x80 : 0));
+
+    /* Every field is at most 2 + 65535 bytes: the sum cannot overflow or
+     * exceed MQTT_MAX_REMAINING. */
+    size_t rl = 2 + name_len + 1 + 1 + 2 + 2 + c->client_id.len;
+    if (c->will_flag)
+        rl += 2 + c->will_topic.len + 2 + c->will_payload.len;
+    if (c->username_flag)
+        rl += 2 + c->username.len;
+    if (c->password_flag)
+        rl += 2 + c->password.len;
+    size_t size = packet_size(rl);
+    if (cap < size)
+        return 0;
+
+    mqtt_writer w = { out, cap, 0 };
+    if (wr_header(&w, MQTT_CONNECT << 4, rl) ||
+        wr_prefixed(&w, (const uint8_t *)name, name_len) || wr_u8(&w, c->level) ||
+        wr_u8(&w, flags) || wr_u16(&w, c->keepalive) ||
+        wr_prefixed(&w, c->client_id.p, c->client_id.len))
+        return 0;
+    if (c->will_flag && (wr_prefixed(&w, c->will_topic.p, c->will_topic.len) ||
+                         wr_prefixed(&w, c->will_payload.p, c->will_payload.len)))
+        return 0;
+    if (c->username_flag && wr_prefixed(&w, c->username.p, c->username.len))
+        return 0;
+    if (c->password_flag && wr_prefixed(&w, c->password.p, c->password.len))
+        return 0;
+    MQTT_INVARIANT(w.len == size);
+    return size;
+}
+
+/* SUBSCRIBE (qos != NULL) and UNSUBSCRIBE share everything but the options
+ * byte after each filter. */
+static size_t encode_filter_list(uint8_t *out, size_t cap, mqtt_type type, uint16_t packet_id,
+                                 const mqtt_bytes *filters, const uint8_t *qos, size_t count)
+{
+    MQTT_INVARIANT(packet_id != 0);
+    MQTT_INVARIANT(count >= 1);
+
+    size_t per_entry = qos ? 3u : 2u;
+    size_t rl = 2;
+    for (size_t i = 0; i < count; i++) {
+        MQTT_INVARIANT(filters[i].len >= 1 && filters[i].len <= UINT16_MAX);
+        MQTT_INVARIANT(!qos || qos[i] <= 2);
+        rl += per_entry + filters[i].len;
+        if (rl > MQTT_MAX_REMAINING)
+            return 0;
+    }
+    size_t size = packet_size(rl);
+    if (cap < size)
+        return 0;
+
+    mqtt_writer w = { out, cap, 0 };
+    if (wr_header(&w, (uint8_t)(type << 4 | 0x2), rl) || wr_u16(&w, packet_id))
+        return 0;
+    for (size_t i = 0; i < count; i++) {
+        if (wr_prefixed(&w, filters[i].p, filters[i].len) || (qos && wr_u8(&w, qos[i])))
+            return 0;
+    }
+    MQTT_INVARIANT(w.len == size);
+    return size;
+}
+
+size_t mqtt_encode_subscribe(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
+                             const mqtt_bytes *filters, const uint8_t *qos, size_t count)
+{
+    (void)level;
+    MQTT_INVARIANT(qos != NULL);
+    return encode_filter_list(out, cap, MQTT_SUBSCRIBE, packet_id, filters, qos, count);
+}
+
+size_t mqtt_encode_unsubscribe(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
+                               const mqtt_bytes *filters, size_t count)
+{
+    (void)level;
+    return encode_filter_list(out, cap, MQTT_UNSUBSCRIBE, packet_id, filters, NULL, count);
+}
