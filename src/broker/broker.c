@@ -44,17 +44,6 @@ void blog(broker *b, broker_log_level level, const char *fmt, ...)
     b->log(b->log_ctx, level, line);
 }
 
-static char *dup_str(broker *b, const char *s)
-{
-    if (!s)
-        return NULL;
-    size_t n = strlen(s) + 1;
-    char *d = mem_alloc(b, n);
-    if (d)
-        memcpy(d, s, n);
-    return d;
-}
-
 broker *broker_create(const broker_config *cfg, uint64_t now_ms)
 {
     broker tmp;
@@ -72,9 +61,10 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
     b->allow_anonymous = cfg->allow_anonymous;
+    b->sys_public = cfg->sys_public;
     b->start_ms = now_ms;
     b->now_ms = now_ms;
-    b->version = dup_str(b, cfg->version ? cfg->version : "tern");
+    b->version = mem_strdup(b, cfg->version ? cfg->version : "tern");
     wheel_init(&b->wheel, now_ms);
     if (!b->version || sessions_init(b, &b->sessions) != 0) {
         broker_destroy(b);
@@ -131,6 +121,7 @@ void broker_destroy(broker *b)
     if (b->tree.root)
         tree_free(b, &b->tree);
     mem_free(b, b->version);
+    broker_acl_free(b->acl);
     broker tmp = *b;
     mem_free(&tmp, b);
 }
@@ -152,8 +143,8 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
         c->is_operator = info->is_operator;
-        c->peer = dup_str(b, info->peer);
-        c->identity = dup_str(b, info->identity);
+        c->peer = mem_strdup(b, info->peer);
+        c->identity = mem_strdup(b, info->identity);
         if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
             mem_free(b, c->peer);
             mem_free(b, c->identity);
@@ -286,4 +277,32 @@ void broker_get_stats(const broker *b, broker_stats *out)
 {
     *out = b->stats;
     out->clients_total = b->sessions.count;
+}
+
+void broker_set_acl(broker *b, broker_acl *acl)
+{
+    broker_acl_free(b->acl);
+    b->acl = acl;
+    /* Re-check every subscription under the new rules. */
+    for (size_t i = 0; i < b->sessions.size; i++) {
+        for (session *s = b->sessions.table[i]; s; s = s->hnext) {
+            sub **pp = &s->subs;
+            while (*pp) {
+                sub *x = *pp;
+                tnode *n = x->node;
+                char filter[1024];
+                size_t flen = tree_filter_text(n, filter, sizeof filter);
+                if (flen == 0 || !session_may(b, s, (const uint8_t *)filter, flen,
+                                              BROKER_ACL_READ)) {
+                    blog(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
+                         s->id);
+                    *pp = x->sess_next;
+                    tree_remove_sub(b, &b->tree, x);
+                    continue;
+                }
+                x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
+                pp = &x->sess_next;
+            }
+        }
+    }
 }

@@ -85,6 +85,7 @@ typedef struct broker_config {
     broker_log_level log_level;
     const char *version;           /* published in $SYS/broker/version; copied */
     bool allow_anonymous;          /* plaintext listeners: accept CONNECT without identity */
+    bool sys_public;               /* everyone may read $SYS, not only operators */
 } broker_config;
 
 /* What the platform knows about a new transport connection. Strings are
@@ -166,6 +167,7 @@ typedef struct broker_stats {
     uint64_t subscriptions_count;
     uint64_t memory_used;         /* bytes allocated by the core, live */
     uint64_t protocol_errors;     /* connections closed for malformed input */
+    uint64_t acl_denied;          /* publishes and subscriptions refused by access rules */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

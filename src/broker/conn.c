@@ -16,10 +16,9 @@ static const char *conn_name(const broker_conn *c)
     return c->peer ? c->peer : "?";
 }
 
-/* Nobody publishes to $SYS: the broker owns that tree (SPEC C3). */
-static bool topic_is_sys(const uint8_t *t, size_t len)
+static bool same_identity(const char *a, const char *b)
 {
-    return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
+    return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
 static bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
@@ -127,6 +126,21 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     }
 
     session *s = session_find(&b->sessions, id, id_len);
+    if (s && !same_identity(s->identity, c->identity)) {
+        /* A client id belongs to the identity that created its session:
+         * another identity may neither take it over nor read its queue. */
+        send_connack(b, c, false, MQTT_CONNACK_ID_REJECTED);
+        conn_end(b, c, false, "client id in use by another identity", b->now_ms);
+        return;
+    }
+    if (cp->will_flag &&
+        !broker_acl_check(b->acl, c->identity, (const char *)id, c->is_operator,
+                          (const char *)cp->will_topic.p, cp->will_topic.len, BROKER_ACL_WRITE)) {
+        b->stats.acl_denied++;
+        send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
+        conn_end(b, c, false, "will topic not allowed", b->now_ms);
+        return;
+    }
     if (s && s->conn) {
         /* Takeover [MQTT-3.1.4-2]: the old connection ends abnormally. */
         conn_end(b, s->conn, true, "taken over by a new connection", b->now_ms);
@@ -141,13 +155,18 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         present = true;
     } else {
         s = session_create(b, &b->sessions, id, id_len, cp->clean_session);
+        if (s && c->identity && !(s->identity = mem_strdup(b, c->identity))) {
+            session_destroy(b, s);
+            s = NULL;
+        }
         if (!s) {
             send_connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
             conn_end(b, c, false, "out of memory", b->now_ms);
             return;
         }
     }
-    if (cp->will_flag && !topic_is_sys(cp->will_topic.p, cp->will_topic.len)) {
+    s->is_operator = c->is_operator;
+    if (cp->will_flag) {
         c->will = msg_new(b, cp->will_topic.p, cp->will_topic.len, cp->will_payload.p,
                           cp->will_payload.len, cp->will_qos, cp->will_retain);
         if (!c->will) {
@@ -185,9 +204,13 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
     b->stats.msgs_received++;
-    bool allowed = !topic_is_sys(p->topic.p, p->topic.len);
-    if (!allowed)
-        blog(b, BROKER_LOG_INFO, "client %s: publish to $SYS refused", s->id);
+    bool allowed = session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
+    if (!allowed) {
+        /* Not delivered, but still acknowledged as 3.1.1 allows. */
+        b->stats.acl_denied++;
+        blog(b, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied", s->id,
+             (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p);
+    }
 
     if (p->qos == 2) {
         /* Exactly once: a PUBLISH whose id is still awaiting PUBREL is a
@@ -215,12 +238,15 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 typedef struct retained_ctx {
     session *sess;
     uint8_t qos;
+    bool acl_check;
 } retained_ctx;
 
 static void send_retained(broker *b, void *ctx, msg *m)
 {
     const retained_ctx *rc = ctx;
     uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
+    if (rc->acl_check && !session_may(b, rc->sess, msg_topic(m), m->topic_len, BROKER_ACL_READ))
+        return;
     /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
      * the retain flag. They queue behind the SUBACK like any message. */
     if (!session_enqueue_retained(b, rc->sess, m, q)) {
@@ -248,10 +274,20 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     uint8_t qos;
     while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
         bool is_new;
+        if (!session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
+            b->stats.acl_denied++;
+            blog(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
+                 (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
+            codes[i++] = MQTT_SUBACK_FAILURE;
+            continue;
+        }
         sub *x = tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
         codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
         if (!x)
             blog(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
+        else
+            x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                                    (const char *)f.p, f.len);
     }
     ALWAYS(i == l->count);
 
@@ -271,7 +307,9 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
         if (codes[i++] == MQTT_SUBACK_FAILURE)
             continue;
-        retained_ctx rc = {s, qos};
+        retained_ctx rc = {s, qos,
+                           acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                                    (const char *)f.p, f.len)};
         if (tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
             blog(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
                  s->id);

@@ -233,6 +233,8 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
     for (long i = 0; i < n; i++) {
         session *s = matches[i].sess;
         uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
+        if (matches[i].acl_check && !session_may(b, s, topic, tlen, BROKER_ACL_READ))
+            continue;
         if (q == 0) {
             /* QoS 0 goes straight to a live connection with room, or is
              * dropped; offline sessions do not queue QoS 0. */

@@ -12,6 +12,7 @@
 #ifndef TERN_BROKER_INTERNAL_H
 #define TERN_BROKER_INTERNAL_H
 
+#include "broker/acl.h"
 #include "broker/broker.h"
 #include "mqtt/mqtt.h"
 
@@ -29,6 +30,7 @@ void *mem_alloc(broker *b, size_t size);
 void *mem_calloc(broker *b, size_t size);
 void *mem_realloc(broker *b, void *p, size_t size);
 void mem_free(broker *b, void *p);
+char *mem_strdup(broker *b, const char *s); /* NULL in, NULL out */
 
 /* ---- messages (msg.c) -------------------------------------------------- */
 
@@ -62,6 +64,7 @@ typedef struct sub {
     tnode *node;
     session *sess;
     uint8_t qos;
+    bool acl_check;   /* a deny rule overlaps the filter: check each message */
 } sub;
 
 struct tnode {
@@ -80,6 +83,7 @@ struct tnode {
 typedef struct match {
     session *sess;
     uint8_t qos;
+    bool acl_check;   /* every matching subscription needs a per-message check */
 } match;
 
 typedef struct tree {
@@ -113,6 +117,9 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
 /* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
  * Takes a reference on m. Returns 0, or -1 on allocation failure. */
 int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
+/* The filter text of node n written to buf (not terminated); 0 when it does
+ * not fit in cap. */
+size_t tree_filter_text(const tnode *n, char *buf, size_t cap);
 /* Call fn for every retained message matching filter f. */
 typedef void (*retained_fn)(broker *b, void *ctx, msg *m);
 int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
@@ -159,6 +166,8 @@ struct session {
     uint32_t match_idx;
     uint32_t hashv;
     bool clean;
+    bool is_operator;         /* of the identity that last connected */
+    char *identity;           /* owned; NULL = anonymous */
     uint16_t id_len;
     char id[];                /* client id, NUL-terminated */
 };
@@ -287,6 +296,15 @@ typedef struct sys_state {
 
 void sys_publish(broker *b, uint64_t now_ms);
 
+/* ---- access control (acl.c) ------------------------------------------ */
+
+/* The filter is readable but a deny rule overlaps part of it. */
+bool acl_filter_partly_denied(const broker_acl *acl, const char *identity,
+                              const char *client_id, const char *filter, size_t len);
+/* May session s receive / may it publish this topic? */
+bool session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
+                 broker_acl_access access);
+
 /* ---- the broker -------------------------------------------------------- */
 
 struct broker {
@@ -296,9 +314,11 @@ struct broker {
     void *log_ctx;
     broker_log_level log_level;
     bool allow_anonymous;
+    bool sys_public;
     char *version;
     uint64_t start_ms;
     uint64_t now_ms;          /* time of the event being handled */
+    broker_acl *acl;          /* owned; NULL = no ACL */
     broker_conn *conns;
     broker_conn *dirty_head, *dirty_tail;
     session_table sessions;

@@ -91,3 +91,14 @@ void mem_free(broker *b, void *p)
     h->tag = MEM_TAG_DEAD;
     raw_free(b, h);
 }
+
+char *mem_strdup(broker *b, const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = mem_alloc(b, n);
+    if (d)
+        memcpy(d, s, n);
+    return d;
+}

@@ -132,7 +132,16 @@ void session_destroy(broker *b, session *s)
     }
     mem_free(b, s->q);
     mem_free(b, s->in_qos2);
+    mem_free(b, s->identity);
     mem_free(b, s);
+}
+
+bool session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
+                 broker_acl_access access)
+{
+    bool reads_sys = b->sys_public && access == BROKER_ACL_READ;
+    return broker_acl_check(b->acl, s->identity, s->id, s->is_operator || reads_sys,
+                            (const char *)topic, len, access);
 }
 
 void session_set_offline(broker *b, session *s, uint64_t now_ms)

@@ -289,6 +289,9 @@ static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
             match *m = &t->matches[sess->match_idx];
             if (s->qos > m->qos)
                 m->qos = s->qos;
+            /* One subscription no deny rule touches proves the topic is
+             * not denied to this session. */
+            m->acl_check = m->acl_check && s->acl_check;
             continue;
         }
         if (*count == t->matches_cap) {
@@ -303,6 +306,7 @@ static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
         sess->match_idx = (uint32_t)*count;
         t->matches[*count].sess = sess;
         t->matches[*count].qos = s->qos;
+        t->matches[*count].acl_check = s->acl_check;
         (*count)++;
     }
     return 0;
@@ -435,6 +439,24 @@ int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retaine
         }
     }
     return 0;
+}
+
+size_t tree_filter_text(const tnode *n, char *buf, size_t cap)
+{
+    /* Measure first, then fill from the end backwards. */
+    size_t len = 0;
+    for (const tnode *x = n; x->parent; x = x->parent)
+        len += x->seg_len + (x->parent->parent ? 1u : 0u);
+    if (len == 0 || len > cap)
+        return 0;
+    size_t pos = len;
+    for (const tnode *x = n; x->parent; x = x->parent) {
+        pos -= x->seg_len;
+        memcpy(buf + pos, x->seg, x->seg_len);
+        if (x->parent->parent)
+            buf[--pos] = '/';
+    }
+    return len;
 }
 
 static void free_subtree(broker *b, tnode *n)

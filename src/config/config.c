@@ -54,6 +54,7 @@ static const key_def key_table[] = {
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
+    {"sys.public", KIND_BOOL, 0, 0, offsetof(tern_config, sys_public)},
 };
 
 #define KEY_COUNT (sizeof key_table / sizeof key_table[0])
@@ -418,6 +419,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->session_expiry_s = 0;
     cfg->sys_interval_s = 10;
     cfg->allow_anonymous = false;
+    cfg->sys_public = false;
 }
 
 bool tern_config_parse(tern_config *cfg, const char *file, const char *text, size_t len,
@@ -493,4 +495,5 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->sys_interval_s = cfg->sys_interval_s == 0 ? UINT32_MAX : cfg->sys_interval_s;
     out->log_level = cfg->log_level;
     out->allow_anonymous = cfg->allow_anonymous;
+    out->sys_public = cfg->sys_public;
 }

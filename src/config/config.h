@@ -64,6 +64,7 @@ typedef struct tern_config {
     uint32_t session_expiry_s; /* 0 = kept forever */
     uint32_t sys_interval_s;   /* 0 = $SYS updates off */
     bool allow_anonymous;
+    bool sys_public;           /* every client may read $SYS (development) */
 } tern_config;
 
 /* Fill cfg with the defaults of every key (no listener). */

@@ -106,6 +106,8 @@ def tern_config_text(port, overrides):
         "listener.plain": "%s:%d" % (HOST, port),
         "log.level": "info",
         "auth.allow_anonymous": "true",
+        # Plaintext clients are never operators; let the $SYS tests read.
+        "sys.public": "true",
     }
     for k, v in overrides.items():
         cfg[k] = _fmt(v)

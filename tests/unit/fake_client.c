@@ -45,12 +45,17 @@ void fw_free(fworld *w)
 
 fclient *fw_open(fworld *w)
 {
+    return fw_open_as(w, NULL, false);
+}
+
+fclient *fw_open_as(fworld *w, const char *identity, bool is_operator)
+{
     fclient *c = calloc(1, sizeof *c);
     if (!c || w->nclients == 64)
         abort();
     c->reading = true;
     c->level = 4;
-    broker_conn_info info = {.peer = "test:1", .identity = NULL, .is_operator = false};
+    broker_conn_info info = {.peer = "test:1", .identity = identity, .is_operator = is_operator};
     c->conn = broker_open(w->b, c, &info, w->now);
     w->clients[w->nclients++] = c;
     return c;

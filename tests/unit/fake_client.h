@@ -33,6 +33,8 @@ typedef struct fworld {
 void fw_init(fworld *w, const broker_limits *lim);
 void fw_free(fworld *w);
 fclient *fw_open(fworld *w);
+/* A connection with a (TLS) identity, possibly an operator. */
+fclient *fw_open_as(fworld *w, const char *identity, bool is_operator);
 /* Feed raw bytes; then drain all output. */
 void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n);
 /* Pull pending output of every connection into its client; close the ones

@@ -462,7 +462,9 @@ TEST(sys_topics_are_published_retained_on_tick)
     broker_limits lim = {.sys_interval_s = 1};
     fworld w;
     fw_init(&w, &lim);
-    fclient *s = connected(&w, "s", true);
+    fclient *s = fw_open_as(&w, "ops", true);
+    fc_connect(&w, s, "s", true, 0);
+    fc_clear(s);
     fw_advance(&w, 1100);
     fc_subscribe(&w, s, 1, "$SYS/broker/memory/used", 0);
     mqtt_packet pk;
