@@ -15,6 +15,8 @@
 .DELETE_ON_ERROR:
 
 BUILD   ?= build
+# V=1 shows whole compiler command lines.
+Q       := $(if $(V),,@)
 CC      := gcc
 PYTHON  := /usr/bin/python3
 
@@ -46,20 +48,25 @@ ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC)) \
 
 $(BUILD)/rel/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(REL_CFLAGS) $(INC) -MMD -MP -c $< -o $@
+	$(if $(Q),@echo "  CC      $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(REL_CFLAGS) $(INC) -MMD -MP -c $< -o $@
 
 $(BUILD)/asan/%.o: %.c
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(ASAN_CFLAGS) $(INC) -MMD -MP -c $< -o $@
+	$(if $(Q),@echo "  CC-ASAN $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(ASAN_CFLAGS) $(INC) -MMD -MP -c $< -o $@
 
 $(BUILD)/rel/ternd: $(REL_CORE) $(REL_POSIX)
-	$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@
 
 $(BUILD)/asan/ternd: $(ASAN_CORE) $(ASAN_POSIX)
-	$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
 $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
-	$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
