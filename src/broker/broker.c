@@ -62,6 +62,9 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log_level = cfg->log_level;
     b->allow_anonymous = cfg->allow_anonymous;
     b->sys_public = cfg->sys_public;
+    b->durable = cfg->durable;
+    b->jr.next_seq = 1;
+    b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
     b->now_ms = now_ms;
     b->version = mem_strdup(b, cfg->version ? cfg->version : "tern");
@@ -100,6 +103,7 @@ static void conn_free(broker *b, broker_conn *c)
     }
     ALWAYS(b->conn_count > 0);
     b->conn_count--;
+    acks_drop(b, c);
     mem_free(b, c->out);
     mem_free(b, c->peer);
     mem_free(b, c->identity);
@@ -122,6 +126,9 @@ void broker_destroy(broker *b)
         tree_free(b, &b->tree);
     mem_free(b, b->version);
     broker_acl_free(b->acl);
+    journal_free(b);
+    if (b->restore)
+        broker_restore_done(b);
     broker tmp = *b;
     mem_free(&tmp, b);
 }
@@ -297,6 +304,7 @@ void broker_set_acl(broker *b, broker_acl *acl)
                     blog(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                          s->id);
                     *pp = x->sess_next;
+                    j_sub(b, s, (const uint8_t *)filter, flen, 0, false);
                     tree_remove_sub(b, &b->tree, x);
                     continue;
                 }

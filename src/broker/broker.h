@@ -86,6 +86,8 @@ typedef struct broker_config {
     const char *version;           /* published in $SYS/broker/version; copied */
     bool allow_anonymous;          /* plaintext listeners: accept CONNECT without identity */
     bool sys_public;               /* everyone may read $SYS, not only operators */
+    bool durable;                  /* produce store records and hold acknowledgements
+                                      until they are committed: see journal.h */
 } broker_config;
 
 /* What the platform knows about a new transport connection. Strings are

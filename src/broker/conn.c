@@ -21,7 +21,7 @@ static bool same_identity(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-static bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
+bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
 {
     size_t n = packet_id || type != MQTT_PINGRESP ? 4 : 2;
     uint8_t *p = out_reserve(b, c, n);
@@ -77,6 +77,7 @@ void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64
     }
     msg_unref(b, c->will);
     c->will = NULL;
+    acks_drop(b, c); /* a held acknowledgement dies with its connection */
     mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
@@ -165,7 +166,10 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
             return;
         }
     }
-    s->is_operator = c->is_operator;
+    if (!present || s->is_operator != c->is_operator) {
+        s->is_operator = c->is_operator;
+        j_session_put(b, s);
+    }
     if (cp->will_flag) {
         c->will = msg_new(b, cp->will_topic.p, cp->will_topic.len, cp->will_payload.p,
                           cp->will_payload.len, cp->will_qos, cp->will_retain);
@@ -203,6 +207,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
+    uint64_t records_before = b->jr.records;
     b->stats.msgs_received++;
     bool allowed = session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
@@ -224,14 +229,18 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
                 route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, 2,
                               p->retain, NULL);
         }
-        if (!send_simple(b, c, MQTT_PUBREC, p->packet_id))
+        /* Durability contract (D1): acknowledge only once what this
+         * message changed is committed. */
+        if (!ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
+                              journal_gate(b, records_before)))
             conn_end(b, c, true, "out of memory", b->now_ms);
         return;
     }
     if (allowed)
         route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
                       p->retain, NULL);
-    if (p->qos == 1 && !send_simple(b, c, MQTT_PUBACK, p->packet_id))
+    if (p->qos == 1 && !ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
+                                         journal_gate(b, records_before)))
         conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -286,6 +295,8 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
         if (!x)
             blog(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
         else
+            j_sub(b, s, f.p, f.len, qos, true);
+        if (x)
             x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id,
                                                     (const char *)f.p, f.len);
     }
@@ -324,7 +335,8 @@ static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
     size_t pos = 0;
     mqtt_bytes f;
     while (mqtt_unsubscribe_next(l, &pos, &f))
-        (void)tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len);
+        if (tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
+            j_sub(b, c->sess, f.p, f.len, 0, false);
     if (!send_simple(b, c, MQTT_UNSUBACK, l->packet_id))
         conn_end(b, c, true, "out of memory", b->now_ms);
 }
@@ -339,15 +351,22 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
             session_complete(b, s, e);
         break;
     case MQTT_PUBREC:
+        uint64_t records_before = b->jr.records;
         if (e && e->state == Q_WAIT_PUBREC) {
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
+            j_queue_state(b, s, e);
+            if (journaled(b, s))
+                j_msg_unref(b, e->m);
             msg_unref(b, e->m);
             e->m = NULL;
         }
         /* A PUBREC for a PUBREL already sent, or for an id we no longer
-         * know, is answered with PUBREL so the receiver can finish. */
-        if (!send_simple(b, c, MQTT_PUBREL, id)) {
+         * know, is answered with PUBREL so the receiver can finish. The
+         * PUBREL waits for the state change to be on disk: after a restart
+         * we must not send the PUBLISH again for an id the receiver has
+         * already released. */
+        if (!ack_send_or_hold(b, c, MQTT_PUBREL, id, journal_gate(b, records_before))) {
             conn_end(b, c, true, "out of memory", b->now_ms);
             return;
         }
@@ -388,11 +407,16 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
     case MQTT_PUBCOMP:
         handle_ack(b, c, pkt->type, pkt->u.packet_id);
         break;
-    case MQTT_PUBREL:
-        session_in_qos2_del(c->sess, pkt->u.packet_id);
-        if (!send_simple(b, c, MQTT_PUBCOMP, pkt->u.packet_id))
+    case MQTT_PUBREL: {
+        /* PUBCOMP only once the id's removal is on disk: a stored id would
+         * make the broker drop the client's next message with that id. */
+        uint64_t records_before = b->jr.records;
+        session_in_qos2_del(b, c->sess, pkt->u.packet_id);
+        if (!ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
+                              journal_gate(b, records_before)))
             conn_end(b, c, true, "out of memory", b->now_ms);
         break;
+    }
     case MQTT_SUBSCRIBE:
         handle_subscribe(b, c, &pkt->u.subscribe);
         break;
@@ -509,7 +533,8 @@ bool broker_input_paused(const broker_conn *c)
 {
     /* Output beyond twice the bound comes only from acknowledgements and
      * resends the client is not reading; stop reading its packets too. */
-    return c->state != CONN_CLOSING && c->out_len - c->out_head >= c->in_pause_at;
+    return c->state != CONN_CLOSING &&
+           (c->out_len - c->out_head >= c->in_pause_at || c->acks_count >= MAX_HELD_ACKS);
 }
 
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms)

@@ -145,6 +145,9 @@ void session_pump(broker *b, session *s)
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
         s->q_sent++;
         s->inflight++;
+        /* The packet id must survive a restart: a QoS 2 receiver knows the
+         * message by it. */
+        j_queue_state(b, s, e);
     }
 }
 
@@ -195,7 +198,10 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
 {
     /* [MQTT-3.3.1-10]: an empty retained payload clears the topic. */
     if (plen == 0) {
+        uint64_t before = b->stats.retained_count;
         (void)tree_set_retained(b, &b->tree, topic, tlen, NULL);
+        if (b->stats.retained_count != before)
+            j_retain_del(b, topic, tlen);
         return;
     }
     if (b->stats.retained_count >= b->lim.max_retained) {
@@ -213,7 +219,9 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
         tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
         blog(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");
         b->stats.publish_dropped++;
+        return;
     }
+    j_retain_set(b, topic, tlen, payload, plen, qos);
 }
 
 void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,

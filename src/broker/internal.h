@@ -14,6 +14,7 @@
 
 #include "broker/acl.h"
 #include "broker/broker.h"
+#include "broker/journal.h"
 #include "mqtt/mqtt.h"
 
 #include <stdbool.h>
@@ -37,6 +38,8 @@ char *mem_strdup(broker *b, const char *s); /* NULL in, NULL out */
 /* An application message, immutable once built and shared by reference. */
 typedef struct msg {
     uint32_t refs;
+    uint32_t store_refs; /* references that are on disk (queue rows) */
+    uint64_t store_id;   /* id of its row in the store; 0 = never stored */
     uint32_t payload_len;
     uint16_t topic_len;
     uint8_t qos;      /* QoS it was published with */
@@ -124,6 +127,8 @@ size_t tree_filter_text(const tnode *n, char *buf, size_t cap);
 typedef void (*retained_fn)(broker *b, void *ctx, msg *m);
 int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
                       void *ctx);
+/* Call fn for every retained message, '$' topics included. */
+int tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
 
 /* ---- sessions (session.c) ---------------------------------------------- */
 
@@ -138,6 +143,7 @@ typedef enum qentry_state {
 /* One outbound QoS 1/2 message for a session, in delivery order. */
 typedef struct qentry {
     msg *m;
+    uint64_t seq;     /* per-session, increasing: its key in the store */
     uint16_t packet_id;
     uint8_t qos;
     uint8_t state;    /* qentry_state */
@@ -158,6 +164,7 @@ struct session {
     uint32_t inflight;        /* sent and not yet fully acknowledged */
     uint64_t q_bytes;         /* payload bytes of queued, unsent entries */
     uint16_t next_packet_id;
+    uint64_t next_seq;        /* seq of the next queue entry */
     /* Inbound QoS 2 packet ids delivered and awaiting PUBREL. */
     uint16_t *in_qos2;
     uint32_t in_qos2_count, in_qos2_cap;
@@ -209,7 +216,10 @@ void session_sent_qos0(broker *b, session *s, qentry *e);
 /* Inbound QoS 2 ids. */
 bool session_in_qos2_has(const session *s, uint16_t id);
 int session_in_qos2_add(broker *b, session *s, uint16_t id);
-void session_in_qos2_del(session *s, uint16_t id);
+void session_in_qos2_del(broker *b, session *s, uint16_t id);
+/* Append a restored entry in any state (restore.c). */
+bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
+                           bool retain, uint8_t state, uint16_t packet_id);
 
 /* ---- connections (conn.c, out.c) --------------------------------------- */
 
@@ -241,6 +251,11 @@ struct broker_conn {
     bool in_dirty;
     bool in_wheel;
     bool is_operator;
+    /* Acknowledgements waiting for a store commit, in order: owned ring. */
+    struct held_ack *acks;
+    uint32_t acks_head, acks_count, acks_cap;
+    broker_conn *ackw_prev, *ackw_next; /* list of connections holding acks */
+    bool in_ackw;
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
 };
@@ -265,6 +280,69 @@ void session_resend(broker *b, session *s);
  * built only if someone needs one. */
 void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
                    size_t plen, uint8_t qos, bool retain, msg *m);
+
+/* ---- persistence (journal.c, restore.c) ------------------------------- */
+
+/* Held acknowledgements per connection before its input pauses. */
+#define MAX_HELD_ACKS 4096u
+
+typedef struct held_ack {
+    uint64_t seq;      /* batch that must commit first; 0 = only order */
+    uint16_t packet_id;
+    uint8_t type;      /* mqtt_type */
+} held_ack;
+
+typedef struct jbatch {
+    struct jbatch *next;
+    uint64_t seq;
+    uint8_t *data;     /* owned */
+    size_t len, cap;
+    uint32_t records;
+    bool has_reset;
+} jbatch;
+
+typedef struct journal {
+    jbatch *open;                 /* records being appended; NULL = none yet */
+    jbatch *taken, *taken_tail;   /* handed to the store, not yet done */
+    uint64_t next_seq;            /* seq the next opened batch gets */
+    uint64_t committed_seq;       /* every batch up to this one is on disk */
+    uint64_t reset_seq;           /* batch holding the latest snapshot */
+    uint64_t records;             /* records appended, ever */
+    size_t pending_bytes;
+    bool broken;                  /* a record was lost: snapshot at next append */
+    uint64_t next_msg_id;
+    broker_conn *waiters;         /* connections holding acknowledgements */
+    uint64_t failures;
+} journal;
+
+/* Is this session's state persisted? */
+bool journaled(const broker *b, const session *s);
+void journal_free(broker *b);
+void j_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                  size_t plen, uint8_t qos);
+void j_retain_del(broker *b, const uint8_t *topic, size_t tlen);
+void j_session_put(broker *b, const session *s);
+void j_session_del(broker *b, const session *s);
+void j_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
+           bool put);
+void j_queue_put(broker *b, const session *s, const qentry *e);
+void j_queue_state(broker *b, const session *s, const qentry *e);
+void j_queue_del(broker *b, const session *s, const qentry *e);
+void j_inqos2(broker *b, const session *s, uint16_t packet_id, bool put);
+/* A persisted reference to m was added / dropped (emits MSG_PUT / MSG_DEL). */
+void j_msg_ref(broker *b, msg *m);
+void j_msg_unref(broker *b, msg *m);
+/* The batch an acknowledgement must wait for, given how many records
+ * existed before the packet was handled; 0 = no wait. */
+uint64_t journal_gate(const broker *b, uint64_t records_before);
+/* Send an acknowledgement now, or hold it behind earlier held ones. False on
+ * allocation failure. */
+bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                      uint64_t gate_seq);
+/* Forget a closing connection's held acknowledgements. */
+void acks_drop(broker *b, broker_conn *c);
+/* Low-level ack writer shared with conn.c. */
+bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id);
 
 /* ---- timers (wheel.c) -------------------------------------------------- */
 
@@ -319,6 +397,10 @@ struct broker {
     uint64_t start_ms;
     uint64_t now_ms;          /* time of the event being handled */
     broker_acl *acl;          /* owned; NULL = no ACL */
+    bool durable;             /* journal records and gate acknowledgements */
+    bool restoring;           /* broker_restore_*: no records */
+    journal jr;
+    struct restore_state *restore; /* only between restore calls */
     broker_conn *conns;
     broker_conn *dirty_head, *dirty_tail;
     session_table sessions;

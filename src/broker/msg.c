@@ -14,6 +14,8 @@ msg *msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *p
     if (!m)
         return NULL;
     m->refs = 1;
+    m->store_refs = 0;
+    m->store_id = 0;
     m->topic_len = (uint16_t)topic_len;
     m->payload_len = (uint32_t)payload_len;
     m->qos = qos;

@@ -85,6 +85,7 @@ session *session_create(broker *b, session_table *st, const uint8_t *id, size_t 
     s->id[len] = '\0';
     s->clean = clean;
     s->next_packet_id = 1;
+    s->next_seq = 1;
     size_t slot = s->hashv & (st->size - 1);
     s->hnext = st->table[slot];
     st->table[slot] = s;
@@ -120,15 +121,19 @@ void session_destroy(broker *b, session *s)
     *pp = s->hnext;
     st->count--;
     offline_unlink(st, s);
+    j_session_del(b, s); /* the store drops the session's rows with it */
     while (s->subs) {
         sub *x = s->subs;
         s->subs = x->sess_next;
         tree_remove_sub(b, &b->tree, x);
     }
     for (uint32_t i = 0; i < s->q_count; i++) {
-        qentry *e = &s->q[(s->q_head + i) % s->q_cap];
-        if (e->state != Q_DONE)
-            msg_unref(b, e->m);
+        qentry *e = session_entry(s, i);
+        if (e->state == Q_DONE || !e->m)
+            continue;
+        if (journaled(b, s) && e->qos > 0)
+            j_msg_unref(b, e->m);
+        msg_unref(b, e->m);
     }
     mem_free(b, s->q);
     mem_free(b, s->in_qos2);
@@ -195,12 +200,40 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
         return false;
     qentry *e = session_entry(s, s->q_count);
     e->m = msg_ref(m);
+    e->seq = s->next_seq++;
     e->packet_id = 0;
     e->qos = qos;
     e->state = Q_QUEUED;
     e->retain = retain;
     s->q_count++;
     s->q_bytes += m->payload_len;
+    if (journaled(b, s) && qos > 0) {
+        j_msg_ref(b, m);
+        j_queue_put(b, s, e);
+    }
+    return true;
+}
+
+bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
+                           bool retain, uint8_t state, uint16_t packet_id)
+{
+    /* Restored entries were within the limits when stored: no bound here. */
+    if (s->q_count == s->q_cap && q_grow(b, s, UINT32_MAX) != 0)
+        return false;
+    qentry *e = session_entry(s, s->q_count);
+    e->m = m ? msg_ref(m) : NULL;
+    e->seq = seq;
+    e->packet_id = packet_id;
+    e->qos = qos;
+    e->state = state;
+    e->retain = retain;
+    s->q_count++;
+    if (state == Q_QUEUED) {
+        s->q_bytes += m ? m->payload_len : 0;
+    } else {
+        s->q_sent++;
+        s->inflight++;
+    }
     return true;
 }
 
@@ -248,6 +281,9 @@ static void drop_done_head(broker *b, session *s)
 void session_complete(broker *b, session *s, qentry *e)
 {
     ALWAYS(e->state != Q_DONE && e->state != Q_QUEUED && s->inflight > 0);
+    j_queue_del(b, s, e);
+    if (e->m && journaled(b, s))
+        j_msg_unref(b, e->m);
     e->state = Q_DONE;
     msg_unref(b, e->m);
     e->m = NULL;
@@ -298,13 +334,15 @@ int session_in_qos2_add(broker *b, session *s, uint16_t id)
         s->in_qos2_cap = cap;
     }
     s->in_qos2[s->in_qos2_count++] = id;
+    j_inqos2(b, s, id, true);
     return 0;
 }
 
-void session_in_qos2_del(session *s, uint16_t id)
+void session_in_qos2_del(broker *b, session *s, uint16_t id)
 {
     for (uint32_t i = 0; i < s->in_qos2_count; i++) {
         if (s->in_qos2[i] == id) {
+            j_inqos2(b, s, id, false);
             s->in_qos2[i] = s->in_qos2[--s->in_qos2_count];
             return;
         }

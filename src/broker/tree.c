@@ -50,8 +50,12 @@ int tree_init(broker *b, tree *t)
     t->root = node_new(b, NULL, NULL, 0, 0);
     t->table = mem_calloc(b, TABLE_MIN * sizeof *t->table);
     if (!t->root || !t->table) {
+        /* The caller still runs tree_free() (broker_destroy): leave nothing
+         * dangling for it to free a second time. */
         mem_free(b, t->root);
         mem_free(b, t->table);
+        t->root = NULL;
+        t->table = NULL;
         return -1;
     }
     t->table_size = TABLE_MIN;
@@ -457,6 +461,12 @@ size_t tree_filter_text(const tnode *n, char *buf, size_t cap)
             buf[--pos] = '/';
     }
     return len;
+}
+
+int tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx)
+{
+    walk_subtree(b, t, t->root, false, fn, ctx);
+    return 0;
 }
 
 static void free_subtree(broker *b, tnode *n)

@@ -14,9 +14,8 @@ static void quiet_log(void *ctx, broker_log_level level, const char *msg)
         fprintf(stderr, "  [broker %d] %s\n", (int)level, msg);
 }
 
-void fw_init(fworld *w, const broker_limits *lim)
+static void init_cfg(fworld *w, const broker_limits *lim, bool durable)
 {
-    memset(w, 0, sizeof *w);
     broker_config cfg;
     memset(&cfg, 0, sizeof cfg);
     if (lim)
@@ -27,10 +26,40 @@ void fw_init(fworld *w, const broker_limits *lim)
     cfg.log_level = BROKER_LOG_DEBUG;
     cfg.version = "tern-test";
     cfg.allow_anonymous = true;
-    w->now = 1000000;
+    cfg.durable = durable;
     w->b = broker_create(&cfg, w->now);
     if (!w->b)
         abort();
+    w->lim_set = lim != NULL;
+    if (lim)
+        w->lim = *lim;
+}
+
+void fw_init(fworld *w, const broker_limits *lim)
+{
+    memset(w, 0, sizeof *w);
+    w->now = 1000000;
+    init_cfg(w, lim, false);
+}
+
+void fw_init_durable(fworld *w, const broker_limits *lim)
+{
+    memset(w, 0, sizeof *w);
+    w->now = 1000000;
+    init_cfg(w, lim, true);
+}
+
+void fw_restart(fworld *w)
+{
+    /* A crash: the broker is gone with everything not committed, and every
+     * client sees its connection drop. */
+    broker_destroy(w->b);
+    for (int i = 0; i < w->nclients; i++) {
+        w->clients[i]->conn = NULL;
+        w->clients[i]->closed = true;
+    }
+    w->now += 5000;
+    init_cfg(w, w->lim_set ? &w->lim : NULL, true);
 }
 
 void fw_free(fworld *w)

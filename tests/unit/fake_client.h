@@ -26,12 +26,19 @@ typedef struct fworld {
     uint64_t now;
     fclient *clients[64];
     int nclients;
+    broker_limits lim;
+    bool lim_set;
 } fworld;
 
 /* Create a broker with the given limits (NULL = defaults), $SYS off unless
  * limits say otherwise. */
 void fw_init(fworld *w, const broker_limits *lim);
 void fw_free(fworld *w);
+/* The same with broker_config.durable: the test drives the store. */
+void fw_init_durable(fworld *w, const broker_limits *lim);
+/* Simulate a crash and restart: a fresh durable broker, clients closed. The
+ * caller then restores it from its model store. */
+void fw_restart(fworld *w);
 fclient *fw_open(fworld *w);
 /* A connection with a (TLS) identity, possibly an operator. */
 fclient *fw_open_as(fworld *w, const char *identity, bool is_operator);
