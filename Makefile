@@ -68,6 +68,11 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
+# Components with their own build rules (third-party libraries, test kinds).
+include src/tls/tls.mk
+include src/store/store.mk
+include src/platform/kernel/kernel.mk
+
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 .PHONY: all run test unit integration deps setup clean
@@ -94,6 +99,7 @@ test: setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory kernel-test
 
 clean:
 	rm -rf $(BUILD)

@@ -23,12 +23,15 @@ set -euo pipefail
 #            source index), ca-certificates
 #   tests:   openssl (test PKI), mosquitto mosquitto-clients (reference
 #            broker and clients), python3 python3-paho-mqtt python3-pytest
+#   kernel:  qemu-system-x86 (TCG boots), grub-pc-bin grub-efi-amd64-bin
+#            xorriso mtools (the hybrid ISO), ovmf (UEFI firmware for tests)
 PACKAGES=(
     gcc make libc6-dev clang libclang-rt-14-dev
     dpkg-dev autoconf automake libtool tcl xz-utils
     debian-archive-keyring ca-certificates
     openssl mosquitto mosquitto-clients
     python3 python3-paho-mqtt python3-pytest
+    qemu-system-x86 grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf
 )
 
 die() { printf 'setup-host: error: %s\n' "$*" >&2; exit 1; }

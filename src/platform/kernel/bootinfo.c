@@ -1,0 +1,160 @@
+/*
+ * bootinfo.c - reads multiboot2 boot information (tags: command line, memory
+ * map, ACPI RSDP) or the PVH hvm_start_info (version 1: command line, memory
+ * map, RSDP address) into struct boot_info. Runs on the early page tables,
+ * which map the first 4 GiB at DMAP_BASE; both loaders place their data
+ * there. Lengths from the loader are bounded before use.
+ */
+#include "bootinfo.h"
+
+#include "arch/x86_64/memlayout.h"
+#include "panic.h"
+
+#include <stddef.h>
+#include <string.h>
+
+enum {
+    MB2_TAG_END = 0, MB2_TAG_CMDLINE = 1, MB2_TAG_MMAP = 6,
+    MB2_TAG_ACPI_OLD = 14, MB2_TAG_ACPI_NEW = 15,
+    PVH_MAGIC = 0x336ec578,
+};
+
+struct mb2_tag {
+    uint32_t type, size;
+};
+
+struct mb2_mmap_entry {
+    uint64_t base, len;
+    uint32_t type, reserved;
+};
+
+struct pvh_start_info {
+    uint32_t magic, version, flags, nr_modules;
+    uint64_t modlist_paddr, cmdline_paddr, rsdp_paddr, memmap_paddr;
+    uint32_t memmap_entries, reserved;
+};
+
+struct pvh_memmap_entry {
+    uint64_t addr, size;
+    uint32_t type, reserved;
+};
+
+static void add_region(struct boot_info *bi, uint64_t base, uint64_t len, uint32_t type)
+{
+    if (bi->nregions == BOOT_MAX_REGIONS || len == 0)
+        return;
+    bi->regions[bi->nregions++] = (struct mem_region){ base, len, type };
+    if (type == MEM_USABLE)
+        bi->usable_bytes += len;
+}
+
+static void copy_cmdline(struct boot_info *bi, uint64_t phys, size_t max)
+{
+    if (!phys || phys >= EARLY_MAP_BYTES)
+        return;
+    const char *s = phys_to_virt(phys);
+    size_t n = strnlen(s, max < BOOT_CMDLINE_MAX - 1 ? max : BOOT_CMDLINE_MAX - 1);
+    memcpy(bi->cmdline, s, n);
+    bi->cmdline[n] = '\0';
+}
+
+static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
+{
+    const uint8_t *base = phys_to_virt(info_phys);
+    uint32_t total;
+    memcpy(&total, base, 4);
+    if (total < 16 || info_phys + total > EARLY_MAP_BYTES)
+        panic("multiboot2 boot information is malformed");
+    for (uint32_t off = 8; off + 8 <= total;) {
+        struct mb2_tag tag;
+        memcpy(&tag, base + off, sizeof tag);
+        if (tag.type == MB2_TAG_END)
+            break;
+        if (tag.size < 8 || tag.size > total - off)
+            panic("multiboot2 boot information is malformed");
+        const uint8_t *body = base + off + 8;
+        uint32_t blen = tag.size - 8;
+        if (tag.type == MB2_TAG_CMDLINE) {
+            copy_cmdline(bi, info_phys + off + 8, blen);
+        } else if (tag.type == MB2_TAG_MMAP && blen >= 8) {
+            uint32_t esize;
+            memcpy(&esize, body, 4);
+            if (esize < sizeof(struct mb2_mmap_entry))
+                panic("multiboot2 memory map is malformed");
+            for (uint32_t e = 8; e + esize <= blen; e += esize) {
+                struct mb2_mmap_entry m;
+                memcpy(&m, body + e, sizeof m);
+                add_region(bi, m.base, m.len, m.type);
+            }
+        } else if (tag.type == MB2_TAG_ACPI_OLD || tag.type == MB2_TAG_ACPI_NEW) {
+            /* The tag holds a copy of the RSDP (v2 preferred over v1). */
+            if (!bi->rsdp_copy_len || tag.type == MB2_TAG_ACPI_NEW) {
+                uint32_t n = blen < sizeof bi->rsdp_copy ? blen : sizeof bi->rsdp_copy;
+                memcpy(bi->rsdp_copy, body, n);
+                bi->rsdp_copy_len = n;
+            }
+        }
+        off += (tag.size + 7) & ~7u;
+    }
+}
+
+static void parse_pvh(struct boot_info *bi, uint64_t info_phys)
+{
+    struct pvh_start_info si;
+    memcpy(&si, phys_to_virt(info_phys), sizeof si);
+    if (si.magic != PVH_MAGIC)
+        panic("PVH start info has a bad magic number");
+    copy_cmdline(bi, si.cmdline_paddr, BOOT_CMDLINE_MAX - 1);
+    bi->rsdp_phys = si.rsdp_paddr;
+    if (si.version < 1 || !si.memmap_paddr || si.memmap_entries == 0)
+        panic("PVH loader gave no memory map (start info version 1 needed)");
+    if (si.memmap_entries > BOOT_MAX_REGIONS ||
+        si.memmap_paddr + si.memmap_entries * sizeof(struct pvh_memmap_entry) > EARLY_MAP_BYTES)
+        panic("PVH memory map is malformed");
+    const struct pvh_memmap_entry *m = phys_to_virt(si.memmap_paddr);
+    for (uint32_t i = 0; i < si.memmap_entries; i++)
+        add_region(bi, m[i].addr, m[i].size, m[i].type);
+}
+
+void bootinfo_parse(struct boot_info *bi, int kind, uint64_t info_phys)
+{
+    memset(bi, 0, sizeof *bi);
+    bi->kind = kind;
+    if (info_phys >= EARLY_MAP_BYTES)
+        panic("boot information lies outside the first 4 GiB");
+    if (kind == BOOT_KIND_MULTIBOOT2) {
+        bi->loader = "multiboot2";
+        parse_multiboot2(bi, info_phys);
+    } else if (kind == BOOT_KIND_PVH) {
+        bi->loader = "pvh";
+        parse_pvh(bi, info_phys);
+    } else {
+        panic("unknown boot loader");
+    }
+    if (bi->usable_bytes == 0)
+        panic("the loader reported no usable memory");
+}
+
+int bootinfo_arg(const struct boot_info *bi, const char *key, char *out, unsigned outlen)
+{
+    size_t klen = strlen(key);
+    const char *p = bi->cmdline;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        const char *word = p;
+        while (*p && *p != ' ')
+            p++;
+        if ((size_t)(p - word) > klen && !strncmp(word, key, klen) && word[klen] == '=') {
+            size_t vlen = (size_t)(p - word) - klen - 1;
+            if (outlen == 0)
+                return 1;
+            if (vlen >= outlen)
+                vlen = outlen - 1;
+            memcpy(out, word + klen + 1, vlen);
+            out[vlen] = '\0';
+            return 1;
+        }
+    }
+    return 0;
+}

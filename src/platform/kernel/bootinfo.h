@@ -1,0 +1,36 @@
+/*
+ * bootinfo.h - what the loader told us, copied out of the loader's own
+ * structures (multiboot2 tags or PVH start_info) before any memory is
+ * allocated, so those structures may be overwritten afterwards.
+ */
+#ifndef TERN_BOOTINFO_H
+#define TERN_BOOTINFO_H
+
+#include <stdint.h>
+
+enum { MEM_USABLE = 1, MEM_RESERVED = 2, MEM_ACPI_RECLAIM = 3, MEM_ACPI_NVS = 4 };
+enum { BOOT_MAX_REGIONS = 128, BOOT_CMDLINE_MAX = 256 };
+
+struct mem_region {
+    uint64_t base, len;
+    uint32_t type; /* E820 type, MEM_* */
+};
+
+struct boot_info {
+    int kind;                       /* BOOT_KIND_* from memlayout.h */
+    const char *loader;             /* "multiboot2" or "pvh" */
+    struct mem_region regions[BOOT_MAX_REGIONS];
+    unsigned nregions;
+    char cmdline[BOOT_CMDLINE_MAX];
+    uint64_t rsdp_phys;             /* RSDP address from PVH; 0 if none */
+    uint8_t rsdp_copy[36];          /* RSDP copied from a multiboot2 tag */
+    unsigned rsdp_copy_len;
+    uint64_t usable_bytes;
+};
+
+/* Parse the loader's information; panics on a loader we cannot use. */
+void bootinfo_parse(struct boot_info *bi, int kind, uint64_t info_phys);
+/* The value of "key=value" on the command line, copied into out; 1 if found. */
+int bootinfo_arg(const struct boot_info *bi, const char *key, char *out, unsigned outlen);
+
+#endif

@@ -1,0 +1,73 @@
+# kernel.mk - the unikernel (src/platform/kernel), its ISO and its tests.
+# Included by the top-level Makefile, whose CC, WARN, BUILD, Q and PYTHON it
+# uses.
+#
+#   make kernel        build/kernel/tern.elf (production), tern-test.elf
+#                      (test hooks, 1 s fatal hold) and tern-debug.elf (as
+#                      tern-test.elf, with register dumps in fatal reports);
+#                      boot with qemu-system-x86_64 -kernel FILE (PVH)
+#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI
+#   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
+#                      SeaBIOS and OVMF
+
+KDIR      := src/platform/kernel
+KBUILD    := $(BUILD)/kernel
+KERNEL_C  := $(sort $(shell find $(KDIR) -name '*.c'))
+KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
+KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
+
+# Freestanding, no SSE (no FPU state to save on traps), global stack
+# protector guard (no TLS), no red zone (interrupts use the same stack),
+# kernel code model (linked in the top 2 GiB). The loop-pattern option stops
+# gcc from compiling libc's loops into calls to memset/memcpy themselves.
+KERNEL_CFLAGS := -std=c17 $(WARN) -O2 -g -ffreestanding -fno-pic -fno-pie \
+    -mcmodel=kernel -mno-red-zone -mgeneral-regs-only -fno-omit-frame-pointer \
+    -fstack-protector-strong -mstack-protector-guard=global \
+    -fno-tree-loop-distribute-patterns -fno-asynchronous-unwind-tables \
+    -fno-strict-aliasing -nostdinc -isystem $(shell $(CC) -print-file-name=include) \
+    -isystem $(KDIR)/libc/include -I$(KDIR) -Isrc
+KERNEL_ASFLAGS := -I$(KDIR) -D__ASSEMBLER__
+KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 -z noexecstack \
+    --no-warn-rwx-segments -T $(KERNEL_LD)
+
+# Variants: prod (the shipped kernel), test (self-test hooks, short fatal
+# hold), debug (as test, plus register dumps in fatal reports).
+KVAR_prod  :=
+KVAR_test  := -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
+KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
+
+kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C)) \
+        $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S))
+
+define KERNEL_VARIANT
+$(KBUILD)/$(1)/%.o: %.c
+	@mkdir -p $$(@D)
+	$$(if $$(Q),@echo "  KCC     $$< ($(1))")
+	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
+
+$(KBUILD)/$(1)/%.o: %.S
+	@mkdir -p $$(@D)
+	$$(if $$(Q),@echo "  KAS     $$< ($(1))")
+	$$(Q)$$(CC) $$(KERNEL_ASFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
+
+$(KBUILD)/$(2): $(call kobjs,$(1)) $(KERNEL_LD)
+	$$(if $$(Q),@echo "  KLD     $$@")
+	$$(Q)ld $$(KERNEL_LDFLAGS) $(call kobjs,$(1)) -o $$@
+endef
+
+$(eval $(call KERNEL_VARIANT,prod,tern.elf))
+$(eval $(call KERNEL_VARIANT,test,tern-test.elf))
+$(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
+
+$(BUILD)/tern.iso: $(KBUILD)/tern.elf tools/image/grub.cfg tools/image/mkiso.sh
+	$(if $(Q),@echo "  ISO     $@")
+	$(Q)tools/image/mkiso.sh $(KBUILD)/tern.elf $@
+
+.PHONY: kernel image kernel-test
+
+kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
+
+image: $(BUILD)/tern.iso
+
+kernel-test: kernel image
+	$(PYTHON) tests/kernel/run.py --build $(BUILD)

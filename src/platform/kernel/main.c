@@ -1,0 +1,159 @@
+/*
+ * main.c - kernel start-up. kmain_early() runs on the boot stack in .bss
+ * with the early page tables: console, descriptor tables, boot information,
+ * frame allocator, final page tables, guarded stacks. It then moves to a
+ * guarded stack and kmain() brings up time, reports readiness on the
+ * console, and enters the main loop, which halts until the next interrupt.
+ */
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/timer.h"
+#include "arch/x86_64/trap.h"
+#include "bootinfo.h"
+#include "clock.h"
+#include "console.h"
+#include "dev/pci.h"
+#include "dev/rtc.h"
+#include "libc/stack_chk.h"
+#include "mm/paging.h"
+#include "mm/pmm.h"
+#include "mm/stack.h"
+#include "panic.h"
+#include "selftest.h"
+
+#include <stdio.h>
+#include <string.h>
+
+_Noreturn void kmain_early(uint32_t kind, uint32_t info_phys);
+
+enum {
+    MAIN_STACK_PAGES = 16,    /* 64 KiB */
+    IST_STACK_PAGES = 4,      /* 16 KiB each */
+    TICK_HZ = 100,
+};
+
+/* What the loader told us and the devices found; written once at boot. */
+static struct boot_info boot;
+static struct pci_dev pci_devices[PCI_MAX_DEVICES];
+static unsigned pci_count;
+
+static void halt_unavailable(const char *what)
+{
+    kprintf("tern: %s: not available in this build\n", what);
+    kprintf("tern: halted\n");
+    cpu_halt_forever();
+}
+
+/* The boot menu's entries other than "tern" (A1) select a mode. */
+static void check_mode(void)
+{
+    char mode[32];
+    if (!bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) || !strcmp(mode, "live"))
+        return;
+    if (!strcmp(mode, "install"))
+        halt_unavailable("Install to this machine's disk");
+    if (!strcmp(mode, "diag"))
+        halt_unavailable("Diagnostics");
+    if (!strcmp(mode, "diag-serve"))
+        halt_unavailable("Diagnostics, then serve");
+    kprintf("tern: unknown tern.mode '%s'\n", mode);
+    halt_unavailable("that mode");
+}
+
+static _Noreturn void kmain(void)
+{
+    struct cpu_features feat;
+    cpu_features_read(&feat);
+
+    struct tsc_info tsc;
+    tsc_calibrate(&tsc);
+    clock_init(tsc.hz);
+    lapic_timer_init(tsc.hz, TICK_HZ);
+    irq_enable();
+
+    check_mode();
+
+#ifdef TERN_TEST_HOOKS
+    char test[32];
+    if (bootinfo_arg(&boot, "tern.test", test, sizeof test))
+        selftest_run(test);
+#endif
+
+    uint64_t scan0 = clock_mono_ns();
+    pci_count = pci_enumerate(pci_devices, PCI_MAX_DEVICES);
+    for (unsigned i = 0; i < pci_count && i < PCI_MAX_DEVICES; i++) {
+        const struct pci_dev *d = &pci_devices[i];
+        kprintf("tern: pci %02x:%02x.%u %04x:%04x class %02x%02x\n", d->bus, d->dev, d->fn,
+                d->vendor, d->device, d->class_code, d->subclass);
+    }
+    kprintf("tern: pci: %u devices (legacy configuration ports, %llu ms)\n", pci_count,
+            (unsigned long long)((clock_mono_ns() - scan0) / 1000000));
+
+    struct rtc_time now;
+    char rtc[32] = "unavailable";
+    if (rtc_read(&now) == 0)
+        snprintf(rtc, sizeof rtc, "%04d-%02d-%02dT%02d:%02d:%02dZ", now.year, now.month,
+                 now.day, now.hour, now.minute, now.second);
+
+    /* Let the timer prove itself before declaring readiness. */
+    uint64_t t0 = lapic_ticks();
+    for (int i = 0; i < 1000 && lapic_ticks() - t0 < 2; i++)
+        cpu_idle();
+    if (lapic_ticks() - t0 < 2)
+        panic("the local APIC timer does not interrupt");
+
+    kprintf("tern: memory %llu MiB usable, %llu MiB free; heap ready\n",
+            (unsigned long long)(boot.usable_bytes >> 20),
+            (unsigned long long)((uint64_t)pmm_free_count() * PAGE_SIZE >> 20));
+    kprintf("tern: time: tsc %llu.%03llu MHz (%s), apic timer %u Hz, rtc %s\n",
+            (unsigned long long)(tsc.hz / 1000000),
+            (unsigned long long)(tsc.hz / 1000 % 1000),
+            tsc.invariant ? "invariant" : "not invariant", TICK_HZ, rtc);
+    kprintf("tern: ready (boot %s): rng: rdrand %s, rdseed %s, not seeded; "
+            "net: none in this build\n",
+            boot.loader, feat.rdrand ? "yes" : "no", feat.rdseed ? "yes" : "no");
+
+    /* The main loop: nothing to service yet, so sleep until an interrupt. */
+    for (;;)
+        cpu_idle();
+}
+
+/* Replace the stack protector's boot value. Not itself protected: its own
+ * canary would change under it. */
+static __attribute__((no_stack_protector)) void seed_stack_guard(void)
+{
+    struct cpu_features f;
+    cpu_features_read(&f);
+    uint64_t v = 0;
+    if (!f.rdrand || !cpu_rdrand64(&v))
+        v = rdtsc() * 0x9E3779B97F4A7C15ull; /* weak; the RNG subsystem comes later */
+    /* A zero low byte stops string overflows from reproducing the guard. */
+    __stack_chk_guard = v & ~0xFFull;
+}
+
+_Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys)
+{
+    seed_stack_guard();
+    console_init();
+    kprintf("\ntern: booting\n");
+    trap_init_early();
+    bootinfo_parse(&boot, (int)kind, info_phys);
+    pmm_init(&boot);
+    paging_init(&boot);
+
+    /* Faults that may strike on a broken stack get their own stacks. */
+    trap_set_ist(8, 1, stack_alloc(IST_STACK_PAGES));     /* double fault */
+    trap_set_ist(14, 2, stack_alloc(IST_STACK_PAGES));    /* page fault */
+    trap_set_ist(2, 3, stack_alloc(IST_STACK_PAGES));     /* NMI */
+    trap_set_ist(18, 4, stack_alloc(IST_STACK_PAGES));    /* machine check */
+
+    uint64_t top = stack_alloc(MAIN_STACK_PAGES);
+    __asm__ volatile("mov %0, %%rsp\n\t"
+                     "xor %%ebp, %%ebp\n\t"
+                     "call *%1"
+                     :
+                     : "r"(top), "r"(kmain)
+                     : "memory");
+    __builtin_unreachable();
+}

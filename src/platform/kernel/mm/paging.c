@@ -1,0 +1,179 @@
+/*
+ * paging.c - builds and edits the 4-level page tables. Table pages come from
+ * the frame allocator and are reached through the direct map. paging_init
+ * runs on the early tables from boot.S (which map the first 4 GiB at
+ * DMAP_BASE), so the frames it allocates must lie below 4 GiB; the
+ * allocator's lowest-first order guarantees that on any sensible VM and it
+ * is checked. After the switch, the low identity mapping is gone: a null
+ * pointer faults, and the boot code is no longer reachable.
+ */
+#include "mm/paging.h"
+
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/memlayout.h"
+#include "mm/pmm.h"
+#include "panic.h"
+
+#include <string.h>
+
+enum {
+    PTE_P = 1 << 0, PTE_W = 1 << 1, PTE_PWT = 1 << 3, PTE_PCD = 1 << 4,
+    PTE_PS = 1 << 7, PTE_G = 1 << 8,
+};
+#define PTE_NX (1ull << 63)
+#define PTE_ADDR 0x000ffffffffff000ull
+#define LARGE_PAGE 0x200000ull
+
+extern char __text_start[], __text_end[], __rodata_start[], __rodata_end[];
+extern char __data_start[], __kernel_end[];
+
+/* Boot-CPU paging state: the top-level table and the MMIO window cursor. */
+static uint64_t *pml4;
+static uint64_t mmio_next = MMIO_BASE;
+
+static uint64_t *new_table(void)
+{
+    uint64_t pa = pmm_alloc();
+    if (!pa)
+        panic("out of memory for page tables");
+    if (pa >= EARLY_MAP_BYTES)
+        panic("page table frame above 4 GiB during boot");
+    uint64_t *t = phys_to_virt(pa);
+    memset(t, 0, PAGE_SIZE);
+    return t;
+}
+
+/* The entry for va at `level` (3 = PML4 ... 0 = PT), creating tables above
+ * it. Panics if a large page is in the way: the kernel never splits one. */
+static uint64_t *walk(uint64_t va, int level)
+{
+    uint64_t *t = pml4;
+    for (int l = 3; l > level; l--) {
+        uint64_t *e = &t[(va >> (12 + 9 * l)) & 511];
+        if (!(*e & PTE_P)) {
+            uint64_t *n = new_table();
+            /* Upper levels allow everything; the leaf decides W and NX. */
+            *e = virt_to_phys(n) | PTE_P | PTE_W;
+        } else if (*e & PTE_PS) {
+            panic("paging: mapping over a large page");
+        }
+        t = phys_to_virt(*e & PTE_ADDR);
+    }
+    return &t[(va >> (12 + 9 * level)) & 511];
+}
+
+static uint64_t leaf_bits(unsigned flags)
+{
+    if ((flags & VM_WRITE) && (flags & VM_EXEC))
+        panic("paging: W^X violation requested");
+    uint64_t b = PTE_P | PTE_G;
+    if (flags & VM_WRITE)
+        b |= PTE_W;
+    if (!(flags & VM_EXEC))
+        b |= PTE_NX;
+    if (flags & VM_UNCACHED)
+        b |= PTE_PCD | PTE_PWT;
+    return b;
+}
+
+void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags)
+{
+    if ((va | pa | len) % PAGE_SIZE)
+        panic("paging: unaligned mapping");
+    uint64_t bits = leaf_bits(flags);
+    for (size_t off = 0; off < len; off += PAGE_SIZE) {
+        uint64_t *e = walk(va + off, 0);
+        *e = ((pa + off) & PTE_ADDR) | bits;
+        invlpg(va + off);
+    }
+}
+
+void vm_unmap(uint64_t va, size_t len)
+{
+    for (size_t off = 0; off < len; off += PAGE_SIZE) {
+        uint64_t *e = walk(va + off, 0);
+        *e = 0;
+        invlpg(va + off);
+    }
+}
+
+void *vm_map_mmio(uint64_t pa, size_t len)
+{
+    uint64_t off = pa % PAGE_SIZE;
+    uint64_t start = pa - off;
+    size_t size = (len + off + PAGE_SIZE - 1) & ~(size_t)(PAGE_SIZE - 1);
+    uint64_t va = mmio_next;
+    vm_map(va, start, size, VM_WRITE | VM_UNCACHED);
+    /* One unmapped page between windows catches overruns. */
+    mmio_next += size + PAGE_SIZE;
+    return (void *)(va + off);
+}
+
+int vm_is_mapped(uint64_t va)
+{
+    const uint64_t *t = pml4;
+    for (int l = 3; l >= 0; l--) {
+        uint64_t e = t[(va >> (12 + 9 * l)) & 511];
+        if (!(e & PTE_P))
+            return 0;
+        if (l == 0 || (e & PTE_PS))
+            return 1;
+        t = phys_to_virt(e & PTE_ADDR);
+    }
+    return 0;
+}
+
+/* Direct-map [start, end) of physical memory: 2 MiB pages where possible. */
+static void map_direct(uint64_t start, uint64_t end)
+{
+    uint64_t bits = leaf_bits(VM_WRITE);
+    uint64_t a = start;
+    while (a < end) {
+        if (a % LARGE_PAGE == 0 && end - a >= LARGE_PAGE) {
+            uint64_t *e = walk(DMAP_BASE + a, 1);
+            if (!(*e & PTE_P))
+                *e = a | bits | PTE_PS;
+            a += LARGE_PAGE;
+        } else {
+            uint64_t *e = walk(DMAP_BASE + a, 0);
+            *e = a | bits;
+            a += PAGE_SIZE;
+        }
+    }
+}
+
+static void map_image(const char *start, const char *end, unsigned flags)
+{
+    vm_map((uint64_t)start, kimage_to_phys(start), (size_t)(end - start), flags);
+}
+
+void paging_init(const struct boot_info *bi)
+{
+    pml4 = new_table();
+
+    map_image(__text_start, __text_end, VM_EXEC);
+    map_image(__rodata_start, __rodata_end, VM_READ);
+    map_image(__data_start, __kernel_end, VM_WRITE);
+
+    /* RAM at DMAP_BASE, except the kernel image: its text must have no
+     * writable alias. Firmware-reserved ranges stay unmapped until a driver
+     * maps what it needs. */
+    uint64_t kstart = KERNEL_PHYS, kend = kimage_to_phys(__kernel_end);
+    for (unsigned i = 0; i < bi->nregions; i++) {
+        const struct mem_region *r = &bi->regions[i];
+        if (r->type != MEM_USABLE && r->type != MEM_ACPI_RECLAIM && r->type != MEM_ACPI_NVS)
+            continue;
+        uint64_t start = r->base & ~(uint64_t)(PAGE_SIZE - 1);
+        uint64_t end = (r->base + r->len + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+        if (start < kstart)
+            map_direct(start, end < kstart ? end : kstart);
+        if (end > kend)
+            map_direct(start > kend ? start : kend, end);
+    }
+
+    /* Global pages survive CR3 reloads; all kernel mappings are global. */
+    uint64_t cr4;
+    __asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+    __asm__ volatile("mov %0, %%cr4" : : "r"(cr4 | (1 << 7)));
+    write_cr3(virt_to_phys(pml4));
+}

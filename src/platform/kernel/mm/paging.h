@@ -1,0 +1,34 @@
+/*
+ * paging.h - the kernel's page tables (4-level, 4 KiB and 2 MiB pages).
+ * Every mapping is either writable or executable, never both (W^X): vm_map
+ * refuses VM_WRITE|VM_EXEC. Everything not executable carries NX.
+ */
+#ifndef TERN_MM_PAGING_H
+#define TERN_MM_PAGING_H
+
+#include "bootinfo.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    VM_READ = 0,        /* every mapping is readable */
+    VM_WRITE = 1,
+    VM_EXEC = 2,
+    VM_UNCACHED = 4,    /* device memory */
+};
+
+/* Build the final tables from the memory map and switch to them: the kernel
+ * image by section (text RX, rodata R, data/bss RW), RAM at DMAP_BASE (RW),
+ * nothing at low addresses. */
+void paging_init(const struct boot_info *bi);
+/* Map [va, va+len) to [pa, pa+len) with 4 KiB pages; both page-aligned. */
+void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags);
+/* Remove 4 KiB mappings (leaves page table pages in place). */
+void vm_unmap(uint64_t va, size_t len);
+/* Map device registers into the MMIO window; returns their virtual address. */
+void *vm_map_mmio(uint64_t pa, size_t len);
+/* 1 if va is mapped (any size of page). */
+int vm_is_mapped(uint64_t va);
+
+#endif

@@ -1,0 +1,13 @@
+/*
+ * selftest.h - test hooks compiled only into test builds (TERN_TEST_HOOKS):
+ * the kernel command line "tern.test=NAME" makes the kernel deliberately
+ * fault or run an internal check, for tests/kernel/. Production builds
+ * contain none of this.
+ */
+#ifndef TERN_SELFTEST_H
+#define TERN_SELFTEST_H
+
+/* Run the named test. Fault tests do not return; checks print their result. */
+void selftest_run(const char *name);
+
+#endif

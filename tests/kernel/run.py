@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Kernel boot tests under QEMU (TCG): tern boots, reports readiness, and
+turns every fatal fault into a clear report followed by a reset.
+
+Boots build/kernel/tern.elf directly (qemu -kernel, PVH), the test build
+tern-test.elf with tern.test=NAME (deliberate faults), and build/tern.iso
+under SeaBIOS and OVMF (GRUB multiboot2). Each VM's serial console is read
+until the expected lines appear or a deadline passes. A reset is proven by
+the kernel's boot banner appearing a second time (QEMU restarts the VM).
+
+Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
+"""
+import argparse
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+
+OVMF = "/usr/share/ovmf/OVMF.fd"
+BANNER = b"tern: booting"
+READY = re.compile(rb"tern: ready \(boot (\w+)")
+
+
+class Vm:
+    """A QEMU process whose serial output is collected in the background."""
+
+    def __init__(self, args):
+        cmd = ["qemu-system-x86_64", "-M", "q35", "-m", "256", "-display", "none",
+               "-serial", "stdio", "-monitor", "none", "-no-user-config"] + args
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        self.out = bytearray()
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        while True:
+            chunk = self.proc.stdout.read1(4096)
+            if not chunk:
+                return
+            with self.lock:
+                self.out += chunk
+
+    def text(self):
+        with self.lock:
+            return bytes(self.out)
+
+    def wait_for(self, predicate, timeout):
+        """Wait until predicate(output) is true; returns seconds taken or None."""
+        deadline = self.start + timeout
+        while time.monotonic() < deadline:
+            if predicate(self.text()):
+                return time.monotonic() - self.start
+            if self.proc.poll() is not None:
+                self.reader.join(1)
+                return time.monotonic() - self.start if predicate(self.text()) else None
+            time.sleep(0.05)
+        return None
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.reader.join(2)
+
+
+class Failure(Exception):
+    pass
+
+
+def run_vm(args, predicate, timeout, what):
+    vm = Vm(args)
+    try:
+        took = vm.wait_for(predicate, timeout)
+        out = vm.text()
+    finally:
+        vm.stop()
+    if took is None:
+        tail = out[-1500:].decode("utf-8", "replace")
+        raise Failure(f"{what} not seen within {timeout} s; serial output ends:\n{tail}")
+    return took, out
+
+
+def ready_test(args, loader, timeout):
+    def check():
+        took, out = run_vm(args, lambda o: READY.search(o) is not None, timeout,
+                           "ready line")
+        m = READY.search(out)
+        if m.group(1).decode() != loader:
+            raise Failure(f"booted via {m.group(1).decode()}, expected {loader}")
+        if b"FATAL" in out:
+            raise Failure("fatal report during boot")
+        line = out[m.start():].split(b"\n")[0].decode().strip()
+        return f"{took:.1f} s: {line}"
+    return check
+
+
+def fault_test(kernel, name, exception, cause):
+    """A deliberate fault must print the report, hold, reset and boot again."""
+    def check():
+        args = ["-kernel", kernel, "-append", f"tern.test={name}"]
+        took, out = run_vm(args, lambda o: o.count(BANNER) >= 2, 30,
+                           "fatal report followed by a reboot")
+        first = out.split(BANNER)[1]
+        text = first.decode("utf-8", "replace")
+        if f"*** tern: FATAL: CPU exception: {exception}" not in text:
+            raise Failure(f"no '{exception}' report in:\n{text}")
+        if cause and f"*** tern: cause: {cause}" not in text:
+            raise Failure(f"no cause '{cause}' in:\n{text}")
+        if "*** tern: resetting in 1 s" not in text or "*** tern: reset" not in text:
+            raise Failure(f"no hold-and-reset in:\n{text}")
+        report = [l for l in text.splitlines() if l.startswith("***")]
+        for line in report:
+            # Production-style reports carry no addresses or register values.
+            if re.search(r"0x|[0-9a-fA-F]{8,}", line):
+                raise Failure(f"report line carries an address: {line}")
+        return f"{took:.1f} s to reset and reboot"
+    return check
+
+
+def debug_dump_test(kernel):
+    """Debug builds add a register dump to the report."""
+    def check():
+        args = ["-kernel", kernel, "-append", "tern.test=gpfault"]
+        took, out = run_vm(args, lambda o: o.count(BANNER) >= 2, 30, "report and reboot")
+        text = out.split(BANNER)[1].decode("utf-8", "replace")
+        if not re.search(r"rip [0-9a-f]{16}", text) or "general protection" not in text:
+            raise Failure(f"no register dump in:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
+def pci_test(kernel):
+    """Enumeration finds modern virtio devices (vendor 1af4, id 0x1040 + type)."""
+    def check():
+        args = ["-kernel", kernel, "-device", "virtio-rng-pci,disable-legacy=on",
+                "-device", "virtio-net-pci,disable-legacy=on,netdev=n0",
+                "-netdev", "user,id=n0"]
+        took, out = run_vm(args, lambda o: READY.search(o) is not None, 20, "ready line")
+        for want in (rb"tern: pci 00:0[0-9a-f]\.0 1af4:1044 class 00ff",
+                     rb"tern: pci 00:0[0-9a-f]\.0 1af4:1041 class 0200",
+                     rb"tern: pci 00:1f\.0 8086:2918 class 0601"):
+            if not re.search(want, out):
+                raise Failure(f"{want!r} not in:\n{out.decode('utf-8', 'replace')}")
+        return f"{took:.1f} s"
+    return check
+
+
+def check_test(kernel, name):
+    def check():
+        args = ["-kernel", kernel, "-append", f"tern.test={name}"]
+        took, out = run_vm(args, lambda o: READY.search(o) is not None, 30, "ready line")
+        if f"selftest {name}: ok".encode() not in out:
+            raise Failure(f"selftest {name} did not pass:\n{out.decode('utf-8', 'replace')}")
+        return f"{took:.1f} s"
+    return check
+
+
+def mode_test(kernel, mode, title):
+    def check():
+        args = ["-kernel", kernel, "-append", f"tern.mode={mode}"]
+        want = f"tern: {title}: not available in this build".encode()
+        took, out = run_vm(args, lambda o: b"tern: halted" in o, 20, "halt message")
+        if want not in out or READY.search(out):
+            raise Failure(f"unexpected output:\n{out.decode('utf-8', 'replace')}")
+        return f"{took:.1f} s"
+    return check
+
+
+def tests(build):
+    elf = os.path.join(build, "kernel", "tern.elf")
+    test_elf = os.path.join(build, "kernel", "tern-test.elf")
+    debug_elf = os.path.join(build, "kernel", "tern-debug.elf")
+    iso = os.path.join(build, "tern.iso")
+    t = {
+        "pvh-ready": ready_test(["-kernel", elf], "pvh", 20),
+        "pvh-ready-cpu-max-5g": ready_test(["-kernel", elf, "-cpu", "max", "-m", "5G"],
+                                           "pvh", 20),
+        "pvh-ready-pc-64m": ready_test(["-kernel", elf, "-M", "pc", "-m", "64"], "pvh", 20),
+        "fault-pagefault": fault_test(test_elf, "pagefault", "page fault (#PF)",
+                                      "null pointer dereference"),
+        "fault-gpfault": fault_test(test_elf, "gpfault", "general protection fault (#GP)",
+                                    None),
+        "fault-stackoverflow": fault_test(test_elf, "stackoverflow", "page fault (#PF)",
+                                          "stack overflow into a guard page"),
+        "fault-write-text": fault_test(test_elf, "write-text", "page fault (#PF)",
+                                       "write to read-only memory (W^X)"),
+        "fault-exec-data": fault_test(test_elf, "exec-data", "page fault (#PF)",
+                                      "execution of non-executable memory (NX)"),
+        "debug-register-dump": debug_dump_test(debug_elf),
+        "pci-virtio-modern": pci_test(elf),
+        "selftest-heap": check_test(test_elf, "heap"),
+        "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
+        "mode-diag": mode_test(elf, "diag", "Diagnostics"),
+        "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),
+        "iso-seabios": ready_test(["-cdrom", iso], "multiboot2", 60),
+    }
+    if os.path.exists(OVMF):
+        t["iso-ovmf"] = ready_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120)
+    else:
+        t["iso-ovmf"] = None
+    return t
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("-k", default="", help="run tests whose name contains this")
+    ap.add_argument("-j", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    a = ap.parse_args()
+    selected = {n: f for n, f in tests(a.build).items() if a.k in n}
+    failed = 0
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
+        futures = {n: pool.submit(f) for n, f in selected.items() if f}
+        for name in selected:
+            if selected[name] is None:
+                print(f"SKIP {name} ({OVMF} missing: apt-get install ovmf)")
+                continue
+            try:
+                print(f"ok   {name}: {futures[name].result()}")
+            except Failure as e:
+                failed += 1
+                print(f"FAIL {name}: {e}")
+            sys.stdout.flush()
+    total = len([f for f in selected.values() if f])
+    print(f"kernel tests: {total - failed} passed, {failed} failed "
+          f"({time.monotonic() - start:.0f} s)")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
