@@ -8,13 +8,24 @@
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
 #   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
-#                      SeaBIOS and OVMF
+#                      SeaBIOS and OVMF, entropy, DHCP and TCP echo
+#
+# The kernel compiles lwIP from build/deps/lwip (make deps) into each
+# variant, with lwIP's own warnings relaxed: it is third-party code.
 
 KDIR      := src/platform/kernel
 KBUILD    := $(BUILD)/kernel
 KERNEL_C  := $(sort $(shell find $(KDIR) -name '*.c'))
 KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
+
+# lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
+LWIP_DIR  := $(BUILD)/deps/lwip/src/src
+LWIP_C    := $(addprefix $(LWIP_DIR)/core/,def.c inet_chksum.c init.c ip.c mem.c memp.c \
+               netif.c pbuf.c sys.c tcp.c tcp_in.c tcp_out.c timeouts.c udp.c) \
+             $(addprefix $(LWIP_DIR)/core/ipv4/,dhcp.c etharp.c icmp.c ip4.c ip4_addr.c \
+               ip4_frag.c acd.c) \
+             $(LWIP_DIR)/netif/ethernet.c
 
 # Freestanding, no SSE (no FPU state to save on traps), global stack
 # protector guard (no TLS), no red zone (interrupts use the same stack),
@@ -25,7 +36,9 @@ KERNEL_CFLAGS := -std=c17 $(WARN) -O2 -g -ffreestanding -fno-pic -fno-pie \
     -fstack-protector-strong -mstack-protector-guard=global \
     -fno-tree-loop-distribute-patterns -fno-asynchronous-unwind-tables \
     -fno-strict-aliasing -nostdinc -isystem $(shell $(CC) -print-file-name=include) \
-    -isystem $(KDIR)/libc/include -I$(KDIR) -Isrc
+    -isystem $(KDIR)/libc/include -I$(KDIR) -Isrc -I$(KDIR)/net -I$(LWIP_DIR)/include
+# lwIP is built with the same code-generation flags, without -Werror.
+KERNEL_LWIP_CFLAGS := $(filter-out -W%,$(KERNEL_CFLAGS)) -w
 KERNEL_ASFLAGS := -I$(KDIR) -D__ASSEMBLER__
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 -z noexecstack \
     --no-warn-rwx-segments -T $(KERNEL_LD)
@@ -37,13 +50,22 @@ KVAR_test  := -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 
 kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C)) \
-        $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S))
+        $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S)) \
+        $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C))
+
+$(LWIP_DIR)/%.c:
+	@echo "lwIP sources missing ($(LWIP_DIR)): run make deps" >&2; exit 1
 
 define KERNEL_VARIANT
 $(KBUILD)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(if $$(Q),@echo "  KCC     $$< ($(1))")
 	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
+
+$(KBUILD)/$(1)/lwip/%.o: $(LWIP_DIR)/%.c
+	@mkdir -p $$(@D)
+	$$(if $$(Q),@echo "  KCC     $$(notdir $$<) (lwip, $(1))")
+	$$(Q)$$(CC) $$(KERNEL_LWIP_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
 
 $(KBUILD)/$(1)/%.o: %.S
 	@mkdir -p $$(@D)

@@ -2,8 +2,10 @@
  * main.c - kernel start-up. kmain_early() runs on the boot stack in .bss
  * with the early page tables: console, descriptor tables, boot information,
  * frame allocator, final page tables, guarded stacks. It then moves to a
- * guarded stack and kmain() brings up time, reports readiness on the
- * console, and enters the main loop, which halts until the next interrupt.
+ * guarded stack and kmain() brings up time, devices, entropy and the
+ * network, reports readiness on the console, and enters the main loop,
+ * which polls the network and halts until the next timer interrupt when
+ * there has been nothing to do for a little while.
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
@@ -15,11 +17,16 @@
 #include "console.h"
 #include "dev/pci.h"
 #include "dev/rtc.h"
+#include "dev/virtio_pci.h"
+#include "dev/virtio_rng.h"
 #include "libc/stack_chk.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
 #include "mm/stack.h"
+#include "net/echo.h"
+#include "net/net.h"
 #include "panic.h"
+#include "rng/entropy.h"
 #include "selftest.h"
 
 #include <stdio.h>
@@ -31,6 +38,9 @@ enum {
     MAIN_STACK_PAGES = 16,    /* 64 KiB */
     IST_STACK_PAGES = 4,      /* 16 KiB each */
     TICK_HZ = 100,
+    RNG_WAIT_MS = 5000,       /* jitter collection at boot before giving up */
+    DHCP_WAIT_MS = 10000,     /* before declaring readiness without an address */
+    BUSY_POLL_NS = 2000000,   /* keep polling this long after the last work */
 };
 
 /* What the loader told us and the devices found; written once at boot. */
@@ -63,9 +73,6 @@ static void check_mode(void)
 
 static _Noreturn void kmain(void)
 {
-    struct cpu_features feat;
-    cpu_features_read(&feat);
-
     struct tsc_info tsc;
     tsc_calibrate(&tsc);
     clock_init(tsc.hz);
@@ -110,13 +117,58 @@ static _Noreturn void kmain(void)
             (unsigned long long)(tsc.hz / 1000000),
             (unsigned long long)(tsc.hz / 1000 % 1000),
             tsc.invariant ? "invariant" : "not invariant", TICK_HZ, rtc);
-    kprintf("tern: ready (boot %s): rng: rdrand %s, rdseed %s, not seeded; "
-            "net: none in this build\n",
-            boot.loader, feat.rdrand ? "yes" : "no", feat.rdseed ? "yes" : "no");
+    /* Entropy before the network: TCP sequence numbers and DHCP ids use it. */
+    for (unsigned i = 0; i < pci_count && i < PCI_MAX_DEVICES; i++)
+        if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
+            virtio_rng_init(&pci_devices[i]);
+    rng_init(RNG_WAIT_MS);
 
-    /* The main loop: nothing to service yet, so sleep until an interrupt. */
-    for (;;)
-        cpu_idle();
+    int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES);
+    if (net == 0) {
+#ifdef TERN_TEST_HOOKS
+        if (echo_start() < 0)
+            kprintf("tern: echo service failed to start\n");
+#endif
+        uint64_t until = clock_mono_ns() + (uint64_t)DHCP_WAIT_MS * 1000000;
+        while (!net_has_address() && clock_mono_ns() < until)
+            if (!net_poll())
+                cpu_relax();
+    }
+
+    /* Longer than kprintf's line limit, so formatted here. */
+    char rngline[192], netline[128], ready[400];
+    rng_describe(rngline, sizeof rngline);
+    net_describe(netline, sizeof netline);
+    int len = snprintf(ready, sizeof ready, "tern: ready (boot %s): rng: %s; net: %s\n",
+                       boot.loader, rngline, netline);
+    console_write(ready, len > 0 && (size_t)len < sizeof ready ? (size_t)len : 0);
+
+    /* The main loop: service the network; when there has been nothing to do
+     * for BUSY_POLL_NS, sleep until the next interrupt (the timer tick, as
+     * queues are polled: MSI-X wake-ups come later). */
+    int announced_rng = rng_seeded(), announced_net = net_has_address();
+    uint64_t last_work = clock_mono_ns();
+    for (;;) {
+        int work = net_poll();
+        rng_poll();
+        if (!announced_rng && rng_seeded()) {
+            announced_rng = 1;
+            rng_describe(rngline, sizeof rngline);
+            kprintf("tern: rng: %s\n", rngline);
+        }
+        if (!announced_net && net_has_address()) {
+            announced_net = 1;
+            net_describe(netline, sizeof netline);
+            kprintf("tern: net: %s\n", netline);
+        }
+        uint64_t t = clock_mono_ns();
+        if (work)
+            last_work = t;
+        else if (t - last_work > BUSY_POLL_NS)
+            cpu_idle();
+        else
+            cpu_relax();
+    }
 }
 
 /* Replace the stack protector's boot value. Not itself protected: its own

@@ -1,0 +1,56 @@
+/*
+ * virtio_pci.h - the virtio 1.x "modern" PCI transport: finds a device's
+ * register regions, resets and initialises it, negotiates features and sets
+ * up split virtqueues. Polling only: MSI-X routing comes later, so queues
+ * are set up with no interrupt vector and drivers poll their used rings.
+ */
+#ifndef TERN_DEV_VIRTIO_PCI_H
+#define TERN_DEV_VIRTIO_PCI_H
+
+#include "dev/pci.h"
+#include "dev/virtq.h"
+
+#include <stdint.h>
+
+enum {
+    VIRTIO_VENDOR = 0x1AF4,
+    VIRTIO_ID_NET = 1,
+    VIRTIO_ID_RNG = 4,
+    VIRTIO_F_VERSION_1 = 32,
+};
+
+struct virtio_dev {
+    struct pci_dev pci;
+    volatile uint8_t *common, *notify, *isr, *devcfg;
+    uint32_t notify_len, notify_mult, devcfg_len;
+    uint64_t features;           /* negotiated */
+    int failed;                  /* a bounds check or the device failed */
+};
+
+/* The virtio device type of a virtio PCI function (modern: 0x1040 + type;
+ * transitional: from the subsystem ID), or 0 if it is not one. */
+unsigned virtio_pci_type(const struct pci_dev *pd);
+/* Map the regions, reset the device and announce the driver. 0 or -1
+ * (with a console message naming the device and the reason). */
+int virtio_pci_init(struct virtio_dev *vd, const struct pci_dev *pd);
+/* Offer wanted & device features (VIRTIO_F_VERSION_1 is required and
+ * implied); 0 if the device accepted them. */
+int virtio_negotiate(struct virtio_dev *vd, uint64_t wanted);
+/* Set up queue index with at most want entries: rings from the frame
+ * allocator, polled (no interrupt vector). 0 or -1. */
+int virtio_queue_setup(struct virtio_dev *vd, uint16_t index, uint16_t want, struct virtq *q);
+/* Tell the device to go (DRIVER_OK). */
+void virtio_driver_ok(struct virtio_dev *vd);
+/* Give up on a device: FAILED status, then reset, so it stops touching memory. */
+void virtio_fail(struct virtio_dev *vd, const char *why);
+/* Tell the device a queue has new buffers if it wants to know. */
+void virtio_kick(struct virtio_dev *vd, struct virtq *q);
+/* Device-specific configuration, bounds-checked: reading outside the region
+ * returns 0 and marks the device failed. */
+uint8_t virtio_cfg8(struct virtio_dev *vd, uint32_t off);
+uint16_t virtio_cfg16(struct virtio_dev *vd, uint32_t off);
+/* Config reads that span several fields repeat until the device's config
+ * generation is stable. */
+uint8_t virtio_cfg_generation(struct virtio_dev *vd);
+
+#endif

@@ -1,0 +1,158 @@
+/*
+ * net.c - lwIP (NO_SYS, raw API) on the virtio-net driver. Frames are
+ * copied between the driver's DMA buffers and pbufs: on receive into a
+ * pool pbuf (the DMA buffer is reposted at once), on transmit out of the
+ * pbuf chain into a free transmit buffer. lwIP's timers run from
+ * sys_check_timeouts() on every poll; sys_now() is the kernel's monotonic
+ * clock in milliseconds.
+ */
+#include "net/net.h"
+
+#include "clock.h"
+#include "console.h"
+#include "dev/virtio_net.h"
+#include "dev/virtio_pci.h"
+
+#include "lwip/dhcp.h"
+#include "lwip/etharp.h"
+#include "lwip/init.h"
+#include "lwip/netif.h"
+#include "lwip/pbuf.h"
+#include "lwip/timeouts.h"
+#include "netif/ethernet.h"
+
+#include <stdio.h>
+#include <string.h>
+
+enum { RX_BUDGET = 64 };
+
+struct net {
+    struct netif netif;
+    int up;
+    int link;
+    unsigned long rx_dropped, tx_dropped;
+};
+
+/* The one interface (lwIP keeps pointers to it). */
+static struct net knet;
+
+u32_t sys_now(void);
+u32_t sys_now(void) { return (u32_t)(clock_mono_ns() / 1000000); }
+
+static err_t linkoutput(struct netif *nif, struct pbuf *p)
+{
+    (void)nif;
+    unsigned token;
+    uint8_t *buf = virtio_net_tx_buf(&token);
+    if (!buf || p->tot_len > VIRTIO_NET_FRAME_MAX) {
+        if (buf)
+            virtio_net_tx_send(token, VIRTIO_NET_FRAME_MAX + 1); /* returns it unused */
+        knet.tx_dropped++;
+        return ERR_MEM;
+    }
+    u16_t n = pbuf_copy_partial(p, buf, p->tot_len, 0);
+    if (virtio_net_tx_send(token, n) < 0) {
+        knet.tx_dropped++;
+        return ERR_IF;
+    }
+    return ERR_OK;
+}
+
+static err_t netif_setup(struct netif *nif)
+{
+    nif->name[0] = 'v';
+    nif->name[1] = 'n';
+    nif->hwaddr_len = ETH_HWADDR_LEN;
+    virtio_net_mac(nif->hwaddr);
+    nif->mtu = VIRTIO_NET_MTU;
+    nif->flags = NETIF_FLAG_BROADCAST | NETIF_FLAG_ETHARP | NETIF_FLAG_ETHERNET;
+    nif->output = etharp_output;
+    nif->linkoutput = linkoutput;
+    netif_set_hostname(nif, "tern");
+    return ERR_OK;
+}
+
+int net_init(const struct pci_dev *devs, unsigned n)
+{
+    for (unsigned i = 0; i < n && !virtio_net_present(); i++)
+        if (virtio_pci_type(&devs[i]) == VIRTIO_ID_NET)
+            virtio_net_init(&devs[i]);
+    if (!virtio_net_present())
+        return -1;
+    lwip_init();
+    if (!netif_add_noaddr(&knet.netif, NULL, netif_setup, ethernet_input))
+        return -1;
+    netif_set_default(&knet.netif);
+    netif_set_up(&knet.netif);
+    knet.link = virtio_net_link_up();
+    if (knet.link)
+        netif_set_link_up(&knet.netif);
+    dhcp_start(&knet.netif);
+    knet.up = 1;
+    return 0;
+}
+
+int net_poll(void)
+{
+    if (!knet.up)
+        return 0;
+    int work = 0;
+    const uint8_t *frame;
+    uint32_t len;
+    unsigned token;
+    while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
+        struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
+        if (p) {
+            pbuf_take(p, frame, (u16_t)len);
+            virtio_net_rx_release(token);
+            if (knet.netif.input(p, &knet.netif) != ERR_OK)
+                pbuf_free(p);
+        } else {
+            virtio_net_rx_release(token);
+            knet.rx_dropped++;
+        }
+        work++;
+    }
+    int done = virtio_net_service();
+    if (done > 0)
+        work += done;
+    int link = virtio_net_link_up();
+    if (link != knet.link) {
+        knet.link = link;
+        if (link)
+            netif_set_link_up(&knet.netif);
+        else
+            netif_set_link_down(&knet.netif);
+    }
+    sys_check_timeouts();
+    return work;
+}
+
+int net_has_address(void)
+{
+    return knet.up && dhcp_supplied_address(&knet.netif);
+}
+
+void net_describe(char *buf, size_t n)
+{
+    if (!knet.up) {
+        snprintf(buf, n, "no virtio-net device");
+        return;
+    }
+    const uint8_t *m = knet.netif.hwaddr;
+    char mac[24];
+    snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+             m[5]);
+    if (!net_has_address()) {
+        snprintf(buf, n, "%s link %s, dhcp pending", mac, knet.link ? "up" : "down");
+        return;
+    }
+    char ip[16], gw[16];
+    ip4addr_ntoa_r(netif_ip4_addr(&knet.netif), ip, sizeof ip);
+    ip4addr_ntoa_r(netif_ip4_gw(&knet.netif), gw, sizeof gw);
+    unsigned prefix = 0;
+    for (u32_t mask = ip4_addr_get_u32(netif_ip4_netmask(&knet.netif)); mask; mask &= mask - 1)
+        prefix++;
+    snprintf(buf, n, "%s link %s, dhcp %s/%u gw %s", mac, knet.link ? "up" : "down", ip, prefix,
+             gw);
+}

@@ -1,0 +1,23 @@
+/*
+ * net.h - the kernel's network stack: lwIP over the virtio-net device, an
+ * IPv4 address from DHCP, serviced by polling from the main loop.
+ */
+#ifndef TERN_NET_NET_H
+#define TERN_NET_NET_H
+
+#include "dev/pci.h"
+
+#include <stddef.h>
+
+/* Find and bring up the first virtio-net device among devs, start lwIP and
+ * DHCP. Returns 0, or -1 if there is no usable device. */
+int net_init(const struct pci_dev *devs, unsigned n);
+/* Receive, transmit-complete and timer work; returns how much was done
+ * (0 when idle). */
+int net_poll(void);
+/* 1 once DHCP has supplied an address. */
+int net_has_address(void);
+/* One line for the console: MAC, link, address or why there is none. */
+void net_describe(char *buf, size_t n);
+
+#endif
