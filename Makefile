@@ -86,13 +86,15 @@ setup:
 deps: setup
 	@deps/fetch.sh
 
-run: setup all
+run: setup deps
+	$(MAKE) --no-print-directory all
 	@scripts/run-dev.sh $(BUILD)/rel/ternd
 
 unit: $(BUILD)/asan/unit-tests
 	$(BUILD)/asan/unit-tests
 
-integration: setup $(BUILD)/asan/ternd
+integration: setup deps
+	$(MAKE) --no-print-directory $(BUILD)/asan/ternd
 	TERN_BIN=$(abspath $(BUILD)/asan/ternd) $(PYTHON) -m pytest -q tests/integration
 
 test: setup deps

@@ -435,18 +435,24 @@ smoke() {
 /* Links tern's pinned wolfSSL and SQLite and exercises them briefly. */
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
+#include <wolfssl/wolfcrypt/asn_public.h>
 #include <wolfssl/wolfcrypt/pwdbased.h>
 #include <sqlite3.h>
 #include <stdio.h>
 
-/* Functions the daemon relies on; linking them checks the build options. */
+/* Functions the daemon relies on; linking them checks the build options.
+ * (src/tls/ takes the client identity in the verify callback with the
+ * DecodedCert API, so no peer-certificate accessors are needed.) */
 static void (*const volatile needed[])(void) = {
-    (void (*)(void))wolfSSL_get_peer_certificate,
-    (void (*)(void))wolfSSL_X509_get_subjectCN,
-    (void (*)(void))wolfSSL_X509_get_subject_name,
-    (void (*)(void))wolfSSL_X509_get_next_altname,
-    (void (*)(void))wolfSSL_X509_get_der,
+    (void (*)(void))wc_InitDecodedCert,
     (void (*)(void))wc_ParseCert,
+    (void (*)(void))wc_CertPemToDer,
+    (void (*)(void))wc_SetTimeCb,
+    (void (*)(void))wolfSSL_SetCertCbCtx,
+    (void (*)(void))wolfSSL_CertManagerVerifyBuffer,
+    (void (*)(void))wolfSSL_CTX_set_groups,
+    (void (*)(void))wolfSSL_CTX_check_private_key,
+    (void (*)(void))wolfSSL_get_alert_history,
     (void (*)(void))wc_PBKDF2,
     (void (*)(void))wolfSSL_UseALPN,
 };

@@ -17,16 +17,17 @@
 #   PBKDF2 (password hashing, C3)                --enable-pwdbased
 #   ALPN (MQTT-over-TLS clients that send it)    --enable-alpn
 #   certificate/key generation (test PKI, tools) --enable-certgen --enable-keygen
-#   peer certificate after the handshake:        -DKEEP_PEER_CERT gives
-#     wolfSSL_get_peer_certificate, wolfSSL_X509_get_subjectCN,
-#     wolfSSL_X509_get_subject_name, wolfSSL_X509_get_next_altname (SANs),
-#     wolfSSL_X509_get_der, without --enable-opensslextra. (The X509_NAME
-#     entry/NID accessors would need -DOPENSSL_EXTRA_X509_SMALL; not needed.)
-#     The DecodedCert API (wc_InitDecodedCert, wc_ParseCert; fields subjectCN,
-#     altNames) is public in 5.7.2 regardless and also suits the kernel.
+#   client identity (CN or SAN) and operator     -DWOLFSSL_ALWAYS_VERIFY_CB: the
+#     role, decided once in the handshake          verify callback also runs for
+#                                                  a leaf that verified, and sees
+#     the peer's DER chain; src/tls/ parses the leaf there with the public
+#     DecodedCert API (wc_InitDecodedCert, wc_ParseCert; subjectCN, altNames,
+#     altEmailNames), which also suits the kernel.
 #   all SAN types (DNS, IP, URI, email)          -DWOLFSSL_ALT_NAMES
-#   verify callback also on success (to see      -DWOLFSSL_ALWAYS_VERIFY_CB
-#     which CA anchored a chain: operator role)
+#   Deliberately NOT -DKEEP_PEER_CERT: it keeps a copy of the peer's
+#     certificate (a 1.1 KB WOLFSSL_X509 inside every WOLFSSL plus the DER)
+#     for the life of each connection, ~1.6 KB of a ~5 KB idle mTLS
+#     connection, for accessors tern does not use.
 # Left out on purpose (lean): OpenSSL compatibility layer, DH (TLS uses ECDHE
 # only), TLS < 1.2, session tickets (default off), examples.
 #
@@ -43,7 +44,7 @@ WOLFSSL_CONFIGURE_FLAGS=(
     --enable-pwdbased --enable-alpn
     --disable-dh --disable-oldtls --disable-examples
 )
-WOLFSSL_CPPFLAGS="-DKEEP_PEER_CERT -DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB"
+WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB"
 WOLFSSL_CFLAGS="-O2 -g -fPIE -fstack-protector-strong"
 WOLFSSL_MAKE_CFLAGS="$WOLFSSL_CFLAGS -D_FORTIFY_SOURCE=2"
 

@@ -24,17 +24,24 @@ typedef enum value_kind {
     KIND_BOOL,
     KIND_LOG_LEVEL,
     KIND_LISTEN,
+    KIND_PATH,         /* text up to max bytes (max = field size, NUL included) */
+    KIND_LIST,         /* comma-separated non-empty items, same storage rule */
+    KIND_IDENTITY,     /* cn | san-dns | san-email | san-uri */
+    KIND_TLS_VERSION,  /* 1.3 | 1.2 */
+    KIND_STORE_SYNC,   /* full | normal */
 } value_kind;
 
 typedef struct key_def {
     const char *name;
     value_kind kind;
-    uint32_t min, max; /* KIND_UINT only */
+    uint32_t min, max; /* KIND_UINT range; KIND_PATH/LIST: max = field size */
     size_t offset;     /* of the field in tern_config */
 } key_def;
 
 #define LIMIT(key, field, lo, hi)                                                   \
     { "limits." key, KIND_UINT, lo, hi, offsetof(tern_config, limits.field) }
+#define TLS_TEXT(key, kind, field)                                                  \
+    { "tls." key, kind, 0, sizeof(((tern_config *)0)->tls.field), offsetof(tern_config, tls.field) }
 
 /* Every key this release knows; config_version must stay first. */
 static const key_def key_table[] = {
@@ -55,6 +62,20 @@ static const key_def key_table[] = {
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
     {"sys.public", KIND_BOOL, 0, 0, offsetof(tern_config, sys_public)},
+    {"listener.tls", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_tls)},
+    TLS_TEXT("cert", KIND_PATH, cert),
+    TLS_TEXT("key", KIND_PATH, key),
+    TLS_TEXT("client_ca", KIND_PATH, client_ca),
+    TLS_TEXT("operator_ca", KIND_PATH, operator_ca),
+    TLS_TEXT("operators", KIND_LIST, operators),
+    {"tls.identity", KIND_IDENTITY, 0, 0, offsetof(tern_config, tls.identity)},
+    {"tls.min_version", KIND_TLS_VERSION, 0, 0, offsetof(tern_config, tls.min_version)},
+    {"tls.require_client_cert", KIND_BOOL, 0, 0, offsetof(tern_config, tls.require_client_cert)},
+    {"tls.handshake_timeout", KIND_UINT, 1, 3600, offsetof(tern_config, tls.handshake_timeout_s)},
+    {"acl.file", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, acl_file)},
+    {"store.path", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, store_path)},
+    {"store.sync", KIND_STORE_SYNC, 0, 0, offsetof(tern_config, store_sync)},
+    {"store.backup_interval", KIND_UINT, 0, 604800, offsetof(tern_config, store_backup_interval_s)},
 };
 
 #define KEY_COUNT (sizeof key_table / sizeof key_table[0])
@@ -249,7 +270,67 @@ static void msg_expected(msgbuf *m, const key_def *def)
     case KIND_LISTEN:
         msg_str(m, "IPV4:PORT or [IPV6]:PORT, e.g. 127.0.0.1:1883 or [::1]:1883");
         break;
+    case KIND_PATH:
+        msg_str(m, "a path of at most ");
+        msg_uint(m, def->max - 1);
+        msg_str(m, " bytes");
+        break;
+    case KIND_LIST:
+        msg_str(m, "comma-separated names, none empty, at most ");
+        msg_uint(m, def->max - 1);
+        msg_str(m, " bytes in all");
+        break;
+    case KIND_IDENTITY:
+        msg_str(m, "one of cn, san-dns, san-email, san-uri");
+        break;
+    case KIND_TLS_VERSION:
+        msg_str(m, "1.3 or 1.2");
+        break;
+    case KIND_STORE_SYNC:
+        msg_str(m, "full or normal");
+        break;
     }
+}
+
+/* Every comma-separated item has something besides blanks. */
+static bool list_items_ok(span value)
+{
+    size_t item_chars = 0;
+
+    for (size_t i = 0; i <= value.n; i++) {
+        if (i == value.n || value.p[i] == ',') {
+            if (item_chars == 0)
+                return false;
+            item_chars = 0;
+        } else if (!is_blank(value.p[i])) {
+            item_chars++;
+        }
+    }
+    return true;
+}
+
+/* Copy text that fits (with its NUL) into a field of def->max bytes. */
+static bool set_text(const key_def *def, span value, char *field)
+{
+    if (value.n >= def->max)
+        return false;
+    if (def->kind == KIND_LIST && !list_items_ok(value))
+        return false;
+    memcpy(field, value.p, value.n);
+    field[value.n] = '\0';
+    return true;
+}
+
+/* One of `names` (NULL-terminated), storing the matching value. */
+static bool set_word(span value, const char *const *names, const int *values, int *field)
+{
+    for (size_t i = 0; names[i] != NULL; i++) {
+        if (span_is(value, names[i])) {
+            *field = values[i];
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Store a value that parsed, or say why it did not. */
@@ -299,6 +380,41 @@ static bool set_value(tern_config *cfg, const key_def *def, span value, msgbuf *
     case KIND_LISTEN:
         ok = tern_addr_parse(value.p, value.n, (tern_listen_addr *)field);
         break;
+    case KIND_PATH:
+    case KIND_LIST:
+        ok = set_text(def, value, (char *)field);
+        break;
+    case KIND_IDENTITY: {
+        static const char *const names[] = {"cn", "san-dns", "san-email", "san-uri", NULL};
+        static const int values[] = {TERN_IDENTITY_CN, TERN_IDENTITY_SAN_DNS,
+                                     TERN_IDENTITY_SAN_EMAIL, TERN_IDENTITY_SAN_URI};
+        int v = 0;
+
+        ok = set_word(value, names, values, &v);
+        if (ok)
+            *(tern_config_identity *)field = (tern_config_identity)v;
+        break;
+    }
+    case KIND_TLS_VERSION: {
+        static const char *const names[] = {"1.3", "1.2", NULL};
+        static const int values[] = {TERN_CONFIG_TLS_1_3, TERN_CONFIG_TLS_1_2};
+        int v = 0;
+
+        ok = set_word(value, names, values, &v);
+        if (ok)
+            *(tern_config_tls_version *)field = (tern_config_tls_version)v;
+        break;
+    }
+    case KIND_STORE_SYNC: {
+        static const char *const names[] = {"full", "normal", NULL};
+        static const int values[] = {TERN_STORE_SYNC_FULL, TERN_STORE_SYNC_NORMAL};
+        int v = 0;
+
+        ok = set_word(value, names, values, &v);
+        if (ok)
+            *(tern_config_store_sync *)field = (tern_config_store_sync)v;
+        break;
+    }
     }
     if (!ok) {
         msg_str(m, def->name);
@@ -351,8 +467,10 @@ static void msg_unknown_key(msgbuf *m, span key)
     }
 }
 
-/* One non-blank, comment-stripped line: "key = value". */
-static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m)
+/* One non-blank, comment-stripped line: "key = value". Records the line of
+ * each key in key_lines, for checks that span keys. */
+static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m,
+                          size_t line_no, size_t *key_lines)
 {
     const char *eq = memchr(line.p, '=', line.n);
     const key_def *def;
@@ -397,6 +515,57 @@ static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m
     if (!set_value(cfg, def, value, m))
         return false;
     *seen |= bit;
+    key_lines[def - key_table] = line_no;
+    return true;
+}
+
+/* Line of a key in the file, 0 when it was not set. */
+static size_t line_of(const size_t *key_lines, const char *name)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (strcmp(key_table[i].name, name) == 0)
+            return key_lines[i];
+    return 0;
+}
+
+/*
+ * Rules across keys, after the whole file: a TLS listener needs its
+ * certificate, key and (with client certificates required) a CA to check
+ * clients against; tls.* settings without a TLS listener would be ignored,
+ * so they are refused like any other setting that would do nothing.
+ */
+static bool check_tls(const tern_config *cfg, const size_t *key_lines, const char *file,
+                      msgbuf *m)
+{
+    static const char *const needed[] = {"tls.cert", "tls.key"};
+    size_t listener_line = line_of(key_lines, "listener.tls");
+
+    if (cfg->listener_tls.family == TERN_ADDR_NONE) {
+        for (size_t i = 0; i < KEY_COUNT; i++) {
+            if (key_lines[i] != 0 && strncmp(key_table[i].name, "tls.", 4) == 0) {
+                msg_begin(m, file, key_lines[i]);
+                msg_str(m, key_table[i].name);
+                msg_str(m, " is set but there is no listener.tls to use it");
+                return false;
+            }
+        }
+        return true;
+    }
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        if (line_of(key_lines, needed[i]) == 0) {
+            msg_begin(m, file, listener_line);
+            msg_str(m, "listener.tls needs ");
+            msg_str(m, needed[i]);
+            return false;
+        }
+    }
+    if (cfg->tls.require_client_cert && cfg->tls.client_ca[0] == '\0' &&
+        cfg->tls.operator_ca[0] == '\0') {
+        msg_begin(m, file, listener_line);
+        msg_str(m, "listener.tls needs tls.client_ca (the CAs of accepted clients) while "
+                   "tls.require_client_cert = true");
+        return false;
+    }
     return true;
 }
 
@@ -420,6 +589,15 @@ void tern_config_defaults(tern_config *cfg)
     cfg->sys_interval_s = 10;
     cfg->allow_anonymous = false;
     cfg->sys_public = false;
+    cfg->store_path[0] = '\0'; /* no persistence */
+    cfg->store_sync = TERN_STORE_SYNC_FULL;
+    cfg->store_backup_interval_s = 3600;
+    cfg->listener_tls.family = TERN_ADDR_NONE;
+    cfg->tls.identity = TERN_IDENTITY_CN;
+    cfg->tls.min_version = TERN_CONFIG_TLS_1_3;
+    cfg->tls.require_client_cert = true;
+    cfg->tls.handshake_timeout_s = 10;
+    /* Paths and lists: "" (not set), from the memset. */
 }
 
 bool tern_config_parse(tern_config *cfg, const char *file, const char *text, size_t len,
@@ -428,7 +606,7 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
     msgbuf m = {err, err_size, 0};
     tern_config parsed;
     uint64_t seen = 0;
-    size_t pos = 0, line_no = 0;
+    size_t pos = 0, line_no = 0, key_lines[KEY_COUNT] = {0};
     bool ok = false;
 
     tern_config_defaults(&parsed);
@@ -457,7 +635,7 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         if (line.n == 0)
             continue;
         msg_begin(&m, file, line_no);
-        if (!parse_setting(&parsed, line, &seen, &m))
+        if (!parse_setting(&parsed, line, &seen, &m, line_no, key_lines))
             goto done;
     }
     if (seen == 0) {
@@ -465,6 +643,8 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         msg_str(&m, "missing 'config_version = 1' (it must be the first setting)");
         goto done;
     }
+    if (!check_tls(&parsed, key_lines, file, &m))
+        goto done;
     *cfg = parsed;
     ok = true;
 done:

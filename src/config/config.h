@@ -56,9 +56,54 @@ typedef struct tern_config_limits {
     uint32_t work_budget;
 } tern_config_limits;
 
+/* Longest path value (bytes, NUL included) and longest list value. Paths
+ * are stored as written; a relative one is the platform's to resolve (the
+ * Linux daemon: against the configuration file's directory). */
+#define TERN_CONFIG_PATH_MAX 256u
+#define TERN_CONFIG_LIST_MAX 1024u
+
+/* tls.identity: where a client's identity comes from. */
+typedef enum tern_config_identity {
+    TERN_IDENTITY_CN = 0,
+    TERN_IDENTITY_SAN_DNS,
+    TERN_IDENTITY_SAN_EMAIL,
+    TERN_IDENTITY_SAN_URI,
+} tern_config_identity;
+
+/* tls.min_version, as 10 x the version number. */
+typedef enum tern_config_tls_version {
+    TERN_CONFIG_TLS_1_2 = 12,
+    TERN_CONFIG_TLS_1_3 = 13,
+} tern_config_tls_version;
+
+/* The mutual-TLS listener's settings (SPEC C3). Empty strings = not set. */
+typedef struct tern_config_tls {
+    char cert[TERN_CONFIG_PATH_MAX];        /* server certificate chain, PEM */
+    char key[TERN_CONFIG_PATH_MAX];         /* its private key, PEM */
+    char client_ca[TERN_CONFIG_PATH_MAX];   /* CAs of accepted clients, PEM */
+    char operator_ca[TERN_CONFIG_PATH_MAX]; /* CAs of operators, PEM; optional */
+    char operators[TERN_CONFIG_LIST_MAX];   /* comma-separated identities; optional */
+    tern_config_identity identity;
+    tern_config_tls_version min_version;
+    bool require_client_cert;
+    uint32_t handshake_timeout_s;
+} tern_config_tls;
+
+/* store.sync: when a commit reaches the disk (docs/STORE.md). */
+typedef enum tern_config_store_sync {
+    TERN_STORE_SYNC_FULL = 0, /* before it is acknowledged: survives power loss */
+    TERN_STORE_SYNC_NORMAL,   /* at the next checkpoint: may lose the last commits */
+} tern_config_store_sync;
+
 typedef struct tern_config {
     uint32_t version;
     tern_listen_addr listener_plain; /* family NONE = no plaintext listener */
+    tern_listen_addr listener_tls;   /* family NONE = no TLS listener */
+    tern_config_tls tls;
+    char acl_file[TERN_CONFIG_PATH_MAX]; /* "" = no ACL file */
+    char store_path[TERN_CONFIG_PATH_MAX]; /* "" = no persistence (memory only) */
+    tern_config_store_sync store_sync;
+    uint32_t store_backup_interval_s;      /* 0 = backups on demand only */
     broker_log_level log_level;
     tern_config_limits limits;
     uint32_t session_expiry_s; /* 0 = kept forever */

@@ -295,3 +295,134 @@ def pytest_runtest_makereport(item, call):
         for b in getattr(item, "_tern_brokers", []):
             report.sections.append(("broker stderr tail (port %d, %s)" % (b.port, b.kind),
                                     b.stderr_tail()))
+
+
+# --------------------------------------------------------------------------
+# TLS (tests/integration/test_tls_*.py)
+#
+# tls_pki (session): a development PKI made by scripts/pki.sh in a temp
+# directory, plus what the refusal tests need, made with openssl through
+# the same script: another CA and a client it issued, an expired client.
+# tls (per test): tls.start(**config) starts ternd with a mutual-TLS
+# listener on a port the system picks (read back from the start-up log
+# line) next to the usual plaintext one, and helpers for clients.
+
+PKI_SCRIPT = os.path.join(REPO, "scripts", "pki.sh")
+# Clients every TLS test may use, by CN (= identity).
+TLS_CLIENTS = ("dev-client", "alice", "bob", "listed-op")
+
+
+class TlsPki:
+    """Paths of the test PKI's files."""
+
+    def __init__(self, directory):
+        self.dir = str(directory)
+        self.ca = self.path("ca.crt")
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def cert(self, name):
+        """(certificate, key) of a client or operator by name."""
+        return self.path(name + ".crt"), self.path(name + ".key")
+
+
+def _pki(directory, *jobs):
+    """Run scripts/pki.sh DIR ARGS... for each job (a tuple of ARGS) at the
+    same time; each job writes its own files."""
+    procs = [(job, subprocess.Popen([PKI_SCRIPT, str(directory)] + list(job),
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+             for job in jobs]
+    for job, proc in procs:
+        _, err = proc.communicate(timeout=60)
+        if proc.returncode != 0:
+            raise RuntimeError("scripts/pki.sh %s failed: %s" % (" ".join(job), err.decode()))
+
+
+@pytest.fixture(scope="session")
+def tls_pki(tmp_path_factory):
+    d = tmp_path_factory.mktemp("pki")
+    _pki(d, ())                      # ca, server, dev-client, operator CA, dev-operator
+    _pki(d, ("ca", "other-ca"),
+         ("client", "expired", "--dates", "20200101000000Z", "20200102000000Z"),
+         *[("client", name) for name in TLS_CLIENTS[1:]])
+    _pki(d, ("client", "intruder", "--ca", "other-ca"))
+    return TlsPki(d)
+
+
+_TLS_PORT_LINE = re.compile(r"listening on [^ ]*:(\d+) \((?:mutual )?TLS\)")
+
+
+class TlsKit:
+    """Start TLS brokers and build TLS clients for one test."""
+
+    def __init__(self, broker_factory, pki):
+        self._broker = broker_factory
+        self.pki = pki
+
+    def start(self, config=None, **kwargs):
+        """ternd with listener.tls on a free port (b.tls_port) and the test
+        PKI; config/kwargs override or add keys (kwargs: tls_identity ->
+        tls.identity)."""
+        cfg = {
+            "listener.tls": "%s:0" % HOST,
+            "tls.cert": self.pki.path("server.crt"),
+            "tls.key": self.pki.path("server.key"),
+            "tls.client_ca": self.pki.ca,
+            "tls.operator_ca": self.pki.path("operator-ca.crt"),
+            "sys.public": "false",
+        }
+        cfg.update(config or {})
+        for k, v in kwargs.items():
+            sec, _, rest = k.partition("_")
+            cfg[sec + "." + rest] = v
+        b = self._broker(config=cfg)
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            m = _TLS_PORT_LINE.search(b.stderr_text())
+            if m:
+                b.tls_port = int(m.group(1))
+                return b
+            if time.monotonic() > deadline:
+                pytest.fail("no TLS listener in the broker's log:\n" + b.stderr_tail(),
+                            pytrace=False)
+            time.sleep(0.02)
+
+    def mosq_args(self, name=None):
+        """mosquitto_pub/sub options for a client certificate (None: none)."""
+        args = ["--cafile", self.pki.ca]
+        if name is not None:
+            crt, key = self.pki.cert(name)
+            args += ["--cert", crt, "--key", key]
+        return args
+
+    def paho(self, b, name, client_id="", username=None, **kwargs):
+        """A PahoClient (mqttclients.py) on b's TLS port presenting name's
+        certificate (None: none); not yet connected."""
+        from mqttclients import PahoClient
+        pc = PahoClient(b.tls_port, client_id=client_id, **kwargs)
+        crt, key = self.pki.cert(name) if name is not None else (None, None)
+        import ssl
+        pc.client.tls_set(ca_certs=self.pki.ca, certfile=crt, keyfile=key,
+                          tls_version=ssl.PROTOCOL_TLS_CLIENT)
+        if username is not None:
+            pc.client.username_pw_set(username)
+        return pc
+
+    def context(self, name=None, max_version=None, ca=None):
+        """A Python ssl client context trusting the test CA."""
+        import ssl
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        ctx.load_verify_locations(ca or self.pki.ca)
+        if name is not None:
+            ctx.load_cert_chain(*self.pki.cert(name))
+        if max_version is not None:
+            ctx.maximum_version = max_version
+        return ctx
+
+
+@pytest.fixture
+def tls(broker, tls_pki):
+    if IS_MOSQUITTO:
+        pytest.skip("TLS tests configure ternd's mutual-TLS listener")
+    return TlsKit(broker, tls_pki)

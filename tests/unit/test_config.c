@@ -135,6 +135,27 @@ static const struct bad_case {
      "t.conf:2: auth.allow_anonymous: expected true or false, got 'yes'"},
     {"auth.allow_anonymous = True",
      "t.conf:2: auth.allow_anonymous: expected true or false, got 'True'"},
+    {"listener.tls = localhost:8883",
+     "t.conf:2: listener.tls: expected IPV4:PORT or [IPV6]:PORT, e.g. 127.0.0.1:1883 or "
+     "[::1]:1883, got 'localhost:8883'"},
+    {"tls.identity = subject",
+     "t.conf:2: tls.identity: expected one of cn, san-dns, san-email, san-uri, got 'subject'"},
+    {"tls.identity = CN",
+     "t.conf:2: tls.identity: expected one of cn, san-dns, san-email, san-uri, got 'CN'"},
+    {"tls.min_version = 1.1", "t.conf:2: tls.min_version: expected 1.3 or 1.2, got '1.1'"},
+    {"tls.min_version = 13", "t.conf:2: tls.min_version: expected 1.3 or 1.2, got '13'"},
+    {"tls.require_client_cert = no",
+     "t.conf:2: tls.require_client_cert: expected true or false, got 'no'"},
+    {"tls.handshake_timeout = 0",
+     "t.conf:2: tls.handshake_timeout: expected an integer 1..3600, got '0'"},
+    {"tls.handshake_timeout = 3601",
+     "t.conf:2: tls.handshake_timeout: expected an integer 1..3600, got '3601'"},
+    {"tls.operators = alice,,bob",
+     "t.conf:2: tls.operators: expected comma-separated names, none empty, at most 1023 bytes "
+     "in all, got 'alice,,bob'"},
+    {"tls.operators = alice, ",
+     "t.conf:2: tls.operators: expected comma-separated names, none empty, at most 1023 bytes "
+     "in all, got 'alice,'"},
 };
 
 TEST(config_bad_value_of_each_key_is_rejected_with_key_and_expectation)
@@ -212,8 +233,8 @@ TEST(config_unknown_key_names_file_line_and_key)
 {
     char err[TERN_CONFIG_ERR_SIZE];
 
-    CHECK(rejects("config_version = 1\n\n# note\nlistener.tls = 0.0.0.0:8883\n", err));
-    CHECK(strcmp(err, "t.conf:4: unknown key 'listener.tls' "
+    CHECK(rejects("config_version = 1\n\n# note\nbridge.remote = 10.0.0.1:8883\n", err));
+    CHECK(strcmp(err, "t.conf:4: unknown key 'bridge.remote' "
                       "(a newer release of tern may be needed)") == 0);
 }
 
@@ -441,4 +462,194 @@ TEST(config_to_broker_converts_units_and_off_values)
     CHECK_EQ(bc.limits.sys_interval_s, 10);
     CHECK_EQ(bc.limits.connect_timeout_ms, 10000);
     CHECK(!bc.allow_anonymous);
+}
+
+/* A minimal valid TLS listener, for the tests below to add to. */
+#define TLS_BASE                                                                    \
+    "config_version = 1\n"                                                          \
+    "listener.tls = 0.0.0.0:8883\n"                                                 \
+    "tls.cert = /etc/tern/server.crt\n"                                             \
+    "tls.key = /etc/tern/server.key\n"
+
+TEST(config_tls_keys_are_parsed)
+{
+    const char *text = "config_version = 1\n"
+                       "listener.tls = [::]:8884\n"
+                       "tls.cert = pki/server chain.crt\n"
+                       "tls.key = pki/server.key\n"
+                       "tls.client_ca = /etc/tern/clients.pem\n"
+                       "tls.operator_ca = /etc/tern/operators.pem\n"
+                       "tls.operators = alice, bob@example.com ,urn:x:y\n"
+                       "tls.identity = san-email\n"
+                       "tls.min_version = 1.2\n"
+                       "tls.require_client_cert = false\n"
+                       "tls.handshake_timeout = 3600\n"
+                       "acl.file = /etc/tern/acl\n";
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text(text, &cfg, err));
+    CHECK_EQ(cfg.listener_tls.family, TERN_ADDR_IPV6);
+    CHECK_EQ(cfg.listener_tls.port, 8884);
+    CHECK_EQ(cfg.listener_plain.family, TERN_ADDR_NONE);
+    CHECK(strcmp(cfg.tls.cert, "pki/server chain.crt") == 0); /* inner blanks kept */
+    CHECK(strcmp(cfg.tls.key, "pki/server.key") == 0);
+    CHECK(strcmp(cfg.tls.client_ca, "/etc/tern/clients.pem") == 0);
+    CHECK(strcmp(cfg.tls.operator_ca, "/etc/tern/operators.pem") == 0);
+    CHECK(strcmp(cfg.tls.operators, "alice, bob@example.com ,urn:x:y") == 0);
+    CHECK_EQ(cfg.tls.identity, TERN_IDENTITY_SAN_EMAIL);
+    CHECK_EQ(cfg.tls.min_version, TERN_CONFIG_TLS_1_2);
+    CHECK(!cfg.tls.require_client_cert);
+    CHECK_EQ(cfg.tls.handshake_timeout_s, 3600);
+    CHECK(strcmp(cfg.acl_file, "/etc/tern/acl") == 0);
+}
+
+TEST(config_tls_defaults_are_strict)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\n", &cfg, err));
+    CHECK_EQ(cfg.listener_tls.family, TERN_ADDR_NONE); /* a listener is always explicit */
+    CHECK_EQ(cfg.tls.identity, TERN_IDENTITY_CN);
+    CHECK_EQ(cfg.tls.min_version, TERN_CONFIG_TLS_1_3);
+    CHECK(cfg.tls.require_client_cert);
+    CHECK_EQ(cfg.tls.handshake_timeout_s, 10);
+    CHECK_EQ(cfg.tls.cert[0], '\0');
+    CHECK_EQ(cfg.tls.operators[0], '\0');
+    CHECK_EQ(cfg.acl_file[0], '\0');
+}
+
+TEST(config_tls_identity_and_version_words)
+{
+    static const struct {
+        const char *line;
+        tern_config_identity identity;
+    } ids[] = {{"tls.identity = cn", TERN_IDENTITY_CN},
+               {"tls.identity = san-dns", TERN_IDENTITY_SAN_DNS},
+               {"tls.identity = san-email", TERN_IDENTITY_SAN_EMAIL},
+               {"tls.identity = san-uri", TERN_IDENTITY_SAN_URI}};
+    char text[512], err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        snprintf(text, sizeof text, TLS_BASE "tls.client_ca = ca.pem\n%s\n", ids[i].line);
+        CHECK(parse_text(text, &cfg, err));
+        CHECK_EQ(cfg.tls.identity, ids[i].identity);
+    }
+    CHECK(parse_text(TLS_BASE "tls.client_ca = ca.pem\ntls.min_version = 1.3\n", &cfg, err));
+    CHECK_EQ(cfg.tls.min_version, TERN_CONFIG_TLS_1_3);
+}
+
+TEST(config_tls_listener_needs_certificate_and_key)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+
+    CHECK(rejects("config_version = 1\n# tls\nlistener.tls = 0.0.0.0:8883\n"
+                  "tls.client_ca = ca.pem\n",
+                  err));
+    CHECK(strcmp(err, "t.conf:3: listener.tls needs tls.cert") == 0);
+    CHECK(rejects("config_version = 1\nlistener.tls = 0.0.0.0:8883\ntls.cert = s.crt\n"
+                  "tls.client_ca = ca.pem\n",
+                  err));
+    CHECK(strcmp(err, "t.conf:2: listener.tls needs tls.key") == 0);
+}
+
+TEST(config_tls_required_client_certificates_need_a_ca)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(rejects(TLS_BASE, err));
+    CHECK(strcmp(err, "t.conf:2: listener.tls needs tls.client_ca (the CAs of accepted "
+                      "clients) while tls.require_client_cert = true") == 0);
+    /* Without required certificates, or with only operators, it is fine. */
+    CHECK(parse_text(TLS_BASE "tls.require_client_cert = false\n", &cfg, err));
+    CHECK(parse_text(TLS_BASE "tls.operator_ca = ops.pem\n", &cfg, err));
+    CHECK(parse_text(TLS_BASE "tls.client_ca = ca.pem\n", &cfg, err));
+}
+
+TEST(config_tls_settings_without_a_tls_listener_are_refused)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+
+    CHECK(rejects("config_version = 1\nlistener.plain = 127.0.0.1:1883\n"
+                  "tls.identity = san-dns\n",
+                  err));
+    CHECK(strcmp(err, "t.conf:3: tls.identity is set but there is no listener.tls to use it") ==
+          0);
+}
+
+TEST(config_paths_longer_than_the_limit_are_refused)
+{
+    char text[1024], err[TERN_CONFIG_ERR_SIZE], path[TERN_CONFIG_PATH_MAX + 1];
+    tern_config cfg;
+
+    memset(path, 'p', sizeof path - 1);
+    path[TERN_CONFIG_PATH_MAX - 1] = '\0'; /* 255 bytes: the longest accepted */
+    snprintf(text, sizeof text, "config_version = 1\nacl.file = %s\n", path);
+    CHECK(parse_text(text, &cfg, err));
+    CHECK_EQ(strlen(cfg.acl_file), TERN_CONFIG_PATH_MAX - 1);
+    path[TERN_CONFIG_PATH_MAX - 1] = 'p';
+    path[TERN_CONFIG_PATH_MAX] = '\0';
+    snprintf(text, sizeof text, "config_version = 1\nacl.file = %s\n", path);
+    CHECK(rejects(text, err));
+    CHECK(strstr(err, "t.conf:2: acl.file: expected a path of at most 255 bytes, got 'ppp") ==
+          err);
+}
+
+TEST(config_acl_file_needs_no_tls)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\nlistener.plain = 127.0.0.1:1883\n"
+                     "acl.file = acl.conf\n",
+                     &cfg, err));
+    CHECK(strcmp(cfg.acl_file, "acl.conf") == 0);
+}
+
+TEST(config_store_keys_are_parsed)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\n"
+                     "store.path = build/tern.db\n"
+                     "store.sync = normal\n"
+                     "store.backup_interval = 0\n",
+                     &cfg, err));
+    CHECK(strcmp(cfg.store_path, "build/tern.db") == 0);
+    CHECK_EQ(cfg.store_sync, TERN_STORE_SYNC_NORMAL);
+    CHECK_EQ(cfg.store_backup_interval_s, 0);
+    CHECK(parse_text("config_version = 1\nstore.sync = full\n", &cfg, err));
+    CHECK_EQ(cfg.store_sync, TERN_STORE_SYNC_FULL);
+}
+
+TEST(config_store_defaults_are_memory_only_durable_hourly)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\n", &cfg, err));
+    CHECK_EQ(cfg.store_path[0], '\0'); /* no persistence unless asked */
+    CHECK_EQ(cfg.store_sync, TERN_STORE_SYNC_FULL);
+    CHECK_EQ(cfg.store_backup_interval_s, 3600);
+}
+
+TEST(config_store_bad_values_are_refused_with_what_is_expected)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+
+    CHECK(rejects("config_version = 1\nstore.sync = off\n", err));
+    CHECK(strcmp(err, "t.conf:2: store.sync: expected full or normal, got 'off'") == 0);
+    CHECK(rejects("config_version = 1\nstore.sync = FULL\n", err));
+    CHECK(rejects("config_version = 1\nstore.backup_interval = 604801\n", err));
+    CHECK(strcmp(err, "t.conf:2: store.backup_interval: expected an integer 0..604800, "
+                      "got '604801'") == 0);
+    CHECK(rejects("config_version = 1\nstore.backup_interval = 1h\n", err));
+    CHECK(rejects("config_version = 1\nstore.path = a.db\nstore.path = b.db\n", err));
+    CHECK(strstr(err, "duplicate key 'store.path'") != NULL);
+    CHECK(rejects("config_version = 1\nstore.pth = a.db\n", err));
+    CHECK(strstr(err, "did you mean 'store.path'") != NULL);
 }

@@ -22,6 +22,8 @@ tern_conn *tern_conn_new(int fd)
 void tern_conn_free(tern_conn *c)
 {
     if (c != NULL) {
+        tern_tls_conn_free(c->tls);
+        free(c->peer);
         free(c->pending);
         free(c);
     }

@@ -1,12 +1,17 @@
 /*
  * conn.h - one client connection as the Linux event loop keeps it: the
- * socket, the core's broker_conn, input the core has not taken yet, and the
- * links that put it on at most one of the loop's work lists.
+ * socket, the TLS session on TLS listeners, the core's broker_conn, input
+ * the core has not taken yet, and the links that put it on at most one of
+ * the loop's work lists.
  *
  * Idle connections are the common case (a broker may hold 100,000 of them),
  * so a connection is one small allocation and owns no buffer while idle: the
- * read buffer is shared by the loop, output lives in the core, and `pending`
- * exists only while the core's work budget left input unconsumed.
+ * read buffers are shared by the loop, output lives in the core (and, for
+ * TLS, in the adapter only until the socket takes it), and `pending` exists
+ * only while the core's work budget left input unconsumed.
+ *
+ * A TLS connection has no broker_conn until its handshake succeeds: the
+ * core only ever sees authenticated clients.
  */
 #ifndef TERN_CONN_H
 #define TERN_CONN_H
@@ -16,6 +21,7 @@
 #include <stdint.h>
 
 #include "broker/broker.h"
+#include "tls/tls.h"
 
 /* Everything registered with epoll starts with one of these tags, so the
  * loop can tell from the event's pointer what woke it up. */
@@ -23,6 +29,7 @@ typedef enum tern_handle_kind {
     TERN_HANDLE_LISTENER = 1,
     TERN_HANDLE_SIGNAL,
     TERN_HANDLE_CONN,
+    TERN_HANDLE_STORE, /* the store thread's completion eventfd (storeq.h) */
 } tern_handle_kind;
 
 /* The loop's work lists; a connection is on at most one. */
@@ -30,6 +37,7 @@ typedef enum tern_conn_list_id {
     TERN_LIST_NONE = 0,
     TERN_LIST_READY,   /* has pending input and the core may take more */
     TERN_LIST_CLOSING, /* core wants it closed; flushing output until a deadline */
+    TERN_LIST_HANDSHAKE, /* TLS handshake in progress, until a deadline */
     TERN_LIST_COUNT,
 } tern_conn_list_id;
 
@@ -42,10 +50,15 @@ struct tern_conn {
     int fd;             /* owned */
     uint32_t events;    /* epoll interest currently registered */
     uint32_t pending_off, pending_len;
-    broker_conn *bc;    /* the core's side; freed by broker_closed() */
-    uint8_t *pending;   /* owned: input not yet taken by the core, NULL when none */
+    broker_conn *bc;    /* the core's side; freed by broker_closed(); NULL while a TLS
+                           handshake runs */
+    tern_tls_conn *tls; /* owned; NULL on plaintext listeners */
+    char *peer;         /* owned "address:port" while a TLS handshake runs (for its log
+                           lines; the core keeps its own copy after), else NULL */
+    uint8_t *pending;   /* owned: plaintext not yet taken by the core, NULL when none */
     tern_conn *prev, *next;
-    uint64_t close_by_ms; /* on the closing list: when to give up flushing */
+    uint64_t deadline_ms; /* closing list: when to give up flushing; handshake list:
+                             when the handshake times out */
 };
 
 typedef struct tern_conn_list {
@@ -56,8 +69,8 @@ typedef struct tern_conn_list {
 
 /* A zeroed connection owning fd; NULL when out of memory. */
 tern_conn *tern_conn_new(int fd);
-/* Frees c and its pending input; the caller closes the fd and tells the
- * core first. */
+/* Frees c, its TLS session and its pending input; the caller closes the fd
+ * and tells the core first. */
 void tern_conn_free(tern_conn *c);
 
 void tern_conn_list_init(tern_conn_list *list, tern_conn_list_id id);

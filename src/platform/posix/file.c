@@ -2,7 +2,7 @@
  * file.c - whole-file reads. Reads until EOF instead of trusting st_size,
  * so pipes and /dev/stdin-style paths work too.
  */
-#define _POSIX_C_SOURCE 200809L
+#define _DEFAULT_SOURCE /* explicit_bzero */
 
 #include "platform/posix/file.h"
 
@@ -87,4 +87,23 @@ done:
      * change the outcome. */
     (void)close(fd);
     return ok;
+}
+
+bool tern_path_resolve(const char *base_file, const char *path, char *out, size_t size)
+{
+    const char *slash = strrchr(base_file, '/');
+    int n;
+
+    if (path[0] == '/' || slash == NULL)
+        n = snprintf(out, size, "%s", path);
+    else
+        n = snprintf(out, size, "%.*s/%s", (int)(slash - base_file), base_file, path);
+    return n >= 0 && (size_t)n < size;
+}
+
+void tern_free_secret(char *data, size_t len)
+{
+    if (data != NULL)
+        explicit_bzero(data, len);
+    free(data);
 }

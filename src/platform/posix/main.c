@@ -1,8 +1,9 @@
 /*
- * main.c - ternd, the Linux daemon: command line, configuration file, then
- * the event loop. Exit status: 0 after a clean shutdown (or a valid
- * --check), 1 when --check finds the configuration invalid or the daemon
- * fails at run time, 2 for a usage error or a configuration that prevents
+ * main.c - ternd, the Linux daemon: command line, configuration file, the
+ * files it names (ACL, TLS certificates and keys), then the event loop.
+ * Exit status: 0 after a clean shutdown (or a valid --check), 1 when
+ * --check finds the configuration invalid or the daemon fails at run time,
+ * 2 for a usage error or a configuration (or a file it names) that prevents
  * the daemon from starting.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "config/config.h"
 #include "platform/posix/cli.h"
 #include "platform/posix/file.h"
+#include "platform/posix/load.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
 #include "platform/posix/version.h"
@@ -21,9 +23,11 @@ enum {
     EXIT_CANNOT_START = 2,
 };
 
-/* Read, parse and check that the daemon can run what the file describes.
- * On failure err holds one "WHERE: what" line. */
-static bool load_config(const char *path, tern_config *cfg, char *err, size_t err_size)
+/* Read, parse and check that the daemon can run what the file describes,
+ * including the ACL file and TLS files it names (into assets). On failure
+ * err holds one "WHERE: what" line. */
+static bool load_config(const char *path, tern_config *cfg, tern_assets *assets, char *err,
+                        size_t err_size)
 {
     char *text = NULL; /* owned, from tern_read_file */
     size_t len = 0;
@@ -33,25 +37,27 @@ static bool load_config(const char *path, tern_config *cfg, char *err, size_t er
         goto done;
     if (!tern_config_parse(cfg, path, text, len, err, err_size))
         goto done;
-    if (cfg->listener_plain.family == TERN_ADDR_NONE) {
-        if (snprintf(err, err_size, "%s: no listener configured (set listener.plain)", path) < 0)
+    if (cfg->listener_plain.family == TERN_ADDR_NONE &&
+        cfg->listener_tls.family == TERN_ADDR_NONE) {
+        if (snprintf(err, err_size,
+                     "%s: no listener configured (set listener.tls or listener.plain)", path) < 0)
             err[0] = '\0';
         goto done;
     }
-    ok = true;
+    ok = tern_assets_load(cfg, path, assets, err, err_size);
 done:
     free(text);
     return ok;
 }
 
-static int run(const tern_config *cfg)
+static int run(const tern_config *cfg, const char *config_path, tern_assets *assets)
 {
     tern_log log;
     tern_loop *loop;
     int rc;
 
     tern_log_init(&log, cfg->log_level, STDERR_FILENO);
-    loop = tern_loop_create(cfg, &log);
+    loop = tern_loop_create(cfg, config_path, assets, &log);
     if (loop == NULL)
         return EXIT_FAILURE;
     rc = tern_loop_run(loop);
@@ -61,7 +67,8 @@ static int run(const tern_config *cfg)
 
 int main(int argc, char **argv)
 {
-    char err[TERN_CONFIG_ERR_SIZE + 256];
+    char err[TERN_CONFIG_ERR_SIZE + TERN_LOAD_ERR_SIZE];
+    tern_assets assets = {NULL, NULL};
     tern_config cfg;
     tern_cli cli;
 
@@ -75,17 +82,18 @@ int main(int argc, char **argv)
     case TERN_CLI_VERSION:
         return printf("tern %s\n", TERN_VERSION) < 0 ? EXIT_FAILURE : 0;
     case TERN_CLI_CHECK:
-        if (!load_config(cli.config_path, &cfg, err, sizeof err)) {
+        if (!load_config(cli.config_path, &cfg, &assets, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             return EXIT_FAILURE;
         }
+        tern_assets_free(&assets);
         return printf("%s: configuration ok\n", cli.config_path) < 0 ? EXIT_FAILURE : 0;
     case TERN_CLI_RUN:
         break;
     }
-    if (!load_config(cli.config_path, &cfg, err, sizeof err)) {
+    if (!load_config(cli.config_path, &cfg, &assets, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return EXIT_CANNOT_START;
     }
-    return run(&cfg);
+    return run(&cfg, cli.config_path, &assets);
 }

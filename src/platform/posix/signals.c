@@ -20,7 +20,8 @@ int tern_signals_open(void)
     ign.sa_handler = SIG_IGN;
     if (sigemptyset(&ign.sa_mask) != 0 || sigaction(SIGPIPE, &ign, NULL) != 0)
         return -1;
-    if (sigemptyset(&set) != 0 || sigaddset(&set, SIGTERM) != 0 || sigaddset(&set, SIGINT) != 0)
+    if (sigemptyset(&set) != 0 || sigaddset(&set, SIGTERM) != 0 ||
+        sigaddset(&set, SIGINT) != 0 || sigaddset(&set, SIGHUP) != 0)
         return -1;
     if (sigprocmask(SIG_BLOCK, &set, NULL) != 0)
         return -1;

@@ -1,0 +1,189 @@
+/*
+ * failure.c - why a TLS connection failed, in words an operator can act on,
+ * and the error messages of the context constructors.
+ *
+ * wolfSSL reports hundreds of error codes; a log line needs a handful of
+ * categories (no certificate, unknown CA, expired, ...) plus the raw code
+ * for whoever digs deeper. Certificate problems are usually known more
+ * precisely from the verify callback than from the code the handshake ends
+ * with (VERIFY_CERT_ERROR), so the first reason recorded wins.
+ */
+#include <string.h>
+
+#include "tls/internal.h" /* first: wolfSSL's options.h before its headers */
+
+#include <wolfssl/error-ssl.h>
+#include <wolfssl/wolfcrypt/error-crypt.h>
+
+tern_tls_failure tls_failure_from_error(int error)
+{
+    switch (error) {
+    case NO_PEER_CERT:
+    case NO_PEER_VERIFY:
+        return TERN_TLS_FAIL_NO_CERT;
+    case ASN_NO_SIGNER_E:
+    case ASN_SELF_SIGNED_E:
+    case NOT_CA_ERROR:
+        return TERN_TLS_FAIL_UNKNOWN_CA;
+    case ASN_AFTER_DATE_E:
+        return TERN_TLS_FAIL_EXPIRED;
+    case ASN_BEFORE_DATE_E:
+        return TERN_TLS_FAIL_NOT_YET_VALID;
+    case ASN_SIG_CONFIRM_E:
+    case ASN_SIG_OID_E:
+    case ASN_SIG_HASH_E:
+    case ASN_SIG_KEY_E:
+    case ASN_PARSE_E:
+    case ASN_CRIT_EXT_E:
+    case ASN_ALT_NAME_E:
+    case ASN_PATHLEN_INV_E:
+    case ASN_PATHLEN_SIZE_E:
+    case VERIFY_CERT_ERROR:
+    case VERIFY_SIGN_ERROR:
+    case KEYUSE_SIGNATURE_E:
+    case EXTKEYUSE_AUTH_E:
+    case MAX_CHAIN_ERROR:
+    case UNSUPPORTED_CERTIFICATE:
+        return TERN_TLS_FAIL_BAD_CERT;
+    case VERSION_ERROR:
+    case UNSUPPORTED_PROTO_VERSION:
+        return TERN_TLS_FAIL_VERSION;
+    case MATCH_SUITE_ERROR:
+    case UNSUPPORTED_SUITE:
+    case KEY_SHARE_ERROR:
+    case ECC_CURVE_ERROR:
+        return TERN_TLS_FAIL_NO_SHARED_CIPHER;
+    case UNKNOWN_RECORD_TYPE:
+    case LENGTH_ERROR:
+        return TERN_TLS_FAIL_NOT_TLS;
+    case FATAL_ERROR:
+        return TERN_TLS_FAIL_PEER_ALERT;
+    case MEMORY_E:
+    case MEMORY_ERROR:
+        return TERN_TLS_FAIL_OUT_OF_MEMORY;
+    default:
+        return TERN_TLS_FAIL_PROTOCOL;
+    }
+}
+
+const char *tern_tls_failure_text(tern_tls_failure f)
+{
+    switch (f) {
+    case TERN_TLS_FAIL_NONE:
+        return "no failure";
+    case TERN_TLS_FAIL_NO_CERT:
+        return "no client certificate";
+    case TERN_TLS_FAIL_UNKNOWN_CA:
+        return "certificate not issued by a trusted CA";
+    case TERN_TLS_FAIL_EXPIRED:
+        return "certificate expired";
+    case TERN_TLS_FAIL_NOT_YET_VALID:
+        return "certificate not valid yet";
+    case TERN_TLS_FAIL_BAD_CERT:
+        return "certificate invalid (signature, usage or encoding)";
+    case TERN_TLS_FAIL_NO_IDENTITY:
+        return "certificate has no usable identity";
+    case TERN_TLS_FAIL_VERSION:
+        return "no TLS version in common";
+    case TERN_TLS_FAIL_NO_SHARED_CIPHER:
+        return "no cipher suite or key exchange in common";
+    case TERN_TLS_FAIL_NOT_TLS:
+        return "not TLS";
+    case TERN_TLS_FAIL_PEER_ALERT:
+        return "peer sent a fatal alert";
+    case TERN_TLS_FAIL_PROTOCOL:
+        return "TLS protocol error";
+    case TERN_TLS_FAIL_OUT_OF_MEMORY:
+        return "out of memory";
+    }
+    return "unknown failure";
+}
+
+const char *tern_tls_alert_text(int code)
+{
+    /* RFC 8446 section 6 (and 5246 for 1.2): the ones a broker sees. */
+    switch (code) {
+    case 10:
+        return "unexpected_message";
+    case 20:
+        return "bad_record_mac";
+    case 22:
+        return "record_overflow";
+    case 40:
+        return "handshake_failure";
+    case 42:
+        return "bad_certificate";
+    case 43:
+        return "unsupported_certificate";
+    case 44:
+        return "certificate_revoked";
+    case 45:
+        return "certificate_expired";
+    case 46:
+        return "certificate_unknown";
+    case 47:
+        return "illegal_parameter";
+    case 48:
+        return "unknown_ca";
+    case 50:
+        return "decode_error";
+    case 51:
+        return "decrypt_error";
+    case 70:
+        return "protocol_version";
+    case 71:
+        return "insufficient_security";
+    case 80:
+        return "internal_error";
+    case 86:
+        return "inappropriate_fallback";
+    case 109:
+        return "missing_extension";
+    case 112:
+        return "unrecognized_name";
+    case 116:
+        return "certificate_required";
+    case 120:
+        return "no_application_protocol";
+    default:
+        return "alert";
+    }
+}
+
+/* Append s to err at *len, keeping the NUL and never overflowing. */
+static void append(char *err, size_t size, size_t *len, const char *s)
+{
+    while (*s != '\0' && *len + 1 < size)
+        err[(*len)++] = *s++;
+    err[*len] = '\0';
+}
+
+void tls_message(char *err, size_t size, const char *a, const char *b, int code)
+{
+    char digits[16];
+    size_t len = 0, n = 0;
+    unsigned v;
+
+    if (err == NULL || size == 0)
+        return;
+    err[0] = '\0';
+    append(err, size, &len, a);
+    append(err, size, &len, b);
+    if (code == 0)
+        return;
+    /* " (wolfSSL -NNN)"; wolfSSL's codes are small negative numbers. */
+    v = code < 0 ? 0u - (unsigned)code : (unsigned)code;
+    do {
+        digits[sizeof digits - 1 - n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0 && n < sizeof digits - 2);
+    if (code < 0)
+        digits[sizeof digits - 1 - n++] = '-';
+    append(err, size, &len, " (wolfSSL ");
+    for (size_t i = sizeof digits - n; i < sizeof digits; i++) {
+        char one[2] = {digits[i], '\0'};
+
+        append(err, size, &len, one);
+    }
+    append(err, size, &len, ")");
+}

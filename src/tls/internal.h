@@ -1,0 +1,104 @@
+/*
+ * internal.h - shared between the files of src/tls/ only: the structures
+ * behind the opaque types of tls.h and the helpers the files share. The
+ * only header here that includes wolfSSL; nothing outside src/tls/ sees it.
+ */
+#ifndef TERN_TLS_INTERNAL_H
+#define TERN_TLS_INTERNAL_H
+
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tls/tls.h"
+
+/* A byte queue that owns its buffer only while it holds bytes, so an idle
+ * connection's queues cost nothing but their zeroed fields. */
+typedef struct tls_queue {
+    uint8_t *buf; /* owned; NULL when empty */
+    size_t off;   /* first unconsumed byte */
+    size_t len;   /* unconsumed bytes from off */
+    size_t cap;
+} tls_queue;
+
+bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len);
+/* Copy up to max bytes out and consume them; returns how many. */
+size_t tls_queue_take(tls_queue *q, uint8_t *dst, size_t max);
+void tls_queue_consume(tls_queue *q, size_t n);
+void tls_queue_free(tls_queue *q);
+
+struct tern_tls_server {
+    WOLFSSL_CTX *ctx;                  /* owned; trusts client and operator CAs */
+    WOLFSSL_CERT_MANAGER *operator_cm; /* owned; operator CAs only; NULL = none */
+    char *operators;                   /* owned: identities, each NUL-terminated, back
+                                          to back; NULL when none */
+    size_t operators_len;              /* bytes of operators, NULs included */
+    tern_tls_identity_source identity;
+    bool require_client_cert;
+    unsigned refs;                     /* creator + one per connection */
+};
+
+struct tern_tls_client {
+    WOLFSSL_CTX *ctx; /* owned */
+    unsigned refs;
+};
+
+struct tern_tls_conn {
+    WOLFSSL *ssl;              /* owned */
+    tern_tls_server *server;   /* reference held; NULL on the client side */
+    tern_tls_client *client;   /* reference held; NULL on the server side */
+    tls_queue in;              /* ciphertext received but not yet read by wolfSSL */
+    tls_queue out;             /* ciphertext waiting for the transport */
+    const uint8_t *view;       /* caller's input, borrowed during tern_tls_read */
+    size_t view_len;
+    char *identity;            /* owned; set by the verify callback */
+    int error;                 /* wolfSSL error code of the failure */
+    int16_t plain_alert;       /* fatal alert seen in a plaintext record, -1 if none */
+    uint8_t state;             /* tern_tls_state */
+    uint8_t failure;           /* tern_tls_failure; the first reason wins */
+    bool is_operator;
+};
+
+/* A context with tern's versions, suites, groups, no resumption and the
+ * memory I/O callbacks below. NULL with a message on failure. */
+WOLFSSL_CTX *tls_ctx_new(bool server, tern_tls_version min, tern_tls_version max, char *err,
+                         size_t err_size);
+
+/* wolfSSL's I/O callbacks: the connection (ctx) is the transport. */
+int tls_io_recv(WOLFSSL *ssl, char *buf, int size, void *ctx);
+int tls_io_send(WOLFSSL *ssl, char *buf, int size, void *ctx);
+
+/* Record why c failed (unless a reason is already recorded). */
+void tls_conn_set_failure(tern_tls_conn *c, tern_tls_failure f, int error);
+
+/* wolfSSL's verify callback for server contexts: records certificate
+ * failures and, on the verified leaf, extracts identity and operator role
+ * into the connection (its user context). */
+int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store);
+
+/* Identity of a DER certificate by the configured source. Returns
+ * TERN_TLS_FAIL_NONE and a malloc'ed string in *out (caller frees), or
+ * TERN_TLS_FAIL_NO_IDENTITY when the field is missing or unusable (not
+ * UTF-8, control characters, too long), or OUT_OF_MEMORY / BAD_CERT. */
+tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
+                                       tern_tls_identity_source src, char **out);
+
+/* Parse the comma-separated operators list into s. False with a message. */
+bool tls_operators_set(tern_tls_server *s, const char *list, char *err, size_t err_size);
+bool tls_operator_listed(const tern_tls_server *s, const char *identity);
+
+/* Map a wolfSSL error code to a failure category. */
+tern_tls_failure tls_failure_from_error(int error);
+
+/* Error messages without printf (the unikernel's libc may lack it):
+ * err = a + b (+ " (wolfSSL CODE)" when code != 0), cut to size. */
+void tls_message(char *err, size_t size, const char *a, const char *b, int code);
+
+/* wolfSSL_Init/Cleanup, reference-counted by wolfSSL itself. */
+bool tls_library_up(void);
+void tls_library_down(void);
+
+#endif

@@ -1,0 +1,71 @@
+/*
+ * queue.c - the byte queues between a connection's transport and wolfSSL.
+ * A queue frees its buffer the moment it empties: most connections are idle
+ * most of the time, and an idle connection should hold no buffer at all.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tls/internal.h"
+
+/* Smallest buffer allocated; a TLS record header and a short record fit. */
+enum { QUEUE_MIN_CAP = 512 };
+
+bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
+{
+    size_t need;
+
+    if (len == 0)
+        return true;
+    if (q->off > 0 && q->off + q->len + len > q->cap) {
+        /* Reuse the consumed front before growing. */
+        memmove(q->buf, q->buf + q->off, q->len);
+        q->off = 0;
+    }
+    need = q->off + q->len + len;
+    if (need < len)
+        return false; /* size_t overflow */
+    if (need > q->cap) {
+        size_t cap = q->cap < QUEUE_MIN_CAP ? QUEUE_MIN_CAP : q->cap;
+        uint8_t *grown;
+
+        while (cap < need)
+            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+        grown = realloc(q->buf, cap);
+        if (grown == NULL)
+            return false;
+        q->buf = grown;
+        q->cap = cap;
+    }
+    memcpy(q->buf + q->off + q->len, data, len);
+    q->len += len;
+    return true;
+}
+
+void tls_queue_consume(tls_queue *q, size_t n)
+{
+    if (n >= q->len) {
+        tls_queue_free(q);
+        return;
+    }
+    q->off += n;
+    q->len -= n;
+}
+
+size_t tls_queue_take(tls_queue *q, uint8_t *dst, size_t max)
+{
+    size_t n = q->len < max ? q->len : max;
+
+    if (n > 0) {
+        memcpy(dst, q->buf + q->off, n);
+        tls_queue_consume(q, n);
+    }
+    return n;
+}
+
+void tls_queue_free(tls_queue *q)
+{
+    free(q->buf);
+    q->buf = NULL;
+    q->off = q->len = q->cap = 0;
+}

@@ -1,0 +1,207 @@
+/*
+ * tls.h - TLS for tern: the whole public face of src/tls/, a thin adapter
+ * over wolfSSL that never touches a socket. Ciphertext goes in and
+ * plaintext comes out; plaintext goes in and ciphertext comes out. The
+ * Linux daemon moves the bytes with recv/send, the unikernel will move them
+ * through lwIP: both drive the same adapter.
+ *
+ * A server context (tern_tls_server) is built once from PEM text: the server
+ * certificate chain and key, the client CA bundle, an optional operator CA
+ * bundle and the options of SPEC C3 (minimum version, client certificate
+ * required, where the identity comes from, operator identities). Each
+ * accepted connection gets a tern_tls_conn from it. After the handshake the
+ * connection knows the client's identity and whether it is an operator;
+ * the platform hands both to the core (broker_conn_info).
+ *
+ * One turn of a connection:
+ *
+ *     st = tern_tls_read(c, bytes_from_socket, n, plain, cap, &plain_len);
+ *     if (st == TERN_TLS_ESTABLISHED and the core has no connection yet)
+ *         broker_open(identity = tern_tls_identity(c), ...);
+ *     broker_input(plain, plain_len);   more with tern_tls_read(c, NULL, 0, ...)
+ *                                       while tern_tls_has_input(c)
+ *     tern_tls_write(c, core_output, len);
+ *     send(tern_tls_out_peek(c, &len)); tern_tls_out_consume(c, sent);
+ *
+ * Handshake messages and alerts appear in the output the same way, so the
+ * platform sends tern_tls_out_peek() after every call, whatever the state.
+ *
+ * Memory: an idle established connection holds wolfSSL's session state
+ * (cipher keys, sequence numbers) and its identity string, no buffer: the
+ * adapter's input and output queues are freed whenever they empty, and
+ * wolfSSL frees its handshake state when the handshake completes.
+ *
+ * Time: certificate validity is checked against wolfSSL's clock, which is
+ * time() on the hosted build. tern_tls_set_clock() replaces it (the one
+ * replaceable point; the unikernel points it at its agreed clock, B4).
+ *
+ * Threading: a server or client context and its connections are used by
+ * one thread at a time (reference counts are plain integers).
+ */
+#ifndef TERN_TLS_H
+#define TERN_TLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+typedef struct tern_tls_server tern_tls_server;
+typedef struct tern_tls_client tern_tls_client;
+typedef struct tern_tls_conn tern_tls_conn;
+
+/* Longest identity accepted, in bytes (longer certificates are refused). */
+#define TERN_TLS_IDENTITY_MAX 256u
+/* Enough for any error message of the context constructors. */
+#define TERN_TLS_ERR_SIZE 256u
+
+typedef enum tern_tls_version {
+    TERN_TLS_1_2 = 12,
+    TERN_TLS_1_3 = 13,
+} tern_tls_version;
+
+/* Where a client's identity comes from: the subject CN, or the one
+ * subjectAltName of a type (a certificate with two of that type is refused:
+ * its identity would be ambiguous). */
+typedef enum tern_tls_identity_source {
+    TERN_TLS_IDENTITY_CN = 0,
+    TERN_TLS_IDENTITY_SAN_DNS,
+    TERN_TLS_IDENTITY_SAN_EMAIL,
+    TERN_TLS_IDENTITY_SAN_URI,
+} tern_tls_identity_source;
+
+/* Borrowed bytes (PEM text need not be NUL-terminated). */
+typedef struct tern_tls_bytes {
+    const uint8_t *data;
+    size_t len;
+} tern_tls_bytes;
+
+typedef struct tern_tls_server_config {
+    tern_tls_bytes cert_chain;  /* PEM: server certificate (ECDSA P-256), then intermediates */
+    tern_tls_bytes key;         /* PEM: its private key */
+    tern_tls_bytes client_ca;   /* PEM bundle of CAs whose clients are accepted; may be
+                                   empty only when client certificates are not required */
+    tern_tls_bytes operator_ca; /* PEM bundle; clients issued directly by one of these
+                                   are operators (and are accepted). Empty = none */
+    const char *operators;      /* comma-separated identities that are operators; NULL or
+                                   "" = none. Copied. */
+    tern_tls_version min_version;
+    bool require_client_cert;
+    tern_tls_identity_source identity;
+} tern_tls_server_config;
+
+/*
+ * Build a server context. NULL on failure with one line in err naming what
+ * is wrong ("server certificate: ...", "client CA: ...", ...). Nothing of
+ * cfg is referenced afterwards. The caller holds one reference.
+ */
+tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char *err,
+                                        size_t err_size);
+/* Drop a reference; the context goes when its last connection is freed. */
+void tern_tls_server_release(tern_tls_server *s);
+
+/* Client side: tests, and bridges to other brokers later (C7). */
+typedef struct tern_tls_client_config {
+    tern_tls_bytes ca;          /* PEM bundle trusted for the server's certificate */
+    tern_tls_bytes cert_chain;  /* optional client certificate (PEM), empty = none */
+    tern_tls_bytes key;         /* its key */
+    tern_tls_version min_version, max_version;
+} tern_tls_client_config;
+
+tern_tls_client *tern_tls_client_create(const tern_tls_client_config *cfg, char *err,
+                                        size_t err_size);
+void tern_tls_client_release(tern_tls_client *cl);
+
+/* A connection; NULL when out of memory. Each holds a reference on its
+ * context. */
+tern_tls_conn *tern_tls_server_conn(tern_tls_server *s);
+tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl);
+void tern_tls_conn_free(tern_tls_conn *c);
+
+typedef enum tern_tls_state {
+    TERN_TLS_HANDSHAKING = 0,
+    TERN_TLS_ESTABLISHED,
+    TERN_TLS_PEER_CLOSED, /* the peer sent close_notify: nothing more will come */
+    TERN_TLS_FAILED,      /* see tern_tls_failure(); output may hold an alert */
+} tern_tls_state;
+
+/*
+ * Ciphertext in, plaintext out. Takes all of in (in_len may be 0; in is
+ * only read during the call: what the adapter could not use yet is copied
+ * and kept). Runs the handshake while it is in progress (a client starts
+ * its handshake with an empty call) and decrypts records once it is done,
+ * both in the same call, writing up to out_cap bytes of plaintext to out.
+ * Returns the state after the call. Input after a failure is ignored.
+ */
+tern_tls_state tern_tls_read(tern_tls_conn *c, const uint8_t *in, size_t in_len, uint8_t *out,
+                             size_t out_cap, size_t *out_len);
+
+/* True while input is buffered that tern_tls_read(c, NULL, 0, ...) would
+ * turn into plaintext or state changes (out_cap was too small last time). */
+bool tern_tls_has_input(const tern_tls_conn *c);
+
+/*
+ * Plaintext in: encrypts all len bytes into records (full 16 KiB records
+ * for bulk data) appended to the output. Only when established; returns
+ * false (and the state is FAILED) when out of memory or not established.
+ */
+bool tern_tls_write(tern_tls_conn *c, const uint8_t *data, size_t len);
+
+/* Ciphertext out: what is waiting to be sent (pointer valid until the next
+ * call on c), and how much of it the transport took. */
+const uint8_t *tern_tls_out_peek(const tern_tls_conn *c, size_t *len);
+void tern_tls_out_consume(tern_tls_conn *c, size_t n);
+size_t tern_tls_out_pending(const tern_tls_conn *c);
+
+/* Queue a close_notify alert (once established); the caller sends the
+ * output and closes. */
+void tern_tls_shutdown(tern_tls_conn *c);
+
+tern_tls_state tern_tls_state_of(const tern_tls_conn *c);
+
+/* After the handshake (server side): the verified identity, NULL when the
+ * client sent no certificate (only possible with client certificates
+ * optional); valid until the connection is freed. */
+const char *tern_tls_identity(const tern_tls_conn *c);
+bool tern_tls_is_operator(const tern_tls_conn *c);
+/* "TLSv1.3", "TLSv1.2"; the negotiated cipher suite; for logs. */
+const char *tern_tls_version_name(const tern_tls_conn *c);
+const char *tern_tls_cipher_name(const tern_tls_conn *c);
+
+/* Why a connection failed, for logs (SPEC C3: say why a client was refused). */
+typedef enum tern_tls_failure {
+    TERN_TLS_FAIL_NONE = 0,
+    TERN_TLS_FAIL_NO_CERT,          /* client sent no certificate */
+    TERN_TLS_FAIL_UNKNOWN_CA,       /* certificate not issued by a trusted CA */
+    TERN_TLS_FAIL_EXPIRED,          /* certificate (or its CA) expired */
+    TERN_TLS_FAIL_NOT_YET_VALID,    /* certificate (or its CA) not valid yet */
+    TERN_TLS_FAIL_BAD_CERT,         /* bad signature, unparsable, wrong usage */
+    TERN_TLS_FAIL_NO_IDENTITY,      /* verified, but no usable identity in it */
+    TERN_TLS_FAIL_VERSION,          /* no protocol version in common */
+    TERN_TLS_FAIL_NO_SHARED_CIPHER, /* no cipher suite, group or signature in common */
+    TERN_TLS_FAIL_NOT_TLS,          /* the bytes are not TLS records */
+    TERN_TLS_FAIL_PEER_ALERT,       /* the peer aborted with an alert */
+    TERN_TLS_FAIL_PROTOCOL,         /* any other protocol error (bad record, MAC...) */
+    TERN_TLS_FAIL_OUT_OF_MEMORY,
+} tern_tls_failure;
+
+tern_tls_failure tern_tls_failure_of(const tern_tls_conn *c);
+/* The wolfSSL error code behind the failure (negative), 0 when none. */
+int tern_tls_error_code(const tern_tls_conn *c);
+/* "certificate expired", ...; never NULL. */
+const char *tern_tls_failure_text(tern_tls_failure f);
+/* The fatal alert the peer sent (TLS alert description, e.g. 48 for
+ * unknown_ca when a client does not trust our certificate), -1 if none. */
+int tern_tls_peer_alert(const tern_tls_conn *c);
+/* "unknown_ca", ...; "alert" for codes without a name here. */
+const char *tern_tls_alert_text(int code);
+
+/* Replace the clock certificate validity is checked against. fn behaves
+ * like time(): seconds since the Unix epoch, also stored through t when t
+ * is not NULL. NULL restores wolfSSL's default (time()). Process-wide,
+ * because wolfSSL's clock is (the state lives in wolfSSL, not here); set it
+ * before the first handshake. */
+typedef time_t (*tern_tls_clock_fn)(time_t *t);
+void tern_tls_set_clock(tern_tls_clock_fn fn);
+
+#endif
