@@ -23,6 +23,7 @@
 #define strchr klibc_strchr
 #define strrchr klibc_strrchr
 #define strstr klibc_strstr
+#define strpbrk klibc_strpbrk
 #define strncpy klibc_strncpy
 #define strcasecmp klibc_strcasecmp
 #define strncasecmp klibc_strncasecmp
@@ -38,6 +39,7 @@ int klibc_strncmp(const char *a, const char *b, size_t n);
 char *klibc_strchr(const char *s, int c);
 char *klibc_strrchr(const char *s, int c);
 char *klibc_strstr(const char *haystack, const char *needle);
+char *klibc_strpbrk(const char *s, const char *accept);
 char *klibc_strncpy(char *restrict dst, const char *restrict src, size_t n);
 int klibc_strcasecmp(const char *a, const char *b);
 int klibc_strncasecmp(const char *a, const char *b, size_t n);
@@ -54,6 +56,7 @@ int klibc_strncasecmp(const char *a, const char *b, size_t n);
 #undef strchr
 #undef strrchr
 #undef strstr
+#undef strpbrk
 #undef strncpy
 #undef strcasecmp
 #undef strncasecmp
@@ -152,6 +155,7 @@ TEST(klibc_string_compare)
                 CHECK_EQ(sign(klibc_strncasecmp(a, b, n)), sign(strncasecmp(a, b, n)));
             }
             CHECK(klibc_strstr(a, b) == strstr(a, b));
+            CHECK(klibc_strpbrk(a, b) == strpbrk(a, b));
         }
     }
 }
@@ -159,6 +163,10 @@ TEST(klibc_string_compare)
 TEST(klibc_string_search_and_copy)
 {
     const char *s = "mqtt/topic/level";
+    /* strpbrk as the broker's ACL uses it: is a value free of '/', '+', '#'? */
+    const char *vals[] = { "", "client-1", "a/b", "+", "x#", "\x80/" };
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++)
+        CHECK(klibc_strpbrk(vals[i], "/+#") == strpbrk(vals[i], "/+#"));
     for (int c = 0; c < 256; c++) {
         CHECK(klibc_strchr(s, c) == strchr(s, c));
         CHECK(klibc_strrchr(s, c) == strrchr(s, c));

@@ -1,7 +1,9 @@
 /*
  * bootinfo.c - reads multiboot2 boot information (tags: command line, memory
  * map, ACPI RSDP) or the PVH hvm_start_info (version 1: command line, memory
- * map, RSDP address) into struct boot_info. Runs on the early page tables,
+ * map, RSDP address) into struct boot_info. The first boot module (the
+ * baked configuration, SPEC A6) is copied too, before the frame allocator
+ * can hand its memory out. Runs on the early page tables,
  * which map the first 4 GiB at DMAP_BASE; both loaders place their data
  * there. Lengths from the loader are bounded before use.
  */
@@ -14,7 +16,7 @@
 #include <string.h>
 
 enum {
-    MB2_TAG_END = 0, MB2_TAG_CMDLINE = 1, MB2_TAG_MMAP = 6,
+    MB2_TAG_END = 0, MB2_TAG_CMDLINE = 1, MB2_TAG_MODULE = 3, MB2_TAG_MMAP = 6,
     MB2_TAG_ACPI_OLD = 14, MB2_TAG_ACPI_NEW = 15,
     PVH_MAGIC = 0x336ec578,
 };
@@ -32,6 +34,10 @@ struct pvh_start_info {
     uint32_t magic, version, flags, nr_modules;
     uint64_t modlist_paddr, cmdline_paddr, rsdp_paddr, memmap_paddr;
     uint32_t memmap_entries, reserved;
+};
+
+struct pvh_modlist_entry {
+    uint64_t paddr, size, cmdline_paddr, reserved;
 };
 
 struct pvh_memmap_entry {
@@ -58,6 +64,36 @@ static void copy_cmdline(struct boot_info *bi, uint64_t phys, size_t max)
     bi->cmdline[n] = '\0';
 }
 
+/* Keep the first module: bounds-checked against the early map, copied
+ * whole or refused (a configuration cut short must not be parsed). */
+static void add_module(struct boot_info *bi, uint64_t start, uint64_t size, uint64_t name_phys,
+                       size_t name_max)
+{
+    if (bi->nmodules++ > 0)
+        return;
+    bi->config_size = size;
+    if (start >= EARLY_MAP_BYTES || size > EARLY_MAP_BYTES - start) {
+        bi->config_state = BOOT_CONFIG_BAD;
+        return;
+    }
+    if (size > BOOT_CONFIG_MAX) {
+        bi->config_state = BOOT_CONFIG_TOO_LARGE;
+        return;
+    }
+    memcpy(bi->config, phys_to_virt(start), size);
+    bi->config_len = (uint32_t)size;
+    bi->config_state = BOOT_CONFIG_OK;
+    if (name_phys && name_phys < EARLY_MAP_BYTES) {
+        const char *s = phys_to_virt(name_phys);
+        size_t lim = name_max < BOOT_MODNAME_MAX - 1 ? name_max : BOOT_MODNAME_MAX - 1;
+        if (name_phys + lim > EARLY_MAP_BYTES)
+            lim = EARLY_MAP_BYTES - name_phys;
+        size_t n = strnlen(s, lim);
+        memcpy(bi->config_name, s, n);
+        bi->config_name[n] = '\0';
+    }
+}
+
 static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
 {
     const uint8_t *base = phys_to_virt(info_phys);
@@ -76,6 +112,15 @@ static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
         uint32_t blen = tag.size - 8;
         if (tag.type == MB2_TAG_CMDLINE) {
             copy_cmdline(bi, info_phys + off + 8, blen);
+        } else if (tag.type == MB2_TAG_MODULE && blen >= 8) {
+            uint32_t range[2]; /* mod_start, mod_end (exclusive) */
+            memcpy(range, body, sizeof range);
+            if (range[1] < range[0]) {
+                if (bi->nmodules++ == 0)
+                    bi->config_state = BOOT_CONFIG_BAD;
+            } else {
+                add_module(bi, range[0], range[1] - range[0], info_phys + off + 16, blen - 8);
+            }
         } else if (tag.type == MB2_TAG_MMAP && blen >= 8) {
             uint32_t esize;
             memcpy(&esize, body, 4);
@@ -114,6 +159,13 @@ static void parse_pvh(struct boot_info *bi, uint64_t info_phys)
     const struct pvh_memmap_entry *m = phys_to_virt(si.memmap_paddr);
     for (uint32_t i = 0; i < si.memmap_entries; i++)
         add_region(bi, m[i].addr, m[i].size, m[i].type);
+    if (si.nr_modules && si.modlist_paddr &&
+        si.modlist_paddr + sizeof(struct pvh_modlist_entry) <= EARLY_MAP_BYTES) {
+        struct pvh_modlist_entry mod;
+        memcpy(&mod, phys_to_virt(si.modlist_paddr), sizeof mod);
+        add_module(bi, mod.paddr, mod.size, mod.cmdline_paddr, BOOT_MODNAME_MAX - 1);
+        bi->nmodules = si.nr_modules;
+    }
 }
 
 void bootinfo_parse(struct boot_info *bi, int kind, uint64_t info_phys)

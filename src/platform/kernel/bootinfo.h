@@ -10,6 +10,15 @@
 
 enum { MEM_USABLE = 1, MEM_RESERVED = 2, MEM_ACPI_RECLAIM = 3, MEM_ACPI_NVS = 4 };
 enum { BOOT_MAX_REGIONS = 128, BOOT_CMDLINE_MAX = 256 };
+/* The configuration is the first boot module (multiboot2 module tag, or
+ * the PVH module list, where QEMU puts -initrd), copied here. */
+enum { BOOT_CONFIG_MAX = 64 * 1024, BOOT_MODNAME_MAX = 64 };
+enum {
+    BOOT_CONFIG_NONE = 0,      /* no module */
+    BOOT_CONFIG_OK = 1,        /* config/config_len hold the module */
+    BOOT_CONFIG_TOO_LARGE = 2, /* larger than BOOT_CONFIG_MAX */
+    BOOT_CONFIG_BAD = 3,       /* outside memory we can read, or inverted */
+};
 
 struct mem_region {
     uint64_t base, len;
@@ -26,6 +35,12 @@ struct boot_info {
     uint8_t rsdp_copy[36];          /* RSDP copied from a multiboot2 tag */
     unsigned rsdp_copy_len;
     uint64_t usable_bytes;
+    unsigned nmodules;              /* modules the loader passed */
+    int config_state;               /* BOOT_CONFIG_* */
+    uint64_t config_size;           /* the module's size as the loader gave it */
+    char config_name[BOOT_MODNAME_MAX]; /* the module's command line, or "" */
+    uint32_t config_len;
+    char config[BOOT_CONFIG_MAX];
 };
 
 /* Parse the loader's information; panics on a loader we cannot use. */

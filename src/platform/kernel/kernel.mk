@@ -8,7 +8,8 @@
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
 #   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
-#                      SeaBIOS and OVMF, entropy, DHCP and TCP echo
+#                      SeaBIOS and OVMF, entropy, DHCP and TCP echo, the
+#                      broker with MQTT clients, the baked configuration
 #
 # The kernel compiles lwIP from build/deps/lwip (make deps) into each
 # variant, with lwIP's own warnings relaxed: it is third-party code.
@@ -18,6 +19,13 @@ KBUILD    := $(BUILD)/kernel
 KERNEL_C  := $(sort $(shell find $(KDIR) -name '*.c'))
 KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
+# The portable broker core, codec and config parser, compiled freestanding
+# with the kernel's flags and libc (the same sources as the daemon).
+KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c))
+# The core's internal allocator functions share lwIP's names (mem_free,
+# mem_calloc); in the kernel, where both are linked, the core's are renamed.
+KERNEL_CORE_RENAME := -Dmem_alloc=broker_mem_alloc -Dmem_calloc=broker_mem_calloc \
+    -Dmem_realloc=broker_mem_realloc -Dmem_free=broker_mem_free -Dmem_strdup=broker_mem_strdup
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src
@@ -49,7 +57,7 @@ KVAR_prod  :=
 KVAR_test  := -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 
-kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C)) \
+kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C) $(KERNEL_CORE_C)) \
         $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S)) \
         $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C))
 
@@ -60,7 +68,10 @@ define KERNEL_VARIANT
 $(KBUILD)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(if $$(Q),@echo "  KCC     $$< ($(1))")
-	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
+	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) $$(KERNEL_EXTRA) -MMD -MP -c $$< -o $$@
+
+$(patsubst %.c,$(KBUILD)/$(1)/%.o,$(filter src/broker/%,$(KERNEL_CORE_C))): \
+    KERNEL_EXTRA := $(KERNEL_CORE_RENAME)
 
 $(KBUILD)/$(1)/lwip/%.o: $(LWIP_DIR)/%.c
 	@mkdir -p $$(@D)
@@ -81,7 +92,8 @@ $(eval $(call KERNEL_VARIANT,prod,tern.elf))
 $(eval $(call KERNEL_VARIANT,test,tern-test.elf))
 $(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
 
-$(BUILD)/tern.iso: $(KBUILD)/tern.elf tools/image/grub.cfg tools/image/mkiso.sh
+$(BUILD)/tern.iso: $(KBUILD)/tern.elf tools/image/grub.cfg tools/image/mkiso.sh \
+                   tools/image/tern.conf
 	$(if $(Q),@echo "  ISO     $@")
 	$(Q)tools/image/mkiso.sh $(KBUILD)/tern.elf $@
 

@@ -2,16 +2,19 @@
  * main.c - kernel start-up. kmain_early() runs on the boot stack in .bss
  * with the early page tables: console, descriptor tables, boot information,
  * frame allocator, final page tables, guarded stacks. It then moves to a
- * guarded stack and kmain() brings up time, devices, entropy and the
- * network, reports readiness on the console, and enters the main loop,
- * which polls the network and halts until the next timer interrupt when
- * there has been nothing to do for a little while.
+ * guarded stack and kmain() reads the baked configuration (halting if it
+ * is refused), brings up time, devices, entropy, the network and the
+ * broker, reports readiness on the console, and enters the main loop,
+ * which polls the network, runs the broker's turn, and halts until the
+ * next timer interrupt when there has been nothing to do for a little
+ * while.
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
 #include "arch/x86_64/trap.h"
+#include "bootconf.h"
 #include "bootinfo.h"
 #include "clock.h"
 #include "console.h"
@@ -23,6 +26,7 @@
 #include "mm/paging.h"
 #include "mm/pmm.h"
 #include "mm/stack.h"
+#include "mqtt/serve.h"
 #include "net/echo.h"
 #include "net/net.h"
 #include "panic.h"
@@ -47,6 +51,7 @@ enum {
 static struct boot_info boot;
 static struct pci_dev pci_devices[PCI_MAX_DEVICES];
 static unsigned pci_count;
+static tern_config config;
 
 static void halt_unavailable(const char *what)
 {
@@ -80,6 +85,8 @@ static _Noreturn void kmain(void)
     irq_enable();
 
     check_mode();
+    /* Before any device: a configuration we refuse stops here. */
+    int serve = bootconf_load(&boot, &config);
 
 #ifdef TERN_TEST_HOOKS
     char test[32];
@@ -133,6 +140,13 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
+        if (serve && mqtt_serve_start(&config, clock_mono_ns() / 1000000) == 0) {
+            char line[160];
+            mqtt_serve_describe(line, sizeof line);
+            kprintf("tern: mqtt: %s\n", line);
+        }
+    } else if (serve) {
+        kprintf("tern: mqtt: no network: not serving\n");
     }
 
     /* Longer than kprintf's line limit, so formatted here. */
@@ -150,6 +164,7 @@ static _Noreturn void kmain(void)
     uint64_t last_work = clock_mono_ns();
     for (;;) {
         int work = net_poll();
+        work |= mqtt_serve_poll(clock_mono_ns() / 1000000);
         rng_poll();
         if (!announced_rng && rng_seeded()) {
             announced_rng = 1;

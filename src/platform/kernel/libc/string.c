@@ -149,6 +149,16 @@ char *strstr(const char *haystack, const char *needle)
     return NULL;
 }
 
+/* The first character of s that is also in accept (the broker's ACL checks
+ * a substituted value for '/', '+' and '#'). */
+char *strpbrk(const char *s, const char *accept)
+{
+    for (; *s; s++)
+        if (strchr(accept, *s))
+            return (char *)s;
+    return NULL;
+}
+
 char *strncpy(char *restrict dst, const char *restrict src, size_t n)
 {
     size_t i = 0;

@@ -19,6 +19,7 @@ int strncmp(const char *a, const char *b, size_t n);
 char *strchr(const char *s, int c);
 char *strrchr(const char *s, int c);
 char *strstr(const char *haystack, const char *needle);
+char *strpbrk(const char *s, const char *accept);
 char *strncpy(char *restrict dst, const char *restrict src, size_t n);
 int strcasecmp(const char *a, const char *b);
 int strncasecmp(const char *a, const char *b, size_t n);
