@@ -70,6 +70,7 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 
 # Components with their own build rules (third-party libraries, test kinds).
 include src/tls/tls.mk
+include tools/bench/bench.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 
