@@ -73,6 +73,8 @@ include src/tls/tls.mk
 include tools/bench/bench.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
+include tests/fuzz/fuzz.mk
+include tests/sim/sim.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -101,6 +103,8 @@ integration: setup deps
 test: setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory fuzz-replay
+	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory kernel-test
 

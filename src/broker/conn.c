@@ -350,7 +350,9 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
         if (e && e->state == Q_WAIT_PUBACK)
             session_complete(b, s, e);
         break;
-    case MQTT_PUBREC:
+    case MQTT_PUBREC: {
+        /* Braced: a declaration right after a case label is C23, and clang
+         * rejects it in C17 mode (the fuzz build). */
         uint64_t records_before = b->jr.records;
         if (e && e->state == Q_WAIT_PUBREC) {
             /* The receiver owns the message now; keep only the id. */
@@ -371,6 +373,7 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
             return;
         }
         break;
+    }
     case MQTT_PUBCOMP:
         if (e && e->state == Q_WAIT_PUBCOMP)
             session_complete(b, s, e);

@@ -128,7 +128,10 @@ int broker_restore_msg(broker *b, uint64_t msg_id, const uint8_t *topic, size_t 
                        const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
 {
     restore_state *r = rs_get(b);
-    if (!r || msg_id == 0 || tlen > UINT16_MAX || qos > 2 || rs_find(r, msg_id))
+    /* The topic goes out in PUBLISH packets as it is: a damaged store must
+     * not make the broker send clients a malformed one. */
+    if (!r || msg_id == 0 || tlen == 0 || tlen > UINT16_MAX || qos > 2 ||
+        !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id))
         return -1;
     msg *m = msg_new(b, topic, tlen, payload, plen, qos, retain);
     if (!m)

@@ -1,0 +1,243 @@
+/*
+ * fuzz_decode.c - libFuzzer target for the MQTT decoder (src/mqtt/).
+ *
+ * Input: one control byte (role, protocol level), two bytes choosing the
+ * maximum packet size, then a byte stream decoded packet after packet.
+ * Properties checked beyond "no crash, no sanitizer report":
+ *   - mqtt_frame_size agrees with mqtt_decode on every packet's size;
+ *   - every proper prefix of a packet that decodes is MQTT_NEED_MORE
+ *     (the decoder promises to wait only for packets it would accept);
+ *   - a decoded packet re-encodes (where an encoder exists) to the same
+ *     bytes, apart from the normalisations the codec documents, and the
+ *     re-encoding decodes to an equal packet;
+ *   - the list iterators yield exactly `count` valid entries.
+ */
+#include "mqtt/mqtt.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_ASSERT(c) ((c) ? (void)0 : abort())
+
+static bool bytes_eq(mqtt_bytes a, mqtt_bytes b)
+{
+    return a.len == b.len && (a.len == 0 || memcmp(a.p, b.p, a.len) == 0);
+}
+
+/* Walk a list with its iterator; collect entries when `filters` is given. */
+static void check_list(const mqtt_packet *p, mqtt_bytes *filters, uint8_t *codes)
+{
+    size_t pos = 0, n = 0;
+    mqtt_bytes f;
+    uint8_t q;
+    switch (p->type) {
+    case MQTT_SUBSCRIBE:
+        while (mqtt_subscribe_next(&p->u.subscribe, &pos, &f, &q)) {
+            FUZZ_ASSERT(n < p->u.subscribe.count);
+            FUZZ_ASSERT(mqtt_topic_filter_valid(f.p, f.len) && q <= 2);
+            filters[n] = f;
+            codes[n++] = q;
+        }
+        FUZZ_ASSERT(n == p->u.subscribe.count && pos == p->u.subscribe.raw.len);
+        break;
+    case MQTT_UNSUBSCRIBE:
+        while (mqtt_unsubscribe_next(&p->u.unsubscribe, &pos, &f)) {
+            FUZZ_ASSERT(n < p->u.unsubscribe.count);
+            FUZZ_ASSERT(mqtt_topic_filter_valid(f.p, f.len));
+            filters[n++] = f;
+        }
+        FUZZ_ASSERT(n == p->u.unsubscribe.count && pos == p->u.unsubscribe.raw.len);
+        break;
+    case MQTT_SUBACK:
+        while (mqtt_suback_next(&p->u.suback, &pos, &q)) {
+            FUZZ_ASSERT(n < p->u.suback.count);
+            FUZZ_ASSERT(q <= 2 || q == MQTT_SUBACK_FAILURE);
+            codes[n++] = q;
+        }
+        FUZZ_ASSERT(n == p->u.suback.count);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Field-by-field equality of two decodes of the same packet type. */
+static void check_equal(const mqtt_packet *a, const mqtt_packet *b, bool level31)
+{
+    FUZZ_ASSERT(a->type == b->type && a->size == b->size);
+    switch (a->type) {
+    case MQTT_CONNECT: {
+        const mqtt_connect *x = &a->u.connect, *y = &b->u.connect;
+        FUZZ_ASSERT(x->level == y->level && x->clean_session == y->clean_session &&
+                    x->will_flag == y->will_flag && x->will_retain == y->will_retain &&
+                    x->will_qos == y->will_qos && x->username_flag == y->username_flag &&
+                    x->password_flag == y->password_flag && x->keepalive == y->keepalive);
+        FUZZ_ASSERT(bytes_eq(x->client_id, y->client_id) &&
+                    bytes_eq(x->will_topic, y->will_topic) &&
+                    bytes_eq(x->will_payload, y->will_payload) &&
+                    bytes_eq(x->username, y->username) && bytes_eq(x->password, y->password));
+        break;
+    }
+    case MQTT_CONNACK:
+        FUZZ_ASSERT(a->u.connack.return_code == b->u.connack.return_code);
+        /* 3.1 has no Session Present: the encoder clears it. */
+        FUZZ_ASSERT(a->u.connack.session_present == b->u.connack.session_present ||
+                    (level31 && !b->u.connack.session_present));
+        break;
+    case MQTT_PUBLISH: {
+        const mqtt_publish *x = &a->u.publish, *y = &b->u.publish;
+        FUZZ_ASSERT(x->qos == y->qos && x->retain == y->retain &&
+                    x->packet_id == y->packet_id);
+        /* 3.1 tolerates DUP on QoS 0 inbound; the encoder never sets it. */
+        FUZZ_ASSERT(x->dup == y->dup || (x->qos == 0 && !y->dup));
+        FUZZ_ASSERT(bytes_eq(x->topic, y->topic) && bytes_eq(x->payload, y->payload));
+        break;
+    }
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+    case MQTT_UNSUBACK:
+        FUZZ_ASSERT(a->u.packet_id == b->u.packet_id);
+        break;
+    case MQTT_SUBSCRIBE:
+    case MQTT_UNSUBSCRIBE:
+    case MQTT_SUBACK:
+        FUZZ_ASSERT(a->u.subscribe.packet_id == b->u.subscribe.packet_id &&
+                    a->u.subscribe.count == b->u.subscribe.count &&
+                    bytes_eq(a->u.subscribe.raw, b->u.subscribe.raw));
+        break;
+    default:
+        break;
+    }
+}
+
+/* Re-encode p; returns the size written (0 when no encoder applies). */
+static size_t reencode(const mqtt_packet *p, uint8_t level, uint8_t *out, size_t cap)
+{
+    size_t max = p->u.subscribe.count + 1;
+    mqtt_bytes *filters = NULL;
+    uint8_t *codes = NULL;
+    size_t n = 0;
+    if (p->type == MQTT_SUBSCRIBE || p->type == MQTT_UNSUBSCRIBE || p->type == MQTT_SUBACK) {
+        filters = calloc(max, sizeof *filters);
+        codes = calloc(max, 1);
+        FUZZ_ASSERT(filters && codes);
+        check_list(p, filters, codes);
+    }
+    switch (p->type) {
+    case MQTT_CONNECT:
+        n = mqtt_encode_connect(out, cap, &p->u.connect);
+        break;
+    case MQTT_CONNACK:
+        n = mqtt_encode_connack(out, cap, level, p->u.connack.session_present,
+                                p->u.connack.return_code);
+        break;
+    case MQTT_PUBLISH:
+        n = mqtt_encode_publish(out, cap, level, &p->u.publish);
+        break;
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+    case MQTT_UNSUBACK:
+        n = mqtt_encode_ack(out, cap, level, p->type, p->u.packet_id);
+        break;
+    case MQTT_SUBSCRIBE:
+        n = mqtt_encode_subscribe(out, cap, level, p->u.subscribe.packet_id, filters, codes,
+                                  p->u.subscribe.count);
+        break;
+    case MQTT_UNSUBSCRIBE:
+        n = mqtt_encode_unsubscribe(out, cap, level, p->u.unsubscribe.packet_id, filters,
+                                    p->u.unsubscribe.count);
+        break;
+    case MQTT_SUBACK:
+        n = mqtt_encode_suback(out, cap, level, p->u.suback.packet_id, codes,
+                               p->u.suback.count);
+        break;
+    case MQTT_PINGREQ:
+    case MQTT_PINGRESP:
+    case MQTT_DISCONNECT:
+        n = mqtt_encode_empty(out, cap, p->type);
+        break;
+    }
+    free(filters);
+    free(codes);
+    return n;
+}
+
+static void check_packet(const uint8_t *buf, const mqtt_packet *p, size_t size, mqtt_role role,
+                         uint8_t level, uint32_t max_size)
+{
+    uint32_t fs = 0;
+    FUZZ_ASSERT(mqtt_frame_size(buf, size, max_size, &fs) == MQTT_OK && fs == size);
+    FUZZ_ASSERT(p->size == size);
+
+    /* Every proper prefix must ask for more (sampled on large packets). */
+    size_t step = size > 256 ? size / 64 : 1;
+    for (size_t k = 0; k < size; k += step) {
+        mqtt_packet q;
+        size_t used = 0;
+        FUZZ_ASSERT(mqtt_decode(buf, k, role, level, max_size, &q, &used) == MQTT_NEED_MORE);
+    }
+
+    /* CONNECT carries its own level; everything else follows the connection's. */
+    uint8_t enc_level = p->type == MQTT_CONNECT ? p->u.connect.level
+                        : level == MQTT_LEVEL_31 ? MQTT_LEVEL_31
+                                                 : MQTT_LEVEL_311;
+    bool level31 = enc_level == MQTT_LEVEL_31;
+    uint8_t *out = malloc(size);
+    FUZZ_ASSERT(out != NULL);
+    size_t n = reencode(p, enc_level, out, size);
+    FUZZ_ASSERT(n == size || (level31 && p->type == MQTT_CONNACK && n == size));
+    /* Only byte 0 (3.1's tolerated DUP bits) and CONNACK's Session Present
+     * under 3.1 may differ; everything else is one canonical encoding. */
+    if (memcmp(out + 1, buf + 1, size - 1) != 0)
+        FUZZ_ASSERT(level31 && p->type == MQTT_CONNACK);
+    if (out[0] != buf[0])
+        FUZZ_ASSERT(level31 || (p->type == MQTT_PUBLISH && p->u.publish.qos == 0));
+
+    mqtt_packet again;
+    size_t used = 0;
+    FUZZ_ASSERT(mqtt_decode(out, n, role, level, max_size, &again, &used) == MQTT_OK);
+    FUZZ_ASSERT(used == n);
+    check_equal(p, &again, level31);
+    free(out);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 3)
+        return 0;
+    static const uint8_t levels[4] = {0, MQTT_LEVEL_31, MQTT_LEVEL_311, MQTT_LEVEL_5};
+    mqtt_role role = (data[0] & 1) ? MQTT_FROM_SERVER : MQTT_FROM_CLIENT;
+    uint8_t level = levels[(data[0] >> 1) & 3];
+    /* Small maxima often, to hit the size checks; 0 (protocol max) too. */
+    uint32_t max_size = (uint32_t)data[1] << 8 | data[2];
+    if (data[0] & 0x80)
+        max_size = max_size ? (uint32_t)data[2] : 0;
+    const uint8_t *buf = data + 3;
+    size_t len = size - 3;
+
+    while (len > 0) {
+        mqtt_packet p;
+        size_t used = 0;
+        mqtt_err e = mqtt_decode(buf, len, role, level, max_size, &p, &used);
+        FUZZ_ASSERT(e < MQTT_ERR__COUNT && mqtt_err_str(e) != NULL);
+        if (e == MQTT_NEED_MORE) {
+            uint32_t fs = 0;
+            mqtt_err fe = mqtt_frame_size(buf, len, max_size, &fs);
+            FUZZ_ASSERT(fe == MQTT_NEED_MORE || (fe == MQTT_OK && fs > len));
+            break;
+        }
+        if (e != MQTT_OK)
+            break;
+        FUZZ_ASSERT(used >= 2 && used <= len);
+        check_packet(buf, &p, used, role, level, max_size);
+        buf += used;
+        len -= used;
+    }
+    return 0;
+}

@@ -1,0 +1,406 @@
+/*
+ * gen_seeds.c - writes the seed corpora under tests/fuzz/corpus/<target>/
+ * (make fuzz-seeds). Packets come from the codec's own encoders, so the
+ * seeds stay valid when the codec changes; the fuzzers start from well-formed
+ * input of every kind and mutate from there.
+ *
+ * Usage: gen_seeds CORPUS_DIR
+ */
+#include "mqtt/mqtt.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { SEED_MAX = 8192 };
+
+/* A seed being assembled. */
+typedef struct seed {
+    uint8_t b[SEED_MAX];
+    size_t len;
+} seed;
+
+static void put(seed *s, const void *p, size_t n)
+{
+    if (n == 0 || s->len + n > sizeof s->b) {
+        fprintf(stderr, "gen_seeds: seed overflow or failed encoder\n");
+        exit(1);
+    }
+    memcpy(s->b + s->len, p, n);
+    s->len += n;
+}
+
+static void put_u8(seed *s, uint8_t v)
+{
+    put(s, &v, 1);
+}
+
+static void write_seed(const char *dir, const char *target, const char *name, const seed *s)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s/%s", dir, target, name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(s->b, 1, s->len, f) != s->len || fclose(f) != 0) {
+        perror(path);
+        exit(1);
+    }
+}
+
+static mqtt_bytes str(const char *s)
+{
+    return (mqtt_bytes){(const uint8_t *)s, strlen(s)};
+}
+
+/* ---- packets ----------------------------------------------------------- */
+
+static size_t pk_connect(uint8_t *o, uint8_t level, const char *id, bool clean, bool will,
+                         bool user)
+{
+    mqtt_connect c = {
+        .level = level, .clean_session = clean, .keepalive = 30, .client_id = str(id)};
+    if (will) {
+        c.will_flag = true;
+        c.will_qos = 1;
+        c.will_retain = true;
+        c.will_topic = str("will/t");
+        c.will_payload = str("gone");
+    }
+    if (user) {
+        c.username_flag = c.password_flag = true;
+        c.username = str("user");
+        c.password = str("pw");
+    }
+    return mqtt_encode_connect(o, 512, &c);
+}
+
+static size_t pk_publish(uint8_t *o, uint8_t level, const char *topic, const char *payload,
+                         uint8_t qos, bool retain, uint16_t id)
+{
+    mqtt_publish p = {.qos = qos,
+                      .retain = retain,
+                      .dup = false,
+                      .packet_id = qos ? id : 0,
+                      .topic = str(topic),
+                      .payload = str(payload)};
+    return mqtt_encode_publish(o, 512, level, &p);
+}
+
+static size_t pk_subscribe(uint8_t *o, uint16_t id, const char *f1, uint8_t q1, const char *f2,
+                           uint8_t q2)
+{
+    mqtt_bytes f[2] = {str(f1), f2 ? str(f2) : str("x")};
+    uint8_t q[2] = {q1, q2};
+    return mqtt_encode_subscribe(o, 512, MQTT_LEVEL_311, id, f, q, f2 ? 2 : 1);
+}
+
+static size_t pk_unsubscribe(uint8_t *o, uint16_t id, const char *f1)
+{
+    mqtt_bytes f = str(f1);
+    return mqtt_encode_unsubscribe(o, 512, MQTT_LEVEL_311, id, &f, 1);
+}
+
+/* ---- fuzz_decode ------------------------------------------------------- */
+
+/* Control bytes: role in bit 0, level in bits 1-2 (0, 3, 4, 5), then a
+ * two-byte maximum size (0 = protocol maximum). */
+static void decode_seed(const char *dir, const char *name, bool server, uint8_t level_sel,
+                        const uint8_t *pk, size_t n)
+{
+    seed s = {.len = 0};
+    put_u8(&s, (uint8_t)((server ? 1 : 0) | level_sel << 1));
+    put_u8(&s, 0);
+    put_u8(&s, 0);
+    put(&s, pk, n);
+    write_seed(dir, "decode", name, &s);
+}
+
+static void gen_decode(const char *dir)
+{
+    uint8_t o[512];
+    const uint8_t L4 = 2, L3 = 1;
+    decode_seed(dir, "connect-311", false, L4, o, pk_connect(o, 4, "cid", true, false, false));
+    decode_seed(dir, "connect-311-will-user", false, L4, o, pk_connect(o, 4, "c", false, true, true));
+    decode_seed(dir, "connect-31", false, 0, o, pk_connect(o, 3, "old", true, true, false));
+    decode_seed(dir, "publish-q0", false, L4, o, pk_publish(o, 4, "a/b", "hi", 0, false, 0));
+    decode_seed(dir, "publish-q1-retain", false, L4, o, pk_publish(o, 4, "a/b/c", "x", 1, true, 7));
+    decode_seed(dir, "publish-q2-l3", false, L3, o, pk_publish(o, 3, "t", "", 2, false, 65535));
+    decode_seed(dir, "publish-server", true, L4, o, pk_publish(o, 4, "$SYS/x", "1", 1, false, 3));
+    decode_seed(dir, "puback", false, L4, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBACK, 1));
+    decode_seed(dir, "pubrel", false, L3, o, mqtt_encode_ack(o, 4, 3, MQTT_PUBREL, 2));
+    decode_seed(dir, "pubcomp-server", true, L4, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBCOMP, 9));
+    decode_seed(dir, "subscribe", false, L4, o, pk_subscribe(o, 5, "a/+/c", 1, "#", 2));
+    decode_seed(dir, "unsubscribe", false, L4, o, pk_unsubscribe(o, 6, "sport/#"));
+    decode_seed(dir, "pingreq", false, L4, o, mqtt_encode_empty(o, 2, MQTT_PINGREQ));
+    decode_seed(dir, "disconnect", false, L4, o, mqtt_encode_empty(o, 2, MQTT_DISCONNECT));
+    decode_seed(dir, "connack", true, L4, o, mqtt_encode_connack(o, 4, 4, true, 0));
+    decode_seed(dir, "connack-refused-31", true, L3, o, mqtt_encode_connack(o, 4, 3, false, 5));
+    const uint8_t codes[3] = {0, 2, MQTT_SUBACK_FAILURE};
+    decode_seed(dir, "suback", true, L4, o, mqtt_encode_suback(o, 16, 4, 5, codes, 3));
+    decode_seed(dir, "unsuback", true, L4, o, mqtt_encode_ack(o, 4, 4, MQTT_UNSUBACK, 6));
+    decode_seed(dir, "pingresp", true, L4, o, mqtt_encode_empty(o, 2, MQTT_PINGRESP));
+}
+
+/* ---- fuzz_topic -------------------------------------------------------- */
+
+static void gen_topic(const char *dir)
+{
+    static const char *const pairs[][2] = {
+        {"sport/#", "sport"},     {"sport/tennis/+", "sport/tennis/p1"},
+        {"+/+", "/finance"},      {"#", "$SYS/broker/uptime"},
+        {"$SYS/#", "$SYS/x"},     {"a/+/c", "a/b/c"},
+        {"+", "a/b"},             {"a//b", "a//b"},
+        {"caf\xc3\xa9/+", "caf\xc3\xa9/x"},
+    };
+    for (size_t i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
+        seed s = {.len = 0};
+        size_t fl = strlen(pairs[i][0]);
+        /* The split byte is taken modulo the input size: make it exact. */
+        size_t total = 1 + fl + strlen(pairs[i][1]);
+        put_u8(&s, (uint8_t)(fl % total));
+        put(&s, pairs[i][0], fl);
+        put(&s, pairs[i][1], strlen(pairs[i][1]));
+        char name[32];
+        snprintf(name, sizeof name, "pair-%zu", i);
+        write_seed(dir, "topic", name, &s);
+    }
+}
+
+/* ---- fuzz_config ------------------------------------------------------- */
+
+static void gen_config(const char *dir)
+{
+    static const struct {
+        const char *const name, *const text;
+    } files[] = {
+        {"minimal", "config_version = 1\nlistener.plain = 127.0.0.1:1883\n"},
+        {"full",
+         "\xef\xbb\xbf# every key\r\nconfig_version = 1\r\nlistener.plain = [::1]:0\r\n"
+         "log.level = debug\r\nauth.allow_anonymous = true\r\nsession.expiry = forever\r\n"
+         "sys.interval = off\r\nlimits.max_connections = 10\r\nlimits.max_packet_size = 16\r\n"
+         "limits.max_inflight = 65535\r\nlimits.max_queued = 1\r\n"
+         "limits.max_queued_bytes = 4294967295\r\nlimits.max_out_bytes = 1024\r\n"
+         "limits.max_inbound_qos2 = 1\r\nlimits.connect_timeout = 86400\r\n"
+         "limits.max_retained = 7\r\nlimits.work_budget = 1"},
+        {"comments", "  # x\n\nconfig_version=1 # c\nlog.level = warn#x\n"},
+        {"bad-value", "config_version = 1\nlimits.max_inflight = abc\n"},
+        {"duplicate", "config_version = 1\nlog.level = info\nlog.level = info\n"},
+        {"unknown", "config_version = 1\nnope = 1\n"},
+        {"bad-addr", "config_version = 1\nlistener.plain = [::1:1883\n"},
+        {"control", "config_version = 1\nlog.level = in\x01fo\n"},
+    };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        seed s = {.len = 0};
+        put(&s, files[i].text, strlen(files[i].text));
+        write_seed(dir, "config", files[i].name, &s);
+    }
+}
+
+/* ---- fuzz_core --------------------------------------------------------- */
+
+/* Script ops, as fuzz_core.c reads them. */
+enum { OP_OPEN = 0, OP_DROP, OP_BYTES, OP_BYTES16, OP_TIME, OP_READING, OP_FAIL, OP_READ };
+
+static void op(seed *s, unsigned conn, unsigned kind, unsigned arg)
+{
+    put_u8(s, (uint8_t)(conn | kind << 2 | arg << 5));
+}
+
+static void send_pk(seed *s, unsigned conn, const uint8_t *pk, size_t n)
+{
+    if (n < 256) {
+        op(s, conn, OP_BYTES, 0);
+        put_u8(s, (uint8_t)n);
+    } else {
+        op(s, conn, OP_BYTES16, 0);
+        put_u8(s, (uint8_t)(n >> 8));
+        put_u8(s, (uint8_t)n);
+    }
+    put(s, pk, n);
+}
+
+static void gen_core(const char *dir)
+{
+    uint8_t o[512];
+    seed s;
+
+    /* Subscriber and publisher, every QoS, acks from the subscriber. */
+    s.len = 0;
+    put_u8(&s, 0x00);
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "sub", false, false, false));
+    send_pk(&s, 0, o, pk_subscribe(o, 1, "a/+", 2, "#", 1));
+    op(&s, 1, OP_OPEN, 0);
+    send_pk(&s, 1, o, pk_connect(o, 4, "pub", true, true, false));
+    send_pk(&s, 1, o, pk_publish(o, 4, "a/b", "zero", 0, false, 0));
+    send_pk(&s, 1, o, pk_publish(o, 4, "a/b", "one", 1, true, 1));
+    send_pk(&s, 1, o, pk_publish(o, 4, "a/c", "two", 2, false, 2));
+    send_pk(&s, 1, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBREL, 2));
+    send_pk(&s, 0, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBACK, 1));
+    send_pk(&s, 0, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBREC, 2));
+    send_pk(&s, 0, o, mqtt_encode_ack(o, 4, 4, MQTT_PUBCOMP, 2));
+    op(&s, 1, OP_DROP, 0);
+    send_pk(&s, 0, o, mqtt_encode_empty(o, 2, MQTT_DISCONNECT));
+    write_seed(dir, "core", "pubsub-qos012", &s);
+
+    /* Persistent session offline, messages queued, reconnect, takeover. */
+    s.len = 0;
+    put_u8(&s, 0x01); /* tiny limits */
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "p", false, false, false));
+    send_pk(&s, 0, o, pk_subscribe(o, 1, "t/#", 1, NULL, 0));
+    op(&s, 0, OP_DROP, 0);
+    op(&s, 1, OP_OPEN, 0);
+    send_pk(&s, 1, o, pk_connect(o, 3, "q", true, false, false));
+    for (uint16_t i = 1; i <= 6; i++)
+        send_pk(&s, 1, o, pk_publish(o, 3, "t/x", "queued", 1, false, i));
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "p", false, false, false));
+    op(&s, 2, OP_OPEN, 0);
+    send_pk(&s, 2, o, pk_connect(o, 4, "p", false, false, false));
+    op(&s, 2, OP_TIME, 3);
+    put_u8(&s, 200);
+    write_seed(dir, "core", "persistent-takeover", &s);
+
+    /* Slow reader: output backs up, input pauses, partial reads. */
+    s.len = 0;
+    put_u8(&s, 0x01);
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "slow", true, false, false));
+    send_pk(&s, 0, o, pk_subscribe(o, 1, "#", 0, NULL, 0));
+    op(&s, 0, OP_READING, 0);
+    for (int i = 0; i < 8; i++)
+        send_pk(&s, 0, o, pk_publish(o, 4, "loop", "0123456789012345678901234567890123456789", 0,
+                                     false, 0));
+    op(&s, 0, OP_READ, 0);
+    put_u8(&s, 100);
+    op(&s, 0, OP_READING, 0);
+    write_seed(dir, "core", "slow-reader", &s);
+
+    /* Retained messages, will, $SYS, timeouts, session expiry. */
+    s.len = 0;
+    put_u8(&s, 0x06);
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "w", true, true, true));
+    send_pk(&s, 0, o, pk_publish(o, 4, "r/1", "keep", 1, true, 1));
+    send_pk(&s, 0, o, pk_publish(o, 4, "r/2", "keep", 0, true, 0));
+    send_pk(&s, 0, o, pk_publish(o, 4, "r/2", "", 0, true, 0));
+    op(&s, 1, OP_OPEN, 0);
+    send_pk(&s, 1, o, pk_connect(o, 4, "x", false, false, false));
+    send_pk(&s, 1, o, pk_subscribe(o, 9, "r/#", 2, "$SYS/#", 0));
+    send_pk(&s, 1, o, pk_unsubscribe(o, 10, "r/#"));
+    op(&s, 0, OP_DROP, 0);
+    op(&s, 2, OP_OPEN, 0);
+    op(&s, 1, OP_TIME, 5);
+    put_u8(&s, 255);
+    write_seed(dir, "core", "retained-will-expiry", &s);
+
+    /* Allocation failures in the middle of a flow. */
+    s.len = 0;
+    put_u8(&s, 0x00);
+    op(&s, 0, OP_OPEN, 0);
+    op(&s, 0, OP_FAIL, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "f", false, false, false));
+    op(&s, 1, OP_OPEN, 0);
+    send_pk(&s, 1, o, pk_connect(o, 4, "g", false, false, false));
+    send_pk(&s, 1, o, pk_subscribe(o, 1, "a/#", 2, NULL, 0));
+    op(&s, 1, OP_FAIL, 1);
+    send_pk(&s, 1, o, pk_publish(o, 4, "a/b", "x", 2, true, 3));
+    write_seed(dir, "core", "alloc-fail", &s);
+
+    /* broker_create with its 5th allocation (the topic tree's hash table)
+     * failing: once freed the tree root twice. */
+    s.len = 0;
+    put_u8(&s, 0x10 | 4u << 5);
+    op(&s, 0, OP_OPEN, 0);
+    write_seed(dir, "core", "create-fail-tree-init", &s);
+}
+
+/* ---- fuzz_journal ------------------------------------------------------ */
+
+/* Record fields as src/broker/journal.h describes them: big-endian
+ * integers, byte strings as u32 length + bytes. */
+static void put_be(seed *s, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--)
+        put_u8(s, (uint8_t)(v >> (8 * i)));
+}
+
+static void put_str(seed *s, const char *str)
+{
+    size_t n = strlen(str);
+    put_be(s, n, 4);
+    if (n)
+        put(s, str, n);
+}
+
+enum { J_RETAIN_SET = 1, J_SESSION_PUT = 3, J_SUB_PUT = 5, J_MSG_PUT = 7, J_QUEUE_PUT = 9,
+       J_QUEUE_STATE = 10, J_INQOS2_PUT = 12, J_RESET = 14 };
+
+static void gen_journal(const char *dir)
+{
+    seed s = {.len = 0};
+    /* A consistent restore: a session with a subscription, a message queued
+     * for it (one inflight), an inbound QoS 2 id, a retained message. */
+    put_u8(&s, J_RESET);
+    put_u8(&s, J_SESSION_PUT);
+    put_str(&s, "sub");
+    put_str(&s, "");
+    put_u8(&s, 0);
+    put_u8(&s, J_SUB_PUT);
+    put_str(&s, "sub");
+    put_str(&s, "a/#");
+    put_u8(&s, 2);
+    put_u8(&s, J_MSG_PUT);
+    put_be(&s, 1, 8);
+    put_str(&s, "a/b");
+    put_str(&s, "hello");
+    put_u8(&s, 2);
+    put_u8(&s, 0);
+    put_u8(&s, J_QUEUE_PUT);
+    put_str(&s, "sub");
+    put_be(&s, 1, 8);
+    put_be(&s, 1, 8);
+    put_u8(&s, 2);
+    put_u8(&s, 0);
+    put_u8(&s, J_QUEUE_STATE);
+    put_str(&s, "sub");
+    put_be(&s, 1, 8);
+    put_u8(&s, 2);
+    put_be(&s, 7, 2);
+    put_u8(&s, J_INQOS2_PUT);
+    put_str(&s, "sub");
+    put_be(&s, 9, 2);
+    put_u8(&s, J_RETAIN_SET);
+    put_str(&s, "a/r");
+    put_str(&s, "kept");
+    put_u8(&s, 1);
+    write_seed(dir, "journal", "restore-session", &s);
+
+    /* Inconsistent: a queue entry for an unknown session and message. */
+    s.len = 0;
+    put_u8(&s, J_QUEUE_PUT);
+    put_str(&s, "ghost");
+    put_be(&s, 5, 8);
+    put_be(&s, 42, 8);
+    put_u8(&s, 1);
+    put_u8(&s, 0);
+    put_u8(&s, J_SESSION_PUT);
+    put_str(&s, "ghost");
+    put_str(&s, "CN=x");
+    put_u8(&s, 1);
+    write_seed(dir, "journal", "dangling-queue", &s);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: gen_seeds CORPUS_DIR\n");
+        return 2;
+    }
+    gen_decode(argv[1]);
+    gen_topic(argv[1]);
+    gen_config(argv[1]);
+    gen_core(argv[1]);
+    gen_journal(argv[1]);
+    return 0;
+}

@@ -1,0 +1,291 @@
+/*
+ * model.c - the oracle. It mirrors, from the packets the core has consumed,
+ * the little the invariants need: which session incarnation each client id
+ * has, its subscriptions, and the inbound QoS 2 ids it holds (to know when a
+ * resent PUBLISH is a duplicate). From that it predicts, for every message,
+ * which incarnations it is routed to and at which effective QoS, and it
+ * judges every copy a client receives:
+ *
+ *   - no delivery the routing does not explain (topic, session, QoS);
+ *   - QoS 2: at most one copy reaches the application per routing;
+ *   - QoS 1: a copy without DUP only once per routing;
+ *   - per session, publisher and topic, QoS >= 1 messages first reach the
+ *     application in the order the core routed them;
+ * and at the end, after a quiescent drain with every persistent session
+ * reconnected: every QoS >= 1 routing to a live incarnation was delivered.
+ *
+ * An "incarnation" is one life of a session: created by CONNECT, ended by a
+ * clean CONNECT, by the end of a clean session's connection, or by expiry.
+ */
+#include "sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+void model_init(world *w)
+{
+    w->ninc = 0;
+    for (int i = 0; i < SIM_ALL; i++)
+        w->cur_inc[i] = -1;
+    for (int t = 0; t < SIM_TOPICS; t++)
+        w->retained[t] = -1;
+}
+
+void model_free(world *w)
+{
+    for (int j = 0; j < w->ninc; j++)
+        free(w->inc[j].exp);
+    w->ninc = 0;
+}
+
+static int new_inc(world *w, int client, bool clean)
+{
+    if (w->ninc == SIM_MAX_INC)
+        abort(); /* harness limit: the scenario bounds reconnects */
+    int j = w->ninc++;
+    incarnation *in = &w->inc[j];
+    memset(in, 0, sizeof *in);
+    in->client = client;
+    in->clean = clean;
+    in->alive = true;
+    in->conn = -1;
+    in->exp = calloc(SIM_MAX_MSGS, sizeof *in->exp);
+    if (!in->exp)
+        abort();
+    w->cur_inc[client] = j;
+    sim_trace(w, "model: %s session #%d created (%s)", w->cl[client].id, j,
+              clean ? "clean" : "persistent");
+    return j;
+}
+
+static void kill_inc(world *w, int j)
+{
+    incarnation *in = &w->inc[j];
+    in->alive = false;
+    in->conn = -1;
+    if (w->cur_inc[in->client] == j)
+        w->cur_inc[in->client] = -1;
+    sim_trace(w, "model: %s session #%d ended", w->cl[in->client].id, j);
+}
+
+void model_conn_end(world *w, int k)
+{
+    sconn *c = &w->conns[k];
+    if (c->ended)
+        return;
+    c->ended = true;
+    int j = c->inc;
+    if (j >= 0 && w->inc[j].alive && w->inc[j].conn == k) {
+        w->inc[j].conn = -1;
+        w->inc[j].offline_since = w->now;
+        if (w->inc[j].clean)
+            kill_inc(w, j);
+    }
+}
+
+/* Expiry is judged from the outside: the sessions a tick removed must be
+ * exactly the persistent ones offline for the whole expiry interval (a tick
+ * may also remove none: the core checks on its own cadence). */
+void model_expire(world *w, uint64_t removed)
+{
+    if (removed == 0)
+        return;
+    uint64_t due = 0;
+    for (int j = 0; j < w->ninc; j++) {
+        const incarnation *in = &w->inc[j];
+        due += in->alive && !in->clean && in->conn < 0 && w->expiry_s &&
+               in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now;
+    }
+    if (removed != due) {
+        sim_fail(w, "a tick removed %llu sessions, %llu were due to expire",
+                 (unsigned long long)removed, (unsigned long long)due);
+        return;
+    }
+    for (int j = 0; j < w->ninc; j++) {
+        incarnation *in = &w->inc[j];
+        if (in->alive && !in->clean && in->conn < 0 &&
+            in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now) {
+            sim_trace(w, "model: %s session #%d expired", w->cl[in->client].id, j);
+            kill_inc(w, j);
+            w->n_expired++;
+        }
+    }
+}
+
+static void route(world *w, int mi)
+{
+    const smsg *sm = &w->msgs[mi];
+    const char *topic = sim_topics[sm->topic];
+    for (int i = 0; i < SIM_ALL; i++) {
+        int j = w->cur_inc[i];
+        if (j < 0)
+            continue;
+        incarnation *in = &w->inc[j];
+        int best = -1;
+        for (int f = 0; f < SIM_FILTERS; f++)
+            if (in->subs[f] && in->subs[f] - 1 > best &&
+                mqtt_topic_matches((const uint8_t *)sim_filters[f], strlen(sim_filters[f]),
+                                   (const uint8_t *)topic, strlen(topic)))
+                best = in->subs[f] - 1;
+        if (best < 0)
+            continue;
+        int eff = best < sm->qos ? best : sm->qos;
+        if (eff == 0 && in->conn < 0)
+            continue; /* offline sessions do not queue QoS 0 */
+        expect *e = &in->exp[mi];
+        sim_trace(w, "model: m%d routed to %s session #%d at qos %d", mi, w->cl[i].id, j, eff);
+        e->routed++;
+        e->routed_q[eff]++;
+        e->qos_mask |= (uint8_t)(1u << eff);
+        if (eff > 0 && e->first_route == 0)
+            e->first_route = ++w->route_counter;
+    }
+}
+
+static int in_qos2_find(const incarnation *in, uint16_t pid)
+{
+    for (int j = 0; j < in->n_in_qos2; j++)
+        if (in->in_qos2[j] == pid)
+            return j;
+    return -1;
+}
+
+void model_apply(world *w, int k, const mark *m)
+{
+    sconn *c = &w->conns[k];
+    if (m->kind == MK_CONNECT) {
+        int cid = c->owner;
+        int cur = w->cur_inc[cid];
+        /* Takeover: the session's other connection ends first. */
+        if (cur >= 0 && w->inc[cur].conn >= 0 && w->inc[cur].conn != k)
+            model_conn_end(w, w->inc[cur].conn);
+        cur = w->cur_inc[cid];
+        if (cur >= 0 && m->clean) {
+            kill_inc(w, cur);
+            cur = -1;
+        }
+        c->pred_sp = cur >= 0;
+        if (cur < 0)
+            cur = new_inc(w, cid, m->clean);
+        w->inc[cur].conn = k;
+        c->inc = cur;
+        return;
+    }
+    if (c->inc < 0 || !w->inc[c->inc].alive || w->inc[c->inc].conn != k) {
+        sim_fail(w, "model: conn %d sent a packet without a session", k);
+        return;
+    }
+    incarnation *in = &w->inc[c->inc];
+    switch (m->kind) {
+    case MK_SUBSCRIBE:
+        in->subs[m->arg] = (uint8_t)(m->qos + 1);
+        break;
+    case MK_UNSUBSCRIBE:
+        in->subs[m->arg] = 0;
+        break;
+    case MK_PUBLISH:
+        if (m->arg < 0) {
+            w->retained[m->topic] = -1;
+            break;
+        }
+        if (m->qos == 2) {
+            if (in_qos2_find(in, m->pid) >= 0)
+                break; /* a resend of a message already routed */
+            if (in->n_in_qos2 == SIM_MAX_AWAIT)
+                abort();
+            in->in_qos2[in->n_in_qos2++] = m->pid;
+        }
+        w->msgs[m->arg].processed++;
+        if (w->msgs[m->arg].retain)
+            w->retained[m->topic] = m->arg;
+        route(w, m->arg);
+        break;
+    case MK_PUBREL: {
+        int j = in_qos2_find(in, m->pid);
+        if (j >= 0)
+            in->in_qos2[j] = in->in_qos2[--in->n_in_qos2];
+        break;
+    }
+    case MK_DISCONNECT:
+        model_conn_end(w, k);
+        break;
+    default:
+        break;
+    }
+}
+
+void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy)
+{
+    sconn *c = &w->conns[k];
+    const smsg *sm = &w->msgs[mi];
+    const char *who = w->cl[c->owner].id;
+    if (c->inc < 0) {
+        sim_fail(w, "%s: PUBLISH on a connection without a session", who);
+        return;
+    }
+    incarnation *in = &w->inc[c->inc];
+    expect *e = &in->exp[mi];
+    sim_trace(w, "%s (session #%d) receives m%d qos %u pid %u%s%s", who, c->inc, mi, p->qos,
+              p->packet_id,
+              p->dup ? " dup" : "", first_copy ? "" : " (repeat)");
+    if (e->routed == 0) {
+        sim_fail(w, "%s (session #%d) received m%d (%s from %s), which was never routed to it",
+                 who, c->inc, mi, sim_topics[sm->topic], w->cl[sm->pub].id);
+        return;
+    }
+    if (!(e->qos_mask & (1u << p->qos))) {
+        sim_fail(w, "%s received m%d at QoS %u; routed at QoS mask 0x%x", who, mi, p->qos,
+                 e->qos_mask);
+        return;
+    }
+    if (!p->dup && ++e->nodup > e->routed) {
+        sim_fail(w, "%s received m%d (QoS %u) %u times without DUP, routed %u times", who, mi,
+                 p->qos, e->nodup, e->routed);
+        return;
+    }
+    if (p->dup)
+        w->n_dups++;
+    if (!first_copy)
+        return;
+    e->delivered++;
+    e->delivered_q[p->qos]++;
+    w->n_delivered++;
+    /* QoS 1 may repeat (DUP); QoS 0 and 2 reach the application at most
+     * once per routing at that QoS. */
+    if (p->qos != 1 && e->delivered_q[p->qos] > e->routed_q[p->qos]) {
+        sim_fail(w, "%s received m%d at QoS %u %u times, routed so %u times", who, mi, p->qos,
+                 e->delivered_q[p->qos], e->routed_q[p->qos]);
+        return;
+    }
+    if (p->qos >= 1 && e->delivered_q[1] + e->delivered_q[2] == 1) {
+        uint32_t *last = &in->last_route[sm->pub][sm->topic];
+        if (e->first_route < *last) {
+            sim_fail(w, "%s received m%d (seq %u of %s on %s) out of order", who, mi, sm->seq,
+                     w->cl[sm->pub].id, sim_topics[sm->topic]);
+            return;
+        }
+        *last = e->first_route;
+    }
+}
+
+void model_check_final(world *w)
+{
+    for (int i = 0; i < SIM_ALL; i++) {
+        int j = w->cur_inc[i];
+        if (j < 0)
+            continue;
+        const incarnation *in = &w->inc[j];
+        for (int mi = 0; mi < w->nmsgs; mi++) {
+            const expect *e = &in->exp[mi];
+            if ((e->qos_mask & 6u) && e->delivered == 0) {
+                const smsg *sm = &w->msgs[mi];
+                sim_fail(w, "lost: m%d (QoS %u, %s from %s, %s) routed to %s session #%d at "
+                         "QoS mask 0x%x was never delivered",
+                         mi, sm->qos, sim_topics[sm->topic], w->cl[sm->pub].id,
+                         sm->acked ? "acknowledged" : "not acknowledged", w->cl[i].id, j,
+                         e->qos_mask);
+                return;
+            }
+        }
+    }
+}

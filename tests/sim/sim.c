@@ -1,0 +1,456 @@
+/*
+ * sim.c - the simulator's scenario and command line.
+ *
+ *   sim --seed N [--verbose]         run one seed (replays a failure exactly)
+ *   sim --seeds COUNT [--start S]    run seeds S .. S+COUNT-1 (default S = 1)
+ *
+ * A run: warm-up (so the core's grow-only tables and scratch reach their
+ * final size, giving a memory baseline), a random phase of client actions,
+ * network deliveries and time steps, then a quiescent end phase: every
+ * persistent session reconnects and everything drains; the delivery
+ * invariants are checked, a fresh client checks the retained messages, and
+ * after every session is removed the core's memory must be back at the
+ * baseline and, after broker_destroy, at zero.
+ */
+#include "sim.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+const char *const sim_topics[SIM_TOPICS] = {"t/0", "t/1", "t/2/x", "u/0", "u/1"};
+const char *const sim_filters[SIM_FILTERS] = {"t/0", "t/+", "t/#",  "#",
+                                              "u/+", "+/0", "+/+/x", "u/1"};
+enum { FILTER_ALL = 3 };
+
+void sim_fail(world *w, const char *fmt, ...)
+{
+    if (w->failed)
+        return; /* the first violation is the one that matters */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(w->fail_msg, sizeof w->fail_msg, fmt, ap);
+    va_end(ap);
+    w->failed = true;
+    sim_trace(w, "VIOLATION: %s", w->fail_msg);
+}
+
+void sim_trace(world *w, const char *fmt, ...)
+{
+    if (!w->verbose)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "[%6llu t=%llu] ", (unsigned long long)w->step,
+            (unsigned long long)w->now);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+static void check_memory(world *w)
+{
+    broker_stats st;
+    broker_get_stats(w->b, &st);
+    if (st.memory_used != w->at.live_bytes)
+        sim_fail(w, "memory_used %llu but the allocator holds %llu bytes",
+                 (unsigned long long)st.memory_used, (unsigned long long)w->at.live_bytes);
+}
+
+/* Deliver everything in flight, both ways, until nothing moves. */
+static void settle(world *w)
+{
+    for (int iter = 0; iter < 100000 && !w->failed; iter++) {
+        bool moved = false;
+        for (int k = 0; k < w->nconns; k++) {
+            sconn *c = &w->conns[k];
+            if (c->bc && c->up.len) {
+                uint64_t before = c->up_fed;
+                net_feed(w, k, c->up.len);
+                moved |= c->up_fed != before || !c->bc;
+            }
+            if (c->bc && c->blocked) {
+                net_unblock(w, k);
+                moved = true;
+            }
+            if (c->down.len || (c->eof && c->client >= 0)) {
+                net_deliver(w, k, c->down.len);
+                moved = true;
+            }
+        }
+        for (int i = 0; i < SIM_ALL; i++) {
+            if (w->cl[i].st == CS_READY && w->cl[i].nacks) {
+                client_flush_acks(w, i, w->cl[i].nacks);
+                moved = true;
+            }
+        }
+        net_collect(w);
+        if (!moved)
+            return;
+    }
+    sim_fail(w, "the network never became quiet");
+}
+
+/* A random connection satisfying a condition, or -1. */
+static int pick_conn(world *w, int which)
+{
+    if (w->nconns == 0)
+        return -1;
+    int start = (int)rng_below(&w->r, (uint32_t)w->nconns);
+    for (int n = 0; n < w->nconns; n++) {
+        int k = (start + n) % w->nconns;
+        const sconn *c = &w->conns[k];
+        bool ok = which == 0   ? c->bc && c->up.len
+                  : which == 1 ? c->down.len || (c->eof && c->client >= 0)
+                               : c->bc && c->blocked;
+        if (ok)
+            return k;
+    }
+    return -1;
+}
+
+static size_t chunk(world *w, size_t len)
+{
+    if (len == 0 || rng_pct(&w->r, 50))
+        return len;
+    return 1 + rng_below(&w->r, (uint32_t)len);
+}
+
+static void takeover(world *w, int i)
+{
+    sclient *cl = &w->cl[i];
+    sim_trace(w, "%s takes over its own client id", cl->id);
+    net_orphan(w, cl->conn);
+    cl->conn = -1;
+    cl->st = CS_OFF;
+    w->n_takeovers++;
+    client_connect(w, i, rng_pct(&w->r, 30));
+}
+
+static void client_action(world *w)
+{
+    int i = (int)rng_below(&w->r, SIM_CLIENTS);
+    sclient *cl = &w->cl[i];
+    uint32_t r = rng_below(&w->r, 100);
+    switch (cl->st) {
+    case CS_OFF:
+        if (r < 60 && w->ninc < SIM_MAX_INC - 2 * SIM_ALL - 4) {
+            w->n_reconnects++;
+            client_connect(w, i, rng_pct(&w->r, 30));
+        }
+        break;
+    case CS_CONNECTING:
+        if (r < 5)
+            net_drop(w, cl->conn);
+        else if (r < 8 && w->ninc < SIM_MAX_INC - 2 * SIM_ALL - 4)
+            takeover(w, i);
+        break;
+    case CS_READY:
+        if (r < 40)
+            client_publish(w, i, (int)rng_below(&w->r, SIM_TOPICS),
+                           (uint8_t)rng_below(&w->r, 3), rng_pct(&w->r, 15));
+        else if (r < 55)
+            client_subscribe(w, i, (int)rng_below(&w->r, SIM_FILTERS),
+                             (uint8_t)rng_below(&w->r, 3));
+        else if (r < 60)
+            client_unsubscribe(w, i, (int)rng_below(&w->r, SIM_FILTERS));
+        else if (r < 80)
+            client_flush_acks(w, i, 1 + (int)rng_below(&w->r, 8));
+        else if (r < 84)
+            client_disconnect(w, i);
+        else if (r < 88) {
+            w->n_drops++;
+            net_drop(w, cl->conn);
+        } else if (r < 90 && w->ninc < SIM_MAX_INC - 2 * SIM_ALL - 4)
+            takeover(w, i);
+        break;
+    case CS_DISCONNECTING:
+        if (r < 10)
+            net_drop(w, cl->conn);
+        break;
+    }
+}
+
+static void random_step(world *w)
+{
+    uint32_t r = rng_below(&w->r, 100);
+    int k;
+    if (r < 30 && (k = pick_conn(w, 0)) >= 0) {
+        net_feed(w, k, chunk(w, w->conns[k].up.len));
+    } else if (r < 60 && (k = pick_conn(w, 1)) >= 0) {
+        net_deliver(w, k, chunk(w, w->conns[k].down.len));
+    } else if (r < 65 && (k = pick_conn(w, 2)) >= 0) {
+        net_unblock(w, k);
+    } else if (r < 70) {
+        broker_stats before, after;
+        broker_get_stats(w->b, &before);
+        w->now += rng_below(&w->r, 500);
+        broker_tick(w->b, w->now);
+        broker_get_stats(w->b, &after);
+        if (after.clients_total > before.clients_total)
+            sim_fail(w, "a tick created sessions");
+        else
+            model_expire(w, before.clients_total - after.clients_total);
+    } else {
+        client_action(w);
+    }
+    net_collect(w);
+}
+
+/* Every client subscribes to every filter and every topic gets a retained
+ * message, then all of it goes away: the grow-only parts of the core (hash
+ * tables, match scratch) reach the size the rest of the run needs. */
+static uint64_t warm_up(world *w)
+{
+    for (int i = 0; i < SIM_ALL; i++)
+        client_connect(w, i, true);
+    settle(w);
+    for (int i = 0; i < SIM_ALL; i++)
+        for (int f = 0; f < SIM_FILTERS; f++)
+            client_subscribe(w, i, f, 2);
+    settle(w);
+    for (int t = 0; t < SIM_TOPICS; t++) {
+        client_publish(w, 0, t, 1, true);
+        client_publish(w, 0, t, 2, false);
+    }
+    settle(w);
+    for (int t = 0; t < SIM_TOPICS; t++)
+        client_clear_retained(w, 0, t);
+    settle(w);
+    for (int i = 0; i < SIM_ALL; i++)
+        client_disconnect(w, i);
+    settle(w);
+    broker_stats st;
+    broker_get_stats(w->b, &st);
+    if (st.clients_total != 0 || st.retained_count != 0)
+        sim_fail(w, "warm-up left %llu sessions, %llu retained",
+                 (unsigned long long)st.clients_total, (unsigned long long)st.retained_count);
+    return st.memory_used;
+}
+
+static void end_phase(world *w, uint64_t baseline)
+{
+    w->quiesce = true;
+    sim_trace(w, "end phase");
+    for (int k = 0; k < w->nconns; k++)
+        if (w->conns[k].client < 0 && w->conns[k].bc)
+            net_drop(w, k); /* abandoned connections */
+    settle(w);
+    /* Reconnect every persistent session until all is delivered. */
+    for (int round = 0; round < 20 && !w->failed; round++) {
+        bool again = false;
+        for (int i = 0; i < SIM_CLIENTS; i++) {
+            if (w->cl[i].st == CS_OFF && w->cur_inc[i] >= 0) {
+                client_connect(w, i, false);
+                again = true;
+            }
+        }
+        settle(w);
+        if (!again)
+            break;
+    }
+    for (int i = 0; i < SIM_CLIENTS && !w->failed; i++)
+        if (w->cl[i].st == CS_READY && w->cl[i].ninfl > 0)
+            sim_fail(w, "%s: %d publishes still unacknowledged after the drain", w->cl[i].id,
+                     w->cl[i].ninfl);
+    if (w->failed)
+        return;
+    model_check_final(w);
+    broker_stats st;
+    broker_get_stats(w->b, &st);
+    w->n_qos0_dropped = st.publish_dropped;
+    if (st.publish_dropped != 0 && !w->tight)
+        sim_fail(w, "publish_dropped = %llu with limits that should drop nothing",
+                 (unsigned long long)st.publish_dropped);
+    if (w->failed)
+        return;
+
+    /* Retained: a fresh client sees exactly the last retained value. */
+    sclient *fin = &w->cl[SIM_FINAL];
+    for (int t = 0; t < SIM_TOPICS; t++)
+        fin->got_retained[t] = -1;
+    client_connect(w, SIM_FINAL, true);
+    settle(w);
+    client_subscribe(w, SIM_FINAL, FILTER_ALL, 2);
+    settle(w);
+    for (int t = 0; t < SIM_TOPICS && !w->failed; t++)
+        if (fin->got_retained[t] != w->retained[t])
+            sim_fail(w, "retained on %s: got m%d, the last retained publish was m%d",
+                     sim_topics[t], fin->got_retained[t], w->retained[t]);
+    for (int t = 0; t < SIM_TOPICS; t++)
+        if (w->retained[t] >= 0)
+            client_clear_retained(w, SIM_FINAL, t);
+    client_disconnect(w, SIM_FINAL);
+    settle(w);
+
+    /* Everyone leaves and every session is removed. */
+    for (int i = 0; i < SIM_CLIENTS; i++)
+        client_disconnect(w, i);
+    settle(w);
+    for (int i = 0; i < SIM_CLIENTS; i++) {
+        if (w->cur_inc[i] >= 0) {
+            client_connect(w, i, true);
+            settle(w);
+            client_disconnect(w, i);
+            settle(w);
+        }
+    }
+    if (w->failed)
+        return;
+    broker_get_stats(w->b, &st);
+    if (st.clients_total || st.clients_connected || st.retained_count ||
+        st.subscriptions_count)
+        sim_fail(w, "after everyone left: %llu sessions, %llu connected, %llu retained, %llu "
+                 "subscriptions",
+                 (unsigned long long)st.clients_total, (unsigned long long)st.clients_connected,
+                 (unsigned long long)st.retained_count,
+                 (unsigned long long)st.subscriptions_count);
+    else if (st.memory_used != baseline)
+        sim_fail(w, "memory_used %llu after everyone left, baseline %llu",
+                 (unsigned long long)st.memory_used, (unsigned long long)baseline);
+}
+
+typedef struct run_stats {
+    uint64_t steps, msgs, delivered, dups, drops, takeovers, reconnects, tight, dropped,
+        paused, expiry_seeds, expired;
+} run_stats;
+
+/* One seed; returns false on a violation (already printed). */
+static bool run_seed(const char *argv0, uint64_t seed, bool verbose, run_stats *rs)
+{
+    world *w = calloc(1, sizeof *w);
+    if (!w)
+        abort();
+    w->seed = seed;
+    w->verbose = verbose;
+    rng_seed(&w->r, seed);
+    alloc_track_init(&w->at);
+
+    broker_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    /* Limits large enough that nothing may be dropped; a small inflight
+     * window and work budget so queues and partial input are exercised. */
+    /* One seed in three runs with small output buffers: the core then
+     * drops QoS 0 (counted) and pauses input; QoS 1/2 must still arrive. */
+    w->tight = rng_below(&w->r, 3) == 0;
+    if (w->tight)
+        cfg.limits.max_out_bytes = 256 + rng_below(&w->r, 2048);
+    /* One seed in four lets offline persistent sessions expire. */
+    if (rng_below(&w->r, 4) == 0)
+        w->expiry_s = 1 + rng_below(&w->r, 4);
+    cfg.limits.session_expiry_s = w->expiry_s;
+    cfg.limits.max_inflight = 1 + rng_below(&w->r, 8);
+    cfg.limits.work_budget = 1 + rng_below(&w->r, 6);
+    cfg.limits.max_queued = 100000;
+    cfg.limits.max_queued_bytes = 1u << 30;
+    cfg.limits.connect_timeout_ms = 24u * 3600u * 1000u;
+    cfg.limits.sys_interval_s = UINT32_MAX;
+    cfg.allocator = alloc_track_allocator(&w->at);
+    cfg.allow_anonymous = true;
+    cfg.version = "sim";
+    w->now = 1000000;
+    w->b = broker_create(&cfg, w->now);
+    if (!w->b)
+        abort();
+    model_init(w);
+    for (int i = 0; i < SIM_ALL; i++)
+        client_init(w, i);
+
+    uint64_t baseline = warm_up(w);
+    bool in_warm_up = w->failed;
+    uint64_t steps = 300 + rng_below(&w->r, 1200);
+    for (w->step = 1; w->step <= steps && !w->failed; w->step++) {
+        random_step(w);
+        check_memory(w);
+        if (w->failed)
+            break;
+    }
+    if (!w->failed)
+        end_phase(w, baseline);
+    if (!w->failed)
+        check_memory(w);
+
+    bool ok = !w->failed;
+    if (!ok) {
+        fprintf(stderr, "sim: seed %llu: %s %llu: %s\n  replay: %s --seed %llu --verbose\n",
+                (unsigned long long)seed,
+                in_warm_up ? "warm-up, step" : w->quiesce ? "end phase after step" : "step",
+                (unsigned long long)(w->quiesce ? w->step - 1 : w->step), w->fail_msg, argv0,
+                (unsigned long long)seed);
+    }
+    rs->steps += w->step;
+    rs->msgs += (uint64_t)w->nmsgs;
+    rs->delivered += w->n_delivered;
+    rs->dups += w->n_dups;
+    rs->drops += w->n_drops;
+    rs->takeovers += w->n_takeovers;
+    rs->reconnects += w->n_reconnects;
+    rs->tight += w->tight;
+    rs->dropped += w->n_qos0_dropped;
+    rs->paused += w->n_paused;
+    rs->expiry_seeds += w->expiry_s != 0;
+    rs->expired += w->n_expired;
+
+    broker_destroy(w->b);
+    if (ok && (w->at.live_bytes != 0 || w->at.live_blocks != 0)) {
+        fprintf(stderr, "sim: seed %llu: %llu bytes in %llu blocks left after broker_destroy\n",
+                (unsigned long long)seed, (unsigned long long)w->at.live_bytes,
+                (unsigned long long)w->at.live_blocks);
+        ok = false;
+    }
+    net_free(w);
+    model_free(w);
+    free(w);
+    return ok;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: sim --seed N [--verbose] | sim --seeds COUNT [--start S]\n");
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    uint64_t start = 1, count = 0;
+    bool single = false, verbose = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
+            start = strtoull(argv[++i], NULL, 0);
+            count = 1;
+            single = true;
+        } else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
+            count = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--start") && i + 1 < argc) {
+            start = strtoull(argv[++i], NULL, 0);
+        } else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
+            verbose = true;
+        } else {
+            return usage();
+        }
+    }
+    if (count == 0)
+        return usage();
+    run_stats rs;
+    memset(&rs, 0, sizeof rs);
+    clock_t t0 = clock();
+    uint64_t done = 0;
+    for (uint64_t s = start; s < start + count; s++, done++) {
+        if (!run_seed(argv[0], s, verbose && single, &rs))
+            return 1;
+    }
+    printf("sim: %llu seeds from %llu ok: %llu steps, %llu messages, %llu deliveries, "
+           "%llu DUP copies, %llu drops, %llu takeovers, %llu reconnects; %llu seeds with "
+           "small output buffers, %llu QoS 0 dropped there, input paused %llu times; %llu seeds with "
+           "session expiry, %llu sessions expired; %.1f s\n",
+           (unsigned long long)done, (unsigned long long)start, (unsigned long long)rs.steps,
+           (unsigned long long)rs.msgs, (unsigned long long)rs.delivered,
+           (unsigned long long)rs.dups, (unsigned long long)rs.drops,
+           (unsigned long long)rs.takeovers, (unsigned long long)rs.reconnects,
+           (unsigned long long)rs.tight, (unsigned long long)rs.dropped,
+           (unsigned long long)rs.paused, (unsigned long long)rs.expiry_seeds,
+           (unsigned long long)rs.expired, (double)(clock() - t0) / CLOCKS_PER_SEC);
+    return 0;
+}

@@ -1,0 +1,267 @@
+/*
+ * sim.h - the deterministic simulator of the broker core (SPEC H5): types
+ * shared by its files.
+ *
+ *   rng.c     the seeded PRNG every random choice comes from
+ *   bytes.c   byte FIFOs (the simulated network's pipes)
+ *   net.c     connections: pipes both ways, feeding the core, collecting
+ *             its output, closes
+ *   client.c  simulated MQTT clients: protocol state, acks, retries
+ *   model.c   the oracle: which session should get which message, and the
+ *             invariants checked against what the clients saw
+ *   sim.c     the scenario (random steps, warm-up, quiescent end phase)
+ *             and the command line
+ *   alloc_track.[ch]  the core's allocator, with exact accounting
+ * (alloc_fail.c, the allocation-failure loop, is a separate program.)
+ *
+ * Per seed the configuration varies too: inflight window and work budget,
+ * one seed in three small output buffers (QoS 0 may then be dropped, QoS
+ * 1/2 never), one in four session expiry (sessions a tick removes must be
+ * exactly the ones due).
+ *
+ * One seed drives everything, so a failing seed replays exactly. The broker
+ * lives in world.b and is reached only through broker.h, so a "broker
+ * restart" event (destroy, re-create from the durable store) can be added
+ * once the store exists: the model already separates what a session keeps
+ * (incarnation) from what a connection holds.
+ */
+#ifndef TERN_SIM_H
+#define TERN_SIM_H
+
+#include "alloc_track.h"
+#include "broker/broker.h"
+#include "mqtt/mqtt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum {
+    SIM_CLIENTS = 6,              /* clients taking part in the random phase */
+    SIM_FINAL = SIM_CLIENTS,      /* the checker client of the end phase */
+    SIM_ALL = SIM_CLIENTS + 1,
+    SIM_TOPICS = 5,
+    SIM_FILTERS = 8,
+    SIM_MAX_MSGS = 700,
+    SIM_MAX_CONNS = 400,
+    SIM_MAX_INC = 400,            /* session incarnations per run */
+    SIM_MAX_INFLIGHT = 48,        /* a client's own unacknowledged publishes */
+    SIM_MAX_AWAIT = 256,          /* inbound QoS 2 ids awaiting PUBREL */
+    SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
+};
+
+extern const char *const sim_topics[SIM_TOPICS];
+extern const char *const sim_filters[SIM_FILTERS];
+
+/* ---- rng.c ---- */
+typedef struct rng {
+    uint64_t s;
+} rng;
+void rng_seed(rng *r, uint64_t seed);
+uint64_t rng_next(rng *r);
+uint32_t rng_below(rng *r, uint32_t n); /* 0..n-1, n > 0 */
+bool rng_pct(rng *r, uint32_t percent);
+
+/* ---- bytes.c ---- */
+typedef struct bytes_q {
+    uint8_t *p;
+    size_t len, cap;
+} bytes_q;
+void bq_push(bytes_q *q, const uint8_t *p, size_t n);
+void bq_pop(bytes_q *q, size_t n);
+void bq_free(bytes_q *q);
+
+/* ---- connections (net.c) ---- */
+typedef enum mark_kind {
+    MK_CONNECT,
+    MK_PUBLISH,
+    MK_PUBACK,
+    MK_PUBREC,
+    MK_PUBREL,
+    MK_PUBCOMP,
+    MK_SUBSCRIBE,
+    MK_UNSUBSCRIBE,
+    MK_DISCONNECT,
+} mark_kind;
+
+/* A packet a client wrote, and the stream offset where it ends: once the
+ * core has consumed that far, it has handled the packet. */
+typedef struct mark {
+    uint64_t end;
+    uint8_t kind;
+    uint8_t qos;
+    uint8_t topic;
+    bool clean;
+    uint16_t pid;
+    int32_t arg; /* message index (PUBLISH, -1 = retained clear), filter */
+} mark;
+
+typedef struct sconn {
+    broker_conn *bc;        /* NULL once the transport is closed */
+    int client;             /* client reading it, -1 once orphaned or closed */
+    int owner;              /* client that opened it */
+    bytes_q up, down;       /* in flight: client->broker, broker->client */
+    uint64_t up_written, up_fed;
+    mark *marks;
+    size_t nmarks, marks_head, marks_cap;
+    int inc;                /* session incarnation the model attached, or -1 */
+    bool ended;             /* the model has ended this connection */
+    bool expect_close;      /* DISCONNECT sent, orphaned, or dropped */
+    bool pred_sp;           /* session present the model predicts */
+    bool connack_seen;
+    bool blocked;           /* the transport took only part of the output */
+    bool eof;               /* closed: the client sees EOF once down drains */
+    uint8_t *rx;            /* client side: bytes of an incomplete packet */
+    size_t rx_len, rx_cap;
+} sconn;
+
+/* ---- clients (client.c) ---- */
+typedef enum cstate { CS_OFF, CS_CONNECTING, CS_READY, CS_DISCONNECTING } cstate;
+typedef enum ostate { OS_WAIT_PUBACK = 1, OS_WAIT_PUBREC, OS_WAIT_PUBCOMP } ostate;
+
+typedef struct outmsg {
+    int msg;
+    uint16_t pid;
+    uint8_t state; /* ostate */
+} outmsg;
+
+typedef struct pending_ack {
+    uint8_t type; /* mqtt_type */
+    uint16_t pid;
+} pending_ack;
+
+typedef struct sclient {
+    char id[16];
+    int conn;               /* current connection, -1 when none */
+    uint8_t st;             /* cstate */
+    /* Session state the client keeps across reconnects (clean = 0), and
+     * the session incarnation it belongs to (-1 none). */
+    int state_inc;
+    outmsg infl[SIM_MAX_INFLIGHT];
+    int ninfl;
+    uint16_t await[SIM_MAX_AWAIT];
+    int nawait;
+    uint8_t sub_qos[65536 / 256]; /* requested QoS by packet id % 256, for SUBACK */
+    uint16_t next_pid;
+    uint32_t next_seq;
+    /* Acknowledgements not yet written (sent late, in order). */
+    pending_ack acks[SIM_MAX_ACKS];
+    int nacks;
+    /* End phase: retained messages the checker received per topic. */
+    int got_retained[SIM_TOPICS];
+} sclient;
+
+/* ---- the oracle (model.c) ---- */
+typedef struct smsg {
+    int pub;               /* publishing client */
+    uint32_t seq;          /* per publisher */
+    uint8_t topic, qos;
+    bool retain;
+    bool acked;            /* PUBACK / PUBREC reached the publisher */
+    uint32_t processed;    /* times the core handled the PUBLISH */
+} smsg;
+
+/* What one session incarnation should receive of one message. */
+typedef struct expect {
+    uint16_t routed;       /* times routed to the session */
+    uint16_t routed_q[3];  /* ... at each effective QoS */
+    uint8_t qos_mask;      /* bit q: routed at effective QoS q */
+    uint16_t delivered;    /* copies handed to the application */
+    uint16_t delivered_q[3];
+    uint16_t nodup;        /* copies received without DUP */
+    uint32_t first_route;  /* global routing order of the first routing */
+} expect;
+
+typedef struct incarnation {
+    int client;
+    bool clean;
+    bool alive;
+    int conn;                   /* attached connection or -1 */
+    uint64_t offline_since;     /* ms, while persistent and offline */
+    uint8_t subs[SIM_FILTERS];  /* 0 none, else granted QoS + 1 */
+    uint16_t in_qos2[SIM_MAX_AWAIT];
+    int n_in_qos2;
+    expect *exp;                /* [SIM_MAX_MSGS] */
+    uint32_t last_route[SIM_ALL][SIM_TOPICS];
+} incarnation;
+
+/* ---- the world ---- */
+typedef struct world {
+    uint64_t seed;
+    rng r;
+    bool verbose;
+    bool quiesce;              /* end phase: clients ack at once */
+    bool tight;                /* small output buffers: QoS 0 may be dropped */
+    uint32_t expiry_s;         /* session expiry limit, 0 = kept forever */
+    uint64_t step;
+    broker *b;
+    alloc_track at;
+    uint64_t now;
+    sclient cl[SIM_ALL];
+    sconn conns[SIM_MAX_CONNS];
+    int nconns;
+    smsg msgs[SIM_MAX_MSGS];
+    int nmsgs;
+    incarnation inc[SIM_MAX_INC];
+    int ninc;
+    int cur_inc[SIM_ALL];      /* the client's live session, -1 none */
+    int retained[SIM_TOPICS];  /* message index, -1 none */
+    uint32_t route_counter;
+    bool failed;
+    char fail_msg[512];
+    /* counters for the summary */
+    uint64_t n_delivered, n_dups, n_drops, n_takeovers, n_reconnects, n_qos0_dropped,
+        n_paused, n_expired;
+} world;
+
+void sim_fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void sim_trace(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* net.c */
+int net_open(world *w, int client);
+void net_write(world *w, int k, const uint8_t *p, size_t n, mark m);
+/* Feed up to n bytes of k's upstream pipe to the core. */
+void net_feed(world *w, int k, size_t n);
+/* Hand up to n bytes of k's downstream pipe to its client. */
+void net_deliver(world *w, int k, size_t n);
+/* Pull the core's output of every dirty connection; close what it wants. */
+void net_collect(world *w);
+/* The transport became writable again. */
+void net_unblock(world *w, int k);
+/* Abrupt loss of the transport. */
+void net_drop(world *w, int k);
+/* The client abandons k without closing it (takeover). */
+void net_orphan(world *w, int k);
+void net_free(world *w);
+
+/* client.c */
+void client_init(world *w, int i);
+void client_connect(world *w, int i, bool clean);
+void client_publish(world *w, int i, int topic, uint8_t qos, bool retain);
+void client_clear_retained(world *w, int i, int topic);
+void client_subscribe(world *w, int i, int filter, uint8_t qos);
+void client_unsubscribe(world *w, int i, int filter);
+void client_disconnect(world *w, int i);
+void client_flush_acks(world *w, int i, int max);
+/* Packets from the broker arrived on connection k. */
+void client_receive(world *w, int k, const mqtt_packet *p);
+/* The client's connection k reached EOF. */
+void client_closed(world *w, int k);
+
+/* model.c */
+void model_init(world *w);
+void model_free(world *w);
+/* The core consumed packet m on connection k. */
+void model_apply(world *w, int k, const mark *m);
+/* Connection k ended at the core (close, drop, takeover). */
+void model_conn_end(world *w, int k);
+/* A client received PUBLISH p of message mi on connection k. Returns
+ * whether the application gets it (QoS 2 duplicates are filtered by the
+ * client before calling with first = false). */
+void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy);
+/* broker_tick removed `removed` sessions (from clients_total). */
+void model_expire(world *w, uint64_t removed);
+/* End-phase checks. */
+void model_check_final(world *w);
+
+#endif
