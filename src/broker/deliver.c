@@ -45,13 +45,16 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
         return NULL;
     if (c->out_cap - c->out_len >= n)
         return c->out + c->out_len;
-    if (c->out_head > 0 && c->out_cap - pending >= n) {
+    /* Compact only when the bytes moved are no more than the space won, so
+     * a buffer that is never fully drained (a slow reader under load) does
+     * not pay a memmove of everything pending on every message. */
+    if (c->out_head >= pending && c->out_cap - pending >= n) {
         memmove(c->out, c->out + c->out_head, pending);
         c->out_head = 0;
         c->out_len = (uint32_t)pending;
         return c->out + c->out_len;
     }
-    size_t cap = c->out_cap ? c->out_cap : OUT_MIN_CAP;
+    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : OUT_MIN_CAP;
     while (cap - pending < n)
         cap *= 2;
     if (cap > UINT32_MAX)
