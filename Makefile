@@ -106,6 +106,7 @@ test: setup deps
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration
+	$(MAKE) --no-print-directory torture-test
 	$(MAKE) --no-print-directory kernel-test
 
 clean:

@@ -44,7 +44,9 @@ bool tern_loop_store_open(tern_loop *l)
 
 void tern_loop_store_event(tern_loop *l)
 {
-    tern_storeq_complete(l->store, l->b);
+    /* Failures are the core's to handle (broker_store_done) and the store
+     * thread's to log. */
+    (void)tern_storeq_complete(l->store, l->b);
 }
 
 void tern_loop_store_submit(tern_loop *l)

@@ -276,10 +276,10 @@ void tern_storeq_submit(tern_storeq *q, broker *b)
     unlock(q);
 }
 
-void tern_storeq_complete(tern_storeq *q, broker *b)
+bool tern_storeq_complete(tern_storeq *q, broker *b)
 {
     uint64_t count, seqs[QCAP];
-    bool oks[QCAP];
+    bool oks[QCAP], all_ok = true;
     size_t n = 0;
 
     /* Nonblocking: EAGAIN only means another call already took them. */
@@ -293,8 +293,11 @@ void tern_storeq_complete(tern_storeq *q, broker *b)
     unlock(q);
     /* Outside the lock: the core may take long, and the thread no longer
      * looks at these slots. */
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         broker_store_done(b, seqs[i], oks[i]);
+        all_ok = all_ok && oks[i];
+    }
+    return all_ok;
 }
 
 void tern_storeq_drain(tern_storeq *q, broker *b)
@@ -309,7 +312,12 @@ void tern_storeq_drain(tern_storeq *q, broker *b)
             if (pthread_cond_wait(&q->idle, &q->mu) != 0)
                 tern_panic(__FILE__, __LINE__, "store queue condvar");
         unlock(q);
-        tern_storeq_complete(q, b);
+        if (!tern_storeq_complete(q, b)) {
+            tern_logf(q->log, BROKER_LOG_ERROR,
+                      "store: shutting down with the last batches not committed (their "
+                      "acknowledgements were withheld)");
+            return;
+        }
         if (empty)
             return;
     }

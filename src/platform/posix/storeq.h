@@ -44,9 +44,12 @@ void *tern_storeq_handle(tern_storeq *q);
 /* After a loop turn: hand the core's batches to the thread while the queue
  * has room (the rest stay in the core until the next turn). */
 void tern_storeq_submit(tern_storeq *q, broker *b);
-/* The eventfd is readable: report finished batches to the core, in order. */
-void tern_storeq_complete(tern_storeq *q, broker *b);
-/* Shutdown: submit everything, wait until it is committed, report it. */
+/* The eventfd is readable: report finished batches to the core, in order.
+ * False when one of them failed. */
+bool tern_storeq_complete(tern_storeq *q, broker *b);
+/* Shutdown: submit everything, wait until it is committed, report it. When
+ * the disk fails, gives up after the first failed round: what could not be
+ * committed was not acknowledged either. */
 void tern_storeq_drain(tern_storeq *q, broker *b);
 
 /* Ask for a backup now (the console's "backup now"). */

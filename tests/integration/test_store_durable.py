@@ -1,0 +1,161 @@
+"""Durable storage (store.path, SPEC D1/D8) against the real daemon.
+
+- Retained messages, persistent sessions, their subscriptions and queued
+  QoS 1/2 messages survive a restart (clean shutdown here; SIGKILL at random
+  moments is tests/torture/).
+- Fault injection (test hook TERN_TEST_STORE_FAULT, docs/STORE.md): while
+  the disk "fails", a durable PUBLISH gets no PUBACK and its publisher is
+  disconnected, other clients keep being served; once writes work again the
+  publisher's resend is acknowledged and everything is on disk.
+"""
+
+import os
+import time
+
+import pytest
+
+import rawmqtt as rm
+from mqttclients import wait_until
+
+pytestmark = pytest.mark.tern_only
+
+FAULT_ENV = "TERN_TEST_STORE_FAULT"
+
+
+def raw(b, client_id="", clean=True):
+    c = rm.RawClient(b.host, b.port)
+    ack = c.connect(client_id=client_id, clean=clean)
+    assert ack.return_code == 0
+    return c, ack
+
+
+def retained(b, filt):
+    """topic -> payload of the retained messages matching filt."""
+    c, _ = raw(b)
+    out = {}
+    try:
+        c.send(rm.subscribe(1, [(filt, 1)]))
+        while True:
+            try:
+                pkt = c.recv_packet(timeout=0.5)
+            except TimeoutError:
+                return out
+            if pkt.type == rm.PUBLISH:
+                assert pkt.retain
+                out[pkt.topic] = pkt.payload
+                if pkt.qos:
+                    c.send(rm.puback(pkt.pid))
+    finally:
+        c.close()
+
+
+def test_store_state_survives_a_restart(broker, tmp_path):
+    db = str(tmp_path / "tern.db")
+    b = broker(config={"store.path": db})
+    sub, _ = raw(b, "keeper", clean=False)
+    assert sub.subscribe([("q/#", 2)]) == [2]
+    sub.send(rm.disconnect())
+    sub.close()
+    pub, _ = raw(b)
+    pub.send(rm.publish("keep/1", b"retained-1", qos=1, retain=True, pid=1))
+    assert pub.expect(rm.PUBACK).pid == 1
+    pub.send(rm.publish("q/a", b"queued-qos1", qos=1, pid=2))
+    assert pub.expect(rm.PUBACK).pid == 2
+    pub.send(rm.publish("q/b", b"queued-qos2", qos=2, pid=3))
+    assert pub.expect(rm.PUBREC).pid == 3
+    pub.send(rm.pubrel(3))
+    assert pub.expect(rm.PUBCOMP).pid == 3
+    pub.send(rm.disconnect())
+    pub.close()
+    assert b.stop() == []
+
+    b2 = broker(config={"store.path": db})
+    assert retained(b2, "keep/#") == {"keep/1": b"retained-1"}
+    sub, ack = raw(b2, "keeper", clean=False)
+    assert ack.session_present
+    got = {}
+    for _ in range(2):
+        pkt = sub.expect(rm.PUBLISH)
+        got[pkt.topic] = (pkt.payload, pkt.qos)
+        sub.send(rm.puback(pkt.pid) if pkt.qos == 1 else rm.pubrec(pkt.pid))
+    assert got == {"q/a": (b"queued-qos1", 1), "q/b": (b"queued-qos2", 2)}
+    assert sub.expect(rm.PUBREL).pid is not None
+    sub.close()
+    assert "store: loaded 1 session(s), 1 subscription(s)" in b2.stderr_text()
+
+
+@pytest.mark.parametrize("fault,text", [("full", "disk full"), ("io", "I/O error")])
+def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeypatch, fault,
+                                                        text):
+    db = str(tmp_path / "tern.db")
+    control = str(tmp_path / "fault")
+    monkeypatch.setenv(FAULT_ENV, control)
+    b = broker(config={"store.path": db})
+    assert "TEST HOOK " + FAULT_ENV in b.stderr_text()
+
+    pub, _ = raw(b, "pub")
+    pub.send(rm.publish("r/1", b"before", qos=1, retain=True, pid=1))
+    assert pub.expect(rm.PUBACK).pid == 1
+
+    # Another client, on QoS 0 (nothing it does waits for the disk).
+    other, _ = raw(b, "other")
+    assert other.subscribe([("chat", 0)]) == [0]
+
+    with open(control, "w") as f:
+        f.write(fault)
+    pub.send(rm.publish("r/2", b"during", qos=1, retain=True, pid=2))
+    # No PUBACK: the broker closes the publisher so that it resends later.
+    got = pub.wait_closed(timeout=10)
+    assert [p for p in got if p.type == rm.PUBACK] == []
+    wait_until(lambda: "store: commit of" in b.stderr_text(), 5, what="the failure logged")
+    assert text in b.stderr_text()
+
+    # The other client is still served while the disk fails.
+    for i in range(3):
+        other.send(rm.publish("chat", b"hello %d" % i, qos=0))
+        pkt = other.expect(rm.PUBLISH)
+        assert pkt.payload == b"hello %d" % i
+    assert other.is_open_after_ping()
+
+    # While the disk keeps failing, retries are paced (50 ms doubling to
+    # 2 s), not a busy loop of failing rewrites.
+    time.sleep(1.0)
+    assert b.stderr_text().count("failed; withholding") <= 10
+
+    os.unlink(control)
+    # The publisher comes back and resends: acknowledged once writes work.
+    deadline = time.monotonic() + 10
+    while True:
+        pub, _ = raw(b, "pub")
+        pub.send(rm.publish("r/2", b"during", qos=1, retain=True, pid=2, dup=True))
+        try:
+            assert pub.expect(rm.PUBACK, timeout=2).pid == 2
+            break
+        except (rm.Closed, TimeoutError):
+            pub.close()
+            assert time.monotonic() < deadline, "no PUBACK after the disk recovered"
+    pub.close()
+    other.close()
+    wait_until(lambda: "store: commits succeed again" in b.stderr_text(), 5,
+               what="the recovery logged")
+    assert b.stderr_text().count("store: commit of") == 1  # logged once per state change
+    assert b.stop() == []
+
+    b2 = broker(config={"store.path": db})
+    assert retained(b2, "r/#") == {"r/1": b"before", "r/2": b"during"}
+
+
+def test_store_shutdown_while_the_disk_fails_is_clean_and_bounded(broker, tmp_path,
+                                                                   monkeypatch):
+    control = str(tmp_path / "fault")
+    monkeypatch.setenv(FAULT_ENV, control)
+    b = broker(config={"store.path": str(tmp_path / "tern.db")})
+    with open(control, "w") as f:
+        f.write("full")
+    pub, _ = raw(b, "pub")
+    pub.send(rm.publish("r/1", b"never acknowledged", qos=1, retain=True, pid=1))
+    assert [p for p in pub.wait_closed(timeout=10) if p.type == rm.PUBACK] == []
+    started = time.monotonic()
+    assert b.stop() == []  # exit status 0, no sanitizer report
+    assert time.monotonic() - started < 8
+    assert "shutting down with the last batches not committed" in b.stderr_text()
