@@ -400,6 +400,8 @@ struct broker {
     bool durable;             /* journal records and gate acknowledgements */
     bool restoring;           /* broker_restore_*: no records */
     journal jr;
+    broker_store_status store_status;
+    bool has_store_status;
     struct restore_state *restore; /* only between restore calls */
     broker_conn *conns;
     broker_conn *dirty_head, *dirty_tail;

@@ -105,6 +105,24 @@ void broker_store_done(broker *b, uint64_t seq, bool ok);
 /* Bytes of batches taken but not yet done (for back-pressure and $SYS). */
 size_t broker_store_pending_bytes(const broker *b);
 
+/* The store's health, as the platform last saw it; published under
+ * $SYS/broker/store/ (SPEC D1: a failing disk is reported, not hidden). A
+ * change of `failing` is published at once; counters follow at the next
+ * $SYS refresh. Logging is the platform's. */
+typedef struct broker_store_status {
+    uint64_t commits;          /* successful transactions */
+    uint64_t failed_commits;
+    uint64_t records;          /* records committed */
+    uint64_t commit_p50_us;    /* commit latency over a recent window */
+    uint64_t commit_p99_us;
+    uint64_t backups_done;
+    uint64_t backups_failed;
+    bool failing;              /* the last transaction failed */
+    bool restored_at_open;     /* the database was replaced by a backup at open */
+} broker_store_status;
+
+void broker_set_store_status(broker *b, const broker_store_status *st);
+
 /*
  * Restore, before any connection is opened: rebuild state from committed
  * records. These produce no new records. Queue entries must be restored in

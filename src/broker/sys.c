@@ -34,6 +34,35 @@ static uint64_t ema_step(uint64_t avg, uint64_t delta, uint64_t dt_ms)
     return avg - (avg - rate) * dt_ms / (60000u + dt_ms);
 }
 
+static void put_store_state(broker *b)
+{
+    put(b, "$SYS/broker/store/state", b->store_status.failing ? "failing" : "ok");
+}
+
+static void sys_publish_store(broker *b)
+{
+    const broker_store_status *st = &b->store_status;
+    put_store_state(b);
+    put(b, "$SYS/broker/store/restored_from_backup", st->restored_at_open ? "yes" : "no");
+    put_u64(b, "$SYS/broker/store/commits", st->commits);
+    put_u64(b, "$SYS/broker/store/failed_commits", st->failed_commits);
+    put_u64(b, "$SYS/broker/store/records", st->records);
+    put_u64(b, "$SYS/broker/store/commit_latency/p50_us", st->commit_p50_us);
+    put_u64(b, "$SYS/broker/store/commit_latency/p99_us", st->commit_p99_us);
+    put_u64(b, "$SYS/broker/store/backups/done", st->backups_done);
+    put_u64(b, "$SYS/broker/store/backups/failed", st->backups_failed);
+}
+
+void broker_set_store_status(broker *b, const broker_store_status *st)
+{
+    /* The store logs its own state changes; the core publishes them. */
+    bool changed = !b->has_store_status || st->failing != b->store_status.failing;
+    b->store_status = *st;
+    b->has_store_status = true;
+    if (changed)
+        put_store_state(b);
+}
+
 void sys_publish(broker *b, uint64_t now_ms)
 {
     sys_state *st = &b->sys;
@@ -69,6 +98,8 @@ void sys_publish(broker *b, uint64_t now_ms)
     snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(st->load_sent / 1000u),
              (unsigned long long)(st->load_sent % 1000u / 10u));
     put(b, "$SYS/broker/load/publish/sent/1min", buf);
+    if (b->has_store_status)
+        sys_publish_store(b);
     /* Last, so the count and the memory figure include the $SYS values. */
     put_u64(b, "$SYS/broker/retained messages/count", b->stats.retained_count);
     put_u64(b, "$SYS/broker/memory/used", b->stats.memory_used);

@@ -100,6 +100,10 @@ def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeyp
     # Another client, on QoS 0 (nothing it does waits for the disk).
     other, _ = raw(b, "other")
     assert other.subscribe([("chat", 0)]) == [0]
+    # The store's state is published on $SYS (retained, changes at once).
+    watch, _ = raw(b, "watch")
+    assert watch.subscribe([("$SYS/broker/store/state", 0)]) == [0]
+    assert watch.expect(rm.PUBLISH).payload == b"ok"
 
     with open(control, "w") as f:
         f.write(fault)
@@ -116,6 +120,7 @@ def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeyp
         pkt = other.expect(rm.PUBLISH)
         assert pkt.payload == b"hello %d" % i
     assert other.is_open_after_ping()
+    assert watch.expect(rm.PUBLISH).payload == b"failing"
 
     # While the disk keeps failing, retries are paced (50 ms doubling to
     # 2 s), not a busy loop of failing rewrites.
@@ -138,6 +143,10 @@ def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeyp
     other.close()
     wait_until(lambda: "store: commits succeed again" in b.stderr_text(), 5,
                what="the recovery logged")
+    while True:  # $SYS republishes "failing" until a commit succeeds
+        if watch.expect(rm.PUBLISH, timeout=10).payload == b"ok":
+            break
+    watch.close()
     assert b.stderr_text().count("store: commit of") == 1  # logged once per state change
     assert b.stop() == []
 

@@ -258,3 +258,29 @@ TEST(clean_session_connect_deletes_the_stored_session)
     fw_free(&w);
     free(ms);
 }
+
+TEST(store_failure_is_published_on_sys_at_once)
+{
+    fworld w;
+    fw_init_durable(&w, NULL);
+    fclient *op = fw_open_as(&w, "ops", true);
+    fc_connect(&w, op, "op", true, 0);
+    fc_subscribe(&w, op, 1, "$SYS/broker/store/state", 0);
+    fc_clear(op);
+    broker_store_status st = {.commits = 5, .failing = true};
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    mqtt_packet pk;
+    CHECK(next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(payload_is(&pk, "failing"));
+    st.failing = false;
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    CHECK(next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(payload_is(&pk, "ok"));
+    st.commits = 6; /* counters alone wait for the next $SYS refresh */
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    CHECK(!fc_next(op, &pk));
+    fw_free(&w);
+}

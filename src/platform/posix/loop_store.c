@@ -42,11 +42,32 @@ bool tern_loop_store_open(tern_loop *l)
     return true;
 }
 
+/* Hand the store's health to the core ($SYS). `failed` is the outcome of
+ * the batches just reported, fresher than the thread's counters. */
+static void report_status(tern_loop *l, bool failed)
+{
+    store_stats st;
+    broker_store_status bs;
+    tern_storeq_stats(l->store, &st);
+    memset(&bs, 0, sizeof bs);
+    bs.commits = st.commits;
+    bs.failed_commits = st.failed_commits;
+    bs.records = st.records;
+    bs.commit_p50_us = st.p50_commit_us;
+    bs.commit_p99_us = st.p99_commit_us;
+    bs.backups_done = st.backups_done;
+    bs.backups_failed = st.backups_failed;
+    bs.failing = failed;
+    bs.restored_at_open = st.restored_at_open;
+    broker_set_store_status(l->b, &bs);
+}
+
 void tern_loop_store_event(tern_loop *l)
 {
     /* Failures are the core's to handle (broker_store_done) and the store
-     * thread's to log. */
-    (void)tern_storeq_complete(l->store, l->b);
+     * thread's to log; the core also publishes them on $SYS. */
+    bool ok = tern_storeq_complete(l->store, l->b);
+    report_status(l, !ok);
 }
 
 void tern_loop_store_submit(tern_loop *l)
