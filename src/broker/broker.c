@@ -51,7 +51,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     tmp.alloc = cfg->allocator;
     /* The broker itself is allocated through its own allocator: bootstrap
      * from a stack copy, then move. */
-    broker *b = mem_calloc(&tmp, sizeof *b);
+    broker *b = bmem_calloc(&tmp, sizeof *b);
     if (!b)
         return NULL;
     *b = tmp;
@@ -67,7 +67,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
     b->now_ms = now_ms;
-    b->version = mem_strdup(b, cfg->version ? cfg->version : "tern");
+    b->version = bmem_strdup(b, cfg->version ? cfg->version : "tern");
     wheel_init(&b->wheel, now_ms);
     if (!b->version || sessions_init(b, &b->sessions) != 0) {
         broker_destroy(b);
@@ -104,10 +104,10 @@ static void conn_free(broker *b, broker_conn *c)
     ALWAYS(b->conn_count > 0);
     b->conn_count--;
     acks_drop(b, c);
-    mem_free(b, c->out);
-    mem_free(b, c->peer);
-    mem_free(b, c->identity);
-    mem_free(b, c);
+    bmem_free(b, c->out);
+    bmem_free(b, c->peer);
+    bmem_free(b, c->identity);
+    bmem_free(b, c);
 }
 
 void broker_destroy(broker *b)
@@ -124,13 +124,13 @@ void broker_destroy(broker *b)
         sessions_free(b, &b->sessions);
     if (b->tree.root)
         tree_free(b, &b->tree);
-    mem_free(b, b->version);
+    bmem_free(b, b->version);
     broker_acl_free(b->acl);
     journal_free(b);
     if (b->restore)
         broker_restore_done(b);
     broker tmp = *b;
-    mem_free(&tmp, b);
+    bmem_free(&tmp, b);
 }
 
 broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms)
@@ -141,7 +141,7 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
              info && info->peer ? info->peer : "?", b->lim.max_connections);
         return NULL;
     }
-    broker_conn *c = mem_calloc(b, sizeof *c);
+    broker_conn *c = bmem_calloc(b, sizeof *c);
     if (!c)
         return NULL;
     c->ctx = ctx;
@@ -150,12 +150,12 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
         c->is_operator = info->is_operator;
-        c->peer = mem_strdup(b, info->peer);
-        c->identity = mem_strdup(b, info->identity);
+        c->peer = bmem_strdup(b, info->peer);
+        c->identity = bmem_strdup(b, info->identity);
         if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
-            mem_free(b, c->peer);
-            mem_free(b, c->identity);
-            mem_free(b, c);
+            bmem_free(b, c->peer);
+            bmem_free(b, c->identity);
+            bmem_free(b, c);
             return NULL;
         }
     }
@@ -257,7 +257,7 @@ void broker_out_consume(broker *b, broker_conn *c, size_t n)
     b->stats.bytes_sent += n;
     if (c->out_head == c->out_len) {
         /* Drained: an idle connection keeps no buffer. */
-        mem_free(b, c->out);
+        bmem_free(b, c->out);
         c->out = NULL;
         c->out_head = c->out_len = c->out_cap = 0;
     }

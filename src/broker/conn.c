@@ -78,7 +78,7 @@ void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64
     msg_unref(b, c->will);
     c->will = NULL;
     acks_drop(b, c); /* a held acknowledgement dies with its connection */
-    mem_free(b, c->in);
+    bmem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
     conn_mark_dirty(b, c);
@@ -156,7 +156,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         present = true;
     } else {
         s = session_create(b, &b->sessions, id, id_len, cp->clean_session);
-        if (s && c->identity && !(s->identity = mem_strdup(b, c->identity))) {
+        if (s && c->identity && !(s->identity = bmem_strdup(b, c->identity))) {
             session_destroy(b, s);
             s = NULL;
         }
@@ -271,7 +271,7 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     uint8_t codes_small[32];
     uint8_t *codes = codes_small;
     if (l->count > sizeof codes_small) {
-        codes = mem_alloc(b, l->count);
+        codes = bmem_alloc(b, l->count);
         if (!codes) {
             conn_end(b, c, true, "out of memory", b->now_ms);
             return;
@@ -327,7 +327,7 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     }
 done:
     if (codes != codes_small)
-        mem_free(b, codes);
+        bmem_free(b, codes);
 }
 
 static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
@@ -460,7 +460,7 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
             cap *= 2;
         if (cap > UINT32_MAX)
             return -1;
-        uint8_t *in = mem_realloc(b, c->in, cap);
+        uint8_t *in = bmem_realloc(b, c->in, cap);
         if (!in)
             return -1;
         c->in = in;
@@ -527,7 +527,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
 
 static void tail_clear(broker *b, broker_conn *c)
 {
-    mem_free(b, c->in);
+    bmem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
 }

@@ -59,12 +59,12 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
         cap *= 2;
     if (cap > UINT32_MAX)
         return NULL;
-    uint8_t *p = mem_alloc(b, cap);
+    uint8_t *p = bmem_alloc(b, cap);
     if (!p)
         return NULL;
     if (pending)
         memcpy(p, c->out + c->out_head, pending);
-    mem_free(b, c->out);
+    bmem_free(b, c->out);
     c->out = p;
     c->out_cap = (uint32_t)cap;
     c->out_head = 0;

@@ -27,11 +27,11 @@
 
 /* ---- memory (mem.c) ---------------------------------------------------- */
 
-void *mem_alloc(broker *b, size_t size);
-void *mem_calloc(broker *b, size_t size);
-void *mem_realloc(broker *b, void *p, size_t size);
-void mem_free(broker *b, void *p);
-char *mem_strdup(broker *b, const char *s); /* NULL in, NULL out */
+void *bmem_alloc(broker *b, size_t size);
+void *bmem_calloc(broker *b, size_t size);
+void *bmem_realloc(broker *b, void *p, size_t size);
+void bmem_free(broker *b, void *p);
+char *bmem_strdup(broker *b, const char *s); /* NULL in, NULL out */
 
 /* ---- messages (msg.c) -------------------------------------------------- */
 

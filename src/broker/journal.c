@@ -25,7 +25,7 @@ static uint8_t *reserve(broker *b, size_t n)
 {
     journal *j = &b->jr;
     if (!j->open) {
-        jbatch *nb = mem_calloc(b, sizeof *nb);
+        jbatch *nb = bmem_calloc(b, sizeof *nb);
         if (!nb)
             goto fail;
         nb->seq = j->next_seq++;
@@ -42,7 +42,7 @@ static uint8_t *reserve(broker *b, size_t n)
         size_t cap = o->cap ? o->cap : BATCH_MIN_CAP;
         while (cap - o->len < n)
             cap *= 2;
-        uint8_t *d = mem_realloc(b, o->data, cap);
+        uint8_t *d = bmem_realloc(b, o->data, cap);
         if (!d)
             goto fail;
         o->data = d;
@@ -274,7 +274,7 @@ static void snapshot(broker *b)
         return;
     rec_end(b, &w);
     b->jr.open->has_reset = true;
-    char *filter = mem_alloc(b, UINT16_MAX + 1u); /* no big buffers on stacks */
+    char *filter = bmem_alloc(b, UINT16_MAX + 1u); /* no big buffers on stacks */
     if (!filter) {
         b->jr.broken = true;
         return;
@@ -303,7 +303,7 @@ static void snapshot(broker *b)
                 j_inqos2(b, s, s->in_qos2[k], true);
         }
     }
-    mem_free(b, filter);
+    bmem_free(b, filter);
     if (tree_for_all_retained(b, &b->tree, snap_retained, NULL) != 0)
         b->jr.broken = true;
 }
@@ -356,7 +356,7 @@ static void waiter_unlink(broker *b, broker_conn *c)
 void acks_drop(broker *b, broker_conn *c)
 {
     waiter_unlink(b, c);
-    mem_free(b, c->acks);
+    bmem_free(b, c->acks);
     c->acks = NULL;
     c->acks_head = c->acks_count = c->acks_cap = 0;
 }
@@ -386,8 +386,8 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
     if (!j->taken)
         j->taken_tail = NULL;
     j->pending_bytes -= o->len;
-    mem_free(b, o->data);
-    mem_free(b, o);
+    bmem_free(b, o->data);
+    bmem_free(b, o);
 
     if (ok) {
         j->committed_seq = seq;
@@ -445,12 +445,12 @@ bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet
         return send_simple(b, c, type, packet_id);
     if (c->acks_count == c->acks_cap) {
         uint32_t cap = c->acks_cap ? c->acks_cap * 2 : 8;
-        held_ack *a = mem_alloc(b, cap * sizeof *a);
+        held_ack *a = bmem_alloc(b, cap * sizeof *a);
         if (!a)
             return false;
         for (uint32_t i = 0; i < c->acks_count; i++)
             a[i] = c->acks[(c->acks_head + i) % c->acks_cap];
-        mem_free(b, c->acks);
+        bmem_free(b, c->acks);
         c->acks = a;
         c->acks_cap = cap;
         c->acks_head = 0;
@@ -475,15 +475,15 @@ void journal_free(broker *b)
 {
     journal *j = &b->jr;
     if (j->open) {
-        mem_free(b, j->open->data);
-        mem_free(b, j->open);
+        bmem_free(b, j->open->data);
+        bmem_free(b, j->open);
         j->open = NULL;
     }
     while (j->taken) {
         jbatch *o = j->taken;
         j->taken = o->next;
-        mem_free(b, o->data);
-        mem_free(b, o);
+        bmem_free(b, o->data);
+        bmem_free(b, o);
     }
     j->taken_tail = NULL;
 }

@@ -42,7 +42,7 @@ static void raw_free(broker *b, void *p)
         free(p);
 }
 
-void *mem_alloc(broker *b, size_t size)
+void *bmem_alloc(broker *b, size_t size)
 {
     if (size > SIZE_MAX - sizeof(mem_header))
         return NULL;
@@ -55,18 +55,18 @@ void *mem_alloc(broker *b, size_t size)
     return h + 1;
 }
 
-void *mem_calloc(broker *b, size_t size)
+void *bmem_calloc(broker *b, size_t size)
 {
-    void *p = mem_alloc(b, size);
+    void *p = bmem_alloc(b, size);
     if (p)
         memset(p, 0, size);
     return p;
 }
 
-void *mem_realloc(broker *b, void *p, size_t size)
+void *bmem_realloc(broker *b, void *p, size_t size)
 {
     if (!p)
-        return mem_alloc(b, size);
+        return bmem_alloc(b, size);
     if (size > SIZE_MAX - sizeof(mem_header))
         return NULL;
     mem_header *h = (mem_header *)p - 1;
@@ -80,7 +80,7 @@ void *mem_realloc(broker *b, void *p, size_t size)
     return n + 1;
 }
 
-void mem_free(broker *b, void *p)
+void bmem_free(broker *b, void *p)
 {
     if (!p)
         return;
@@ -92,12 +92,12 @@ void mem_free(broker *b, void *p)
     raw_free(b, h);
 }
 
-char *mem_strdup(broker *b, const char *s)
+char *bmem_strdup(broker *b, const char *s)
 {
     if (!s)
         return NULL;
     size_t n = strlen(s) + 1;
-    char *d = mem_alloc(b, n);
+    char *d = bmem_alloc(b, n);
     if (d)
         memcpy(d, s, n);
     return d;

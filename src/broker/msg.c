@@ -10,7 +10,7 @@ msg *msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *p
              size_t payload_len, uint8_t qos, bool retain)
 {
     ALWAYS(topic_len <= UINT16_MAX && payload_len <= UINT32_MAX && qos <= 2);
-    msg *m = mem_alloc(b, sizeof *m + topic_len + payload_len);
+    msg *m = bmem_alloc(b, sizeof *m + topic_len + payload_len);
     if (!m)
         return NULL;
     m->refs = 1;
@@ -33,5 +33,5 @@ void msg_unref(broker *b, msg *m)
         return;
     ALWAYS(m->refs > 0);
     if (--m->refs == 0)
-        mem_free(b, m);
+        bmem_free(b, m);
 }

@@ -15,7 +15,7 @@ typedef struct restore_state {
 static restore_state *rs_get(broker *b)
 {
     if (!b->restore) {
-        b->restore = mem_calloc(b, sizeof *b->restore);
+        b->restore = bmem_calloc(b, sizeof *b->restore);
         if (b->restore)
             b->restoring = true;
     }
@@ -43,7 +43,7 @@ static int rs_add(broker *b, restore_state *r, msg *m)
 {
     if ((r->count + 1) * 2 > r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
-        msg **tab = mem_calloc(b, cap * sizeof *tab);
+        msg **tab = bmem_calloc(b, cap * sizeof *tab);
         if (!tab)
             return -1;
         msg **old = r->tab;
@@ -58,7 +58,7 @@ static int rs_add(broker *b, restore_state *r, msg *m)
                 j = (j + 1) & (cap - 1);
             tab[j] = old[i];
         }
-        mem_free(b, old);
+        bmem_free(b, old);
     }
     size_t j = slot_of(r, m->store_id);
     while (r->tab[j])
@@ -95,7 +95,7 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
     if (!s)
         return -1;
     if (identity_len) {
-        s->identity = mem_alloc(b, identity_len + 1);
+        s->identity = bmem_alloc(b, identity_len + 1);
         if (!s->identity) {
             session_destroy(b, s);
             return -1;
@@ -206,7 +206,7 @@ void broker_restore_done(broker *b)
     if (r->dropped)
         blog(b, BROKER_LOG_WARN, "store: %zu queued entries could not be restored",
              r->dropped);
-    mem_free(b, r->tab);
-    mem_free(b, r);
+    bmem_free(b, r->tab);
+    bmem_free(b, r);
     b->restore = NULL;
 }

@@ -27,7 +27,7 @@ static uint32_t id_hash(const uint8_t *id, size_t len)
 int sessions_init(broker *b, session_table *st)
 {
     memset(st, 0, sizeof *st);
-    st->table = mem_calloc(b, TABLE_MIN * sizeof *st->table);
+    st->table = bmem_calloc(b, TABLE_MIN * sizeof *st->table);
     if (!st->table)
         return -1;
     st->size = TABLE_MIN;
@@ -39,7 +39,7 @@ void sessions_free(broker *b, session_table *st)
     for (size_t i = 0; i < st->size; i++)
         while (st->table[i])
             session_destroy(b, st->table[i]);
-    mem_free(b, st->table);
+    bmem_free(b, st->table);
     memset(st, 0, sizeof *st);
 }
 
@@ -55,7 +55,7 @@ session *session_find(session_table *st, const uint8_t *id, size_t len)
 static void table_grow(broker *b, session_table *st)
 {
     size_t size = st->size * 2;
-    session **table = mem_calloc(b, size * sizeof *table);
+    session **table = bmem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* longer chains, still correct */
     for (size_t i = 0; i < st->size; i++) {
@@ -68,7 +68,7 @@ static void table_grow(broker *b, session_table *st)
             s = next;
         }
     }
-    mem_free(b, st->table);
+    bmem_free(b, st->table);
     st->table = table;
     st->size = size;
 }
@@ -76,7 +76,7 @@ static void table_grow(broker *b, session_table *st)
 session *session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean)
 {
     ALWAYS(len <= UINT16_MAX);
-    session *s = mem_calloc(b, sizeof *s + len + 1);
+    session *s = bmem_calloc(b, sizeof *s + len + 1);
     if (!s)
         return NULL;
     s->hashv = id_hash(id, len);
@@ -135,10 +135,10 @@ void session_destroy(broker *b, session *s)
             j_msg_unref(b, e->m);
         msg_unref(b, e->m);
     }
-    mem_free(b, s->q);
-    mem_free(b, s->in_qos2);
-    mem_free(b, s->identity);
-    mem_free(b, s);
+    bmem_free(b, s->q);
+    bmem_free(b, s->in_qos2);
+    bmem_free(b, s->identity);
+    bmem_free(b, s);
 }
 
 bool session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
@@ -175,12 +175,12 @@ static int q_grow(broker *b, session *s, uint32_t limit)
     uint32_t cap = s->q_cap ? s->q_cap * 2 : 8;
     if (cap > limit)
         cap = limit;
-    qentry *q = mem_alloc(b, (size_t)cap * sizeof *q);
+    qentry *q = bmem_alloc(b, (size_t)cap * sizeof *q);
     if (!q)
         return -1;
     for (uint32_t i = 0; i < s->q_count; i++)
         q[i] = *session_entry(s, i);
-    mem_free(b, s->q);
+    bmem_free(b, s->q);
     s->q = q;
     s->q_cap = cap;
     s->q_head = 0;
@@ -271,7 +271,7 @@ static void drop_done_head(broker *b, session *s)
     if (s->q_count == 0 && s->q) {
         /* An idle session holds no ring: idle memory per client matters
          * more than one allocation per burst. */
-        mem_free(b, s->q);
+        bmem_free(b, s->q);
         s->q = NULL;
         s->q_cap = 0;
         s->q_head = 0;
@@ -327,7 +327,7 @@ int session_in_qos2_add(broker *b, session *s, uint16_t id)
         return -1;
     if (s->in_qos2_count == s->in_qos2_cap) {
         uint32_t cap = s->in_qos2_cap ? s->in_qos2_cap * 2 : 4;
-        uint16_t *a = mem_realloc(b, s->in_qos2, cap * sizeof *a);
+        uint16_t *a = bmem_realloc(b, s->in_qos2, cap * sizeof *a);
         if (!a)
             return -1;
         s->in_qos2 = a;

@@ -33,7 +33,7 @@ static uint32_t seg_hash(const tnode *parent, const uint8_t *s, size_t len)
 
 static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, uint32_t h)
 {
-    tnode *n = mem_calloc(b, sizeof *n + len);
+    tnode *n = bmem_calloc(b, sizeof *n + len);
     if (!n)
         return NULL;
     n->parent = parent;
@@ -48,12 +48,12 @@ int tree_init(broker *b, tree *t)
 {
     memset(t, 0, sizeof *t);
     t->root = node_new(b, NULL, NULL, 0, 0);
-    t->table = mem_calloc(b, TABLE_MIN * sizeof *t->table);
+    t->table = bmem_calloc(b, TABLE_MIN * sizeof *t->table);
     if (!t->root || !t->table) {
         /* The caller still runs tree_free() (broker_destroy): leave nothing
          * dangling for it to free a second time. */
-        mem_free(b, t->root);
-        mem_free(b, t->table);
+        bmem_free(b, t->root);
+        bmem_free(b, t->table);
         t->root = NULL;
         t->table = NULL;
         return -1;
@@ -75,7 +75,7 @@ static tnode *child_find(const tree *t, const tnode *parent, const uint8_t *s, s
 static void table_grow(broker *b, tree *t)
 {
     size_t size = t->table_size * 2;
-    tnode **table = mem_calloc(b, size * sizeof *table);
+    tnode **table = bmem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* keep the old table: slower chains, still correct */
     for (size_t i = 0; i < t->table_size; i++) {
@@ -88,7 +88,7 @@ static void table_grow(broker *b, tree *t)
             n = next;
         }
     }
-    mem_free(b, t->table);
+    bmem_free(b, t->table);
     t->table = table;
     t->table_size = size;
 }
@@ -151,7 +151,7 @@ static void prune(broker *b, tree *t, tnode *n)
                 n->next_sibling->prev_sibling = n->prev_sibling;
             t->node_count--;
         }
-        mem_free(b, n);
+        bmem_free(b, n);
         n = parent;
     }
 }
@@ -213,7 +213,7 @@ sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t 
             return s;
         }
     }
-    sub *s = mem_calloc(b, sizeof *s);
+    sub *s = bmem_calloc(b, sizeof *s);
     if (!s) {
         prune(b, t, n);
         return NULL;
@@ -243,7 +243,7 @@ static void unlink_sub(broker *b, tree *t, sub *s)
         s->node_next->node_prev = s->node_prev;
     ALWAYS(b->stats.subscriptions_count > 0);
     b->stats.subscriptions_count--;
-    mem_free(b, s);
+    bmem_free(b, s);
     prune(b, t, n);
 }
 
@@ -273,7 +273,7 @@ static int stack_push(broker *b, tree *t, size_t *depth, tnode *n, size_t pos)
 {
     if (*depth == t->stack_cap) {
         size_t cap = t->stack_cap ? t->stack_cap * 2 : 64;
-        struct tstack *s = mem_realloc(b, t->stack, cap * sizeof *s);
+        struct tstack *s = bmem_realloc(b, t->stack, cap * sizeof *s);
         if (!s)
             return -1;
         t->stack = s;
@@ -300,7 +300,7 @@ static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
         }
         if (*count == t->matches_cap) {
             size_t cap = t->matches_cap ? t->matches_cap * 2 : 64;
-            match *nm = mem_realloc(b, t->matches, cap * sizeof *nm);
+            match *nm = bmem_realloc(b, t->matches, cap * sizeof *nm);
             if (!nm)
                 return -1;
             t->matches = nm;
@@ -489,9 +489,9 @@ static void free_subtree(broker *b, tnode *n)
         while (n->subs) {
             sub *s = n->subs;
             n->subs = s->node_next;
-            mem_free(b, s);
+            bmem_free(b, s);
         }
-        mem_free(b, n);
+        bmem_free(b, n);
         n = parent;
     }
 }
@@ -500,8 +500,8 @@ void tree_free(broker *b, tree *t)
 {
     /* Sessions (and their subscription lists) are freed before the tree. */
     free_subtree(b, t->root);
-    mem_free(b, t->table);
-    mem_free(b, t->matches);
-    mem_free(b, t->stack);
+    bmem_free(b, t->table);
+    bmem_free(b, t->matches);
+    bmem_free(b, t->stack);
     memset(t, 0, sizeof *t);
 }

@@ -22,10 +22,6 @@ KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding
 # with the kernel's flags and libc (the same sources as the daemon).
 KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c))
-# The core's internal allocator functions share lwIP's names (mem_free,
-# mem_calloc); in the kernel, where both are linked, the core's are renamed.
-KERNEL_CORE_RENAME := -Dmem_alloc=broker_mem_alloc -Dmem_calloc=broker_mem_calloc \
-    -Dmem_realloc=broker_mem_realloc -Dmem_free=broker_mem_free -Dmem_strdup=broker_mem_strdup
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src
@@ -68,10 +64,7 @@ define KERNEL_VARIANT
 $(KBUILD)/$(1)/%.o: %.c
 	@mkdir -p $$(@D)
 	$$(if $$(Q),@echo "  KCC     $$< ($(1))")
-	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) $$(KERNEL_EXTRA) -MMD -MP -c $$< -o $$@
-
-$(patsubst %.c,$(KBUILD)/$(1)/%.o,$(filter src/broker/%,$(KERNEL_CORE_C))): \
-    KERNEL_EXTRA := $(KERNEL_CORE_RENAME)
+	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
 
 $(KBUILD)/$(1)/lwip/%.o: $(LWIP_DIR)/%.c
 	@mkdir -p $$(@D)
