@@ -26,6 +26,7 @@ static void apply_defaults(broker_limits *l)
     DEF(connect_timeout_ms, 10000u);
     DEF(sys_interval_s, 10u);
     DEF(max_retained, 100000u);
+    DEF(max_retained_bytes, 256u << 20);
     DEF(work_budget, 256u);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)

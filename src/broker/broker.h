@@ -73,6 +73,7 @@ typedef struct broker_limits {
     uint32_t session_expiry_s;     /* persistent session kept after disconnect; 0 = forever */
     uint32_t sys_interval_s;       /* $SYS refresh period; default 10; UINT32_MAX = off */
     uint32_t max_retained;         /* retained messages kept; default 100000 */
+    uint32_t max_retained_bytes;   /* their topic + payload bytes; default 256 MiB */
     uint32_t work_budget;          /* packets handled per broker_input call before it
                                       returns and asks to be called again; default 256 */
 } broker_limits;
@@ -166,6 +167,7 @@ typedef struct broker_stats {
     uint64_t bytes_sent;          /* bytes the transport consumed */
     uint64_t publish_dropped;     /* messages not delivered because of limits */
     uint64_t retained_count;
+    uint64_t retained_bytes;      /* topic + payload bytes of retained messages */
     uint64_t subscriptions_count;
     uint64_t memory_used;         /* bytes allocated by the core, live */
     uint64_t protocol_errors;     /* connections closed for malformed input */

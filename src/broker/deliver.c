@@ -218,6 +218,17 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
             return;
         }
     }
+    if (b->stats.retained_bytes + tlen + plen > b->lim.max_retained_bytes) {
+        /* Bytes already held for this topic are given back when replaced,
+         * so measure what the replacement would leave. */
+        uint64_t held = tree_retained_size(&b->tree, topic, tlen);
+        if (b->stats.retained_bytes - held + tlen + plen > b->lim.max_retained_bytes) {
+            blog(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
+                 b->lim.max_retained_bytes);
+            b->stats.publish_dropped++;
+            return;
+        }
+    }
     if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
         tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
         blog(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");

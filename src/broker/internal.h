@@ -123,6 +123,8 @@ int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg
 /* The filter text of node n written to buf (not terminated); 0 when it does
  * not fit in cap. */
 size_t tree_filter_text(const tnode *n, char *buf, size_t cap);
+/* Topic + payload bytes of the message retained on topic (0 = none). */
+uint64_t tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
 /* Call fn for every retained message matching filter f. */
 typedef void (*retained_fn)(broker *b, void *ctx, msg *m);
 int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,

@@ -102,6 +102,7 @@ void sys_publish(broker *b, uint64_t now_ms)
         sys_publish_store(b);
     /* Last, so the count and the memory figure include the $SYS values. */
     put_u64(b, "$SYS/broker/retained messages/count", b->stats.retained_count);
+    put_u64(b, "$SYS/broker/retained messages/bytes", b->stats.retained_bytes);
     put_u64(b, "$SYS/broker/memory/used", b->stats.memory_used);
     put_u64(b, "$SYS/broker/heap/current", b->stats.memory_used);
 }

@@ -360,6 +360,7 @@ int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg
         n = path_find(t, topic, tlen);
         if (!n || !n->retained)
             return 0;
+        b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
         msg_unref(b, n->retained);
         n->retained = NULL;
         ALWAYS(b->stats.retained_count > 0);
@@ -370,12 +371,21 @@ int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg
     n = path_get(b, t, topic, tlen);
     if (!n)
         return -1;
-    if (n->retained)
+    if (n->retained) {
+        b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
         msg_unref(b, n->retained);
-    else
+    } else {
         b->stats.retained_count++;
+    }
+    b->stats.retained_bytes += m->topic_len + m->payload_len;
     n->retained = msg_ref(m);
     return 0;
+}
+
+uint64_t tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen)
+{
+    const tnode *n = path_find(t, topic, tlen);
+    return n && n->retained ? (uint64_t)n->retained->topic_len + n->retained->payload_len : 0;
 }
 
 /* Next ordinary sibling, skipping '$' levels directly under the root. */

@@ -57,6 +57,7 @@ static const key_def key_table[] = {
     LIMIT("max_inbound_qos2", max_inbound_qos2, 1, 65535),
     LIMIT("connect_timeout", connect_timeout_s, 1, 86400),
     LIMIT("max_retained", max_retained, 1, UINT32_MAX),
+    LIMIT("max_retained_bytes", max_retained_bytes, 1024, UINT32_MAX),
     LIMIT("work_budget", work_budget, 1, UINT32_MAX),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
@@ -584,6 +585,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_inbound_qos2 = 1024;
     cfg->limits.connect_timeout_s = 10;
     cfg->limits.max_retained = 100000;
+    cfg->limits.max_retained_bytes = 256u << 20;
     cfg->limits.work_budget = 256;
     cfg->session_expiry_s = 0;
     cfg->sys_interval_s = 10;
@@ -668,6 +670,7 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     /* The file's range (at most a day) keeps this product inside 32 bits. */
     l->connect_timeout_ms = cfg->limits.connect_timeout_s * 1000u;
     l->max_retained = cfg->limits.max_retained;
+    l->max_retained_bytes = cfg->limits.max_retained_bytes;
     l->work_budget = cfg->limits.work_budget;
     /* Both sides use 0 for "forever". */
     l->session_expiry_s = cfg->session_expiry_s;

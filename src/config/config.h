@@ -53,6 +53,7 @@ typedef struct tern_config_limits {
     uint32_t max_inbound_qos2;
     uint32_t connect_timeout_s;
     uint32_t max_retained;
+    uint32_t max_retained_bytes;
     uint32_t work_budget;
 } tern_config_limits;
 

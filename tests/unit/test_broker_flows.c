@@ -700,3 +700,28 @@ TEST(memory_returns_to_baseline_after_clients_leave)
     CHECK_EQ(st.subscriptions_count, 0);
     fw_free(&w);
 }
+
+TEST(retained_bytes_bound_refuses_new_retained_but_allows_smaller_replacement)
+{
+    broker_limits lim = {.max_retained_bytes = 40};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *p = connected(&w, "p", true);
+    fc_publish(&w, p, "a", "0123456789012345678", 0, true, 0); /* 20 bytes */
+    fc_publish(&w, p, "b", "0123456789012345678", 0, true, 0); /* 40 in all */
+    fc_publish(&w, p, "c", "x", 0, true, 0);                   /* would be 42 */
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.retained_count, 2);
+    CHECK_EQ(st.retained_bytes, 40);
+    CHECK_EQ(st.publish_dropped, 1);
+    fc_publish(&w, p, "a", "short", 0, true, 0); /* replaces 20 with 6 */
+    fc_publish(&w, p, "c", "x", 0, true, 0);     /* now fits: 26 + 2 */
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.retained_count, 3);
+    CHECK_EQ(st.retained_bytes, 28);
+    fc_publish(&w, p, "a", "", 0, true, 0); /* clearing gives the bytes back */
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.retained_bytes, 22);
+    fw_free(&w);
+}

@@ -36,6 +36,7 @@ TEST(config_full_file_sets_every_key)
                        "limits.max_inbound_qos2 = 9\n"
                        "limits.connect_timeout = 11\n"
                        "limits.max_retained = 12\n"
+                       "limits.max_retained_bytes = 4096\n"
                        "limits.work_budget = 13\n"
                        "session.expiry = 14\n"
                        "sys.interval = 15\n"
@@ -60,6 +61,7 @@ TEST(config_full_file_sets_every_key)
     CHECK_EQ(cfg.limits.max_inbound_qos2, 9);
     CHECK_EQ(cfg.limits.connect_timeout_s, 11);
     CHECK_EQ(cfg.limits.max_retained, 12);
+    CHECK_EQ(cfg.limits.max_retained_bytes, 4096);
     CHECK_EQ(cfg.limits.work_budget, 13);
     CHECK_EQ(cfg.session_expiry_s, 14);
     CHECK_EQ(cfg.sys_interval_s, 15);
@@ -83,6 +85,7 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.limits.max_inbound_qos2, 1024);
     CHECK_EQ(cfg.limits.connect_timeout_s, 10);
     CHECK_EQ(cfg.limits.max_retained, 100000);
+    CHECK_EQ(cfg.limits.max_retained_bytes, 256u << 20);
     CHECK_EQ(cfg.limits.work_budget, 256);
     CHECK_EQ(cfg.session_expiry_s, 0);
     CHECK_EQ(cfg.sys_interval_s, 10);
