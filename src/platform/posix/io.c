@@ -266,25 +266,36 @@ void tern_loop_serve_ready(tern_loop *l, uint64_t now)
     }
 }
 
+/* One send of out[0..len): the bytes sent (0 when the socket buffer is
+ * full), or -1 when the connection failed and has been closed. */
+static ssize_t send_once(tern_loop *l, tern_conn *c, const uint8_t *out, size_t len,
+                         uint64_t now)
+{
+    for (;;) {
+        ssize_t n = send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n >= 0)
+            return n;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return 0;
+        tern_logf(l->log, BROKER_LOG_DEBUG, "write: %s", strerror(errno));
+        tern_loop_close(l, c, now);
+        return -1;
+    }
+}
+
 bool tern_loop_send_tls(tern_loop *l, tern_conn *c, uint64_t now)
 {
     for (;;) {
         size_t len = 0;
         const uint8_t *out = tern_tls_out_peek(c->tls, &len);
-        ssize_t n;
 
         if (len == 0)
             return true;
-        n = send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return true;
-            tern_logf(l->log, BROKER_LOG_DEBUG, "write: %s", strerror(errno));
-            tern_loop_close(l, c, now);
+        ssize_t n = send_once(l, c, out, len, now);
+        if (n < 0)
             return false;
-        }
         tern_tls_out_consume(c->tls, (size_t)n);
         if ((size_t)n < len)
             return true; /* socket buffer full: wait for EPOLLOUT */
@@ -321,20 +332,12 @@ static bool flush_plain(tern_loop *l, tern_conn *c, uint64_t now)
     for (;;) {
         size_t len = 0;
         const uint8_t *out = broker_out_peek(c->bc, &len);
-        ssize_t n;
 
         if (len == 0)
             return true;
-        n = send(c->fd, out, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return true;
-            tern_logf(l->log, BROKER_LOG_DEBUG, "write: %s", strerror(errno));
-            tern_loop_close(l, c, now);
+        ssize_t n = send_once(l, c, out, len, now);
+        if (n < 0)
             return false;
-        }
         broker_out_consume(l->b, c->bc, (size_t)n);
         if ((size_t)n < len)
             return true; /* socket buffer full: wait for EPOLLOUT */
