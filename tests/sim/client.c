@@ -350,8 +350,10 @@ static void on_ack(world *w, int i, mqtt_type type, uint16_t pid)
                      type == MQTT_PUBACK ? "PUBACK" : "PUBCOMP", pid);
             return;
         }
-        if (type == MQTT_PUBACK)
+        if (type == MQTT_PUBACK && !w->msgs[o->msg].acked) {
             w->msgs[o->msg].acked = true;
+            w->msgs[o->msg].acked_epoch = w->epoch;
+        }
         memmove(o, o + 1, (size_t)(cl->ninfl - j - 1) * sizeof *o);
         cl->ninfl--;
         break;
@@ -360,7 +362,10 @@ static void on_ack(world *w, int i, mqtt_type type, uint16_t pid)
             sim_fail(w, "%s: PUBREC for packet id %u not in flight", cl->id, pid);
             return;
         }
-        w->msgs[o->msg].acked = true;
+        if (!w->msgs[o->msg].acked) {
+            w->msgs[o->msg].acked = true;
+            w->msgs[o->msg].acked_epoch = w->epoch;
+        }
         o->state = OS_WAIT_PUBCOMP;
         queue_ack(w, i, MQTT_PUBREL, pid);
         break;

@@ -19,6 +19,8 @@
  */
 #include "sim.h"
 
+#include "../unit/model_store.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -135,6 +137,7 @@ static void route(world *w, int mi)
         expect *e = &in->exp[mi];
         sim_trace(w, "model: m%d routed to %s session #%d at qos %d", mi, w->cl[i].id, j, eff);
         e->routed++;
+        e->route_epoch = w->epoch;
         e->routed_q[eff]++;
         e->qos_mask |= (uint8_t)(1u << eff);
         if (eff > 0 && e->first_route == 0)
@@ -171,6 +174,8 @@ void model_apply(world *w, int k, const mark *m)
         c->inc = cur;
         return;
     }
+    if (c->ended && c->bc && broker_wants_close(c->bc))
+        return; /* input still fed to a connection the core is closing */
     if (c->inc < 0 || !w->inc[c->inc].alive || w->inc[c->inc].conn != k) {
         sim_fail(w, "model: conn %d sent a packet without a session", k);
         return;
@@ -186,6 +191,7 @@ void model_apply(world *w, int k, const mark *m)
     case MK_PUBLISH:
         if (m->arg < 0) {
             w->retained[m->topic] = -1;
+            w->clear_at[m->topic] = ++w->ret_clock;
             break;
         }
         if (m->qos == 2) {
@@ -196,8 +202,10 @@ void model_apply(world *w, int k, const mark *m)
             in->in_qos2[in->n_in_qos2++] = m->pid;
         }
         w->msgs[m->arg].processed++;
-        if (w->msgs[m->arg].retain)
+        if (w->msgs[m->arg].retain) {
             w->retained[m->topic] = m->arg;
+            w->msgs[m->arg].ret_at = ++w->ret_clock;
+        }
         route(w, m->arg);
         break;
     case MK_PUBREL: {
@@ -277,8 +285,12 @@ void model_check_final(world *w)
         const incarnation *in = &w->inc[j];
         for (int mi = 0; mi < w->nmsgs; mi++) {
             const expect *e = &in->exp[mi];
-            if ((e->qos_mask & 6u) && e->delivered == 0) {
-                const smsg *sm = &w->msgs[mi];
+            const smsg *sm = &w->msgs[mi];
+            /* A routing a crash came after is guaranteed only if the
+             * publisher had its acknowledgement before that crash. */
+            bool due = e->route_epoch == w->epoch ||
+                       (sm->acked && sm->acked_epoch == e->route_epoch);
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due) {
                 sim_fail(w, "lost: m%d (QoS %u, %s from %s, %s) routed to %s session #%d at "
                          "QoS mask 0x%x was never delivered",
                          mi, sm->qos, sim_topics[sm->topic], w->cl[sm->pub].id,
@@ -288,4 +300,112 @@ void model_check_final(world *w)
             }
         }
     }
+}
+
+/* "m<index>..." -> index, or -1. */
+static int payload_msg(const world *w, const uint8_t *p, uint32_t len)
+{
+    if (len < 2 || p[0] != 'm')
+        return -1;
+    int v = 0;
+    for (uint32_t j = 1; j < len && p[j] != '.' && j < 10; j++) {
+        if (p[j] < '0' || p[j] > '9')
+            return -1;
+        v = v * 10 + (p[j] - '0');
+    }
+    return v < w->nmsgs ? v : -1;
+}
+
+static int client_by_id(const world *w, const char *id)
+{
+    for (int i = 0; i < SIM_ALL; i++)
+        if (strcmp(w->cl[i].id, id) == 0)
+            return i;
+    return -1;
+}
+
+/* The retained value the store kept for topic t must be the last
+ * acknowledged retained publish or a later one (or a later clear). */
+static void crash_retained(world *w, int t, int kept)
+{
+    uint32_t acked_at = 0;
+    int acked = -1;
+    for (int mi = 0; mi < w->nmsgs; mi++) {
+        const smsg *sm = &w->msgs[mi];
+        if (sm->topic == t && sm->retain && sm->acked && sm->ret_at > acked_at) {
+            acked_at = sm->ret_at;
+            acked = mi;
+        }
+    }
+    if (kept >= 0 ? w->msgs[kept].ret_at < acked_at || w->msgs[kept].topic != t
+                  : acked >= 0 && w->clear_at[t] < acked_at)
+        sim_fail(w, "crash: retained on %s restored as m%d, but m%d was acknowledged later",
+                 sim_topics[t], kept, acked);
+    w->retained[t] = kept;
+}
+
+void model_crash(world *w)
+{
+    const mstore *ms = w->ms;
+    w->epoch++;
+    sim_trace(w, "model: crash %u", w->epoch);
+    /* The connections are gone (clean sessions with them). Sessions are
+     * what the store kept: possibly an older incarnation whose end was not
+     * committed, with the subscriptions and inbound QoS 2 ids committed. */
+    for (int i = 0; i < SIM_ALL; i++) {
+        int s = w->store_inc[i], cur = w->cur_inc[i];
+        if (cur >= 0 && cur != s)
+            kill_inc(w, cur);
+        if (s < 0)
+            continue;
+        incarnation *in = &w->inc[s];
+        if (!in->alive)
+            sim_trace(w, "model: %s session #%d restored from the store", w->cl[i].id, s);
+        in->alive = true;
+        in->conn = -1;
+        in->offline_since = w->now;
+        memset(in->subs, 0, sizeof in->subs);
+        in->n_in_qos2 = 0;
+        w->cur_inc[i] = s;
+    }
+    int kept[SIM_TOPICS];
+    for (int t = 0; t < SIM_TOPICS; t++)
+        kept[t] = -1;
+    for (size_t r = 0; r < sizeof ms->rows / sizeof ms->rows[0]; r++) {
+        const mrow *row = &ms->rows[r];
+        if (!row->used)
+            continue;
+        if (row->table == 'R') {
+            for (int t = 0; t < SIM_TOPICS; t++)
+                if (strcmp(row->key, sim_topics[t]) == 0)
+                    kept[t] = payload_msg(w, row->data, row->data_len);
+            continue;
+        }
+        if (!strchr("SBIQ", row->table))
+            continue;
+        int i = client_by_id(w, row->cid);
+        int s = i >= 0 ? w->store_inc[i] : -1;
+        if (s < 0) {
+            sim_fail(w, "crash: the store has a '%c' row of %s, whose session it does not "
+                        "hold", row->table, row->cid);
+            return;
+        }
+        incarnation *in = &w->inc[s];
+        if (row->table == 'B') {
+            for (int f = 0; f < SIM_FILTERS; f++)
+                if (strcmp(row->key, sim_filters[f]) == 0)
+                    in->subs[f] = (uint8_t)(row->qos + 1);
+        } else if (row->table == 'I') {
+            if (in->n_in_qos2 == SIM_MAX_AWAIT)
+                abort();
+            in->in_qos2[in->n_in_qos2++] = row->packet_id;
+        }
+    }
+    for (int t = 0; t < SIM_TOPICS && !w->failed; t++)
+        crash_retained(w, t, kept[t]);
+    /* A copy sent before the crash whose new state was not committed is
+     * sent again, as a first send: without DUP. */
+    for (int j = 0; j < w->ninc; j++)
+        for (int mi = 0; mi < w->nmsgs; mi++)
+            w->inc[j].exp[mi].nodup = 0;
 }

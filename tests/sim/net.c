@@ -226,3 +226,20 @@ void net_free(world *w)
     }
     w->nconns = 0;
 }
+
+void net_lost(world *w, int k)
+{
+    sconn *c = &w->conns[k];
+    c->expect_close = true;
+    if (c->bc) {
+        c->bc = NULL;
+        model_conn_end(w, k);
+    }
+    discard_upstream(c);
+    bq_pop(&c->down, c->down.len);
+    c->rx_len = 0;
+    c->eof = true;
+    c->blocked = false;
+    if (c->client >= 0)
+        client_closed(w, k);
+}

@@ -9,6 +9,8 @@
  *   client.c  simulated MQTT clients: protocol state, acks, retries
  *   model.c   the oracle: which session should get which message, and the
  *             invariants checked against what the clients saw
+ *   store.c   durable seeds: the store (tests/unit/model_store.c),
+ *             commits, failures, crash and restore
  *   sim.c     the scenario (random steps, warm-up, quiescent end phase)
  *             and the command line
  *   alloc_track.[ch]  the core's allocator, with exact accounting
@@ -21,15 +23,16 @@
  *
  * One seed drives everything, so a failing seed replays exactly. The broker
  * lives in world.b and is reached only through broker.h, so a "broker
- * restart" event (destroy, re-create from the durable store) can be added
- * once the store exists: the model already separates what a session keeps
- * (incarnation) from what a connection holds.
+ * restart" event (destroy, re-create from the durable store) is possible:
+ * one seed in three is durable (store.c): batches are committed late or
+ * fail, and the broker crashes and is restored from what was committed.
  */
 #ifndef TERN_SIM_H
 #define TERN_SIM_H
 
 #include "alloc_track.h"
 #include "broker/broker.h"
+#include "broker/journal.h"
 #include "mqtt/mqtt.h"
 
 #include <stdbool.h>
@@ -48,6 +51,7 @@ enum {
     SIM_MAX_INFLIGHT = 48,        /* a client's own unacknowledged publishes */
     SIM_MAX_AWAIT = 256,          /* inbound QoS 2 ids awaiting PUBREL */
     SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
+    SIM_MAX_PEND = 64,            /* store batches taken, not yet done */
 };
 
 extern const char *const sim_topics[SIM_TOPICS];
@@ -159,6 +163,8 @@ typedef struct smsg {
     bool retain;
     bool acked;            /* PUBACK / PUBREC reached the publisher */
     uint32_t processed;    /* times the core handled the PUBLISH */
+    uint32_t acked_epoch;  /* crashes before the acknowledgement arrived */
+    uint32_t ret_at;       /* retained-order clock when last set as retained */
 } smsg;
 
 /* What one session incarnation should receive of one message. */
@@ -170,6 +176,7 @@ typedef struct expect {
     uint16_t delivered_q[3];
     uint16_t nodup;        /* copies received without DUP */
     uint32_t first_route;  /* global routing order of the first routing */
+    uint32_t route_epoch;  /* crashes before the last routing */
 } expect;
 
 typedef struct incarnation {
@@ -185,6 +192,8 @@ typedef struct incarnation {
     uint32_t last_route[SIM_ALL][SIM_TOPICS];
 } incarnation;
 
+struct mstore;
+
 /* ---- the world ---- */
 typedef struct world {
     uint64_t seed;
@@ -195,6 +204,20 @@ typedef struct world {
     uint32_t expiry_s;         /* session expiry limit, 0 = kept forever */
     uint64_t step;
     broker *b;
+    broker_config cfg;         /* kept to re-create the broker after a crash */
+    /* Durable seeds (store.c): batches taken and not yet done, each with
+     * the model's live incarnations when it was taken (whose records they
+     * are); the store model; which incarnation each client's stored
+     * session is (-1 none); crashes so far (the "epoch"). */
+    bool durable;
+    struct mstore *ms;
+    broker_store_batch pend[SIM_MAX_PEND];
+    int pend_tag[SIM_MAX_PEND][SIM_ALL];
+    int npend;
+    int store_inc[SIM_ALL];
+    uint32_t epoch;
+    uint32_t ret_clock;
+    uint32_t clear_at[SIM_TOPICS];
     alloc_track at;
     uint64_t now;
     sclient cl[SIM_ALL];
@@ -211,7 +234,7 @@ typedef struct world {
     char fail_msg[512];
     /* counters for the summary */
     uint64_t n_delivered, n_dups, n_drops, n_takeovers, n_reconnects, n_qos0_dropped,
-        n_paused, n_expired;
+        n_paused, n_expired, n_commits, n_failed, n_crashes;
 } world;
 
 void sim_fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -232,6 +255,8 @@ void net_unblock(world *w, int k);
 void net_drop(world *w, int k);
 /* The client abandons k without closing it (takeover). */
 void net_orphan(world *w, int k);
+/* The transport vanishes with the broker (crash): no broker_closed. */
+void net_lost(world *w, int k);
 void net_free(world *w);
 
 /* client.c */
@@ -263,5 +288,21 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
 void model_expire(world *w, uint64_t removed);
 /* End-phase checks. */
 void model_check_final(world *w);
+/* After a crash and restore: the model becomes what the store kept. */
+void model_crash(world *w);
+
+/* store.c (durable seeds only; no-ops otherwise) */
+void store_init(world *w);
+void store_free(world *w);
+/* Take the core's closed batches into the pending list. */
+void store_take(world *w);
+/* Commit the oldest n pending batches; returns how many. */
+int store_commit(world *w, int n);
+/* Fail the oldest pending batch and every later one. */
+void store_fail(world *w);
+/* Crash: lose what is pending, destroy, re-create, restore. */
+void store_crash(world *w);
+/* Rows the store model holds (it has a fixed capacity). */
+int store_rows(const world *w);
 
 #endif

@@ -8,6 +8,9 @@
 #                                          plus the allocation-failure loop
 #   make alloc-fail                        only the allocation-failure loop
 #   tests/sim/sim --seed N --verbose       replay one seed with a trace
+#   ... --durable | --no-durable           force the durable mode (store
+#                                          commits/failures, crashes) on or
+#                                          off; default: seeds divisible by 3
 #                                          (binary: $(BUILD)/asan/sim)
 
 SEEDS      ?= 1000
@@ -15,7 +18,9 @@ SEED_START ?= 1
 SIM_TEST_SEEDS := 200
 
 # alloc_fail.c has its own main(); every other file belongs to the simulator.
-SIM_SRC  := $(filter-out tests/sim/alloc_fail.c,$(sort $(wildcard tests/sim/*.c)))
+# The durable store model is the unit tests' (tests/unit/model_store.c).
+SIM_SRC  := $(filter-out tests/sim/alloc_fail.c,$(sort $(wildcard tests/sim/*.c))) \
+            tests/unit/model_store.c
 SIM_OBJ  := $(call obj,asan,$(SIM_SRC) src/platform/posix/panic.c)
 AF_OBJ   := $(call obj,asan,tests/sim/alloc_fail.c tests/sim/alloc_track.c \
                             src/platform/posix/panic.c)
