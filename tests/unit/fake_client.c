@@ -265,3 +265,22 @@ int fc_count_publish(fclient *c)
         n += p.type == MQTT_PUBLISH;
     return n;
 }
+
+fclient *fw_connect_as(fworld *w, const char *id, bool clean)
+{
+    fclient *c = fw_open(w);
+    fc_connect(w, c, id, clean, 0);
+    fc_clear(c);
+    return c;
+}
+
+bool fc_next_is(fclient *c, mqtt_type t, mqtt_packet *p)
+{
+    return fc_next(c, p) && p->type == t;
+}
+
+bool fc_payload_is(const mqtt_packet *p, const char *s)
+{
+    return p->u.publish.payload.len == strlen(s) &&
+           memcmp(p->u.publish.payload.p, s, strlen(s)) == 0;
+}

@@ -65,6 +65,13 @@ void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, u
 void fc_ack(fworld *w, fclient *c, mqtt_type type, uint16_t id);
 void fc_disconnect(fworld *w, fclient *c);
 
+/* Open a connection and CONNECT with keepalive 0, skipping the CONNACK. */
+fclient *fw_connect_as(fworld *w, const char *id, bool clean);
+/* The next packet exists and has type t (it is left in *p). */
+bool fc_next_is(fclient *c, mqtt_type t, mqtt_packet *p);
+/* A decoded PUBLISH carries exactly this payload. */
+bool fc_payload_is(const mqtt_packet *p, const char *s);
+
 /* Next packet the client received, false when none. Views stay valid until
  * the next fw_* call. */
 bool fc_next(fclient *c, mqtt_packet *p);

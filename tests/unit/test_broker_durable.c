@@ -12,35 +12,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-static fclient *connect_as(fworld *w, const char *id, bool clean)
-{
-    fclient *c = fw_open(w);
-    fc_connect(w, c, id, clean, 0);
-    fc_clear(c);
-    return c;
-}
-
-static bool next_is(fclient *c, mqtt_type t, mqtt_packet *p)
-{
-    return fc_next(c, p) && p->type == t;
-}
-
-static bool payload_is(const mqtt_packet *p, const char *s)
-{
-    return p->u.publish.payload.len == strlen(s) &&
-           memcmp(p->u.publish.payload.p, s, strlen(s)) == 0;
-}
-
 TEST(puback_waits_for_commit_when_message_is_queued_for_an_offline_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", false);
+    fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
     ms_commit_all(ms, w.b);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "t", "m", 1, false, 3);
     mqtt_packet pk;
     CHECK(!fc_next(p, &pk)); /* not yet durable */
@@ -50,7 +31,7 @@ TEST(puback_waits_for_commit_when_message_is_queued_for_an_offline_session)
     CHECK(!fc_next(p, &pk));
     broker_store_done(w.b, batch.seq, true);
     fw_drain(&w);
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
     CHECK_EQ(pk.u.packet_id, 3);
     CHECK_EQ(ms_count(ms, 'Q'), 1);
     CHECK_EQ(ms_count(ms, 'M'), 1);
@@ -62,12 +43,12 @@ TEST(puback_is_immediate_when_nothing_durable_depends_on_it)
 {
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", true);
+    fclient *s = fw_connect_as(&w, "sub", true);
     fc_subscribe(&w, s, 1, "t", 1);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "t", "m", 1, false, 3);
     mqtt_packet pk;
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
     fw_free(&w);
 }
 
@@ -76,16 +57,16 @@ TEST(held_acknowledgement_keeps_later_ones_in_order)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r", "retained", 1, true, 1); /* durable: held */
     fc_publish(&w, p, "x", "plain", 1, false, 2);   /* not durable, but after 1 */
     mqtt_packet pk;
     CHECK(!fc_next(p, &pk));
     ms_commit_all(ms, w.b);
     fw_drain(&w);
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
     CHECK_EQ(pk.u.packet_id, 1);
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
     CHECK_EQ(pk.u.packet_id, 2);
     CHECK_EQ(ms_count(ms, 'R'), 1);
     fw_free(&w);
@@ -97,8 +78,8 @@ TEST(failed_batch_withholds_ack_closes_publisher_and_rewrites_the_store)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *other = connect_as(&w, "other", true);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *other = fw_connect_as(&w, "other", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r/1", "a", 1, true, 1);
     broker_store_batch batch;
     CHECK(broker_store_take(w.b, &batch));
@@ -122,52 +103,52 @@ TEST(restart_restores_sessions_queues_retained_and_inbound_qos2_state)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", false);
+    fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "q/1", 1);
     fc_subscribe(&w, s, 2, "q/2", 2);
     fc_disconnect(&w, s);
-    fclient *p = connect_as(&w, "pub", false);
+    fclient *p = fw_connect_as(&w, "pub", false);
     fc_publish(&w, p, "q/1", "one", 1, false, 1);
     fc_publish(&w, p, "q/2", "two", 2, false, 2);
     fc_publish(&w, p, "keep", "retained", 1, true, 3);
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     mqtt_packet pk;
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
-    CHECK(next_is(p, MQTT_PUBREC, &pk)); /* PUBREL not sent: id 2 stays pending */
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBREC, &pk)); /* PUBREL not sent: id 2 stays pending */
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
 
     fw_restart(&w);
     CHECK(ms_load(ms, w.b));
 
     fclient *s2 = fw_open(&w);
     fc_connect(&w, s2, "sub", false, 0);
-    CHECK(next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
     CHECK(pk.u.connack.session_present);
-    CHECK(next_is(s2, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "one"));
-    CHECK(next_is(s2, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "two"));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "one"));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "two"));
     CHECK_EQ(pk.u.publish.qos, 2);
 
     /* The publisher resends its unreleased QoS 2 message: acknowledged,
      * not routed again (exactly once across the restart). */
     fclient *p2 = fw_open(&w);
     fc_connect(&w, p2, "pub", false, 0);
-    CHECK(next_is(p2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(p2, MQTT_CONNACK, &pk));
     CHECK(pk.u.connack.session_present);
     fc_publish(&w, p2, "q/2", "two", 2, false, 2);
     ms_commit_all(ms, w.b);
     fw_drain(&w);
-    CHECK(next_is(p2, MQTT_PUBREC, &pk));
+    CHECK(fc_next_is(p2, MQTT_PUBREC, &pk));
     CHECK(!fc_next(s2, &pk));
 
-    fclient *n = connect_as(&w, "new", true);
+    fclient *n = fw_connect_as(&w, "new", true);
     fc_subscribe(&w, n, 1, "keep", 1);
-    CHECK(next_is(n, MQTT_SUBACK, &pk));
-    CHECK(next_is(n, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(n, MQTT_SUBACK, &pk));
+    CHECK(fc_next_is(n, MQTT_PUBLISH, &pk));
     CHECK(pk.u.publish.retain);
-    CHECK(payload_is(&pk, "retained"));
+    CHECK(fc_payload_is(&pk, "retained"));
     fw_free(&w);
     free(ms);
 }
@@ -177,28 +158,28 @@ TEST(outbound_qos2_after_pubrec_resumes_with_pubrel_after_restart)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", false);
+    fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_clear(s);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "t", "x", 2, false, 1);
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     mqtt_packet pk;
-    CHECK(next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
     uint16_t id = pk.u.publish.packet_id;
     fc_ack(&w, s, MQTT_PUBREC, id);
     CHECK(!fc_next(s, &pk)); /* PUBREL waits for the state change's commit */
     ms_commit_all(ms, w.b);
     fw_drain(&w);
-    CHECK(next_is(s, MQTT_PUBREL, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBREL, &pk));
 
     fw_restart(&w);
     CHECK(ms_load(ms, w.b));
     fclient *s2 = fw_open(&w);
     fc_connect(&w, s2, "sub", false, 0);
-    CHECK(next_is(s2, MQTT_CONNACK, &pk));
-    CHECK(next_is(s2, MQTT_PUBREL, &pk));
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
     CHECK_EQ(pk.u.packet_id, id);
     CHECK(!fc_next(s2, &pk));
     fc_ack(&w, s2, MQTT_PUBCOMP, id);
@@ -214,24 +195,24 @@ TEST(acknowledged_qos1_delivery_removes_queue_and_message_rows)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", false);
+    fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
-    fclient *s2 = connect_as(&w, "sub2", false);
+    fclient *s2 = fw_connect_as(&w, "sub2", false);
     fc_subscribe(&w, s2, 1, "t", 1);
     fc_clear(s);
     fc_clear(s2);
-    fclient *p = connect_as(&w, "pub", true);
+    fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "t", "m", 1, false, 1);
     ms_commit_all(ms, w.b);
     CHECK_EQ(ms_count(ms, 'M'), 1); /* one body shared by two queue rows */
     CHECK_EQ(ms_count(ms, 'Q'), 2);
     mqtt_packet pk;
-    CHECK(next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
     fc_ack(&w, s, MQTT_PUBACK, pk.u.publish.packet_id);
     ms_commit_all(ms, w.b);
     CHECK_EQ(ms_count(ms, 'M'), 1);
     CHECK_EQ(ms_count(ms, 'Q'), 1);
-    CHECK(next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
     fc_ack(&w, s2, MQTT_PUBACK, pk.u.publish.packet_id);
     ms_commit_all(ms, w.b);
     CHECK_EQ(ms_count(ms, 'M'), 0);
@@ -245,13 +226,13 @@ TEST(clean_session_connect_deletes_the_stored_session)
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
     fw_init_durable(&w, NULL);
-    fclient *s = connect_as(&w, "sub", false);
+    fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
     ms_commit_all(ms, w.b);
     CHECK_EQ(ms_count(ms, 'S'), 1);
     CHECK_EQ(ms_count(ms, 'B'), 1);
-    connect_as(&w, "sub", true);
+    fw_connect_as(&w, "sub", true);
     ms_commit_all(ms, w.b);
     CHECK_EQ(ms_count(ms, 'S'), 0);
     CHECK_EQ(ms_count(ms, 'B'), 0);
@@ -271,13 +252,13 @@ TEST(store_failure_is_published_on_sys_at_once)
     broker_set_store_status(w.b, &st);
     fw_drain(&w);
     mqtt_packet pk;
-    CHECK(next_is(op, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "failing"));
+    CHECK(fc_next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "failing"));
     st.failing = false;
     broker_set_store_status(w.b, &st);
     fw_drain(&w);
-    CHECK(next_is(op, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "ok"));
+    CHECK(fc_next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "ok"));
     st.commits = 6; /* counters alone wait for the next $SYS refresh */
     broker_set_store_status(w.b, &st);
     fw_drain(&w);

@@ -11,26 +11,6 @@
 
 #include <stdlib.h>
 
-static fclient *connect_as(fworld *w, const char *id, bool clean)
-{
-    fclient *c = fw_open(w);
-
-    fc_connect(w, c, id, clean, 0);
-    fc_clear(c);
-    return c;
-}
-
-static bool next_is(fclient *c, mqtt_type t, mqtt_packet *p)
-{
-    return fc_next(c, p) && p->type == t;
-}
-
-static bool payload_is(const mqtt_packet *p, const char *s)
-{
-    return p->u.publish.payload.len == strlen(s) &&
-           memcmp(p->u.publish.payload.p, s, strlen(s)) == 0;
-}
-
 /* Crash the broker, reopen the store and load it into the new broker. */
 static bool restart(ts_env *e, fworld *w)
 {
@@ -57,49 +37,49 @@ TEST(store_roundtrip_restores_sessions_queues_retained_and_qos2_state)
     CHECK(ts_init(&e));
     CHECK(ts_open(&e, false));
     fw_init_durable(&w, NULL);
-    s = connect_as(&w, "sub", false);
+    s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "q/1", 1);
     fc_subscribe(&w, s, 2, "q/2", 2);
     fc_disconnect(&w, s);
-    p = connect_as(&w, "pub", false);
+    p = fw_connect_as(&w, "pub", false);
     fc_publish(&w, p, "q/1", "one", 1, false, 1);
     fc_publish(&w, p, "q/2", "two", 2, false, 2);
     fc_publish(&w, p, "keep", "retained", 1, true, 3);
     CHECK(!fc_next(p, &pk)); /* nothing acknowledged before the commit */
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     fw_drain(&w);
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
-    CHECK(next_is(p, MQTT_PUBREC, &pk)); /* no PUBREL: id 2 stays pending */
-    CHECK(next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(p, MQTT_PUBREC, &pk)); /* no PUBREL: id 2 stays pending */
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
 
     CHECK(restart(&e, &w));
     s2 = fw_open(&w);
     fc_connect(&w, s2, "sub", false, 0);
-    CHECK(next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
     CHECK(pk.u.connack.session_present);
-    CHECK(next_is(s2, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "one"));
-    CHECK(next_is(s2, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "two"));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "one"));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "two"));
     CHECK_EQ(pk.u.publish.qos, 2);
 
     /* The unreleased QoS 2 message, resent: acknowledged, not routed again. */
     p2 = fw_open(&w);
     fc_connect(&w, p2, "pub", false, 0);
-    CHECK(next_is(p2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(p2, MQTT_CONNACK, &pk));
     CHECK(pk.u.connack.session_present);
     fc_publish(&w, p2, "q/2", "two", 2, false, 2);
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     fw_drain(&w);
-    CHECK(next_is(p2, MQTT_PUBREC, &pk));
+    CHECK(fc_next_is(p2, MQTT_PUBREC, &pk));
     CHECK(!fc_next(s2, &pk));
 
-    n = connect_as(&w, "new", true);
+    n = fw_connect_as(&w, "new", true);
     fc_subscribe(&w, n, 1, "keep", 1);
-    CHECK(next_is(n, MQTT_SUBACK, &pk));
-    CHECK(next_is(n, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(n, MQTT_SUBACK, &pk));
+    CHECK(fc_next_is(n, MQTT_PUBLISH, &pk));
     CHECK(pk.u.publish.retain);
-    CHECK(payload_is(&pk, "retained"));
+    CHECK(fc_payload_is(&pk, "retained"));
     fw_free(&w);
     ts_cleanup(&e);
 }
@@ -115,25 +95,25 @@ TEST(store_roundtrip_resumes_outbound_qos2_with_pubrel)
     CHECK(ts_init(&e));
     CHECK(ts_open(&e, false));
     fw_init_durable(&w, NULL);
-    s = connect_as(&w, "sub", false);
+    s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_clear(s);
-    p = connect_as(&w, "pub", true);
+    p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "t", "x", 2, false, 1);
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     fw_drain(&w);
-    CHECK(next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
     id = pk.u.publish.packet_id;
     fc_ack(&w, s, MQTT_PUBREC, id);
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     fw_drain(&w);
-    CHECK(next_is(s, MQTT_PUBREL, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBREL, &pk));
 
     CHECK(restart(&e, &w));
     s2 = fw_open(&w);
     fc_connect(&w, s2, "sub", false, 0);
-    CHECK(next_is(s2, MQTT_CONNACK, &pk));
-    CHECK(next_is(s2, MQTT_PUBREL, &pk));
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
     CHECK_EQ(pk.u.packet_id, id);
     CHECK(!fc_next(s2, &pk));
     fc_ack(&w, s2, MQTT_PUBCOMP, id);
@@ -156,7 +136,7 @@ TEST(store_failed_batch_then_reset_snapshot_brings_the_file_back_in_step)
     CHECK(ts_init(&e));
     CHECK(ts_open(&e, false));
     fw_init_durable(&w, NULL);
-    p = connect_as(&w, "pub", true);
+    p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r/1", "a", 1, true, 1);
     CHECK(broker_store_take(w.b, &b));
     broker_store_done(w.b, b.seq, false); /* as if the disk had been full */
@@ -164,11 +144,11 @@ TEST(store_failed_batch_then_reset_snapshot_brings_the_file_back_in_step)
     CHECK(p->closed);
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK); /* reset + snapshot */
     CHECK(restart(&e, &w));
-    n = connect_as(&w, "new", true);
+    n = fw_connect_as(&w, "new", true);
     fc_subscribe(&w, n, 1, "r/#", 1);
-    CHECK(next_is(n, MQTT_SUBACK, &pk));
-    CHECK(next_is(n, MQTT_PUBLISH, &pk));
-    CHECK(payload_is(&pk, "a"));
+    CHECK(fc_next_is(n, MQTT_SUBACK, &pk));
+    CHECK(fc_next_is(n, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "a"));
     fw_free(&w);
     ts_cleanup(&e);
 }
