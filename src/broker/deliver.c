@@ -207,27 +207,21 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
             j_retain_del(b, topic, tlen);
         return;
     }
-    if (b->stats.retained_count >= b->lim.max_retained) {
-        /* Replacing an existing value stays allowed at the limit. */
-        uint64_t before = b->stats.retained_count;
-        (void)tree_set_retained(b, &b->tree, topic, tlen, NULL);
-        if (b->stats.retained_count == before) {
-            blog(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
-                 b->lim.max_retained);
-            b->stats.publish_dropped++;
-            return;
-        }
+    /* Limits are measured against what a replacement leaves: the bytes of
+     * the message it replaces are given back, and replacing an existing
+     * value stays allowed at the count limit. Nothing changes when refused. */
+    uint64_t held = tree_retained_size(&b->tree, topic, tlen);
+    if (held == 0 && b->stats.retained_count >= b->lim.max_retained) {
+        blog(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
+             b->lim.max_retained);
+        b->stats.publish_dropped++;
+        return;
     }
-    if (b->stats.retained_bytes + tlen + plen > b->lim.max_retained_bytes) {
-        /* Bytes already held for this topic are given back when replaced,
-         * so measure what the replacement would leave. */
-        uint64_t held = tree_retained_size(&b->tree, topic, tlen);
-        if (b->stats.retained_bytes - held + tlen + plen > b->lim.max_retained_bytes) {
-            blog(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
-                 b->lim.max_retained_bytes);
-            b->stats.publish_dropped++;
-            return;
-        }
+    if (b->stats.retained_bytes - held + tlen + plen > b->lim.max_retained_bytes) {
+        blog(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
+             b->lim.max_retained_bytes);
+        b->stats.publish_dropped++;
+        return;
     }
     if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
         tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {

@@ -21,6 +21,15 @@ static void put_u64(broker *b, const char *topic, uint64_t v)
     put(b, topic, buf);
 }
 
+/* A rate kept x1000, published with two decimals. */
+static void put_load(broker *b, const char *topic, uint64_t x1000)
+{
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(x1000 / 1000u),
+             (unsigned long long)(x1000 % 1000u / 10u));
+    put(b, topic, buf);
+}
+
 /* One step of a one-minute exponential moving average of a per-minute rate,
  * in integers (x1000) so no floating point or libm is needed. */
 static uint64_t ema_step(uint64_t avg, uint64_t delta, uint64_t dt_ms)
@@ -92,12 +101,8 @@ void sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/bytes/sent", s.bytes_sent);
     put_u64(b, "$SYS/broker/subscriptions/count", s.subscriptions_count);
     put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
-    snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(st->load_received / 1000u),
-             (unsigned long long)(st->load_received % 1000u / 10u));
-    put(b, "$SYS/broker/load/publish/received/1min", buf);
-    snprintf(buf, sizeof buf, "%llu.%02llu", (unsigned long long)(st->load_sent / 1000u),
-             (unsigned long long)(st->load_sent % 1000u / 10u));
-    put(b, "$SYS/broker/load/publish/sent/1min", buf);
+    put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);
+    put_load(b, "$SYS/broker/load/publish/sent/1min", st->load_sent);
     if (b->has_store_status)
         sys_publish_store(b);
     /* Last, so the count and the memory figure include the $SYS values. */

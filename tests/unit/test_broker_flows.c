@@ -725,3 +725,28 @@ TEST(retained_bytes_bound_refuses_new_retained_but_allows_smaller_replacement)
     CHECK_EQ(st.retained_bytes, 22);
     fw_free(&w);
 }
+
+/* Regression: at the count limit a replacement was checked by clearing the
+ * old value first; a replacement then refused by the bytes bound lost the
+ * old value (and, in durable mode, memory no longer matched the store). */
+TEST(refused_retained_replacement_keeps_the_old_value)
+{
+    broker_limits lim = {.max_retained = 1, .max_retained_bytes = 30};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *p = connected(&w, "p", true);
+    fc_publish(&w, p, "a", "old", 0, true, 0);
+    fc_publish(&w, p, "a", "0123456789012345678901234567890123", 0, true, 0);
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.retained_count, 1);
+    CHECK_EQ(st.publish_dropped, 1);
+    fclient *s = connected(&w, "s", true);
+    fc_subscribe(&w, s, 1, "a", 0);
+    mqtt_packet pk;
+    CHECK(fc_next(s, &pk));
+    CHECK_EQ(pk.type, MQTT_SUBACK);
+    CHECK(fc_next(s, &pk));
+    CHECK(bytes_eq(pk.u.publish.payload, "old"));
+    fw_free(&w);
+}
