@@ -262,7 +262,7 @@ void broker_out_consume(broker *b, broker_conn *c, size_t n)
         c->out = NULL;
         c->out_head = c->out_len = c->out_cap = 0;
     }
-    if (c->sess && c->state == CONN_ACTIVE && c->sess->q_sent < c->sess->q_count)
+    if (c->sess && c->state == CONN_ACTIVE && (c->sess->q_sent < c->sess->q_count || c->sess->q_wire < c->sess->q_sent))
         session_pump(b, c->sess);
 }
 

@@ -21,19 +21,6 @@ static bool same_identity(const char *a, const char *b)
     return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
-{
-    size_t n = packet_id || type != MQTT_PINGRESP ? 4 : 2;
-    uint8_t *p = out_reserve(b, c, n);
-    if (!p)
-        return false;
-    size_t w = n == 4 ? mqtt_encode_ack(p, n, c->level, type, packet_id)
-                      : mqtt_encode_empty(p, n, type);
-    ALWAYS(w == n);
-    out_commit(b, c, n);
-    return true;
-}
-
 static bool send_connack(broker *b, broker_conn *c, bool present, uint8_t code)
 {
     uint8_t *p = out_reserve(b, c, 4);
@@ -42,6 +29,21 @@ static bool send_connack(broker *b, broker_conn *c, bool present, uint8_t code)
     size_t w = mqtt_encode_connack(p, 4, c->level ? c->level : MQTT_LEVEL_311, present, code);
     ALWAYS(w == 4);
     out_commit(b, c, 4);
+    return true;
+}
+
+bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
+{
+    if (type == MQTT_CONNACK) /* held: session present << 8 | return code */
+        return send_connack(b, c, packet_id >> 8, (uint8_t)packet_id);
+    size_t n = packet_id || type != MQTT_PINGRESP ? 4 : 2;
+    uint8_t *p = out_reserve(b, c, n);
+    if (!p)
+        return false;
+    size_t w = n == 4 ? mqtt_encode_ack(p, n, c->level, type, packet_id)
+                      : mqtt_encode_empty(p, n, type);
+    ALWAYS(w == n);
+    out_commit(b, c, n);
     return true;
 }
 
@@ -104,6 +106,7 @@ static void make_auto_id(broker *b, char *out, size_t cap)
 static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 {
     char auto_id[32];
+    uint64_t records_before = b->jr.records;
     const uint8_t *id = cp->client_id.p;
     size_t id_len = cp->client_id.len;
 
@@ -196,7 +199,21 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     blog(b, BROKER_LOG_INFO, "client %s connected from %s (level %u, %s session, keepalive %u)",
          s->id, c->peer ? c->peer : "?", cp->level, cp->clean_session ? "clean" : "persistent",
          cp->keepalive);
-    if (!send_connack(b, c, present, MQTT_CONNACK_ACCEPTED)) {
+    /* A CONNECT that created or discarded a persistent session is answered
+     * once that is on disk: a client told its clean start happened must
+     * never see the old session again after a crash (it has dropped its
+     * half, so a resent QoS 2 message would reach it twice). Until then
+     * its input waits and nothing else is sent to it. */
+    uint64_t gate = journal_gate_if_changed(b, records_before);
+    bool ok;
+    if (gate) {
+        c->connack_held = true;
+        ok = ack_send_or_hold(b, c, MQTT_CONNACK,
+                              (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate);
+    } else {
+        ok = send_connack(b, c, present, MQTT_CONNACK_ACCEPTED);
+    }
+    if (!ok) {
         conn_end(b, c, false, "out of memory", b->now_ms);
         return;
     }
@@ -265,8 +282,23 @@ static void send_retained(broker *b, void *ctx, msg *m)
     session_pump(b, rc->sess);
 }
 
+bool send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                 uint32_t ncodes)
+{
+    size_t rl = 2 + (size_t)ncodes;
+    size_t n = 1 + (rl < 128 ? 1 : rl < 16384 ? 2 : rl < 2097152 ? 3 : 4) + rl;
+    uint8_t *p = out_reserve(b, c, n);
+    if (!p)
+        return false;
+    size_t w = mqtt_encode_suback(p, n, c->level, packet_id, codes, ncodes);
+    ALWAYS(w == n);
+    out_commit(b, c, n);
+    return true;
+}
+
 static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
+    uint64_t records_before = b->jr.records;
     session *s = c->sess;
     uint8_t codes_small[32];
     uint8_t *codes = codes_small;
@@ -302,16 +334,13 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     }
     ALWAYS(i == l->count);
 
-    size_t rl = 2 + (size_t)l->count;
-    size_t n = 1 + (rl < 128 ? 1 : rl < 16384 ? 2 : rl < 2097152 ? 3 : 4) + rl;
-    uint8_t *p = out_reserve(b, c, n);
-    if (!p) {
+    /* SUBACK once a persistent session's new subscriptions are on disk:
+     * acknowledged, they must survive a crash. */
+    if (!suback_send_or_hold(b, c, l->packet_id, codes, l->count,
+                             journal_gate_if_changed(b, records_before))) {
         conn_end(b, c, true, "out of memory", b->now_ms);
         goto done;
     }
-    size_t w = mqtt_encode_suback(p, n, c->level, l->packet_id, codes, l->count);
-    ALWAYS(w == n);
-    out_commit(b, c, n);
 
     pos = 0;
     i = 0;
@@ -332,12 +361,16 @@ done:
 
 static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
+    uint64_t records_before = b->jr.records;
     size_t pos = 0;
     mqtt_bytes f;
     while (mqtt_unsubscribe_next(l, &pos, &f))
         if (tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
             j_sub(b, c->sess, f.p, f.len, 0, false);
-    if (!send_simple(b, c, MQTT_UNSUBACK, l->packet_id))
+    /* UNSUBACK once the removal is on disk: a subscription the client was
+     * told is gone must not come back after a crash. */
+    if (!ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
+                          journal_gate_if_changed(b, records_before)))
         conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -358,6 +391,8 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
             j_queue_state(b, s, e);
+            if (journaled(b, s))
+                e->jseq = journal_gate(b, records_before);
             if (journaled(b, s))
                 j_msg_unref(b, e->m);
             msg_unref(b, e->m);
@@ -537,7 +572,8 @@ bool broker_input_paused(const broker_conn *c)
     /* Output beyond twice the bound comes only from acknowledgements and
      * resends the client is not reading; stop reading its packets too. */
     return c->state != CONN_CLOSING &&
-           (c->out_len - c->out_head >= c->in_pause_at || c->acks_count >= MAX_HELD_ACKS);
+           (c->out_len - c->out_head >= c->in_pause_at || c->acks_count >= MAX_HELD_ACKS ||
+            c->connack_held);
 }
 
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms)

@@ -127,52 +127,81 @@ static bool conn_live(const broker_conn *c)
     return c && c->state == CONN_ACTIVE;
 }
 
+void session_transmit(broker *b, session *s)
+{
+    broker_conn *c = s->conn;
+    if (!conn_live(c))
+        return;
+    if (c->connack_held) {
+        commit_wait(b, c); /* nothing may precede the CONNACK */
+        return;
+    }
+    while (s->q_wire < s->q_sent && out_pending(c) < b->lim.max_out_bytes) {
+        qentry *e = session_entry(s, s->q_wire);
+        if (e->state == Q_DONE) {
+            s->q_wire++;
+            continue;
+        }
+        if (!journal_committed(b, e->jseq)) {
+            /* Later entries wait too: delivery order is kept across QoS. */
+            commit_wait(b, c);
+            return;
+        }
+        bool ok = e->state == Q_WAIT_PUBCOMP ? send_ack(b, c, MQTT_PUBREL, e->packet_id)
+                                             : send_entry(b, c, e, e->sent);
+        if (!ok) {
+            blog(b, BROKER_LOG_WARN, "client %s: out of memory sending", s->id);
+            return; /* retried on the next pump */
+        }
+        e->sent = true;
+        s->q_wire++;
+    }
+}
+
 void session_pump(broker *b, session *s)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
         return;
+    session_transmit(b, s);
+    if (c->connack_held)
+        return;
     while (s->q_sent < s->q_count && out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = session_entry(s, s->q_sent);
-        if (e->qos > 0 && s->inflight >= b->lim.max_inflight)
-            break;
-        if (e->qos > 0)
-            e->packet_id = session_next_packet_id(s);
-        if (!send_entry(b, c, e, false))
-            break; /* out of memory: retried on the next pump */
-        s->q_bytes -= e->m->payload_len;
         if (e->qos == 0) {
+            /* QoS 0 entries (retained on subscribe) are never stored: they
+             * go straight out, so only once nothing before them waits. */
+            if (s->q_wire < s->q_sent || !send_entry(b, c, e, false))
+                break;
+            s->q_bytes -= e->m->payload_len;
             session_sent_qos0(b, s, e);
             continue;
         }
+        if (s->inflight >= b->lim.max_inflight)
+            break;
+        uint64_t records_before = b->jr.records;
+        e->packet_id = session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
+        s->q_bytes -= e->m->payload_len;
         s->q_sent++;
         s->inflight++;
         /* The packet id must survive a restart: a QoS 2 receiver knows the
-         * message by it. */
+         * message by it, so a QoS 2 PUBLISH leaves only once the record is
+         * on disk (a crash before that would resend it under another id, or
+         * give its id to another message). A QoS 1 one may leave at once: a
+         * receiver may see it again after a crash anyway. */
         j_queue_state(b, s, e);
+        e->jseq = e->qos == 2 && journaled(b, s) ? journal_gate(b, records_before) : 0;
+        session_transmit(b, s);
     }
 }
 
 void session_resend(broker *b, session *s)
 {
-    broker_conn *c = s->conn;
-    if (!conn_live(c))
-        return;
     /* [MQTT-4.4.0-1]: on reconnect, resend unacknowledged PUBLISH packets
-     * (DUP set) and PUBREL packets, in their original order. */
-    for (uint32_t i = 0; i < s->q_sent; i++) {
-        qentry *e = session_entry(s, i);
-        bool ok = true;
-        if (e->state == Q_WAIT_PUBACK || e->state == Q_WAIT_PUBREC)
-            ok = send_entry(b, c, e, true);
-        else if (e->state == Q_WAIT_PUBCOMP)
-            ok = send_ack(b, c, MQTT_PUBREL, e->packet_id);
-        if (!ok) {
-            blog(b, BROKER_LOG_WARN, "client %s: out of memory resending", s->id);
-            break;
-        }
-    }
+     * (DUP set) and PUBREL packets, in their original order: the new
+     * connection starts with nothing on its wire. */
+    s->q_wire = 0;
     session_pump(b, s);
 }
 
@@ -257,6 +286,14 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
             broker_conn *c = s->conn;
             if (!conn_live(c))
                 continue;
+            if (c->connack_held) {
+                /* Nothing may precede the CONNACK: it waits in the queue. */
+                if (msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain))
+                    deliver(b, s, m, 0, false);
+                else
+                    b->stats.publish_dropped++;
+                continue;
+            }
             if (out_pending(c) >= b->lim.max_out_bytes ||
                 !send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
                 b->stats.publish_dropped++;

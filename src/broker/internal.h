@@ -150,6 +150,12 @@ typedef struct qentry {
     uint8_t qos;
     uint8_t state;    /* qentry_state */
     bool retain;      /* deliver with the retain flag (retained on subscribe) */
+    bool sent;        /* transmitted at least once (resends carry DUP) */
+    /* Batch that must commit before this entry's current state may go on
+     * the wire (0 = no wait). Set for QoS 2 only: a QoS 2 receiver knows
+     * a message by its packet id, so the id must be on disk before the
+     * receiver sees it, and a PUBREL before the PUBLISH can be forgotten. */
+    uint64_t jseq;
 } qentry;
 
 typedef struct broker_conn broker_conn;
@@ -162,7 +168,11 @@ struct session {
     /* Outbound ring: entries [head, head+count), sent ones first. */
     qentry *q;
     uint32_t q_cap, q_head, q_count;
-    uint32_t q_sent;          /* entries at the front that were sent (incl. holes) */
+    uint32_t q_sent;          /* entries at the front given a packet id (incl. holes) */
+    /* Entries at the front whose current state went out on the current
+     * connection; q_wire <= q_sent. The gap holds entries waiting for their
+     * batch to commit (qentry.jseq), sent in order once it has. */
+    uint32_t q_wire;
     uint32_t inflight;        /* sent and not yet fully acknowledged */
     uint64_t q_bytes;         /* payload bytes of queued, unsent entries */
     uint16_t next_packet_id;
@@ -197,7 +207,8 @@ session *session_create(broker *b, session_table *st, const uint8_t *id, size_t 
 void session_destroy(broker *b, session *s);
 void session_set_offline(broker *b, session *s, uint64_t now_ms);
 void session_set_online(broker *b, session *s, broker_conn *c);
-/* Append an outbound entry; false when the session's bounds refuse it. */
+/* Append an outbound entry; false when the session's bounds refuse it.
+ * QoS 0 entries are queued only while a connection waits for its CONNACK. */
 bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
 /* Append a retained message sent for a new subscription (any QoS). These
  * are bounded by max_retained rather than max_queued: a subscriber to '#'
@@ -256,8 +267,10 @@ struct broker_conn {
     /* Acknowledgements waiting for a store commit, in order: owned ring. */
     struct held_ack *acks;
     uint32_t acks_head, acks_count, acks_cap;
-    broker_conn *ackw_prev, *ackw_next; /* list of connections holding acks */
+    broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
     bool in_ackw;
+    bool wire_wait;                 /* its session has entries waiting for a commit */
+    bool connack_held;              /* CONNACK waits for a commit: send nothing else */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
 };
@@ -277,6 +290,9 @@ void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain);
 void session_pump(broker *b, session *s);
 /* Resend unacknowledged messages after a reconnect. */
 void session_resend(broker *b, session *s);
+/* Put entries [q_wire, q_sent) on the wire, in order, as far as their
+ * commits and the connection's room allow. */
+void session_transmit(broker *b, session *s);
 /* Route a PUBLISH to every matching subscription (retained handling
  * included). m may be NULL when the caller has only views; then a msg is
  * built only if someone needs one. */
@@ -290,6 +306,8 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
 
 typedef struct held_ack {
     uint64_t seq;      /* batch that must commit first; 0 = only order */
+    uint8_t *codes;    /* SUBACK return codes, owned; NULL for other types */
+    uint32_t ncodes;
     uint16_t packet_id;
     uint8_t type;      /* mqtt_type */
 } held_ack;
@@ -313,7 +331,8 @@ typedef struct journal {
     size_t pending_bytes;
     bool broken;                  /* a record was lost: snapshot at next append */
     uint64_t next_msg_id;
-    broker_conn *waiters;         /* connections holding acknowledgements */
+    broker_conn *waiters;         /* connections holding acknowledgements or
+                                     waiting to transmit queue entries */
     uint64_t failures;
 } journal;
 
@@ -341,8 +360,24 @@ uint64_t journal_gate(const broker *b, uint64_t records_before);
  * allocation failure. */
 bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
                       uint64_t gate_seq);
-/* Forget a closing connection's held acknowledgements. */
+/* The same for a SUBACK with its return codes (copied when held). */
+bool suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                         uint32_t ncodes, uint64_t gate_seq);
+/* Write a SUBACK (conn.c). False on allocation failure. */
+bool send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                 uint32_t ncodes);
+/* The gate for a packet that may or may not have changed durable state:
+ * 0 when it recorded nothing (and nothing was lost), else journal_gate(). */
+uint64_t journal_gate_if_changed(const broker *b, uint64_t records_before);
+/* Forget a closing connection's held acknowledgements and commit waits. */
 void acks_drop(broker *b, broker_conn *c);
+/* May a queue entry recorded with gate jseq (journal_gate) go on the wire?
+ * No while the disk is being repaired after a failed batch: the batch
+ * numbers committed since then do not cover what the failed one held. */
+bool journal_committed(const broker *b, uint64_t jseq);
+/* c's session has an entry waiting for a commit: transmit again after the
+ * next successful one. */
+void commit_wait(broker *b, broker_conn *c);
 /* Low-level ack writer shared with conn.c. */
 bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id);
 

@@ -339,6 +339,18 @@ size_t broker_store_pending_bytes(const broker *b)
     return b->jr.pending_bytes;
 }
 
+static void waiter_link(broker *b, broker_conn *c)
+{
+    if (c->in_ackw)
+        return;
+    c->in_ackw = true;
+    c->ackw_prev = NULL;
+    c->ackw_next = b->jr.waiters;
+    if (b->jr.waiters)
+        b->jr.waiters->ackw_prev = c;
+    b->jr.waiters = c;
+}
+
 static void waiter_unlink(broker *b, broker_conn *c)
 {
     if (!c->in_ackw)
@@ -353,12 +365,37 @@ static void waiter_unlink(broker *b, broker_conn *c)
     c->in_ackw = false;
 }
 
-void acks_drop(broker *b, broker_conn *c)
+static void acks_free(broker *b, broker_conn *c)
 {
-    waiter_unlink(b, c);
+    for (uint32_t i = 0; i < c->acks_count; i++)
+        bmem_free(b, c->acks[(c->acks_head + i) % c->acks_cap].codes);
     bmem_free(b, c->acks);
     c->acks = NULL;
     c->acks_head = c->acks_count = c->acks_cap = 0;
+}
+
+void acks_drop(broker *b, broker_conn *c)
+{
+    waiter_unlink(b, c);
+    c->wire_wait = false;
+    c->connack_held = false;
+    acks_free(b, c);
+}
+
+void commit_wait(broker *b, broker_conn *c)
+{
+    c->wire_wait = true;
+    waiter_link(b, c);
+}
+
+bool journal_committed(const broker *b, uint64_t jseq)
+{
+    const journal *j = &b->jr;
+    if (jseq == 0)
+        return true;
+    if (j->broken || j->reset_seq > j->committed_seq)
+        return false;
+    return jseq <= j->committed_seq;
 }
 
 /* Send the held acknowledgements whose batches are committed, in order. */
@@ -368,13 +405,34 @@ static void release_acks(broker *b, broker_conn *c)
         held_ack *a = &c->acks[c->acks_head];
         if (a->seq > b->jr.committed_seq)
             break;
-        if (!send_simple(b, c, (mqtt_type)a->type, a->packet_id))
+        bool sent = a->type == MQTT_SUBACK
+                        ? send_suback(b, c, a->packet_id, a->codes, a->ncodes)
+                        : send_simple(b, c, (mqtt_type)a->type, a->packet_id);
+        if (!sent)
             break; /* out of memory: retried at the next commit */
+        if (a->type == MQTT_CONNACK)
+            c->connack_held = false;
+        bmem_free(b, a->codes);
+        a->codes = NULL;
         c->acks_head = (c->acks_head + 1) % c->acks_cap;
         c->acks_count--;
     }
     if (c->acks_count == 0)
-        acks_drop(b, c);
+        acks_free(b, c);
+}
+
+/* A batch committed: release what c was waiting for. Its session's entries
+ * go out through session_pump(), which waits again if it must. */
+static void waiter_kick(broker *b, broker_conn *c)
+{
+    release_acks(b, c);
+    if (c->wire_wait) {
+        c->wire_wait = false;
+        if (c->sess && c->state == CONN_ACTIVE)
+            session_pump(b, c->sess);
+    }
+    if (c->acks_count == 0 && !c->wire_wait)
+        waiter_unlink(b, c);
 }
 
 void broker_store_done(broker *b, uint64_t seq, bool ok)
@@ -394,7 +452,7 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
         broker_conn *c = j->waiters;
         while (c) {
             broker_conn *next = c->ackw_next;
-            release_acks(b, c);
+            waiter_kick(b, c);
             c = next;
         }
         return;
@@ -419,6 +477,9 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
             acks_drop(b, c);
             conn_end(b, c, false, "store failure: acknowledgement withheld", b->now_ms);
         }
+        /* Queue entries waiting on the failed batch just keep waiting:
+         * journal_committed() says no until the repairing snapshot is on
+         * disk, and that commit kicks them. */
         c = next;
     }
     j->broken = true;
@@ -438,16 +499,31 @@ uint64_t journal_gate(const broker *b, uint64_t records_before)
     return 0;
 }
 
-bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                      uint64_t gate_seq)
+uint64_t journal_gate_if_changed(const broker *b, uint64_t records_before)
 {
-    if (gate_seq == 0 && c->acks_count == 0)
-        return send_simple(b, c, type, packet_id);
+    if (b->jr.records == records_before && !b->jr.broken)
+        return 0;
+    return journal_gate(b, records_before);
+}
+
+/* Append to c's held ring; codes (SUBACK) are copied. */
+static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                 const uint8_t *codes, uint32_t ncodes, uint64_t gate_seq)
+{
+    uint8_t *copy = NULL;
+    if (codes) {
+        copy = bmem_alloc(b, ncodes ? ncodes : 1);
+        if (!copy)
+            return false;
+        memcpy(copy, codes, ncodes);
+    }
     if (c->acks_count == c->acks_cap) {
         uint32_t cap = c->acks_cap ? c->acks_cap * 2 : 8;
         held_ack *a = bmem_alloc(b, cap * sizeof *a);
-        if (!a)
+        if (!a) {
+            bmem_free(b, copy);
             return false;
+        }
         for (uint32_t i = 0; i < c->acks_count; i++)
             a[i] = c->acks[(c->acks_head + i) % c->acks_cap];
         bmem_free(b, c->acks);
@@ -457,18 +533,29 @@ bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet
     }
     held_ack *h = &c->acks[(c->acks_head + c->acks_count) % c->acks_cap];
     h->seq = gate_seq;
+    h->codes = copy;
+    h->ncodes = ncodes;
     h->packet_id = packet_id;
     h->type = (uint8_t)type;
     c->acks_count++;
-    if (!c->in_ackw) {
-        c->in_ackw = true;
-        c->ackw_prev = NULL;
-        c->ackw_next = b->jr.waiters;
-        if (b->jr.waiters)
-            b->jr.waiters->ackw_prev = c;
-        b->jr.waiters = c;
-    }
+    waiter_link(b, c);
     return true;
+}
+
+bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                      uint64_t gate_seq)
+{
+    if (gate_seq == 0 && c->acks_count == 0)
+        return send_simple(b, c, type, packet_id);
+    return hold(b, c, type, packet_id, NULL, 0, gate_seq);
+}
+
+bool suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                         uint32_t ncodes, uint64_t gate_seq)
+{
+    if (gate_seq == 0 && c->acks_count == 0)
+        return send_suback(b, c, packet_id, codes, ncodes);
+    return hold(b, c, MQTT_SUBACK, packet_id, codes, ncodes, gate_seq);
 }
 
 void journal_free(broker *b)

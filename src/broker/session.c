@@ -168,6 +168,7 @@ void session_set_online(broker *b, session *s, broker_conn *c)
 {
     offline_unlink(&b->sessions, s);
     s->conn = c;
+    s->q_wire = 0; /* nothing is on the new connection's wire yet */
 }
 
 static int q_grow(broker *b, session *s, uint32_t limit)
@@ -205,6 +206,8 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     e->qos = qos;
     e->state = Q_QUEUED;
     e->retain = retain;
+    e->sent = false;
+    e->jseq = 0;
     s->q_count++;
     s->q_bytes += m->payload_len;
     if (journaled(b, s) && qos > 0) {
@@ -227,6 +230,8 @@ bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t 
     e->qos = qos;
     e->state = state;
     e->retain = retain;
+    e->sent = state != Q_QUEUED; /* perhaps sent before the restart: DUP */
+    e->jseq = 0;
     s->q_count++;
     if (state == Q_QUEUED) {
         s->q_bytes += m ? m->payload_len : 0;
@@ -239,7 +244,6 @@ bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t 
 
 bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
 {
-    ALWAYS(qos > 0);
     uint32_t unsent = s->q_count - s->q_sent;
     if (unsent >= b->lim.max_queued || s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
         return false;
@@ -267,6 +271,8 @@ static void drop_done_head(broker *b, session *s)
         s->q_head = (s->q_head + 1) % s->q_cap;
         s->q_count--;
         s->q_sent--;
+        if (s->q_wire > 0) /* else the entry had not gone out on this connection */
+            s->q_wire--;
     }
     if (s->q_count == 0 && s->q) {
         /* An idle session holds no ring: idle memory per client matters
@@ -297,7 +303,9 @@ void session_sent_qos0(broker *b, session *s, qentry *e)
     e->state = Q_DONE;
     msg_unref(b, e->m);
     e->m = NULL;
+    ALWAYS(s->q_wire == s->q_sent); /* sent only when nothing before it waits */
     s->q_sent++;
+    s->q_wire++;
     drop_done_head(b, s);
 }
 

@@ -110,11 +110,16 @@ void client_connect(world *w, int i, bool clean)
     cl->conn = k;
     cl->st = CS_CONNECTING;
     cl->nacks = 0; /* acknowledgements owed on the old connection are lost */
-    /* State of a session that has ended (a clean session whose connection
-     * is gone) is gone too. The simulated client knows exactly when: a real
-     * client drops it when its clean connection ends, which may be before
-     * the broker saw that connection's CONNECT at all. */
-    if (cl->state_inc >= 0 && !w->inc[cl->state_inc].alive) {
+    /* State of a session that has ended is gone too. The simulated client
+     * knows exactly when: a real client drops it when its clean connection
+     * ends (which may be before the broker saw that connection's CONNECT at
+     * all) or when it starts clean. Expiry is the broker's doing: a real
+     * client learns of it from a CONNACK without session present, which
+     * the broker sends only once the deletion is on disk, so until the
+     * store has let go of the session the client keeps its half (a crash
+     * may bring the session back). */
+    const incarnation *si = cl->state_inc >= 0 ? &w->inc[cl->state_inc] : NULL;
+    if (si && !si->alive && (!si->expired || w->store_inc[i] != cl->state_inc)) {
         cl->ninfl = 0;
         cl->nawait = 0;
         cl->state_inc = -1;

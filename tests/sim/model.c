@@ -109,6 +109,7 @@ void model_expire(world *w, uint64_t removed)
             in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now) {
             sim_trace(w, "model: %s session #%d expired", w->cl[in->client].id, j);
             kill_inc(w, j);
+            in->expired = true;
             w->n_expired++;
         }
     }
@@ -362,6 +363,7 @@ void model_crash(world *w)
         if (!in->alive)
             sim_trace(w, "model: %s session #%d restored from the store", w->cl[i].id, s);
         in->alive = true;
+        in->expired = false;
         in->conn = -1;
         in->offline_since = w->now;
         memset(in->subs, 0, sizeof in->subs);

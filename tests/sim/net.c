@@ -159,7 +159,8 @@ void net_deliver(world *w, int k, size_t n)
         c->rx = np;
         c->rx_cap = cap;
     }
-    memcpy(c->rx + c->rx_len, c->down.p, n);
+    if (n) /* down.p may be NULL when empty */
+        memcpy(c->rx + c->rx_len, c->down.p, n);
     c->rx_len += n;
     bq_pop(&c->down, n);
 
@@ -178,7 +179,8 @@ void net_deliver(world *w, int k, size_t n)
         client_receive(w, k, &p);
         pos += used;
     }
-    memmove(c->rx, c->rx + pos, c->rx_len - pos);
+    if (c->rx_len > pos)
+        memmove(c->rx, c->rx + pos, c->rx_len - pos);
     c->rx_len -= pos;
     if (c->eof && c->down.len == 0 && c->client >= 0)
         client_closed(w, k);

@@ -405,11 +405,14 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
 
     bool ok = !w->failed;
     if (!ok) {
-        fprintf(stderr, "sim: seed %llu: %s %llu: %s\n  replay: %s --seed %llu --verbose\n",
+        /* The replay line repeats a forced durable mode: without it the
+         * seed would run in its default mode, which may not fail. */
+        fprintf(stderr, "sim: seed %llu: %s %llu: %s\n  replay: %s --seed %llu%s --verbose\n",
                 (unsigned long long)seed,
                 in_warm_up ? "warm-up, step" : w->quiesce ? "end phase after step" : "step",
                 (unsigned long long)(w->quiesce ? w->step - 1 : w->step), w->fail_msg, argv0,
-                (unsigned long long)seed);
+                (unsigned long long)seed,
+                durable > 0 ? " --durable" : durable == 0 ? " --no-durable" : "");
     }
     rs->steps += w->step;
     rs->msgs += (uint64_t)w->nmsgs;

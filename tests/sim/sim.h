@@ -183,6 +183,7 @@ typedef struct incarnation {
     int client;
     bool clean;
     bool alive;
+    bool expired;               /* ended by the broker's session expiry */
     int conn;                   /* attached connection or -1 */
     uint64_t offline_since;     /* ms, while persistent and offline */
     uint8_t subs[SIM_FILTERS];  /* 0 none, else granted QoS + 1 */

@@ -3,6 +3,8 @@
  */
 #include "fake_client.h"
 
+#include "broker/journal.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +48,7 @@ void fw_init_durable(fworld *w, const broker_limits *lim)
 {
     memset(w, 0, sizeof *w);
     w->now = 1000000;
+    w->durable = true;
     init_cfg(w, lim, true);
 }
 
@@ -270,6 +273,16 @@ fclient *fw_connect_as(fworld *w, const char *id, bool clean)
 {
     fclient *c = fw_open(w);
     fc_connect(w, c, id, clean, 0);
+    if (w->durable && c->rx_pos == c->rx_len) {
+        if (w->commit) {
+            w->commit(w);
+        } else {
+            broker_store_batch batch;
+            while (broker_store_take(w->b, &batch))
+                broker_store_done(w->b, batch.seq, true);
+        }
+        fw_drain(w);
+    }
     fc_clear(c);
     return c;
 }

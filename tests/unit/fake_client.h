@@ -28,6 +28,13 @@ typedef struct fworld {
     int nclients;
     broker_limits lim;
     bool lim_set;
+    bool durable;
+    /* A durable broker holds the CONNACK of a CONNECT that changed durable
+     * state until a commit; fw_connect_as() then calls this to commit what
+     * is pending (the test's store). NULL: batches are reported committed
+     * without being stored. */
+    void (*commit)(struct fworld *w);
+    void *commit_ctx;
 } fworld;
 
 /* Create a broker with the given limits (NULL = defaults), $SYS off unless
@@ -65,7 +72,8 @@ void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, u
 void fc_ack(fworld *w, fclient *c, mqtt_type type, uint16_t id);
 void fc_disconnect(fworld *w, fclient *c);
 
-/* Open a connection and CONNECT with keepalive 0, skipping the CONNACK. */
+/* Open a connection and CONNECT with keepalive 0, skipping the CONNACK
+ * (committing first if the broker holds it, see fworld.commit). */
 fclient *fw_connect_as(fworld *w, const char *id, bool clean);
 /* The next packet exists and has type t (it is left in *p). */
 bool fc_next_is(fclient *c, mqtt_type t, mqtt_packet *p);

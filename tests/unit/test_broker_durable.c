@@ -12,11 +12,25 @@
 #include <stdlib.h>
 #include <string.h>
 
+static void commit_to_model(fworld *w)
+{
+    ms_commit_all(w->commit_ctx, w->b);
+}
+
+/* A durable world whose commits go into ms (also the ones fw_connect_as
+ * makes to get a held CONNACK). */
+static void init_with_store(fworld *w, mstore *ms)
+{
+    fw_init_durable(w, NULL);
+    w->commit = commit_to_model;
+    w->commit_ctx = ms;
+}
+
 TEST(puback_waits_for_commit_when_message_is_queued_for_an_offline_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
@@ -56,7 +70,7 @@ TEST(held_acknowledgement_keeps_later_ones_in_order)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r", "retained", 1, true, 1); /* durable: held */
     fc_publish(&w, p, "x", "plain", 1, false, 2);   /* not durable, but after 1 */
@@ -77,7 +91,7 @@ TEST(failed_batch_withholds_ack_closes_publisher_and_rewrites_the_store)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *other = fw_connect_as(&w, "other", true);
     fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r/1", "a", 1, true, 1);
@@ -102,7 +116,7 @@ TEST(restart_restores_sessions_queues_retained_and_inbound_qos2_state)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "q/1", 1);
     fc_subscribe(&w, s, 2, "q/2", 2);
@@ -127,6 +141,11 @@ TEST(restart_restores_sessions_queues_retained_and_inbound_qos2_state)
     CHECK(pk.u.connack.session_present);
     CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
     CHECK(fc_payload_is(&pk, "one"));
+    /* The QoS 2 message gets its packet id now; it leaves once that id is
+     * on disk. */
+    CHECK(!fc_next(s2, &pk));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
     CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
     CHECK(fc_payload_is(&pk, "two"));
     CHECK_EQ(pk.u.publish.qos, 2);
@@ -157,7 +176,7 @@ TEST(outbound_qos2_after_pubrec_resumes_with_pubrel_after_restart)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_clear(s);
@@ -166,6 +185,7 @@ TEST(outbound_qos2_after_pubrec_resumes_with_pubrel_after_restart)
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     mqtt_packet pk;
+    CHECK(fc_next_is(s, MQTT_SUBACK, &pk)); /* held for the subscription's commit */
     CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
     uint16_t id = pk.u.publish.packet_id;
     fc_ack(&w, s, MQTT_PUBREC, id);
@@ -194,7 +214,7 @@ TEST(acknowledged_qos1_delivery_removes_queue_and_message_rows)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fclient *s2 = fw_connect_as(&w, "sub2", false);
@@ -225,7 +245,7 @@ TEST(clean_session_connect_deletes_the_stored_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    fw_init_durable(&w, NULL);
+    init_with_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
@@ -264,4 +284,191 @@ TEST(store_failure_is_published_on_sys_at_once)
     fw_drain(&w);
     CHECK(!fc_next(op, &pk));
     fw_free(&w);
+}
+
+/* The bug the simulator found: a QoS 2 PUBLISH left before the record of
+ * its packet id was committed; after a crash the restored session sent it
+ * again under another id, and the receiver delivered it twice. */
+TEST(outbound_qos2_publish_waits_for_its_packet_id_commit_and_keeps_it_after_crash)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 1, "t", 2);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    fc_clear(s);
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, p, "t", "x", 2, false, 1);
+    mqtt_packet pk;
+    CHECK(!fc_next(s, &pk)); /* its packet id is not on disk yet */
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(!pk.u.publish.dup);
+    uint16_t id = pk.u.publish.packet_id;
+
+    /* Crash before the receiver's PUBREC: the restored session resends the
+     * message under the same id, with DUP, so the receiver drops the copy. */
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    fclient *s2 = fw_open(&w);
+    fc_connect(&w, s2, "sub", false, 0);
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk));
+    CHECK_EQ(pk.u.publish.packet_id, id);
+    CHECK(pk.u.publish.dup);
+    CHECK(!fc_next(s2, &pk));
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(qos1_behind_a_waiting_qos2_publish_keeps_delivery_order)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 1, "t", 2);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    fc_clear(s);
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, p, "t", "two", 2, false, 1);
+    fc_publish(&w, p, "t", "one", 1, false, 2);
+    mqtt_packet pk;
+    CHECK(!fc_next(s, &pk));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "two"));
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "one"));
+    fw_free(&w);
+    free(ms);
+}
+
+/* A reconnect resends PUBREL only once the PUBREC that led to it is on
+ * disk: released early, a crash would make the broker resend the PUBLISH
+ * for an id the receiver had already forgotten (a second delivery). */
+TEST(pubrel_resent_on_reconnect_waits_for_the_pubrec_commit)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 1, "t", 2);
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, p, "t", "x", 2, false, 1);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    mqtt_packet pk;
+    uint16_t id = 0;
+    while (fc_next(s, &pk))
+        if (pk.type == MQTT_PUBLISH)
+            id = pk.u.publish.packet_id;
+    CHECK(id != 0);
+    fc_ack(&w, s, MQTT_PUBREC, id); /* WAIT_PUBCOMP recorded, not committed */
+    CHECK(!fc_next(s, &pk));
+    fw_drop(&w, s);
+    fclient *s2 = fw_open(&w);
+    fc_connect(&w, s2, "sub", false, 0);
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
+    CHECK(!fc_next(s2, &pk)); /* nothing until the PUBREC's state commits */
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
+    CHECK_EQ(pk.u.packet_id, id);
+    CHECK(!fc_next(s2, &pk));
+    fw_free(&w);
+    free(ms);
+}
+
+/* Found by the simulator: a clean CONNECT was answered before the deletion
+ * of the old persistent session was on disk. After a crash the old session
+ * came back, and its resent QoS 2 message reached a client that had
+ * dropped its own half of the session: a second delivery. */
+TEST(connack_of_a_clean_start_waits_until_the_old_session_is_deleted_on_disk)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 1, "t", 2);
+    fc_disconnect(&w, s);
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'S'), 1);
+
+    fclient *c = fw_open(&w);
+    fc_connect(&w, c, "sub", true, 0);
+    static const uint8_t ping[] = {0xc0, 0x00};
+    mqtt_packet pk;
+    CHECK(!fc_next(c, &pk)); /* no CONNACK yet */
+    /* A packet sent before the CONNACK arrives waits: its answer must not
+     * overtake the CONNACK. */
+    CHECK(broker_input_paused(c->conn));
+    CHECK_EQ(broker_input(w.b, c->conn, ping, sizeof ping, w.now), 0);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(!broker_input_paused(c->conn));
+    CHECK(fc_next_is(c, MQTT_CONNACK, &pk));
+    CHECK(!pk.u.connack.session_present);
+    fw_send(&w, c, ping, sizeof ping);
+    CHECK(fc_next_is(c, MQTT_PINGRESP, &pk));
+    CHECK_EQ(ms_count(ms, 'B'), 0);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(clean_start_lost_in_a_crash_was_never_acknowledged)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 1, "t", 2);
+    fc_disconnect(&w, s);
+    ms_commit_all(ms, w.b);
+
+    fclient *c = fw_open(&w);
+    fc_connect(&w, c, "sub", true, 0);
+    mqtt_packet pk;
+    CHECK(!fc_next(c, &pk));
+    fw_restart(&w); /* before the commit */
+    CHECK(ms_load(ms, w.b));
+    fclient *c2 = fw_open(&w);
+    fc_connect(&w, c2, "sub", false, 0);
+    CHECK(fc_next_is(c2, MQTT_CONNACK, &pk));
+    CHECK(pk.u.connack.session_present); /* the client was never told otherwise */
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(suback_and_unsuback_of_a_persistent_session_wait_for_their_commit)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", false);
+    fc_subscribe(&w, s, 7, "t", 1);
+    mqtt_packet pk;
+    CHECK(!fc_next(s, &pk));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s, MQTT_SUBACK, &pk));
+    CHECK_EQ(pk.u.suback.packet_id, 7);
+    CHECK_EQ(ms_count(ms, 'B'), 1);
+    fc_unsubscribe(&w, s, 8, "t");
+    CHECK(!fc_next(s, &pk));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s, MQTT_UNSUBACK, &pk));
+    CHECK_EQ(ms_count(ms, 'B'), 0);
+    /* A clean session records nothing: its SUBACK is immediate. */
+    fclient *c = fw_connect_as(&w, "clean", true);
+    fc_subscribe(&w, c, 9, "t", 1);
+    CHECK(fc_next_is(c, MQTT_SUBACK, &pk));
+    fw_free(&w);
+    free(ms);
 }
