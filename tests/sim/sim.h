@@ -176,7 +176,9 @@ typedef struct expect {
     uint16_t delivered_q[3];
     uint16_t nodup;        /* copies received without DUP */
     uint32_t first_route;  /* global routing order of the first routing */
+    uint32_t latest_route; /* ... and of the latest (a resend routes again) */
     uint32_t route_epoch;  /* crashes before the last routing */
+    uint32_t q12_epoch;    /* crashes before the last QoS >= 1 routing */
 } expect;
 
 typedef struct incarnation {
