@@ -568,6 +568,70 @@ def config_refused_test(kernel):
     return check
 
 
+def static_net_test(kernel, ipv4, gateway, sizes):
+    """A static address from the configuration (net.ipv4, net.gateway): the
+    ready line says "static", and the echo service answers on that address.
+    QEMU's DHCP server is moved to .50, so a lease taken by mistake would
+    show; a /32 address reaches every peer, 10.0.2.2 included, through its
+    gateway on the link."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        addr = ipv4.split("/")[0]
+        conf = MQTT_CONF + f"net.ipv4 = {ipv4}\nnet.gateway = {gateway}\n".encode()
+        path = os.path.join(tmp, "tern.conf")
+        with open(path, "wb") as f:
+            f.write(conf)
+        port = free_port()
+        args = ["-kernel", kernel, "-initrd", path, "-device", "virtio-rng-pci",
+                "-nic", f"user,model=virtio-net-pci,dhcpstart=10.0.2.50,"
+                        f"hostfwd=tcp:127.0.0.1:{port}-{addr}:7"]
+        vm = Vm(args)
+        try:
+            took = vm.wait_for(lambda o: READY.search(o) is not None, 60)
+            out = vm.text()
+            if took is None:
+                raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
+            line = out[READY.search(out).start():].split(b"\n")[0].decode()
+            want = f"net: 52:54:00:12:34:56 link up, static {ipv4} gw {gateway}"
+            if want not in line:
+                raise Failure(f"{want!r} not in: {line}")
+            t0 = time.monotonic()
+            echo_exchange(port, sizes, 120)
+            t1 = time.monotonic()
+            if b"FATAL" in vm.text():
+                raise Failure("fatal report:\n" + vm.text().decode("utf-8", "replace"))
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return (f"ready {took:.1f} s; {len(sizes)} connection(s), {sum(sizes) >> 10} KiB "
+                f"echoed in {t1 - t0:.1f} s")
+    return check
+
+
+def config_bad_value_test(kernel, line, message):
+    """A bad value: the kernel halts with the parser's message naming the
+    key and its line, and neither serves nor resets."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        vm, _ = broker_vm(kernel, MQTT_CONF + line.encode() + b"\n", tmp)
+        try:
+            took = vm.wait_for(lambda o: b"halted" in o, 30)
+            time.sleep(2)  # a reset would show a second banner by now
+            out = vm.text()
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = out.decode("utf-8", "replace")
+        if took is None:
+            raise Failure(f"no halt:\n{text}")
+        if f"tern: config: tern.conf:6: {message}" not in text:
+            raise Failure(f"no message naming the key and line:\n{text}")
+        if out.count(BANNER) != 1 or READY.search(out):
+            raise Failure(f"served or reset:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
 def tests(build):
     elf = os.path.join(build, "kernel", "tern.elf")
     test_elf = os.path.join(build, "kernel", "tern-test.elf")
@@ -595,6 +659,13 @@ def tests(build):
         "rng-jitter-only": jitter_only_test(elf),
         "mqtt-broker": mqtt_test(test_elf),
         "mqtt-config-unknown-key": config_refused_test(elf),
+        "net-static-echo": static_net_test(test_elf, "10.0.2.15/24", "10.0.2.2",
+                                           [1 << 20] + [64 << 10] * 20),
+        "net-static-32-onlink-gateway": static_net_test(test_elf, "10.0.2.99/32", "10.0.2.2",
+                                                        [256 << 10]),
+        "net-static-bad-value": config_bad_value_test(
+            elf, "net.ipv4 = 10.0.2.0/24",
+            "net.ipv4: '10.0.2.0/24' is the network's own address, not a host address"),
         "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
         "mode-diag": mode_test(elf, "diag", "Diagnostics"),
         "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),

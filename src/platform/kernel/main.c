@@ -130,7 +130,8 @@ static _Noreturn void kmain(void)
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
 
-    int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES);
+    int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+                       serve ? &config.net : NULL);
     if (net == 0) {
 #ifdef TERN_TEST_HOOKS
         if (echo_start() < 0)
