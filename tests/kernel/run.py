@@ -155,22 +155,30 @@ def debug_dump_test(kernel):
     return check
 
 
-def pci_test(kernel):
+def pci_test(kernel, machine="q35", access=rb"ECAM", extra=(), append=None):
     """Enumeration finds modern virtio devices (vendor 1af4, id 0x1040 + type)
-    and the drivers use them: entropy from virtio-rng, an address by DHCP."""
+    and the drivers use them: entropy from virtio-rng, an address by DHCP.
+    q35 has an ACPI MCFG table, so configuration space is reached through
+    ECAM; i440fx (pc) has none, so through the legacy ports."""
     def check():
-        args = ["-kernel", kernel, "-device", "virtio-rng-pci,disable-legacy=on",
+        args = ["-kernel", kernel, "-M", machine, "-device", "virtio-rng-pci,disable-legacy=on",
                 "-device", "virtio-net-pci,disable-legacy=on,netdev=n0",
                 "-netdev", "user,id=n0"]
+        if append:
+            args += ["-append", append]
         took, out = run_vm(args, lambda o: READY.search(o) is not None, 20, "ready line")
-        for want in (rb"tern: pci 00:0[0-9a-f]\.0 1af4:1044 class 00ff",
-                     rb"tern: pci 00:0[0-9a-f]\.0 1af4:1041 class 0200",
-                     rb"tern: pci 00:1f\.0 8086:2918 class 0601",
-                     rb"tern: ready .*rng: seeded, \d+ bits credited \(.*virtio-rng \d+",
-                     rb"tern: ready .*net: 52:54:00:12:34:56 link up, dhcp 10\.0\.2\.15/24"):
+        wants = [rb"tern: pci 00:0[0-9a-f]\.0 1af4:1044 class 00ff",
+                 rb"tern: pci 00:0[0-9a-f]\.0 1af4:1041 class 0200",
+                 rb"tern: pci: \d+ devices \(" + access,
+                 rb"tern: ready .*rng: seeded, \d+ bits credited \(.*virtio-rng \d+",
+                 rb"tern: ready .*net: 52:54:00:12:34:56 link up, dhcp 10\.0\.2\.15/24"]
+        if machine == "q35":
+            wants.append(rb"tern: pci 00:1f\.0 8086:2918 class 0601")
+        for want in wants + list(extra):
             if not re.search(want, out):
                 raise Failure(f"{want!r} not in:\n{out.decode('utf-8', 'replace')}")
-        return f"{took:.1f} s"
+        line = re.search(rb"tern: pci: (ECAM|legacy).*", out).group(0).decode()
+        return f"{took:.1f} s: {line}"
     return check
 
 
@@ -654,6 +662,14 @@ def tests(build):
                                       "execution of non-executable memory (NX)"),
         "debug-register-dump": debug_dump_test(debug_elf),
         "pci-virtio-modern": pci_test(elf),
+        "pci-virtio-modern-pc-legacy": pci_test(
+            elf, "pc", rb"legacy configuration ports",
+            [rb"tern: pci: legacy configuration ports \(no ECAM: MCFG not present; "
+             rb"RSDP revision 0 from PVH start info, RSDT\)"]),
+        "pci-acpi-bios-area-search": pci_test(
+            test_elf, "q35", rb"ECAM",
+            [rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
+             rb"revision 0 from BIOS area search, RSDT\)"], append="tern.acpi=scan"),
         "selftest-heap": check_test(test_elf, "heap"),
         "net-dhcp-echo": net_test(test_elf),
         "rng-jitter-only": jitter_only_test(elf),
@@ -669,11 +685,15 @@ def tests(build):
         "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
         "mode-diag": mode_test(elf, "diag", "Diagnostics"),
         "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),
-        "iso-seabios": ready_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT),
+        "iso-seabios": ready_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT + (
+            rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
+            rb"revision 0 from multiboot2 tag, RSDT\)",)),
     }
     if os.path.exists(OVMF):
         t["iso-ovmf"] = ready_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
-                                   ISO_WANT)
+                                   ISO_WANT + (rb"tern: pci: ECAM at 0xb0000000, buses 0-255, "
+                                               rb"from the MCFG table \(RSDP revision 2 from "
+                                               rb"multiboot2 tag, XSDT\)",))
     else:
         t["iso-ovmf"] = None
     return t

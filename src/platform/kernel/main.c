@@ -95,13 +95,14 @@ static _Noreturn void kmain(void)
 #endif
 
     uint64_t scan0 = clock_mono_ns();
+    pci_init(&boot);
     pci_count = pci_enumerate(pci_devices, PCI_MAX_DEVICES);
     for (unsigned i = 0; i < pci_count && i < PCI_MAX_DEVICES; i++) {
         const struct pci_dev *d = &pci_devices[i];
         kprintf("tern: pci %02x:%02x.%u %04x:%04x class %02x%02x\n", d->bus, d->dev, d->fn,
                 d->vendor, d->device, d->class_code, d->subclass);
     }
-    kprintf("tern: pci: %u devices (legacy configuration ports, %llu ms)\n", pci_count,
+    kprintf("tern: pci: %u devices (%s, %llu ms)\n", pci_count, pci_access_name(),
             (unsigned long long)((clock_mono_ns() - scan0) / 1000000));
 
     struct rtc_time now;

@@ -76,12 +76,12 @@ unsigned virtio_pci_type(const struct pci_dev *pd)
 
 static uint32_t cfg32(const struct pci_dev *pd, unsigned off)
 {
-    return pci_read32(pd->bus, pd->dev, pd->fn, (uint8_t)off);
+    return pci_read32(pd->bus, pd->dev, pd->fn, (uint16_t)off);
 }
 
 static void cfg32_write(const struct pci_dev *pd, unsigned off, uint32_t v)
 {
-    pci_write32(pd->bus, pd->dev, pd->fn, (uint8_t)off, v);
+    pci_write32(pd->bus, pd->dev, pd->fn, (uint16_t)off, v);
 }
 
 /* Size every memory BAR the usual way (write ones, read the mask back,

@@ -99,6 +99,19 @@ void vm_unmap(uint64_t va, size_t len)
 
 void *vm_map_mmio(uint64_t pa, size_t len)
 {
+    if (len && pa % LARGE_PAGE == 0 && len % LARGE_PAGE == 0) {
+        uint64_t bits = leaf_bits(VM_WRITE | VM_UNCACHED) | PTE_PS;
+        uint64_t va = (mmio_next + LARGE_PAGE - 1) & ~(LARGE_PAGE - 1);
+        for (size_t off = 0; off < len; off += LARGE_PAGE) {
+            uint64_t *e = walk(va + off, 1);
+            if (*e & PTE_P)
+                panic("paging: MMIO window reused");
+            *e = (pa + off) | bits;
+            invlpg(va + off);
+        }
+        mmio_next = va + len + PAGE_SIZE;
+        return (void *)va;
+    }
     uint64_t off = pa % PAGE_SIZE;
     uint64_t start = pa - off;
     size_t size = (len + off + PAGE_SIZE - 1) & ~(size_t)(PAGE_SIZE - 1);
@@ -107,6 +120,13 @@ void *vm_map_mmio(uint64_t pa, size_t len)
     /* One unmapped page between windows catches overruns. */
     mmio_next += size + PAGE_SIZE;
     return (void *)(va + off);
+}
+
+uint64_t vm_window_reserve(size_t len)
+{
+    uint64_t va = mmio_next;
+    mmio_next += ((len + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1)) + PAGE_SIZE;
+    return va;
 }
 
 int vm_is_mapped(uint64_t va)

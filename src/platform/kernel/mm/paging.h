@@ -26,8 +26,14 @@ void paging_init(const struct boot_info *bi);
 void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags);
 /* Remove 4 KiB mappings (leaves page table pages in place). */
 void vm_unmap(uint64_t va, size_t len);
-/* Map device registers into the MMIO window; returns their virtual address. */
+/* Map device registers into the MMIO window (RW, NX, uncached); returns
+ * their virtual address. A range whose address and length are multiples of
+ * 2 MiB is mapped with 2 MiB pages (a 256 MiB PCI ECAM window then costs
+ * one page table, not 128). */
 void *vm_map_mmio(uint64_t pa, size_t len);
+/* Reserve len bytes (a page multiple) of the MMIO window, unmapped, for
+ * short-lived mappings made with vm_map and removed with vm_unmap. */
+uint64_t vm_window_reserve(size_t len);
 /* 1 if va is mapped (any size of page). */
 int vm_is_mapped(uint64_t va);
 
