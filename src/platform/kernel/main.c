@@ -160,8 +160,8 @@ static _Noreturn void kmain(void)
     console_write(ready, len > 0 && (size_t)len < sizeof ready ? (size_t)len : 0);
 
     /* The main loop: service the network; when there has been nothing to do
-     * for BUSY_POLL_NS, sleep until the next interrupt (the timer tick, as
-     * queues are polled: MSI-X wake-ups come later). */
+     * for BUSY_POLL_NS, sleep until the next interrupt (a device's MSI-X
+     * message or the timer tick). */
     int announced_rng = rng_seeded(), announced_net = net_has_address();
     uint64_t last_work = clock_mono_ns();
     for (;;) {
@@ -181,8 +181,15 @@ static _Noreturn void kmain(void)
         uint64_t t = clock_mono_ns();
         if (work)
             last_work = t;
-        else if (t - last_work > BUSY_POLL_NS)
-            cpu_idle();
+        else if (t - last_work > BUSY_POLL_NS) {
+            /* Interrupts off from the check to the hlt (cpu_idle is sti;
+             * hlt), so a device interrupt in between wakes the hlt. */
+            irq_disable();
+            if (net_irq_pending())
+                irq_enable();
+            else
+                cpu_idle();
+        }
         else
             cpu_relax();
     }

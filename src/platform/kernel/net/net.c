@@ -120,18 +120,23 @@ int net_poll(void)
     const uint8_t *frame;
     uint32_t len;
     unsigned token;
-    while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
-        struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
-        if (p) {
-            pbuf_take(p, frame, (u16_t)len);
-            virtio_net_rx_release(token);
-            if (knet.netif.input(p, &knet.netif) != ERR_OK)
-                pbuf_free(p);
-        } else {
-            virtio_net_rx_release(token);
-            knet.rx_dropped++;
+    /* With MSI-X the ring is read only after an interrupt said so. */
+    if (virtio_net_rx_take()) {
+        while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
+            struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
+            if (p) {
+                pbuf_take(p, frame, (u16_t)len);
+                virtio_net_rx_release(token);
+                if (knet.netif.input(p, &knet.netif) != ERR_OK)
+                    pbuf_free(p);
+            } else {
+                virtio_net_rx_release(token);
+                knet.rx_dropped++;
+            }
+            work++;
         }
-        work++;
+        if (work == RX_BUDGET)
+            virtio_net_rx_again();
     }
     int done = virtio_net_service();
     if (done > 0)
@@ -148,6 +153,8 @@ int net_poll(void)
     return work;
 }
 
+int net_irq_pending(void) { return knet.up && virtio_net_rx_flagged(); }
+
 int net_has_address(void)
 {
     return knet.up && (knet.static_ip || dhcp_supplied_address(&knet.netif));
@@ -160,11 +167,12 @@ void net_describe(char *buf, size_t n)
         return;
     }
     const uint8_t *m = knet.netif.hwaddr;
-    char mac[24];
+    char mac[24], irq[40];
     snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
              m[5]);
+    virtio_net_irq_describe(irq, sizeof irq);
     if (!net_has_address()) {
-        snprintf(buf, n, "%s link %s, dhcp pending", mac, knet.link ? "up" : "down");
+        snprintf(buf, n, "%s link %s, dhcp pending; %s", mac, knet.link ? "up" : "down", irq);
         return;
     }
     char ip[16], gw[16] = "none";
@@ -174,6 +182,6 @@ void net_describe(char *buf, size_t n)
     unsigned prefix = 0;
     for (u32_t mask = ip4_addr_get_u32(netif_ip4_netmask(&knet.netif)); mask; mask &= mask - 1)
         prefix++;
-    snprintf(buf, n, "%s link %s, %s %s/%u gw %s", mac, knet.link ? "up" : "down",
-             knet.static_ip ? "static" : "dhcp", ip, prefix, gw);
+    snprintf(buf, n, "%s link %s, %s %s/%u gw %s; %s", mac, knet.link ? "up" : "down",
+             knet.static_ip ? "static" : "dhcp", ip, prefix, gw, irq);
 }

@@ -18,6 +18,9 @@ int net_init(const struct pci_dev *devs, unsigned n, const tern_config_net *cfg)
 /* Receive, transmit-complete and timer work; returns how much was done
  * (0 when idle). */
 int net_poll(void);
+/* 1 if a device interrupt flagged work net_poll has not done yet (call
+ * with interrupts off, just before halting). */
+int net_irq_pending(void);
 /* 1 with a static address, or once DHCP has supplied one. */
 int net_has_address(void);
 /* One line for the console: MAC, link, address or why there is none. */
