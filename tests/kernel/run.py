@@ -14,7 +14,13 @@ build with a configuration as a boot module (-initrd, which PVH passes in
 its module list), forward a host port to the guest's 1883 and use the
 unmodified mosquitto_pub/mosquitto_sub clients and raw sockets; a
 configuration with an unknown key must halt the kernel with the parser's
-message. Each VM's serial console is read
+message. The interface tests boot with a static address (net.ipv4,
+net.gateway), with the NIC's MSI-X taken away (polling fallback) and on
+both q35 (ECAM from the ACPI MCFG table) and i440fx (legacy configuration
+ports). The ISO tests also read the screen: QEMU's screendump (over QMP),
+decoded cell by cell with the kernel's own font, must show the same lines
+as serial - the ready line, and, from a test ISO that faults, the fatal
+report. Each VM's serial console is read
 until the expected lines appear or a deadline passes. A reset is proven by
 the kernel's boot banner appearing a second time (QEMU restarts the VM).
 
@@ -674,6 +680,206 @@ def config_bad_value_test(kernel, line, message):
     return check
 
 
+# ---- the framebuffer console -------------------------------------------
+
+FONT_C = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src",
+                      "platform", "kernel", "dev", "font8x8.c")
+CONSOLE_LINE = re.compile(rb"tern: console: serial and framebuffer (\d+)x(\d+) "
+                          rb"\((\d+) x (\d+) characters\)")
+
+
+def load_font():
+    """The kernel's glyphs, read from the drawing in font8x8.c: eight
+    glyphs per band, rows of '#' (ink) and '.' (paper), from 0x20; the
+    last slot (0x7F) is the box for unprintable bytes."""
+    with open(FONT_C) as f:
+        text = f.read()
+    rows = re.findall(r'"([.#]{8}(?: [.#]{8}){7})"', text)
+    if len(rows) != 96:
+        raise Failure(f"font8x8.c: {len(rows)} glyph rows, expected 96")
+    glyphs = {}
+    for g in range(96):
+        band, slot = divmod(g, 8)
+        cell = tuple(rows[band * 8 + r][slot * 9:slot * 9 + 8] for r in range(8))
+        glyphs[cell] = chr(0x20 + g) if g < 95 else "\x7f"
+    return glyphs
+
+
+class Qmp:
+    """Just enough of QEMU's machine protocol: stop and screendump."""
+
+    def __init__(self, path, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Failure(f"QMP socket {path} never answered")
+                time.sleep(0.05)
+        self.buf = b""
+        self._reply()  # the greeting
+        self.cmd("qmp_capabilities")
+
+    def _reply(self):
+        import json
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise Failure("QMP connection closed")
+                self.buf += chunk
+            line, self.buf = self.buf.split(b"\n", 1)
+            msg = json.loads(line)
+            if "event" not in msg:
+                return msg
+
+    def cmd(self, name, **args):
+        import json
+        self.sock.sendall(json.dumps({"execute": name, "arguments": args}).encode() + b"\n")
+        msg = self._reply()
+        if "error" in msg and name != "qmp_capabilities":
+            raise Failure(f"QMP {name}: {msg['error']}")
+        return msg
+
+    def close(self):
+        self.sock.close()
+
+
+def read_screen(path, glyphs, cols, rows, scale):
+    """The text on a screendump (PPM), cell by cell: a cell whose pixels
+    (black = paper, anything else = ink) are not exactly one glyph of the
+    font reads as NUL, so stray or misdrawn pixels fail the comparison."""
+    with open(path, "rb") as f:
+        data = f.read()
+    parts = data.split(b"\n", 3)
+    if parts[0] != b"P6" or parts[2] != b"255":
+        raise Failure(f"screendump is not a binary 8-bit PPM: {data[:20]!r}")
+    w, h = map(int, parts[1].split())
+    pix = parts[3]
+    cell = 8 * scale
+    if cols * cell > w or rows * cell > h:
+        raise Failure(f"screen {w}x{h} smaller than {cols} x {rows} cells")
+    lines = []
+    for r in range(rows):
+        bands = []
+        for y in range(8):
+            off = ((r * cell + y * scale) * w) * 3
+            row = pix[off:off + w * 3]
+            bands.append("".join("." if row[x * 3 * scale:x * 3 * scale + 3] == b"\0\0\0"
+                                 else "#" for x in range(cols * 8)))
+        lines.append("".join(glyphs.get(tuple(b[c * 8:c * 8 + 8] for b in bands), "\0")
+                             for c in range(cols)))
+    return lines
+
+
+def on_screen(lines, text, cols):
+    """1 if text (one console line, wrapped at cols) is on consecutive rows."""
+    chunks = [text[i:i + cols] for i in range(0, len(text), cols)] or [""]
+    for i in range(len(lines) - len(chunks) + 1):
+        if all(lines[i + k].rstrip() == chunks[k].rstrip() for k in range(len(chunks))):
+            return True
+    return False
+
+
+def screen_test(args, loader, timeout, want=(), screen_lines=None):
+    """Boot an ISO with a display: the serial console must show the ready
+    line and say the framebuffer joined, and the screen (QEMU's
+    screendump, read with the kernel's own font) must show the same lines
+    as serial - the console line and the whole ready line."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        sock = os.path.join(tmp, "qmp")
+        vm = Vm(args + ["-qmp", f"unix:{sock},server=on,wait=off"])
+        try:
+            took = vm.wait_for(lambda o: READY.search(o) is not None, timeout)
+            out = vm.text()
+            if took is None:
+                raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
+            m = READY.search(out)
+            if m.group(1).decode() != loader or b"FATAL" in out:
+                raise Failure(f"booted via {m.group(1).decode()} or failed:\n{out.decode()}")
+            for w in want:
+                if not re.search(w, out):
+                    raise Failure(f"{w!r} not in:\n{out.decode('utf-8', 'replace')}")
+            c = CONSOLE_LINE.search(out)
+            if not c:
+                raise Failure("no framebuffer console:\n" + out.decode("utf-8", "replace"))
+            width, height, cols, rows = (int(x) for x in c.groups())
+            scale = 2 if width >= 1600 else 1
+            qmp = Qmp(sock)
+            shot = os.path.join(tmp, "screen.ppm")
+            qmp.cmd("stop")
+            qmp.cmd("screendump", filename=shot)
+            qmp.close()
+            lines = read_screen(shot, load_font(), cols, rows, scale)
+            ready = out[m.start():].split(b"\n")[0].decode().strip()
+            expect = [c.group(0).decode(), ready] + list(screen_lines or [])
+            for e in expect:
+                if not on_screen(lines, e, cols):
+                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
+                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return f"{took:.1f} s; {width}x{height}, {cols} x {rows} characters; ready line on screen"
+    return check
+
+
+def fatal_screen_test(test_elf):
+    """A5 on the framebuffer: a test ISO (the test kernel, a page fault
+    requested on its command line) must put the fatal report on the screen
+    as well as on serial. The VM is stopped when serial shows the report,
+    before the short test-build hold ends in a reset."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        root = os.path.join(tmp, "iso")
+        os.makedirs(os.path.join(root, "boot", "grub"))
+        shutil.copy(test_elf, os.path.join(root, "boot", "tern.elf"))
+        with open(os.path.join(root, "boot", "grub", "grub.cfg"), "w") as f:
+            f.write("serial --unit=0 --speed=115200\nterminal_output serial\n"
+                    "insmod all_video\nset timeout=0\n"
+                    "menuentry fault {\n  multiboot2 /boot/tern.elf tern.test=pagefault\n}\n")
+        iso = os.path.join(tmp, "fault.iso")
+        r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
+        if r.returncode != 0:
+            raise Failure("grub-mkrescue: " + r.stderr.decode("utf-8", "replace"))
+        sock = os.path.join(tmp, "qmp")
+        vm = Vm(["-cdrom", iso, "-qmp", f"unix:{sock},server=on,wait=off"])
+        try:
+            qmp = Qmp(sock)
+            took = vm.wait_for(lambda o: b"*** tern: resetting in" in o, 60)
+            if took is None:
+                raise Failure("no fatal report:\n" + vm.text().decode("utf-8", "replace"))
+            qmp.cmd("stop")
+            out = vm.text()
+            c = CONSOLE_LINE.search(out)
+            if not c:
+                raise Failure("no framebuffer console:\n" + out.decode("utf-8", "replace"))
+            width, _, cols, rows = (int(x) for x in c.groups())
+            shot = os.path.join(tmp, "screen.ppm")
+            qmp.cmd("screendump", filename=shot)
+            qmp.close()
+            lines = read_screen(shot, load_font(), cols, rows, 2 if width >= 1600 else 1)
+            for e in ("*** tern: FATAL: CPU exception: page fault (#PF)",
+                      "*** tern: cause: null pointer dereference",
+                      "*** tern: resetting in 1 s"):
+                if e not in out.decode("utf-8", "replace"):
+                    raise Failure(f"{e!r} not on serial")
+                if not on_screen(lines, e, cols):
+                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
+                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return f"{took:.1f} s to the report; on serial and on the screen"
+    return check
+
+
 def tests(build):
     elf = os.path.join(build, "kernel", "tern.elf")
     test_elf = os.path.join(build, "kernel", "tern-test.elf")
@@ -719,15 +925,16 @@ def tests(build):
         "net-static-bad-value": config_bad_value_test(
             elf, "net.ipv4 = 10.0.2.0/24",
             "net.ipv4: '10.0.2.0/24' is the network's own address, not a host address"),
+        "fatal-report-on-framebuffer": fatal_screen_test(test_elf),
         "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
         "mode-diag": mode_test(elf, "diag", "Diagnostics"),
         "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),
-        "iso-seabios": ready_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT + (
+        "iso-seabios": screen_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT + (
             rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
             rb"revision 0 from multiboot2 tag, RSDT\)",)),
     }
     if os.path.exists(OVMF):
-        t["iso-ovmf"] = ready_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
+        t["iso-ovmf"] = screen_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
                                    ISO_WANT + (rb"tern: pci: ECAM at 0xb0000000, buses 0-255, "
                                                rb"from the MCFG table \(RSDP revision 2 from "
                                                rb"multiboot2 tag, XSDT\)",))

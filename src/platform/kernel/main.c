@@ -217,6 +217,7 @@ _Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, ui
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
     paging_init(&boot);
+    console_init_fb(&boot);
 
     /* Faults that may strike on a broken stack get their own stacks. */
     trap_set_ist(8, 1, stack_alloc(IST_STACK_PAGES));     /* double fault */
