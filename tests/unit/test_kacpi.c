@@ -47,7 +47,7 @@ static uint8_t *at(struct fakemem *m, uint64_t pa) { return m->b + (pa - MEM_BAS
 static void fix_checksum(uint8_t *p, size_t len, size_t field)
 {
     p[field] = 0;
-    p[field] = (uint8_t)(0x100 - sum(p, len));
+    p[field] = (uint8_t)(0x100 - acpi_sum(p, len));
 }
 
 /* A table header with signature and length; the checksum is set by seal(). */
@@ -59,7 +59,7 @@ static void header(uint8_t *p, const char *sig, uint32_t len)
     memcpy(p + 10, "TERNTS", 6);
 }
 
-static void seal(uint8_t *p) { fix_checksum(p, le32(p + 4), 9); }
+static void seal(uint8_t *p) { fix_checksum(p, acpi_le32(p + 4), 9); }
 
 enum {
     RSDT_AT = MEM_BASE + 0x100, XSDT_AT = MEM_BASE + 0x200, MCFG_AT = MEM_BASE + 0x400,
@@ -175,9 +175,11 @@ TEST(kacpi_rsdp_checks)
 
     build(&m, rsdp, 2);
     CHECK_EQ(acpi_rsdp_parse(rsdp, 19, &r, &err), -1);      /* too short */
-    CHECK_EQ(acpi_rsdp_parse(rsdp, 20, &r, &err), -1);      /* v2 needs 36 bytes */
-    CHECK(!strcmp(err, "RSDP length is wrong"));
+    CHECK_EQ(acpi_rsdp_parse(rsdp, 20, &r, &err), 0);       /* the v1 part alone */
+    CHECK_EQ(r.xsdt, 0);
+    CHECK_EQ(r.rsdt, RSDT_AT);
     CHECK_EQ(acpi_rsdp_parse(rsdp, 36, &r, &err), 0);
+    CHECK_EQ(r.xsdt, XSDT_AT);
 
     rsdp[0] = 'r';
     CHECK_EQ(acpi_rsdp_parse(rsdp, 36, &r, &err), -1);
@@ -201,8 +203,10 @@ TEST(kacpi_rsdp_checks)
     CHECK_EQ(acpi_rsdp_parse(rsdp, 36, &r, &err), -1);
     CHECK(!strcmp(err, "RSDP length is wrong"));
     put32(rsdp + 20, 20);
+    fix_checksum(rsdp, 36, 32);
     fix_checksum(rsdp, 20, 8);
     CHECK_EQ(acpi_rsdp_parse(rsdp, 36, &r, &err), -1);
+    CHECK(!strcmp(err, "RSDP length is wrong"));
 }
 
 TEST(kacpi_rsdp_scan_takes_only_aligned_valid_candidates)

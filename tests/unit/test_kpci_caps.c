@@ -107,6 +107,21 @@ TEST(kpci_caps_bad_pointers)
     const char *err;
     CHECK_EQ(pcicap_virtio_layout(cfg, bars, &l, &err), -1);
     CHECK_EQ(l.ignored, 1);
+    /* Short vendor capabilities at the very end, whose length fits but
+     * whose BAR, offset and length fields would not (found by
+     * fuzz_devices): skipped without reading past 256 bytes. */
+    static const uint8_t short_caps[][2] = {{0xFC, 4}, {0xF8, 8}, {0xF4, 12}, {0xF0, 16}};
+    for (size_t k = 0; k < sizeof short_caps / sizeof short_caps[0]; k++) {
+        uint8_t at = short_caps[k][0];
+        good(cfg);
+        cfg[0x51] = at;                /* ISR now links to it, not to common */
+        cfg[at] = PCI_CAP_VENDOR;
+        cfg[at + 1] = 0;
+        cfg[at + 2] = short_caps[k][1];
+        cfg[at + 3] = VIRTIO_CAP_COMMON;
+        CHECK_EQ(pcicap_virtio_layout(cfg, bars, &l, &err), -1);
+        CHECK_EQ(l.ignored, 1);
+    }
     /* A vendor capability in the last dword claiming 16 bytes. */
     good(cfg);
     cfg[0x51] = 0xFC;

@@ -179,9 +179,9 @@ static _Noreturn void kmain(void)
             kprintf("tern: net: %s\n", netline);
         }
         uint64_t t = clock_mono_ns();
-        if (work)
+        if (work) {
             last_work = t;
-        else if (t - last_work > BUSY_POLL_NS) {
+        } else if (t - last_work > BUSY_POLL_NS) {
             /* Interrupts off from the check to the hlt (cpu_idle is sti;
              * hlt), so a device interrupt in between wakes the hlt. */
             irq_disable();
@@ -189,9 +189,9 @@ static _Noreturn void kmain(void)
                 irq_enable();
             else
                 cpu_idle();
-        }
-        else
+        } else {
             cpu_relax();
+        }
     }
 }
 

@@ -14,14 +14,17 @@ enum {
     PHYS_LIMIT_BITS = 52,       /* x86_64's architectural physical address maximum */
 };
 
-static uint32_t le32(const uint8_t *p)
+static uint32_t acpi_le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint64_t acpi_le64(const uint8_t *p)
+{
+    return acpi_le32(p) | (uint64_t)acpi_le32(p + 4) << 32;
+}
 
-static uint8_t sum(const uint8_t *p, size_t n)
+static uint8_t acpi_sum(const uint8_t *p, size_t n)
 {
     uint8_t s = 0;
     for (size_t i = 0; i < n; i++)
@@ -35,22 +38,24 @@ int acpi_rsdp_parse(const uint8_t *p, size_t len, struct acpi_rsdp *out, const c
         *err = "RSDP signature missing";
         return -1;
     }
-    if (sum(p, ACPI_RSDP_V1_LEN) != 0) {
+    if (acpi_sum(p, ACPI_RSDP_V1_LEN) != 0) {
         *err = "RSDP checksum is wrong";
         return -1;
     }
-    struct acpi_rsdp r = {.revision = p[15], .rsdt = le32(p + 16), .xsdt = 0};
-    if (r.revision >= 2) {
-        uint32_t length = len >= ACPI_RSDP_V2_LEN ? le32(p + 20) : 0;
+    struct acpi_rsdp r = {.revision = p[15], .rsdt = acpi_le32(p + 16), .xsdt = 0};
+    /* A 20-byte copy of a newer RSDP (multiboot2's "old" ACPI tag) is a
+     * complete ACPI 1.0 RSDP: its RSDT is usable, its XSDT unknown. */
+    if (r.revision >= 2 && len >= ACPI_RSDP_V2_LEN) {
+        uint32_t length = acpi_le32(p + 20);
         if (length < ACPI_RSDP_V2_LEN || length > len) {
             *err = "RSDP length is wrong";
             return -1;
         }
-        if (sum(p, length) != 0) {
+        if (acpi_sum(p, length) != 0) {
             *err = "RSDP extended checksum is wrong";
             return -1;
         }
-        r.xsdt = le64(p + 24);
+        r.xsdt = acpi_le64(p + 24);
     }
     if (!r.rsdt && !r.xsdt) {
         *err = "RSDP names no root table";
@@ -84,7 +89,7 @@ static long read_table(acpi_read_fn rd, void *ctx, uint64_t pa, const char *sig,
         *err = "table signature is wrong";
         return -1;
     }
-    uint32_t length = le32(buf + 4);
+    uint32_t length = acpi_le32(buf + 4);
     if (length < ACPI_SDT_HEADER_LEN) {
         *err = "table length is shorter than its header";
         return -1;
@@ -99,11 +104,11 @@ static long read_table(acpi_read_fn rd, void *ctx, uint64_t pa, const char *sig,
         *err = "table runs beyond readable memory";
         return -1;
     }
-    if (le32(buf + 4) != length) {
+    if (acpi_le32(buf + 4) != length) {
         *err = "table changed while it was read";
         return -1;
     }
-    if (sum(buf, length) != 0) {
+    if (acpi_sum(buf, length) != 0) {
         *err = "table checksum is wrong";
         return -1;
     }
@@ -126,7 +131,7 @@ static long search_root(acpi_read_fn rd, void *ctx, uint64_t root_pa, const char
     }
     const char *last = "not present";
     for (size_t off = ACPI_SDT_HEADER_LEN; off < (size_t)rlen; off += esize) {
-        uint64_t pa = esize == 8 ? le64(root + off) : le32(root + off);
+        uint64_t pa = esize == 8 ? acpi_le64(root + off) : acpi_le32(root + off);
         uint8_t hdr[ACPI_SDT_HEADER_LEN];
         if (!pa || rd(ctx, pa, hdr, sizeof hdr) < 0 || memcmp(hdr, sig, 4) != 0)
             continue;
@@ -161,7 +166,7 @@ int acpi_mcfg_parse(const uint8_t *table, size_t len, struct acpi_mcfg_entry *ou
                     unsigned max, unsigned *skipped, const char **err)
 {
     *skipped = 0;
-    if (len < MCFG_ENTRIES_AT || memcmp(table, "MCFG", 4) != 0 || le32(table + 4) != len) {
+    if (len < MCFG_ENTRIES_AT || memcmp(table, "MCFG", 4) != 0 || acpi_le32(table + 4) != len) {
         *err = "MCFG is too short or not an MCFG";
         return -1;
     }
@@ -173,7 +178,7 @@ int acpi_mcfg_parse(const uint8_t *table, size_t len, struct acpi_mcfg_entry *ou
     for (size_t off = MCFG_ENTRIES_AT; off < len; off += MCFG_ENTRY_LEN) {
         const uint8_t *e = table + off;
         struct acpi_mcfg_entry m = {
-            .base = le64(e), .segment = (uint16_t)(e[8] | e[9] << 8),
+            .base = acpi_le64(e), .segment = (uint16_t)(e[8] | e[9] << 8),
             .bus_start = e[10], .bus_end = e[11],
         };
         uint64_t end = m.base + ((uint64_t)m.bus_end + 1) * (1u << 20);

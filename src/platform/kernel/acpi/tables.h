@@ -39,8 +39,9 @@ struct acpi_rsdp {
 };
 
 /* Check an RSDP image of len bytes (a loader's copy or memory): signature,
- * checksum of the first 20 bytes and, from revision 2, the length field
- * (36..len) and the extended checksum. 0, or -1 with *err. */
+ * checksum of the first 20 bytes and, from revision 2 when len >= 36, the
+ * length field (36..len) and the extended checksum. A 20-byte image is
+ * read as ACPI 1.0 (RSDT only) whatever its revision. 0, or -1 with *err. */
 int acpi_rsdp_parse(const uint8_t *p, size_t len, struct acpi_rsdp *out, const char **err);
 
 /* Offset of the first valid RSDP on a 16-byte boundary in area, or -1. */

@@ -33,7 +33,7 @@ static uint32_t le32(const uint8_t *p)
 static void take_virtio_cap(const uint8_t *cfg, unsigned at, unsigned cap_len,
                             const uint64_t bar_size[6], struct virtio_layout *out)
 {
-    uint8_t type = cfg[at + 3], bar = cfg[at + 4];
+    uint8_t type = cfg[at + 3]; /* cap_len >= 4: inside */
     struct virtio_region *r;
     uint32_t min_len;
     switch (type) {
@@ -45,10 +45,16 @@ static void take_virtio_cap(const uint8_t *cfg, unsigned at, unsigned cap_len,
     }
     if (r->present)
         return;
+    /* Only a capability long enough to hold them has a BAR, offset and
+     * length (or a multiplier): read nothing beyond cap_len. */
+    if (cap_len < VIRTIO_CAP_LEN ||
+        (type == VIRTIO_CAP_NOTIFY && cap_len < VIRTIO_NOTIFY_CAP_LEN)) {
+        out->ignored++;
+        return;
+    }
+    uint8_t bar = cfg[at + 4];
     uint32_t off = le32(cfg + at + 8), len = le32(cfg + at + 12);
-    if (cap_len < VIRTIO_CAP_LEN || bar > 5 || len < min_len ||
-        (type == VIRTIO_CAP_NOTIFY && cap_len < VIRTIO_NOTIFY_CAP_LEN) ||
-        (uint64_t)off + len > bar_size[bar]) {
+    if (bar > 5 || len < min_len || (uint64_t)off + len > bar_size[bar]) {
         out->ignored++;
         return;
     }
