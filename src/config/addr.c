@@ -1,7 +1,8 @@
 /*
- * addr.c - parses listening addresses ("127.0.0.1:1883", "[::1]:1883") into
- * binary form, so the config is fully checked before any socket exists and
- * the unikernel needs no inet_pton. Host names are not accepted: a broker
+ * addr.c - parses listening addresses ("127.0.0.1:1883", "[::1]:1883") and
+ * interface addresses ("10.0.2.15/24") into binary form, so the config is
+ * fully checked before any socket exists and the unikernel needs no
+ * inet_pton. Host names are not accepted: a broker
  * binds to an address, and resolving names at start-up would make the
  * result depend on the machine's resolver.
  */
@@ -189,4 +190,68 @@ bool tern_addr_parse(const char *s, size_t n, tern_listen_addr *out)
     ok = true;
 done:
     return ok;
+}
+
+bool tern_ipv4_parse(const char *s, size_t n, bool with_prefix, tern_config_ipv4 *out)
+{
+    const char *slash = memchr(s, '/', n);
+    tern_config_ipv4 a = {.set = true, .prefix = 32};
+    size_t addr_len = slash ? (size_t)(slash - s) : n;
+    uint32_t prefix = 0;
+
+    if ((slash != NULL) != with_prefix || !parse_ipv4(s, addr_len, a.addr))
+        return false;
+    if (with_prefix) {
+        const char *p = slash + 1;
+        size_t pn = n - addr_len - 1;
+
+        /* 1..32, decimal, no leading zero, no sign. */
+        if (pn == 0 || pn > 2 || (pn > 1 && p[0] == '0'))
+            return false;
+        for (size_t i = 0; i < pn; i++) {
+            if (!is_digit(p[i]))
+                return false;
+            prefix = prefix * 10u + (uint32_t)(p[i] - '0');
+        }
+        if (prefix < 1 || prefix > 32)
+            return false;
+        a.prefix = (uint8_t)prefix;
+    }
+    *out = a;
+    return true;
+}
+
+static uint32_t be32(const uint8_t a[4])
+{
+    return (uint32_t)a[0] << 24 | (uint32_t)a[1] << 16 | (uint32_t)a[2] << 8 | a[3];
+}
+
+static uint32_t prefix_mask(unsigned prefix)
+{
+    return prefix == 0 ? 0 : prefix >= 32 ? UINT32_MAX : ~(UINT32_MAX >> prefix);
+}
+
+const char *tern_ipv4_host_problem(const uint8_t addr[4], unsigned prefix)
+{
+    uint32_t a = be32(addr), host = ~prefix_mask(prefix);
+
+    if (addr[0] == 0)
+        return "is in 0.0.0.0/8 (\"this network\"), not a host address";
+    if (addr[0] == 127)
+        return "is a loopback address";
+    if (addr[0] >= 224 && addr[0] <= 239)
+        return "is a multicast address";
+    if (addr[0] >= 240)
+        return "is reserved (240.0.0.0/4, or the limited broadcast address)";
+    /* /31 (RFC 3021) and /32 have no network or broadcast address. */
+    if (prefix <= 30 && (a & host) == 0)
+        return "is the network's own address, not a host address";
+    if (prefix <= 30 && (a & host) == host)
+        return "is the network's broadcast address";
+    return NULL;
+}
+
+bool tern_ipv4_same_net(const uint8_t a[4], const uint8_t b[4], unsigned prefix)
+{
+    return ((be32(a) ^ be32(b)) & prefix_mask(prefix)) == 0;
 }

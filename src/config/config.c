@@ -29,6 +29,8 @@ typedef enum value_kind {
     KIND_IDENTITY,     /* cn | san-dns | san-email | san-uri */
     KIND_TLS_VERSION,  /* 1.3 | 1.2 */
     KIND_STORE_SYNC,   /* full | normal */
+    KIND_IPV4_PREFIX,  /* a.b.c.d/N, a host address */
+    KIND_IPV4_HOST,    /* a.b.c.d, a host address */
 } value_kind;
 
 typedef struct key_def {
@@ -77,6 +79,8 @@ static const key_def key_table[] = {
     {"store.path", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, store_path)},
     {"store.sync", KIND_STORE_SYNC, 0, 0, offsetof(tern_config, store_sync)},
     {"store.backup_interval", KIND_UINT, 0, 604800, offsetof(tern_config, store_backup_interval_s)},
+    {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
+    {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
 
 #define KEY_COUNT (sizeof key_table / sizeof key_table[0])
@@ -290,6 +294,12 @@ static void msg_expected(msgbuf *m, const key_def *def)
     case KIND_STORE_SYNC:
         msg_str(m, "full or normal");
         break;
+    case KIND_IPV4_PREFIX:
+        msg_str(m, "an IPv4 address and prefix length, e.g. 192.0.2.10/24");
+        break;
+    case KIND_IPV4_HOST:
+        msg_str(m, "an IPv4 address, e.g. 192.0.2.1");
+        break;
     }
 }
 
@@ -404,6 +414,26 @@ static bool set_value(tern_config *cfg, const key_def *def, span value, msgbuf *
         ok = set_word(value, names, values, &v);
         if (ok)
             *(tern_config_tls_version *)field = (tern_config_tls_version)v;
+        break;
+    }
+    case KIND_IPV4_PREFIX:
+    case KIND_IPV4_HOST: {
+        tern_config_ipv4 a;
+        const char *problem;
+
+        ok = tern_ipv4_parse(value.p, value.n, def->kind == KIND_IPV4_PREFIX, &a);
+        /* Well formed but not usable: say why rather than what is expected. */
+        problem = ok ? tern_ipv4_host_problem(a.addr, a.prefix) : NULL;
+        if (problem != NULL) {
+            msg_str(m, def->name);
+            msg_str(m, ": ");
+            msg_quoted(m, value);
+            msg_putc(m, ' ');
+            msg_str(m, problem);
+            return false;
+        }
+        if (ok)
+            *(tern_config_ipv4 *)field = a;
         break;
     }
     case KIND_STORE_SYNC: {
@@ -570,6 +600,58 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
     return true;
 }
 
+static void msg_ipv4(msgbuf *m, const uint8_t a[4])
+{
+    for (int i = 0; i < 4; i++) {
+        if (i)
+            msg_putc(m, '.');
+        msg_uint(m, a[i]);
+    }
+}
+
+/*
+ * net.gateway needs net.ipv4 (with DHCP the server names the gateway), must
+ * differ from it, and must lie in its network - except for a /32 address,
+ * whose gateway is by necessity reached on the link (common on VPS hosts).
+ */
+static bool check_net(const tern_config *cfg, const size_t *key_lines, const char *file,
+                      msgbuf *m)
+{
+    const tern_config_ipv4 *ip = &cfg->net.ipv4, *gw = &cfg->net.gateway;
+    size_t gw_line = line_of(key_lines, "net.gateway");
+    const char *problem;
+
+    if (!gw->set)
+        return true;
+    msg_begin(m, file, gw_line);
+    msg_str(m, "net.gateway: ");
+    if (!ip->set) {
+        msg_str(m, "set but there is no net.ipv4 (with DHCP the gateway comes from the "
+                   "DHCP server)");
+        return false;
+    }
+    msg_ipv4(m, gw->addr);
+    if (memcmp(gw->addr, ip->addr, 4) == 0) {
+        msg_str(m, " is net.ipv4's own address");
+        return false;
+    }
+    if (ip->prefix < 32 && !tern_ipv4_same_net(gw->addr, ip->addr, ip->prefix)) {
+        msg_str(m, " is outside net.ipv4's network ");
+        msg_ipv4(m, ip->addr);
+        msg_putc(m, '/');
+        msg_uint(m, ip->prefix);
+        msg_str(m, " (only a /32 address may have its gateway outside)");
+        return false;
+    }
+    problem = ip->prefix < 32 ? tern_ipv4_host_problem(gw->addr, ip->prefix) : NULL;
+    if (problem != NULL) {
+        msg_putc(m, ' ');
+        msg_str(m, problem);
+        return false;
+    }
+    return true;
+}
+
 void tern_config_defaults(tern_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -645,7 +727,7 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         msg_str(&m, "missing 'config_version = 1' (it must be the first setting)");
         goto done;
     }
-    if (!check_tls(&parsed, key_lines, file, &m))
+    if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m))
         goto done;
     *cfg = parsed;
     ok = true;

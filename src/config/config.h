@@ -96,6 +96,20 @@ typedef enum tern_config_store_sync {
     TERN_STORE_SYNC_NORMAL,   /* at the next checkpoint: may lose the last commits */
 } tern_config_store_sync;
 
+/* An IPv4 address with a prefix length (net.ipv4, net.gateway). */
+typedef struct tern_config_ipv4 {
+    bool set;
+    uint8_t addr[4]; /* network byte order */
+    uint8_t prefix;  /* 1..32; 32 for a single address */
+} tern_config_ipv4;
+
+/* net.*: the unikernel's network interface. The Linux daemon uses the
+ * host's network and only says at start-up that these are not its to use. */
+typedef struct tern_config_net {
+    tern_config_ipv4 ipv4;    /* not set: DHCP */
+    tern_config_ipv4 gateway; /* not set: none (on-link traffic only) */
+} tern_config_net;
+
 typedef struct tern_config {
     uint32_t version;
     tern_listen_addr listener_plain; /* family NONE = no plaintext listener */
@@ -111,6 +125,7 @@ typedef struct tern_config {
     uint32_t sys_interval_s;   /* 0 = $SYS updates off */
     bool allow_anonymous;
     bool sys_public;           /* every client may read $SYS (development) */
+    tern_config_net net;
 } tern_config;
 
 /* Fill cfg with the defaults of every key (no listener). */

@@ -14,7 +14,13 @@ build with a configuration as a boot module (-initrd, which PVH passes in
 its module list), forward a host port to the guest's 1883 and use the
 unmodified mosquitto_pub/mosquitto_sub clients and raw sockets; a
 configuration with an unknown key must halt the kernel with the parser's
-message. Each VM's serial console is read
+message. The interface tests boot with a static address (net.ipv4,
+net.gateway), with the NIC's MSI-X taken away (polling fallback) and on
+both q35 (ECAM from the ACPI MCFG table) and i440fx (legacy configuration
+ports). The ISO tests also read the screen: QEMU's screendump (over QMP),
+decoded cell by cell with the kernel's own font, must show the same lines
+as serial - the ready line, and, from a test ISO that faults, the fatal
+report. Each VM's serial console is read
 until the expected lines appear or a deadline passes. A reset is proven by
 the kernel's boot banner appearing a second time (QEMU restarts the VM).
 
@@ -36,7 +42,8 @@ import time
 
 OVMF = "/usr/share/ovmf/OVMF.fd"
 BANNER = b"tern: booting"
-READY = re.compile(rb"tern: ready \(boot (\w+)")
+# The whole line: a test that stops reading at its start may cut it short.
+READY = re.compile(rb"tern: ready \(boot (\w+)[^\n]*\n")
 # The ISO's GRUB passes tools/image/tern.conf as a multiboot2 module.
 ISO_WANT = (rb"tern: config: tern\.conf from boot module \(\d+ bytes\)",)
 
@@ -155,22 +162,30 @@ def debug_dump_test(kernel):
     return check
 
 
-def pci_test(kernel):
+def pci_test(kernel, machine="q35", access=rb"ECAM", extra=(), append=None):
     """Enumeration finds modern virtio devices (vendor 1af4, id 0x1040 + type)
-    and the drivers use them: entropy from virtio-rng, an address by DHCP."""
+    and the drivers use them: entropy from virtio-rng, an address by DHCP.
+    q35 has an ACPI MCFG table, so configuration space is reached through
+    ECAM; i440fx (pc) has none, so through the legacy ports."""
     def check():
-        args = ["-kernel", kernel, "-device", "virtio-rng-pci,disable-legacy=on",
+        args = ["-kernel", kernel, "-M", machine, "-device", "virtio-rng-pci,disable-legacy=on",
                 "-device", "virtio-net-pci,disable-legacy=on,netdev=n0",
                 "-netdev", "user,id=n0"]
+        if append:
+            args += ["-append", append]
         took, out = run_vm(args, lambda o: READY.search(o) is not None, 20, "ready line")
-        for want in (rb"tern: pci 00:0[0-9a-f]\.0 1af4:1044 class 00ff",
-                     rb"tern: pci 00:0[0-9a-f]\.0 1af4:1041 class 0200",
-                     rb"tern: pci 00:1f\.0 8086:2918 class 0601",
-                     rb"tern: ready .*rng: seeded, \d+ bits credited \(.*virtio-rng \d+",
-                     rb"tern: ready .*net: 52:54:00:12:34:56 link up, dhcp 10\.0\.2\.15/24"):
+        wants = [rb"tern: pci 00:0[0-9a-f]\.0 1af4:1044 class 00ff",
+                 rb"tern: pci 00:0[0-9a-f]\.0 1af4:1041 class 0200",
+                 rb"tern: pci: \d+ devices \(" + access,
+                 rb"tern: ready .*rng: seeded, \d+ bits credited \(.*virtio-rng \d+",
+                 rb"tern: ready .*net: 52:54:00:12:34:56 link up, dhcp 10\.0\.2\.15/24"]
+        if machine == "q35":
+            wants.append(rb"tern: pci 00:1f\.0 8086:2918 class 0601")
+        for want in wants + list(extra):
             if not re.search(want, out):
                 raise Failure(f"{want!r} not in:\n{out.decode('utf-8', 'replace')}")
-        return f"{took:.1f} s"
+        line = re.search(rb"tern: pci: (ECAM|legacy).*", out).group(0).decode()
+        return f"{took:.1f} s: {line}"
     return check
 
 
@@ -199,6 +214,29 @@ def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def nic(user_opts, device_opts=""):
+    """QEMU user networking with a virtio-net device. -device (not -nic):
+    QEMU 7.2 gives a NIC made by -nic no MSI-X capability, one made by
+    -device has it (vectors=0 takes it away again)."""
+    return ["-netdev", "user,id=n0" + (f",{user_opts}" if user_opts else ""),
+            "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts else "")]
+
+
+def spaced_rtt_ms(port, n=20, gap=0.03):
+    """Median one-byte echo round trip with the kernel idle (halted) before
+    each: a wake-up by interrupt shows as well under the 10 ms timer tick."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
+        times = []
+        for _ in range(n):
+            time.sleep(gap)
+            t = time.perf_counter()
+            s.sendall(b"x")
+            if s.recv(1) != b"x":
+                raise Failure("echo: round trip returned something else")
+            times.append((time.perf_counter() - t) * 1000)
+    return sorted(times)[n // 2]
 
 
 def echo_exchange(port, sizes, timeout):
@@ -255,36 +293,47 @@ def echo_exchange(port, sizes, timeout):
     sel.close()
 
 
-def net_test(kernel):
+def net_test(kernel, device_opts="", irq=r"msi-x, (\d+) interrupts",
+             log=rb"tern: virtio-net [0-9a-f:.]+: receive interrupts by MSI-X \(vector \d+\)"):
     """DHCP lease and seeded RNG on the ready line, then 1 MiB through the
-    echo service on one connection, then 100 connections at once."""
+    echo service on one connection, then 100 connections at once. With
+    MSI-X the receive ring is read only after an interrupt, so the echo
+    working proves they arrive; the ready line counts those before it
+    (DHCP's offer and ack at least). With vectors=0 the device has no MSI-X
+    and the driver must fall back to polling."""
     def check():
         port = free_port()
-        args = ["-kernel", kernel, "-device", "virtio-rng-pci",
-                "-nic", f"user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:{port}-:7"]
+        args = ["-kernel", kernel, "-device", "virtio-rng-pci"] + \
+            nic(f"hostfwd=tcp:127.0.0.1:{port}-:7", device_opts)
         vm = Vm(args)
         try:
             took = vm.wait_for(lambda o: READY.search(o) is not None, 60)
             out = vm.text()
             if took is None:
                 raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
-            line = out[READY.search(out).start():].split(b"\n")[0].decode()
+            line = out[READY.search(out).start():].split(b"\n")[0].decode().strip()
             if not re.search(r"rng: seeded, \d+ bits credited \(.*virtio-rng \d+", line):
                 raise Failure(f"RNG not seeded with virtio-rng: {line}")
             if not re.search(r"net: 52:54:00:12:34:56 link up, dhcp 10\.0\.2\.15/24 gw 10\.0\.2\.2",
                              line):
                 raise Failure(f"no DHCP lease: {line}")
+            if not re.search(log, out):
+                raise Failure(f"{log!r} not in:\n{out.decode('utf-8', 'replace')}")
+            m = re.search(r"; " + irq + r"$", line)
+            if not m or (m.groups() and int(m.group(1)) < 1):
+                raise Failure(f"{irq!r} (with interrupts counted) not at the end of: {line}")
             t0 = time.monotonic()
             echo_exchange(port, [1 << 20], 60)
             t1 = time.monotonic()
             echo_exchange(port, [1 << 20] * 100, 180)
             t2 = time.monotonic()
+            rtt = spaced_rtt_ms(port)
             if b"FATAL" in vm.text():
                 raise Failure("fatal report:\n" + vm.text().decode("utf-8", "replace"))
         finally:
             vm.stop()
-        return (f"ready {took:.1f} s; 1 MiB echoed in {t1 - t0:.1f} s; "
-                f"100 x 1 MiB in parallel in {t2 - t1:.1f} s")
+        return (f"ready {took:.1f} s ({m.group(0)[2:]}); 1 MiB echoed in {t1 - t0:.1f} s; "
+                f"100 x 1 MiB in parallel in {t2 - t1:.1f} s; idle round trip {rtt:.1f} ms")
     return check
 
 
@@ -421,7 +470,7 @@ def broker_vm(kernel, conf, tmp):
         f.write(conf)
     port = free_port()
     args = ["-kernel", kernel, "-initrd", path, "-device", "virtio-rng-pci",
-            "-nic", f"user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:{port}-:1883"]
+            ] + nic(f"hostfwd=tcp:127.0.0.1:{port}-:1883")
     return Vm(args), port
 
 
@@ -568,6 +617,269 @@ def config_refused_test(kernel):
     return check
 
 
+def static_net_test(kernel, ipv4, gateway, sizes):
+    """A static address from the configuration (net.ipv4, net.gateway): the
+    ready line says "static", and the echo service answers on that address.
+    QEMU's DHCP server is moved to .50, so a lease taken by mistake would
+    show; a /32 address reaches every peer, 10.0.2.2 included, through its
+    gateway on the link."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        addr = ipv4.split("/")[0]
+        conf = MQTT_CONF + f"net.ipv4 = {ipv4}\nnet.gateway = {gateway}\n".encode()
+        path = os.path.join(tmp, "tern.conf")
+        with open(path, "wb") as f:
+            f.write(conf)
+        port = free_port()
+        args = ["-kernel", kernel, "-initrd", path, "-device", "virtio-rng-pci"] + \
+            nic(f"dhcpstart=10.0.2.50,hostfwd=tcp:127.0.0.1:{port}-{addr}:7")
+        vm = Vm(args)
+        try:
+            took = vm.wait_for(lambda o: READY.search(o) is not None, 60)
+            out = vm.text()
+            if took is None:
+                raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
+            line = out[READY.search(out).start():].split(b"\n")[0].decode()
+            want = f"net: 52:54:00:12:34:56 link up, static {ipv4} gw {gateway}"
+            if want not in line:
+                raise Failure(f"{want!r} not in: {line}")
+            t0 = time.monotonic()
+            echo_exchange(port, sizes, 120)
+            t1 = time.monotonic()
+            if b"FATAL" in vm.text():
+                raise Failure("fatal report:\n" + vm.text().decode("utf-8", "replace"))
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return (f"ready {took:.1f} s; {len(sizes)} connection(s), {sum(sizes) >> 10} KiB "
+                f"echoed in {t1 - t0:.1f} s")
+    return check
+
+
+def config_bad_value_test(kernel, line, message):
+    """A bad value: the kernel halts with the parser's message naming the
+    key and its line, and neither serves nor resets."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        vm, _ = broker_vm(kernel, MQTT_CONF + line.encode() + b"\n", tmp)
+        try:
+            took = vm.wait_for(lambda o: b"halted" in o, 30)
+            time.sleep(2)  # a reset would show a second banner by now
+            out = vm.text()
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = out.decode("utf-8", "replace")
+        if took is None:
+            raise Failure(f"no halt:\n{text}")
+        if f"tern: config: tern.conf:6: {message}" not in text:
+            raise Failure(f"no message naming the key and line:\n{text}")
+        if out.count(BANNER) != 1 or READY.search(out):
+            raise Failure(f"served or reset:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
+# ---- the framebuffer console -------------------------------------------
+
+FONT_C = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src",
+                      "platform", "kernel", "dev", "font8x8.c")
+CONSOLE_LINE = re.compile(rb"tern: console: serial and framebuffer (\d+)x(\d+) "
+                          rb"\((\d+) x (\d+) characters\)")
+
+
+def load_font():
+    """The kernel's glyphs, read from the drawing in font8x8.c: eight
+    glyphs per band, rows of '#' (ink) and '.' (paper), from 0x20; the
+    last slot (0x7F) is the box for unprintable bytes."""
+    with open(FONT_C) as f:
+        text = f.read()
+    rows = re.findall(r'"([.#]{8}(?: [.#]{8}){7})"', text)
+    if len(rows) != 96:
+        raise Failure(f"font8x8.c: {len(rows)} glyph rows, expected 96")
+    glyphs = {}
+    for g in range(96):
+        band, slot = divmod(g, 8)
+        cell = tuple(rows[band * 8 + r][slot * 9:slot * 9 + 8] for r in range(8))
+        glyphs[cell] = chr(0x20 + g) if g < 95 else "\x7f"
+    return glyphs
+
+
+class Qmp:
+    """Just enough of QEMU's machine protocol: stop and screendump."""
+
+    def __init__(self, path, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Failure(f"QMP socket {path} never answered")
+                time.sleep(0.05)
+        self.buf = b""
+        self._reply()  # the greeting
+        self.cmd("qmp_capabilities")
+
+    def _reply(self):
+        import json
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise Failure("QMP connection closed")
+                self.buf += chunk
+            line, self.buf = self.buf.split(b"\n", 1)
+            msg = json.loads(line)
+            if "event" not in msg:
+                return msg
+
+    def cmd(self, name, **args):
+        import json
+        self.sock.sendall(json.dumps({"execute": name, "arguments": args}).encode() + b"\n")
+        msg = self._reply()
+        if "error" in msg and name != "qmp_capabilities":
+            raise Failure(f"QMP {name}: {msg['error']}")
+        return msg
+
+    def close(self):
+        self.sock.close()
+
+
+def read_screen(path, glyphs, cols, rows, scale):
+    """The text on a screendump (PPM), cell by cell: a cell whose pixels
+    (black = paper, anything else = ink) are not exactly one glyph of the
+    font reads as NUL, so stray or misdrawn pixels fail the comparison."""
+    with open(path, "rb") as f:
+        data = f.read()
+    parts = data.split(b"\n", 3)
+    if parts[0] != b"P6" or parts[2] != b"255":
+        raise Failure(f"screendump is not a binary 8-bit PPM: {data[:20]!r}")
+    w, h = map(int, parts[1].split())
+    pix = parts[3]
+    cell = 8 * scale
+    if cols * cell > w or rows * cell > h:
+        raise Failure(f"screen {w}x{h} smaller than {cols} x {rows} cells")
+    lines = []
+    for r in range(rows):
+        bands = []
+        for y in range(8):
+            off = ((r * cell + y * scale) * w) * 3
+            row = pix[off:off + w * 3]
+            bands.append("".join("." if row[x * 3 * scale:x * 3 * scale + 3] == b"\0\0\0"
+                                 else "#" for x in range(cols * 8)))
+        lines.append("".join(glyphs.get(tuple(b[c * 8:c * 8 + 8] for b in bands), "\0")
+                             for c in range(cols)))
+    return lines
+
+
+def on_screen(lines, text, cols):
+    """1 if text (one console line, wrapped at cols) is on consecutive rows."""
+    chunks = [text[i:i + cols] for i in range(0, len(text), cols)] or [""]
+    for i in range(len(lines) - len(chunks) + 1):
+        if all(lines[i + k].rstrip() == chunks[k].rstrip() for k in range(len(chunks))):
+            return True
+    return False
+
+
+def screen_test(args, loader, timeout, want=(), screen_lines=None):
+    """Boot an ISO with a display: the serial console must show the ready
+    line and say the framebuffer joined, and the screen (QEMU's
+    screendump, read with the kernel's own font) must show the same lines
+    as serial - the console line and the whole ready line."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        sock = os.path.join(tmp, "qmp")
+        vm = Vm(args + ["-qmp", f"unix:{sock},server=on,wait=off"])
+        try:
+            took = vm.wait_for(lambda o: READY.search(o) is not None, timeout)
+            out = vm.text()
+            if took is None:
+                raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
+            m = READY.search(out)
+            if m.group(1).decode() != loader or b"FATAL" in out:
+                raise Failure(f"booted via {m.group(1).decode()} or failed:\n{out.decode()}")
+            for w in want:
+                if not re.search(w, out):
+                    raise Failure(f"{w!r} not in:\n{out.decode('utf-8', 'replace')}")
+            c = CONSOLE_LINE.search(out)
+            if not c:
+                raise Failure("no framebuffer console:\n" + out.decode("utf-8", "replace"))
+            width, height, cols, rows = (int(x) for x in c.groups())
+            scale = 2 if width >= 1600 else 1
+            qmp = Qmp(sock)
+            shot = os.path.join(tmp, "screen.ppm")
+            qmp.cmd("stop")
+            qmp.cmd("screendump", filename=shot)
+            qmp.close()
+            lines = read_screen(shot, load_font(), cols, rows, scale)
+            ready = out[m.start():].split(b"\n")[0].decode().strip()
+            expect = [c.group(0).decode(), ready] + list(screen_lines or [])
+            for e in expect:
+                if not on_screen(lines, e, cols):
+                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
+                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return f"{took:.1f} s; {width}x{height}, {cols} x {rows} characters; ready line on screen"
+    return check
+
+
+def fatal_screen_test(test_elf):
+    """A5 on the framebuffer: a test ISO (the test kernel, a page fault
+    requested on its command line) must put the fatal report on the screen
+    as well as on serial. The VM is stopped when serial shows the report,
+    before the short test-build hold ends in a reset."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        root = os.path.join(tmp, "iso")
+        os.makedirs(os.path.join(root, "boot", "grub"))
+        shutil.copy(test_elf, os.path.join(root, "boot", "tern.elf"))
+        with open(os.path.join(root, "boot", "grub", "grub.cfg"), "w") as f:
+            f.write("serial --unit=0 --speed=115200\nterminal_output serial\n"
+                    "insmod all_video\nset timeout=0\n"
+                    "menuentry fault {\n  multiboot2 /boot/tern.elf tern.test=pagefault\n}\n")
+        iso = os.path.join(tmp, "fault.iso")
+        r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
+        if r.returncode != 0:
+            raise Failure("grub-mkrescue: " + r.stderr.decode("utf-8", "replace"))
+        sock = os.path.join(tmp, "qmp")
+        vm = Vm(["-cdrom", iso, "-qmp", f"unix:{sock},server=on,wait=off"])
+        try:
+            qmp = Qmp(sock)
+            took = vm.wait_for(lambda o: b"*** tern: resetting in" in o, 60)
+            if took is None:
+                raise Failure("no fatal report:\n" + vm.text().decode("utf-8", "replace"))
+            qmp.cmd("stop")
+            out = vm.text()
+            c = CONSOLE_LINE.search(out)
+            if not c:
+                raise Failure("no framebuffer console:\n" + out.decode("utf-8", "replace"))
+            width, _, cols, rows = (int(x) for x in c.groups())
+            shot = os.path.join(tmp, "screen.ppm")
+            qmp.cmd("screendump", filename=shot)
+            qmp.close()
+            lines = read_screen(shot, load_font(), cols, rows, 2 if width >= 1600 else 1)
+            for e in ("*** tern: FATAL: CPU exception: page fault (#PF)",
+                      "*** tern: cause: null pointer dereference",
+                      "*** tern: resetting in 1 s"):
+                if e not in out.decode("utf-8", "replace"):
+                    raise Failure(f"{e!r} not on serial")
+                if not on_screen(lines, e, cols):
+                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
+                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return f"{took:.1f} s to the report; on serial and on the screen"
+    return check
+
+
 def tests(build):
     elf = os.path.join(build, "kernel", "tern.elf")
     test_elf = os.path.join(build, "kernel", "tern-test.elf")
@@ -590,19 +902,42 @@ def tests(build):
                                       "execution of non-executable memory (NX)"),
         "debug-register-dump": debug_dump_test(debug_elf),
         "pci-virtio-modern": pci_test(elf),
+        "pci-virtio-modern-pc-legacy": pci_test(
+            elf, "pc", rb"legacy configuration ports",
+            [rb"tern: pci: legacy configuration ports \(no ECAM: MCFG not present; "
+             rb"RSDP revision 0 from PVH start info, RSDT\)"]),
+        "pci-acpi-bios-area-search": pci_test(
+            test_elf, "q35", rb"ECAM",
+            [rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
+             rb"revision 0 from BIOS area search, RSDT\)"], append="tern.acpi=scan"),
         "selftest-heap": check_test(test_elf, "heap"),
         "net-dhcp-echo": net_test(test_elf),
+        "net-polled-fallback": net_test(
+            test_elf, "vectors=0", r"polled",
+            rb"tern: virtio-net [0-9a-f:.]+: polled \(no MSI-X capability\)"),
         "rng-jitter-only": jitter_only_test(elf),
         "mqtt-broker": mqtt_test(test_elf),
         "mqtt-config-unknown-key": config_refused_test(elf),
+        "net-static-echo": static_net_test(test_elf, "10.0.2.15/24", "10.0.2.2",
+                                           [1 << 20] + [64 << 10] * 20),
+        "net-static-32-onlink-gateway": static_net_test(test_elf, "10.0.2.99/32", "10.0.2.2",
+                                                        [256 << 10]),
+        "net-static-bad-value": config_bad_value_test(
+            elf, "net.ipv4 = 10.0.2.0/24",
+            "net.ipv4: '10.0.2.0/24' is the network's own address, not a host address"),
+        "fatal-report-on-framebuffer": fatal_screen_test(test_elf),
         "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
         "mode-diag": mode_test(elf, "diag", "Diagnostics"),
         "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),
-        "iso-seabios": ready_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT),
+        "iso-seabios": screen_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT + (
+            rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
+            rb"revision 0 from multiboot2 tag, RSDT\)",)),
     }
     if os.path.exists(OVMF):
-        t["iso-ovmf"] = ready_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
-                                   ISO_WANT)
+        t["iso-ovmf"] = screen_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
+                                   ISO_WANT + (rb"tern: pci: ECAM at 0xb0000000, buses 0-255, "
+                                               rb"from the MCFG table \(RSDP revision 2 from "
+                                               rb"multiboot2 tag, XSDT\)",))
     else:
         t["iso-ovmf"] = None
     return t

@@ -107,6 +107,21 @@ TEST(kpci_caps_bad_pointers)
     const char *err;
     CHECK_EQ(pcicap_virtio_layout(cfg, bars, &l, &err), -1);
     CHECK_EQ(l.ignored, 1);
+    /* Short vendor capabilities at the very end, whose length fits but
+     * whose BAR, offset and length fields would not (found by
+     * fuzz_devices): skipped without reading past 256 bytes. */
+    static const uint8_t short_caps[][2] = {{0xFC, 4}, {0xF8, 8}, {0xF4, 12}, {0xF0, 16}};
+    for (size_t k = 0; k < sizeof short_caps / sizeof short_caps[0]; k++) {
+        uint8_t at = short_caps[k][0];
+        good(cfg);
+        cfg[0x51] = at;                /* ISR now links to it, not to common */
+        cfg[at] = PCI_CAP_VENDOR;
+        cfg[at + 1] = 0;
+        cfg[at + 2] = short_caps[k][1];
+        cfg[at + 3] = VIRTIO_CAP_COMMON;
+        CHECK_EQ(pcicap_virtio_layout(cfg, bars, &l, &err), -1);
+        CHECK_EQ(l.ignored, 1);
+    }
     /* A vendor capability in the last dword claiming 16 bytes. */
     good(cfg);
     cfg[0x51] = 0xFC;
@@ -173,4 +188,73 @@ TEST(kpci_caps_first_usable_of_each_type_wins)
         cfg[0x06] |= 0x10;
         (void)pcicap_virtio_layout(cfg, bars, &l, &err);
     }
+}
+
+/* QEMU's virtio-net MSI-X: 3 entries, table at BAR 1 + 0, PBA at BAR 1 + 0x800. */
+static void msix(uint8_t *cfg, uint16_t entries, uint32_t table, uint32_t pba)
+{
+    good(cfg);
+    cfg[0x98 + 2] = (uint8_t)(entries - 1);
+    cfg[0x98 + 3] = (uint8_t)((entries - 1) >> 8);
+    put32(cfg + 0x98 + 4, table);
+    put32(cfg + 0x98 + 8, pba);
+}
+
+static const char *msix_err(const uint8_t *cfg, unsigned cap)
+{
+    struct msix_layout m;
+    const char *err = NULL;
+    return pcicap_msix(cfg, cap, bars, &m, &err) == 0 ? NULL : err;
+}
+
+TEST(kpci_msix_qemu_layout)
+{
+    uint8_t cfg[PCI_CFG_BYTES];
+    msix(cfg, 3, 0x0 | 1, 0x800 | 1);
+    struct msix_layout m;
+    const char *err = NULL;
+    CHECK_EQ(pcicap_msix(cfg, 0x98, bars, &m, &err), 0);
+    CHECK_EQ(m.entries, 3);
+    CHECK_EQ(m.table_bar, 1);
+    CHECK_EQ(m.table_offset, 0);
+    CHECK_EQ(m.pba_bar, 1);
+    CHECK_EQ(m.pba_offset, 0x800);
+    /* The function-mask and enable bits do not change the table size. */
+    cfg[0x98 + 3] |= 0xC0;
+    CHECK_EQ(pcicap_msix(cfg, 0x98, bars, &m, &err), 0);
+    CHECK_EQ(m.entries, 3);
+    /* The largest table: 2048 entries (32 KiB) fill BAR 4 half; PBA after. */
+    msix(cfg, 2048, 0x0 | 4, 0x3000 | 4);
+    CHECK(msix_err(cfg, 0x98) != NULL);             /* table runs into the PBA */
+    msix(cfg, 128, 0x0 | 4, 0x3FF0 | 4);            /* 2 KiB table, 16-byte PBA at the end */
+    CHECK(msix_err(cfg, 0x98) == NULL);
+}
+
+TEST(kpci_msix_bounds)
+{
+    uint8_t cfg[PCI_CFG_BYTES];
+    msix(cfg, 3, 0x0 | 1, 0x800 | 1);
+    CHECK(!strcmp(msix_err(cfg, 0x40), "no MSI-X capability there"));   /* a vendor cap */
+    CHECK(!strcmp(msix_err(cfg, 0x99), "no MSI-X capability there"));   /* unaligned */
+    CHECK(!strcmp(msix_err(cfg, 0x20), "no MSI-X capability there"));   /* header */
+    cfg[0xF8] = PCI_CAP_MSIX;
+    CHECK(!strcmp(msix_err(cfg, 0xF8), "no MSI-X capability there"));   /* runs off 256 */
+    msix(cfg, 3, 0x0 | 6, 0x800 | 1);
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table or PBA in a reserved BAR"));
+    msix(cfg, 3, 0x0 | 1, 0x800 | 7);
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table or PBA in a reserved BAR"));
+    msix(cfg, 3, 0x0 | 2, 0x800 | 1);                /* BAR 2 unassigned */
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table outside its BAR"));
+    msix(cfg, 3, 0xFE0 | 1, 0x800 | 1);              /* 48 bytes from 0xFE0 > 0x1000 */
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table outside its BAR"));
+    msix(cfg, 3, 0xFFFFFFF8u | 1, 0x800 | 1);        /* offset + length past 32 bits */
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table outside its BAR"));
+    msix(cfg, 3, 0x0 | 1, 0x1000 | 1);               /* PBA just past the end */
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X pending-bit array outside its BAR"));
+    msix(cfg, 3, 0x0 | 1, 0x20 | 1);                 /* PBA inside the table */
+    CHECK(!strcmp(msix_err(cfg, 0x98), "MSI-X table and pending-bit array overlap"));
+    msix(cfg, 3, 0x0 | 1, 0x30 | 1);                 /* right after it: fine */
+    CHECK(msix_err(cfg, 0x98) == NULL);
+    msix(cfg, 3, 0x0 | 1, 0x0 | 4);                  /* same offset, other BAR: fine */
+    CHECK(msix_err(cfg, 0x98) == NULL);
 }

@@ -215,3 +215,17 @@ TEST(kvirtq_notify_suppression)
     CHECK(!virtq_should_notify(&s.q));
     sim_close(&s);
 }
+
+TEST(kvirtq_interrupt_suppression_is_visible_to_the_device)
+{
+    struct sim s;
+    sim_open(&s, 8);
+    CHECK_EQ(s.q.avail->flags, 0);       /* interrupts wanted by default */
+    virtq_suppress_interrupts(&s.q);
+    CHECK_EQ(s.q.avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
+    /* Posting buffers does not undo it. */
+    struct virtq_buf b = {.addr = 0x2000, .len = 64, .device_writes = 0};
+    CHECK_EQ(virtq_add(&s.q, &b, 1, (void *)1), 0);
+    CHECK_EQ(s.q.avail->flags, VIRTQ_AVAIL_F_NO_INTERRUPT);
+    sim_close(&s);
+}

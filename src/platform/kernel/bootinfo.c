@@ -1,6 +1,6 @@
 /*
  * bootinfo.c - reads multiboot2 boot information (tags: command line, memory
- * map, ACPI RSDP) or the PVH hvm_start_info (version 1: command line, memory
+ * map, ACPI RSDP, framebuffer) or the PVH hvm_start_info (version 1: command line, memory
  * map, RSDP address) into struct boot_info. The first boot module (the
  * baked configuration, SPEC A6) is copied too, before the frame allocator
  * can hand its memory out. Runs on the early page tables,
@@ -17,6 +17,7 @@
 
 enum {
     MB2_TAG_END = 0, MB2_TAG_CMDLINE = 1, MB2_TAG_MODULE = 3, MB2_TAG_MMAP = 6,
+    MB2_TAG_FRAMEBUFFER = 8, MB2_FB_COMMON = 24, MB2_FB_RGB = 30,
     MB2_TAG_ACPI_OLD = 14, MB2_TAG_ACPI_NEW = 15,
     PVH_MAGIC = 0x336ec578,
 };
@@ -94,6 +95,28 @@ static void add_module(struct boot_info *bi, uint64_t start, uint64_t size, uint
     }
 }
 
+/* The framebuffer tag: address, pitch, width, height, bpp, type, two
+ * reserved bytes (GRUB's layout), then for RGB the position and size of
+ * each channel. Only copied here; dev/fb.c decides whether it is usable. */
+static void copy_framebuffer(struct fb_info *fb, const uint8_t *body, uint32_t blen)
+{
+    memcpy(&fb->addr, body, 8);
+    memcpy(&fb->pitch, body + 8, 4);
+    memcpy(&fb->width, body + 12, 4);
+    memcpy(&fb->height, body + 16, 4);
+    fb->bpp = body[20];
+    fb->type = body[21];
+    if (fb->type == FB_TYPE_RGB && blen >= MB2_FB_RGB) {
+        fb->red_pos = body[24];
+        fb->red_size = body[25];
+        fb->green_pos = body[26];
+        fb->green_size = body[27];
+        fb->blue_pos = body[28];
+        fb->blue_size = body[29];
+    }
+    fb->present = 1;
+}
+
 static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
 {
     const uint8_t *base = phys_to_virt(info_phys);
@@ -131,6 +154,8 @@ static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
                 memcpy(&m, body + e, sizeof m);
                 add_region(bi, m.base, m.len, m.type);
             }
+        } else if (tag.type == MB2_TAG_FRAMEBUFFER && blen >= MB2_FB_COMMON) {
+            copy_framebuffer(&bi->fb, body, blen);
         } else if (tag.type == MB2_TAG_ACPI_OLD || tag.type == MB2_TAG_ACPI_NEW) {
             /* The tag holds a copy of the RSDP (v2 preferred over v1). */
             if (!bi->rsdp_copy_len || tag.type == MB2_TAG_ACPI_NEW) {

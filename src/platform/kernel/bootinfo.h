@@ -6,6 +6,8 @@
 #ifndef TERN_BOOTINFO_H
 #define TERN_BOOTINFO_H
 
+#include "dev/fb.h"
+
 #include <stdint.h>
 
 enum { MEM_USABLE = 1, MEM_RESERVED = 2, MEM_ACPI_RECLAIM = 3, MEM_ACPI_NVS = 4 };
@@ -41,6 +43,7 @@ struct boot_info {
     char config_name[BOOT_MODNAME_MAX]; /* the module's command line, or "" */
     uint32_t config_len;
     char config[BOOT_CONFIG_MAX];
+    struct fb_info fb;              /* multiboot2 framebuffer tag, unchecked */
 };
 
 /* Parse the loader's information; panics on a loader we cannot use. */

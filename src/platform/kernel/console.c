@@ -1,23 +1,69 @@
 /*
- * console.c - fans kernel output out to the consoles. Lines are formatted
- * into a stack buffer first, so a message is never interleaved with itself.
+ * console.c - fans kernel output out to the consoles: the serial port
+ * always, and the loader's framebuffer when it handed over one tern can
+ * draw on (dev/fb.c says which; anything else is named in the log and
+ * left alone). Lines are formatted into a stack buffer first, so a
+ * message is never interleaved with itself.
  */
 #include "console.h"
 
+#include "dev/fb.h"
+#include "dev/fbcon.h"
 #include "dev/serial.h"
+#include "mm/paging.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+
+/* Boot-CPU console state; the framebuffer joins once console_init_fb ran. */
+static struct fbcon fbcon;
+static int fb_on;
 
 void console_init(void)
 {
     serial_init();
 }
 
+/* The framebuffer must not lie in RAM the frame allocator hands out. */
+static int overlaps_ram(const struct boot_info *bi, uint64_t base, uint64_t len)
+{
+    for (unsigned i = 0; i < bi->nregions; i++) {
+        const struct mem_region *r = &bi->regions[i];
+        if (r->type == MEM_USABLE && r->base < base + len && base < r->base + r->len)
+            return 1;
+    }
+    return 0;
+}
+
+void console_init_fb(const struct boot_info *bi)
+{
+    const struct fb_info *f = &bi->fb;
+    const char *why;
+    if (fb_check(f, &why) < 0) {
+        kprintf("tern: console: serial only (framebuffer: %s)\n", why);
+        return;
+    }
+    uint64_t bytes = (uint64_t)f->pitch * f->height;
+    if (overlaps_ram(bi, f->addr, bytes)) {
+        kprintf("tern: console: serial only (framebuffer: overlaps usable RAM)\n");
+        return;
+    }
+    uint32_t *pixels = vm_map_mmio_wc(f->addr, (size_t)bytes);
+    fbcon_init(&fbcon, pixels, f->pitch / 4, f->width, f->height,
+               fb_colour(f, 0xC0, 0xC0, 0xC0), fb_colour(f, 0, 0, 0));
+    fb_on = 1;
+    /* The banner went to serial before the framebuffer was up. */
+    fbcon_write(&fbcon, "tern: booting\n", 14);
+    kprintf("tern: console: serial and framebuffer %ux%u (%u x %u characters)\n", f->width,
+            f->height, fbcon.cols, fbcon.rows);
+}
+
 void console_write(const char *s, size_t n)
 {
     serial_write(s, n);
+    if (fb_on)
+        fbcon_write(&fbcon, s, n);
 }
 
 void kprintf(const char *fmt, ...)

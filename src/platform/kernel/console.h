@@ -1,13 +1,18 @@
 /*
- * console.h - kernel text output to every console (serial now; the
- * framebuffer joins later). kprintf formats with libc/printf.c.
+ * console.h - kernel text output to every console: serial, and the boot
+ * loader's framebuffer when there is a usable one. kprintf formats with
+ * libc/printf.c.
  */
 #ifndef TERN_CONSOLE_H
 #define TERN_CONSOLE_H
 
+#include "bootinfo.h"
+
 #include <stddef.h>
 
 void console_init(void);
+/* Add the loader's framebuffer (after paging_init), or say why not. */
+void console_init_fb(const struct boot_info *bi);
 void console_write(const char *s, size_t n);
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

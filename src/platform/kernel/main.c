@@ -95,13 +95,14 @@ static _Noreturn void kmain(void)
 #endif
 
     uint64_t scan0 = clock_mono_ns();
+    pci_init(&boot);
     pci_count = pci_enumerate(pci_devices, PCI_MAX_DEVICES);
     for (unsigned i = 0; i < pci_count && i < PCI_MAX_DEVICES; i++) {
         const struct pci_dev *d = &pci_devices[i];
         kprintf("tern: pci %02x:%02x.%u %04x:%04x class %02x%02x\n", d->bus, d->dev, d->fn,
                 d->vendor, d->device, d->class_code, d->subclass);
     }
-    kprintf("tern: pci: %u devices (legacy configuration ports, %llu ms)\n", pci_count,
+    kprintf("tern: pci: %u devices (%s, %llu ms)\n", pci_count, pci_access_name(),
             (unsigned long long)((clock_mono_ns() - scan0) / 1000000));
 
     struct rtc_time now;
@@ -130,7 +131,8 @@ static _Noreturn void kmain(void)
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
 
-    int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES);
+    int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+                       serve ? &config.net : NULL);
     if (net == 0) {
 #ifdef TERN_TEST_HOOKS
         if (echo_start() < 0)
@@ -158,8 +160,8 @@ static _Noreturn void kmain(void)
     console_write(ready, len > 0 && (size_t)len < sizeof ready ? (size_t)len : 0);
 
     /* The main loop: service the network; when there has been nothing to do
-     * for BUSY_POLL_NS, sleep until the next interrupt (the timer tick, as
-     * queues are polled: MSI-X wake-ups come later). */
+     * for BUSY_POLL_NS, sleep until the next interrupt (a device's MSI-X
+     * message or the timer tick). */
     int announced_rng = rng_seeded(), announced_net = net_has_address();
     uint64_t last_work = clock_mono_ns();
     for (;;) {
@@ -177,12 +179,19 @@ static _Noreturn void kmain(void)
             kprintf("tern: net: %s\n", netline);
         }
         uint64_t t = clock_mono_ns();
-        if (work)
+        if (work) {
             last_work = t;
-        else if (t - last_work > BUSY_POLL_NS)
-            cpu_idle();
-        else
+        } else if (t - last_work > BUSY_POLL_NS) {
+            /* Interrupts off from the check to the hlt (cpu_idle is sti;
+             * hlt), so a device interrupt in between wakes the hlt. */
+            irq_disable();
+            if (net_irq_pending())
+                irq_enable();
+            else
+                cpu_idle();
+        } else {
             cpu_relax();
+        }
     }
 }
 
@@ -208,6 +217,7 @@ _Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, ui
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
     paging_init(&boot);
+    console_init_fb(&boot);
 
     /* Faults that may strike on a broken stack get their own stacks. */
     trap_set_ist(8, 1, stack_alloc(IST_STACK_PAGES));     /* double fault */

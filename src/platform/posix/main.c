@@ -57,6 +57,10 @@ static int run(const tern_config *cfg, const char *config_path, tern_assets *ass
     int rc;
 
     tern_log_init(&log, cfg->log_level, STDERR_FILENO);
+    /* Not an error: the same file may configure the unikernel image. */
+    if (cfg->net.ipv4.set)
+        tern_logf(&log, BROKER_LOG_WARN, "%s: net.ipv4 and net.gateway set the unikernel's "
+                  "address; ternd uses the host's network and ignores them", config_path);
     loop = tern_loop_create(cfg, config_path, assets, &log);
     if (loop == NULL)
         return EXIT_FAILURE;

@@ -33,7 +33,7 @@ static uint32_t le32(const uint8_t *p)
 static void take_virtio_cap(const uint8_t *cfg, unsigned at, unsigned cap_len,
                             const uint64_t bar_size[6], struct virtio_layout *out)
 {
-    uint8_t type = cfg[at + 3], bar = cfg[at + 4];
+    uint8_t type = cfg[at + 3]; /* cap_len >= 4: inside */
     struct virtio_region *r;
     uint32_t min_len;
     switch (type) {
@@ -45,10 +45,16 @@ static void take_virtio_cap(const uint8_t *cfg, unsigned at, unsigned cap_len,
     }
     if (r->present)
         return;
+    /* Only a capability long enough to hold them has a BAR, offset and
+     * length (or a multiplier): read nothing beyond cap_len. */
+    if (cap_len < VIRTIO_CAP_LEN ||
+        (type == VIRTIO_CAP_NOTIFY && cap_len < VIRTIO_NOTIFY_CAP_LEN)) {
+        out->ignored++;
+        return;
+    }
+    uint8_t bar = cfg[at + 4];
     uint32_t off = le32(cfg + at + 8), len = le32(cfg + at + 12);
-    if (cap_len < VIRTIO_CAP_LEN || bar > 5 || len < min_len ||
-        (type == VIRTIO_CAP_NOTIFY && cap_len < VIRTIO_NOTIFY_CAP_LEN) ||
-        (uint64_t)off + len > bar_size[bar]) {
+    if (bar > 5 || len < min_len || (uint64_t)off + len > bar_size[bar]) {
         out->ignored++;
         return;
     }
@@ -95,5 +101,43 @@ int pcicap_virtio_layout(const uint8_t cfg[PCI_CFG_BYTES], const uint64_t bar_si
         *err = "virtio common, notify or ISR region missing or malformed";
         return -1;
     }
+    return 0;
+}
+
+int pcicap_msix(const uint8_t cfg[PCI_CFG_BYTES], unsigned cap, const uint64_t bar_size[6],
+                struct msix_layout *out, const char **err)
+{
+    if (cap < CAP_FIRST || cap % 4 || cap + MSIX_CAP_LEN > PCI_CFG_BYTES ||
+        cfg[cap] != PCI_CAP_MSIX) {
+        *err = "no MSI-X capability there";
+        return -1;
+    }
+    uint16_t ctrl = (uint16_t)(cfg[cap + MSIX_CTRL] | cfg[cap + MSIX_CTRL + 1] << 8);
+    uint32_t table = le32(cfg + cap + 4), pba = le32(cfg + cap + 8);
+    struct msix_layout m = {
+        .entries = (uint16_t)((ctrl & 0x7FF) + 1),
+        .table_bar = table & 7, .table_offset = table & ~7u,
+        .pba_bar = pba & 7, .pba_offset = pba & ~7u,
+    };
+    uint64_t table_len = (uint64_t)m.entries * MSIX_ENTRY_LEN;
+    uint64_t pba_len = ((uint64_t)m.entries + 63) / 64 * 8;
+    if (m.table_bar > 5 || m.pba_bar > 5) {
+        *err = "MSI-X table or PBA in a reserved BAR";
+        return -1;
+    }
+    if (m.table_offset + table_len > bar_size[m.table_bar]) {
+        *err = "MSI-X table outside its BAR";
+        return -1;
+    }
+    if (m.pba_offset + pba_len > bar_size[m.pba_bar]) {
+        *err = "MSI-X pending-bit array outside its BAR";
+        return -1;
+    }
+    if (m.table_bar == m.pba_bar && m.table_offset < m.pba_offset + pba_len &&
+        m.pba_offset < m.table_offset + table_len) {
+        *err = "MSI-X table and pending-bit array overlap";
+        return -1;
+    }
+    *out = m;
     return 0;
 }

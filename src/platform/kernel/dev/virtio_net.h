@@ -1,6 +1,7 @@
 /*
  * virtio_net.h - the virtio network device (virtio 1.x, 5.1), one receive
- * and one transmit queue, polled. Frames are copied in and out of
+ * queue (MSI-X interrupts, or polled when they cannot be had) and one
+ * transmit queue (completions collected on each loop turn). Frames are copied in and out of
  * driver-owned DMA buffers: the network stack never hands device-visible
  * memory around, and the device never sees the stack's memory.
  */
@@ -30,6 +31,17 @@ void virtio_net_rx_release(unsigned token);
 uint8_t *virtio_net_tx_buf(unsigned *token);
 /* Send len bytes of the buffer; 0 or -1 (the buffer is then freed). */
 int virtio_net_tx_send(unsigned token, uint32_t len);
+/* 1 if received frames may be waiting: always when polled; with MSI-X,
+ * when an interrupt came since the last call (the flag is taken, so drain
+ * the ring completely or call virtio_net_rx_again). */
+int virtio_net_rx_take(void);
+/* Frames were left in the ring (a budget ran out): look again next turn. */
+void virtio_net_rx_again(void);
+/* 1 if an interrupt flagged frames not yet taken; for the idle decision,
+ * called with interrupts off. */
+int virtio_net_rx_flagged(void);
+/* "msi-x, N interrupts" or "polled". */
+void virtio_net_irq_describe(char *buf, size_t n);
 /* Reclaim finished transmissions and tell the device about new receive
  * buffers. Returns the number of transmissions reclaimed, or -1. */
 int virtio_net_service(void);

@@ -76,12 +76,12 @@ unsigned virtio_pci_type(const struct pci_dev *pd)
 
 static uint32_t cfg32(const struct pci_dev *pd, unsigned off)
 {
-    return pci_read32(pd->bus, pd->dev, pd->fn, (uint8_t)off);
+    return pci_read32(pd->bus, pd->dev, pd->fn, (uint16_t)off);
 }
 
 static void cfg32_write(const struct pci_dev *pd, unsigned off, uint32_t v)
 {
-    pci_write32(pd->bus, pd->dev, pd->fn, (uint8_t)off, v);
+    pci_write32(pd->bus, pd->dev, pd->fn, (uint16_t)off, v);
 }
 
 /* Size every memory BAR the usual way (write ones, read the mask back,
@@ -136,7 +136,7 @@ int virtio_pci_init(struct virtio_dev *vd, const struct pci_dev *pd)
         uint32_t v = cfg32(pd, off);
         memcpy(cfg + off, &v, 4);
     }
-    uint64_t base[6], size[6];
+    uint64_t *base = vd->bar_base, *size = vd->bar_size;
     read_bars(pd, base, size);
     struct virtio_layout lay;
     const char *err;
@@ -144,6 +144,7 @@ int virtio_pci_init(struct virtio_dev *vd, const struct pci_dev *pd)
         kprintf("tern: virtio %02x:%02x.%u: %s\n", pd->bus, pd->dev, pd->fn, err);
         return -1;
     }
+    vd->msix_cap = lay.msix_cap;
     vd->common = map_region(&lay.common, base);
     vd->notify = map_region(&lay.notify, base);
     vd->isr = map_region(&lay.isr, base);
@@ -154,7 +155,8 @@ int virtio_pci_init(struct virtio_dev *vd, const struct pci_dev *pd)
         vd->devcfg_len = lay.device.length;
     }
 
-    /* Memory decoding and bus mastering (DMA) on; legacy INTx off: we poll. */
+    /* Memory decoding and bus mastering (DMA) on; legacy INTx off: queues
+     * are polled or use MSI-X. */
     uint32_t cmd = cfg32(pd, PCI_COMMAND) & 0xFFFF;
     cfg32_write(pd, PCI_COMMAND, cmd | PCI_CMD_MEM | PCI_CMD_MASTER | PCI_CMD_INTX_OFF);
 
@@ -200,7 +202,22 @@ int virtio_negotiate(struct virtio_dev *vd, uint64_t wanted)
     return 0;
 }
 
+int virtio_msix_init(struct virtio_dev *vd, const char **err)
+{
+    if (!vd->msix_cap) {
+        *err = "no MSI-X capability";
+        return -1;
+    }
+    return msix_init(&vd->msix, &vd->pci, vd->msix_cap, vd->bar_base, vd->bar_size, err);
+}
+
 int virtio_queue_setup(struct virtio_dev *vd, uint16_t index, uint16_t want, struct virtq *q)
+{
+    return virtio_queue_setup_msix(vd, index, want, q, VIRTIO_NO_VECTOR, NULL);
+}
+
+int virtio_queue_setup_msix(struct virtio_dev *vd, uint16_t index, uint16_t want,
+                            struct virtq *q, uint16_t entry, int *accepted)
 {
     if (index >= r16(vd->common, CC_NUM_QUEUES)) {
         virtio_fail(vd, "queue missing");
@@ -235,7 +252,11 @@ int virtio_queue_setup(struct virtio_dev *vd, uint16_t index, uint16_t want, str
     q->notify_off = (uint32_t)off;
 
     w16(vd->common, CC_Q_SIZE, size);
-    w16(vd->common, CC_Q_MSIX, NO_VECTOR);
+    /* The device reads back NO_VECTOR when it could not take the entry
+     * (4.1.5.1.3): the queue then raises no interrupts. */
+    w16(vd->common, CC_Q_MSIX, entry);
+    if (accepted)
+        *accepted = entry != NO_VECTOR && r16(vd->common, CC_Q_MSIX) == entry;
     w64(vd->common, CC_Q_DESC, q->desc_pa);
     w64(vd->common, CC_Q_DRIVER, q->avail_pa);
     w64(vd->common, CC_Q_DEVICE, q->used_pa);

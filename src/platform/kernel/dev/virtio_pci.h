@@ -1,12 +1,13 @@
 /*
  * virtio_pci.h - the virtio 1.x "modern" PCI transport: finds a device's
  * register regions, resets and initialises it, negotiates features and sets
- * up split virtqueues. Polling only: MSI-X routing comes later, so queues
- * are set up with no interrupt vector and drivers poll their used rings.
+ * up split virtqueues, each either polled (no vector) or tied to an MSI-X
+ * table entry that the driver has routed to a CPU vector.
  */
 #ifndef TERN_DEV_VIRTIO_PCI_H
 #define TERN_DEV_VIRTIO_PCI_H
 
+#include "dev/msix.h"
 #include "dev/pci.h"
 #include "dev/virtq.h"
 
@@ -17,6 +18,7 @@ enum {
     VIRTIO_ID_NET = 1,
     VIRTIO_ID_RNG = 4,
     VIRTIO_F_VERSION_1 = 32,
+    VIRTIO_NO_VECTOR = 0xFFFF,
 };
 
 struct virtio_dev {
@@ -25,6 +27,9 @@ struct virtio_dev {
     uint32_t notify_len, notify_mult, devcfg_len;
     uint64_t features;           /* negotiated */
     int failed;                  /* a bounds check or the device failed */
+    uint64_t bar_base[6], bar_size[6];
+    uint8_t msix_cap;            /* 0: the function has no MSI-X capability */
+    struct msix msix;            /* valid after virtio_msix_init succeeded */
 };
 
 /* The virtio device type of a virtio PCI function (modern: 0x1040 + type;
@@ -39,6 +44,16 @@ int virtio_negotiate(struct virtio_dev *vd, uint64_t wanted);
 /* Set up queue index with at most want entries: rings from the frame
  * allocator, polled (no interrupt vector). 0 or -1. */
 int virtio_queue_setup(struct virtio_dev *vd, uint16_t index, uint16_t want, struct virtq *q);
+/* The same, with the queue's interrupts on MSI-X table entry `entry`
+ * (VIRTIO_NO_VECTOR: none). *accepted is 1 if the device read the entry
+ * back, 0 if it answered NO_VECTOR (then the queue has no interrupts and
+ * must be polled). 0 or -1 as above. */
+int virtio_queue_setup_msix(struct virtio_dev *vd, uint16_t index, uint16_t want,
+                            struct virtq *q, uint16_t entry, int *accepted);
+/* Enable MSI-X on the function with every entry masked (vd->msix): after
+ * virtio_pci_init, before the queues. 0, or -1 with *err (no capability,
+ * or one that does not fit its BAR). */
+int virtio_msix_init(struct virtio_dev *vd, const char **err);
 /* Tell the device to go (DRIVER_OK). */
 void virtio_driver_ok(struct virtio_dev *vd);
 /* Give up on a device: FAILED status, then reset, so it stops touching memory. */

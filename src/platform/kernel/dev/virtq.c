@@ -101,6 +101,11 @@ int virtq_add(struct virtq *q, const struct virtq_buf *bufs, unsigned n, void *c
     return 0;
 }
 
+void virtq_suppress_interrupts(struct virtq *q)
+{
+    q->avail->flags = VIRTQ_AVAIL_F_NO_INTERRUPT;
+}
+
 int virtq_should_notify(const struct virtq *q)
 {
     /* Our index store must land before we read the device's flag, or we

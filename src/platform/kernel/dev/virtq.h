@@ -23,6 +23,7 @@ enum {
     VIRTQ_DESC_F_NEXT = 1,
     VIRTQ_DESC_F_WRITE = 2,
     VIRTQ_USED_F_NO_NOTIFY = 1,
+    VIRTQ_AVAIL_F_NO_INTERRUPT = 1,
     VIRTQ_MAX_SIZE = 32768,   /* the largest split queue the spec allows */
 };
 
@@ -92,6 +93,9 @@ int virtq_init(struct virtq *q, uint16_t size, void *ring, uint64_t ring_pa, voi
  * (not NULL). Returns 0, or -1 if there is no room or the request is
  * malformed. The device sees it at once; call virtq_should_notify next. */
 int virtq_add(struct virtq *q, const struct virtq_buf *bufs, unsigned n, void *cookie);
+/* Ask the device not to interrupt when it uses buffers (a hint, 2.7.7):
+ * for queues whose completions are collected lazily. */
+void virtq_suppress_interrupts(struct virtq *q);
 /* 1 if the device asked to be told about new buffers. */
 int virtq_should_notify(const struct virtq *q);
 /* Take one completed chain: 1 with *cookie and *len (bytes the device

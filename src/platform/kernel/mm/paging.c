@@ -30,6 +30,15 @@ extern char __data_start[], __kernel_end[];
 /* Boot-CPU paging state: the top-level table and the MMIO window cursor. */
 static uint64_t *pml4;
 static uint64_t mmio_next = MMIO_BASE;
+/* PAT entry 1 (PWT alone) is write-combining once paging_init set it. */
+static int pat_wc;
+
+/* The power-on PAT with entry 1 changed from write-through to
+ * write-combining: WB, WC, UC-, UC, WB, WT, UC-, UC. Nothing maps with PWT
+ * alone before this, so no mapping changes type under the CPU. Other
+ * CPUs must load the same value when SMP arrives. */
+#define PAT_VALUE 0x0007040600070106ull
+#define MSR_PAT 0x277
 
 static uint64_t *new_table(void)
 {
@@ -73,6 +82,8 @@ static uint64_t leaf_bits(unsigned flags)
         b |= PTE_NX;
     if (flags & VM_UNCACHED)
         b |= PTE_PCD | PTE_PWT;
+    else if (flags & VM_WRITE_COMBINE)
+        b |= pat_wc ? PTE_PWT : PTE_PCD | PTE_PWT;
     return b;
 }
 
@@ -97,16 +108,41 @@ void vm_unmap(uint64_t va, size_t len)
     }
 }
 
-void *vm_map_mmio(uint64_t pa, size_t len)
+static void *map_window(uint64_t pa, size_t len, unsigned type)
 {
+    if (len && pa % LARGE_PAGE == 0 && len % LARGE_PAGE == 0) {
+        /* In a 2 MiB entry PAT's index bit moves to bit 12; it stays 0. */
+        uint64_t bits = leaf_bits(VM_WRITE | type) | PTE_PS;
+        uint64_t va = (mmio_next + LARGE_PAGE - 1) & ~(LARGE_PAGE - 1);
+        for (size_t off = 0; off < len; off += LARGE_PAGE) {
+            uint64_t *e = walk(va + off, 1);
+            if (*e & PTE_P)
+                panic("paging: MMIO window reused");
+            *e = (pa + off) | bits;
+            invlpg(va + off);
+        }
+        mmio_next = va + len + PAGE_SIZE;
+        return (void *)va;
+    }
     uint64_t off = pa % PAGE_SIZE;
     uint64_t start = pa - off;
     size_t size = (len + off + PAGE_SIZE - 1) & ~(size_t)(PAGE_SIZE - 1);
     uint64_t va = mmio_next;
-    vm_map(va, start, size, VM_WRITE | VM_UNCACHED);
+    vm_map(va, start, size, VM_WRITE | type);
     /* One unmapped page between windows catches overruns. */
     mmio_next += size + PAGE_SIZE;
     return (void *)(va + off);
+}
+
+void *vm_map_mmio(uint64_t pa, size_t len) { return map_window(pa, len, VM_UNCACHED); }
+
+void *vm_map_mmio_wc(uint64_t pa, size_t len) { return map_window(pa, len, VM_WRITE_COMBINE); }
+
+uint64_t vm_window_reserve(size_t len)
+{
+    uint64_t va = mmio_next;
+    mmio_next += ((len + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1)) + PAGE_SIZE;
+    return va;
 }
 
 int vm_is_mapped(uint64_t va)
@@ -149,6 +185,12 @@ static void map_image(const char *start, const char *end, unsigned flags)
 
 void paging_init(const struct boot_info *bi)
 {
+    uint32_t id[4];
+    cpuid(1, 0, id);
+    if (id[3] & (1u << 16)) {
+        wrmsr(MSR_PAT, PAT_VALUE);
+        pat_wc = 1;
+    }
     pml4 = new_table();
 
     map_image(__text_start, __text_end, VM_EXEC);

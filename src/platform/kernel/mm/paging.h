@@ -16,6 +16,7 @@ enum {
     VM_WRITE = 1,
     VM_EXEC = 2,
     VM_UNCACHED = 4,    /* device memory */
+    VM_WRITE_COMBINE = 8, /* framebuffers: writes batched, reads uncached */
 };
 
 /* Build the final tables from the memory map and switch to them: the kernel
@@ -26,8 +27,17 @@ void paging_init(const struct boot_info *bi);
 void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags);
 /* Remove 4 KiB mappings (leaves page table pages in place). */
 void vm_unmap(uint64_t va, size_t len);
-/* Map device registers into the MMIO window; returns their virtual address. */
+/* Map device registers into the MMIO window (RW, NX, uncached); returns
+ * their virtual address. A range whose address and length are multiples of
+ * 2 MiB is mapped with 2 MiB pages (a 256 MiB PCI ECAM window then costs
+ * one page table, not 128). */
 void *vm_map_mmio(uint64_t pa, size_t len);
+/* As vm_map_mmio, write-combining where the CPU has PAT (uncached
+ * otherwise): for framebuffers, which are written, never read. */
+void *vm_map_mmio_wc(uint64_t pa, size_t len);
+/* Reserve len bytes (a page multiple) of the MMIO window, unmapped, for
+ * short-lived mappings made with vm_map and removed with vm_unmap. */
+uint64_t vm_window_reserve(size_t len);
 /* 1 if va is mapped (any size of page). */
 int vm_is_mapped(uint64_t va);
 

@@ -1,5 +1,8 @@
 /*
- * net.c - lwIP (NO_SYS, raw API) on the virtio-net driver. Frames are
+ * net.c - lwIP (NO_SYS, raw API) on the virtio-net driver, with a static
+ * address from the configuration or one from DHCP. A /32 address routes
+ * everything through its gateway, which lwIP then reaches on the link
+ * (etharp_output asks for the gateway's hardware address directly). Frames are
  * copied between the driver's DMA buffers and pbufs: on receive into a
  * pool pbuf (the DMA buffer is reposted at once), on transmit out of the
  * pbuf chain into a free transmit buffer. lwIP's timers run from
@@ -29,6 +32,7 @@ enum { RX_BUDGET = 64 };
 struct net {
     struct netif netif;
     int up;
+    int static_ip;
     int link;
     unsigned long rx_dropped, tx_dropped;
 };
@@ -72,7 +76,7 @@ static err_t netif_setup(struct netif *nif)
     return ERR_OK;
 }
 
-int net_init(const struct pci_dev *devs, unsigned n)
+int net_init(const struct pci_dev *devs, unsigned n, const tern_config_net *cfg)
 {
     for (unsigned i = 0; i < n && !virtio_net_present(); i++)
         if (virtio_pci_type(&devs[i]) == VIRTIO_ID_NET)
@@ -80,14 +84,30 @@ int net_init(const struct pci_dev *devs, unsigned n)
     if (!virtio_net_present())
         return -1;
     lwip_init();
-    if (!netif_add_noaddr(&knet.netif, NULL, netif_setup, ethernet_input))
+    if (cfg && cfg->ipv4.set) {
+        const uint8_t *a = cfg->ipv4.addr, *g = cfg->gateway.addr;
+        unsigned prefix = cfg->ipv4.prefix; /* 1..32, checked by the parser */
+        ip4_addr_t ip, mask, gw;
+        IP4_ADDR(&ip, a[0], a[1], a[2], a[3]);
+        ip4_addr_set_u32(&mask, lwip_htonl(prefix >= 32 ? 0xFFFFFFFFu
+                                                         : ~(0xFFFFFFFFu >> prefix)));
+        if (cfg->gateway.set)
+            IP4_ADDR(&gw, g[0], g[1], g[2], g[3]);
+        else
+            ip4_addr_set_any(&gw);
+        if (!netif_add(&knet.netif, &ip, &mask, &gw, NULL, netif_setup, ethernet_input))
+            return -1;
+        knet.static_ip = 1;
+    } else if (!netif_add_noaddr(&knet.netif, NULL, netif_setup, ethernet_input)) {
         return -1;
+    }
     netif_set_default(&knet.netif);
     netif_set_up(&knet.netif);
     knet.link = virtio_net_link_up();
     if (knet.link)
         netif_set_link_up(&knet.netif);
-    dhcp_start(&knet.netif);
+    if (!knet.static_ip && dhcp_start(&knet.netif) != ERR_OK)
+        return -1;
     knet.up = 1;
     return 0;
 }
@@ -100,18 +120,23 @@ int net_poll(void)
     const uint8_t *frame;
     uint32_t len;
     unsigned token;
-    while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
-        struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
-        if (p) {
-            pbuf_take(p, frame, (u16_t)len);
-            virtio_net_rx_release(token);
-            if (knet.netif.input(p, &knet.netif) != ERR_OK)
-                pbuf_free(p);
-        } else {
-            virtio_net_rx_release(token);
-            knet.rx_dropped++;
+    /* With MSI-X the ring is read only after an interrupt said so. */
+    if (virtio_net_rx_take()) {
+        while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
+            struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
+            if (p) {
+                pbuf_take(p, frame, (u16_t)len);
+                virtio_net_rx_release(token);
+                if (knet.netif.input(p, &knet.netif) != ERR_OK)
+                    pbuf_free(p);
+            } else {
+                virtio_net_rx_release(token);
+                knet.rx_dropped++;
+            }
+            work++;
         }
-        work++;
+        if (work == RX_BUDGET)
+            virtio_net_rx_again();
     }
     int done = virtio_net_service();
     if (done > 0)
@@ -128,9 +153,11 @@ int net_poll(void)
     return work;
 }
 
+int net_irq_pending(void) { return knet.up && virtio_net_rx_flagged(); }
+
 int net_has_address(void)
 {
-    return knet.up && dhcp_supplied_address(&knet.netif);
+    return knet.up && (knet.static_ip || dhcp_supplied_address(&knet.netif));
 }
 
 void net_describe(char *buf, size_t n)
@@ -140,19 +167,21 @@ void net_describe(char *buf, size_t n)
         return;
     }
     const uint8_t *m = knet.netif.hwaddr;
-    char mac[24];
+    char mac[24], irq[40];
     snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
              m[5]);
+    virtio_net_irq_describe(irq, sizeof irq);
     if (!net_has_address()) {
-        snprintf(buf, n, "%s link %s, dhcp pending", mac, knet.link ? "up" : "down");
+        snprintf(buf, n, "%s link %s, dhcp pending; %s", mac, knet.link ? "up" : "down", irq);
         return;
     }
-    char ip[16], gw[16];
+    char ip[16], gw[16] = "none";
     ip4addr_ntoa_r(netif_ip4_addr(&knet.netif), ip, sizeof ip);
-    ip4addr_ntoa_r(netif_ip4_gw(&knet.netif), gw, sizeof gw);
+    if (!ip4_addr_isany(netif_ip4_gw(&knet.netif)))
+        ip4addr_ntoa_r(netif_ip4_gw(&knet.netif), gw, sizeof gw);
     unsigned prefix = 0;
     for (u32_t mask = ip4_addr_get_u32(netif_ip4_netmask(&knet.netif)); mask; mask &= mask - 1)
         prefix++;
-    snprintf(buf, n, "%s link %s, dhcp %s/%u gw %s", mac, knet.link ? "up" : "down", ip, prefix,
-             gw);
+    snprintf(buf, n, "%s link %s, %s %s/%u gw %s; %s", mac, knet.link ? "up" : "down",
+             knet.static_ip ? "static" : "dhcp", ip, prefix, gw, irq);
 }

@@ -1,21 +1,27 @@
 /*
  * net.h - the kernel's network stack: lwIP over the virtio-net device, an
- * IPv4 address from DHCP, serviced by polling from the main loop.
+ * IPv4 address from the configuration (net.ipv4, net.gateway) or else from
+ * DHCP, serviced from the main loop.
  */
 #ifndef TERN_NET_NET_H
 #define TERN_NET_NET_H
 
+#include "config/config.h"
 #include "dev/pci.h"
 
 #include <stddef.h>
 
-/* Find and bring up the first virtio-net device among devs, start lwIP and
- * DHCP. Returns 0, or -1 if there is no usable device. */
-int net_init(const struct pci_dev *devs, unsigned n);
+/* Find and bring up the first virtio-net device among devs, start lwIP with
+ * the static address in cfg (when cfg->ipv4.set) or else DHCP. Returns 0,
+ * or -1 if there is no usable device. */
+int net_init(const struct pci_dev *devs, unsigned n, const tern_config_net *cfg);
 /* Receive, transmit-complete and timer work; returns how much was done
  * (0 when idle). */
 int net_poll(void);
-/* 1 once DHCP has supplied an address. */
+/* 1 if a device interrupt flagged work net_poll has not done yet (call
+ * with interrupts off, just before halting). */
+int net_irq_pending(void);
+/* 1 with a static address, or once DHCP has supplied one. */
 int net_has_address(void);
 /* One line for the console: MAC, link, address or why there is none. */
 void net_describe(char *buf, size_t n);

@@ -28,6 +28,13 @@ mb2_header:
     .long 0                                 /* architecture: i386 protected mode */
     .long mb2_header_end - mb2_header
     .long -(MB2_MAGIC + 0 + (mb2_header_end - mb2_header))
+    /* Framebuffer request (type 5), optional (flags bit 0): a 1024x768
+     * 32-bit linear framebuffer if the loader can set one, text or nothing
+     * otherwise. Tags are 8-byte aligned, so 4 bytes of padding follow. */
+    .short 5, 1
+    .long 20
+    .long 1024, 768, 32
+    .long 0
     /* End tag. */
     .short 0, 0
     .long 8

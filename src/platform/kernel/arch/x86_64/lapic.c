@@ -7,12 +7,13 @@
 #include "arch/x86_64/timer.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/lapic.h"
 #include "arch/x86_64/trap.h"
 #include "mm/paging.h"
 #include "panic.h"
 
 enum {
-    REG_EOI = 0xB0, REG_SVR = 0xF0, REG_LVT_TIMER = 0x320,
+    REG_ID = 0x20, REG_EOI = 0xB0, REG_SVR = 0xF0, REG_LVT_TIMER = 0x320,
     REG_TIMER_INIT = 0x380, REG_TIMER_CUR = 0x390, REG_TIMER_DIV = 0x3E0,
     LVT_MASKED = 1 << 16, LVT_PERIODIC = 1 << 17,
     APIC_BASE_ENABLE = 1 << 11,
@@ -68,3 +69,6 @@ void lapic_timer_init(uint64_t tsc_hz, unsigned hz)
 
 uint64_t lapic_ticks(void) { return ticks; }
 uint64_t lapic_timer_hz(void) { return timer_hz * 16; }
+
+uint8_t lapic_id(void) { return (uint8_t)(rd(REG_ID) >> 24); }
+void lapic_eoi(void) { wr(REG_EOI, 0); }

@@ -111,6 +111,17 @@ void trap_set_handler(unsigned vector, irq_handler handler)
         handlers[vector] = handler;
 }
 
+unsigned trap_alloc_vector(irq_handler handler)
+{
+    for (unsigned v = VEC_DEVICE_FIRST; v <= VEC_DEVICE_LAST; v++) {
+        if (!handlers[v]) {
+            handlers[v] = handler;
+            return v;
+        }
+    }
+    return 0;
+}
+
 void trap_dispatch(struct trap_frame *tf)
 {
     if (tf->vector < VEC_IRQ_BASE)

@@ -19,6 +19,8 @@ enum {
     VEC_PAGE_FAULT = 14,
     VEC_IRQ_BASE = 32,         /* first vector for device and timer interrupts */
     VEC_APIC_TIMER = 48,
+    VEC_DEVICE_FIRST = 64,     /* handed out by trap_alloc_vector */
+    VEC_DEVICE_LAST = 239,
     VEC_SPURIOUS = 255,
 };
 
@@ -30,6 +32,9 @@ void trap_init_early(void);
 void trap_set_ist(unsigned vector, unsigned ist, uint64_t stack_top);
 /* Route vector (>= VEC_IRQ_BASE) to handler. */
 void trap_set_handler(unsigned vector, irq_handler handler);
+/* A free vector for a device interrupt, routed to handler; 0 if none is
+ * left. Handlers run with interrupts off and must call lapic_eoi(). */
+unsigned trap_alloc_vector(irq_handler handler);
 void trap_dispatch(struct trap_frame *tf);
 
 #endif

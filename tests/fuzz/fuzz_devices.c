@@ -1,0 +1,134 @@
+/*
+ * fuzz_devices.c - libFuzzer target for the kernel's parsers of firmware
+ * and device data (SPEC H3): ACPI tables (acpi/tables.c), the virtio and
+ * MSI-X capabilities in PCI configuration space (dev/pcicap.c) and the
+ * loader's framebuffer description (dev/fb.c), compiled on the host.
+ * The first byte picks the parser; the rest is what firmware or a device
+ * would control. Properties:
+ *   - ACPI: the parser reads physical memory only through the reader, which
+ *     refuses (and counts) anything outside the input; a table it returns
+ *     fits the buffer, has the signature asked for and a zero checksum, and
+ *     MCFG entries it keeps are internally consistent;
+ *   - PCI: regions and MSI-X structures it accepts lie inside their BARs;
+ *   - framebuffer: an accepted one has 32-bit pixels and a size that fits.
+ */
+#include "platform/kernel/acpi/tables.c"
+#include "platform/kernel/dev/fb.c"
+#include "platform/kernel/dev/pcicap.c"
+
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ_ASSERT(c) ((c) ? (void)0 : abort())
+
+enum { MEM_BASE = 0x1000 };
+
+struct mem {
+    const uint8_t *b;
+    size_t len;
+};
+
+static int mem_read(void *ctx, uint64_t pa, void *dst, size_t len)
+{
+    const struct mem *m = ctx;
+    if (pa < MEM_BASE || pa - MEM_BASE > m->len || len > m->len - (pa - MEM_BASE))
+        return -1;
+    memcpy(dst, m->b + (pa - MEM_BASE), len);
+    return 0;
+}
+
+/* Input: the RSDP image first (36 bytes), and the whole input is physical
+ * memory from MEM_BASE, so table pointers can land anywhere in it. */
+static void fuzz_acpi(const uint8_t *d, size_t n)
+{
+    struct mem m = {d, n};
+    struct acpi_rsdp r;
+    const char *err, *root = NULL;
+    (void)acpi_rsdp_scan(d, n);
+    if (acpi_rsdp_parse(d, n < ACPI_RSDP_V2_LEN ? n : ACPI_RSDP_V2_LEN, &r, &err) < 0)
+        return;
+    static uint8_t buf[ACPI_MCFG_MAX_LEN];
+    long len = acpi_find_table(&r, "MCFG", mem_read, &m, buf, sizeof buf, &root, &err);
+    if (len < 0)
+        return;
+    FUZZ_ASSERT(len >= ACPI_SDT_HEADER_LEN && (size_t)len <= sizeof buf);
+    FUZZ_ASSERT(memcmp(buf, "MCFG", 4) == 0 && acpi_sum(buf, (size_t)len) == 0);
+    struct acpi_mcfg_entry e[ACPI_MCFG_MAX_ENTRIES];
+    unsigned skipped;
+    int count = acpi_mcfg_parse(buf, (size_t)len, e, ACPI_MCFG_MAX_ENTRIES, &skipped, &err);
+    for (int i = 0; i < count; i++) {
+        FUZZ_ASSERT(e[i].bus_start <= e[i].bus_end && e[i].base % (1u << 20) == 0);
+        FUZZ_ASSERT(e[i].base + ((uint64_t)e[i].bus_end + 1) * (1u << 20) <= (1ull << 52));
+    }
+}
+
+static void region_ok(const struct virtio_region *r, const uint64_t *bar)
+{
+    if (r->present)
+        FUZZ_ASSERT(r->bar < 6 && (uint64_t)r->offset + r->length <= bar[r->bar]);
+}
+
+/* Input: six bytes of BAR sizes (as powers of two, 0 = none), then
+ * configuration space (zero-padded to 256 bytes), then an MSI-X offset. */
+static void fuzz_pci(const uint8_t *d, size_t n)
+{
+    uint64_t bar[6] = {0};
+    uint8_t cfg[PCI_CFG_BYTES] = {0};
+    for (unsigned i = 0; i < 6 && i < n; i++)
+        bar[i] = d[i] % 48 ? 1ull << (d[i] % 48) : 0;
+    if (n > 6)
+        memcpy(cfg, d + 6, n - 6 < PCI_CFG_BYTES ? n - 6 : PCI_CFG_BYTES);
+    struct virtio_layout lay;
+    const char *err;
+    unsigned cap = 0;
+    if (pcicap_virtio_layout(cfg, bar, &lay, &err) == 0) {
+        region_ok(&lay.common, bar);
+        region_ok(&lay.notify, bar);
+        region_ok(&lay.isr, bar);
+        region_ok(&lay.device, bar);
+        FUZZ_ASSERT(lay.common.length >= VIRTIO_COMMON_CFG_MIN);
+        cap = lay.msix_cap;
+    }
+    if (n > 6 + PCI_CFG_BYTES)
+        cap = d[6 + PCI_CFG_BYTES];
+    struct msix_layout mx;
+    if (pcicap_msix(cfg, cap, bar, &mx, &err) == 0) {
+        FUZZ_ASSERT(mx.entries >= 1 && mx.entries <= 2048);
+        FUZZ_ASSERT(mx.table_offset + (uint64_t)mx.entries * 16 <= bar[mx.table_bar]);
+        FUZZ_ASSERT(mx.pba_offset + ((uint64_t)mx.entries + 63) / 64 * 8 <= bar[mx.pba_bar]);
+    }
+}
+
+static void fuzz_fb(const uint8_t *d, size_t n)
+{
+    uint8_t b[34] = {0};
+    memcpy(b, d, n < sizeof b ? n : sizeof b);
+    struct fb_info f = {.present = b[0] & 1};
+    memcpy(&f.addr, b + 1, 8);
+    memcpy(&f.pitch, b + 9, 4);
+    memcpy(&f.width, b + 13, 4);
+    memcpy(&f.height, b + 17, 4);
+    f.bpp = b[21];
+    f.type = b[22];
+    f.red_pos = b[23], f.red_size = b[24], f.green_pos = b[25];
+    f.green_size = b[26], f.blue_pos = b[27], f.blue_size = b[28];
+    const char *why;
+    if (fb_check(&f, &why) == 0) {
+        FUZZ_ASSERT(f.bpp == 32 && f.pitch / 4 >= f.width && f.width >= 8 && f.height >= 8);
+        FUZZ_ASSERT((uint64_t)f.pitch * f.height <= FB_MAX_BYTES);
+        FUZZ_ASSERT(f.addr + (uint64_t)f.pitch * f.height <= (1ull << 52));
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    switch (data[0] % 3) {
+    case 0: fuzz_acpi(data + 1, size - 1); break;
+    case 1: fuzz_pci(data + 1, size - 1); break;
+    default: fuzz_fb(data + 1, size - 1); break;
+    }
+    return 0;
+}
