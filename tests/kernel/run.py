@@ -184,6 +184,31 @@ def check_test(kernel, name):
     return check
 
 
+KAT_PASSED = rb"tern: crypto self-tests passed in [\d.]+ ms: sha-256 hmac-drbg aes-128-gcm " \
+             rb"aes-256-gcm x25519 ecdsa-p256-verify ecdsa-p256-sign"
+
+
+def kat_fail_test(kernel, name, cpu=None):
+    """A known-answer test forced to fail (test builds: tern.katfail=NAME)
+    is named on the console and the broker does not start; the kernel
+    itself still comes up (no reset loop)."""
+    def check():
+        args = ["-kernel", kernel, "-append", f"tern.katfail={name}",
+                "-device", "virtio-rng-pci",
+                "-nic", "user,model=virtio-net-pci"] + (["-cpu", cpu] if cpu else [])
+        took, out = run_vm(args, lambda o: READY.search(o) is not None, 30, "ready line")
+        text = out.decode("utf-8", "replace")
+        for want in (f"tern: crypto self-test FAILED: {name}: ",
+                     "tern: crypto self-tests: 1 failed",
+                     "tern: crypto self-test failed: the broker will not start"):
+            if want not in text:
+                raise Failure(f"{want!r} not in:\n{text}")
+        if "tern: mqtt:" in text and "not serving" not in text:
+            raise Failure(f"the broker started:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
 def mode_test(kernel, mode, title):
     def check():
         args = ["-kernel", kernel, "-append", f"tern.mode={mode}"]
@@ -574,9 +599,12 @@ def tests(build):
     debug_elf = os.path.join(build, "kernel", "tern-debug.elf")
     iso = os.path.join(build, "tern.iso")
     t = {
-        "pvh-ready": ready_test(["-kernel", elf], "pvh", 20),
+        "pvh-ready": ready_test(["-kernel", elf], "pvh", 20, (KAT_PASSED,)),
+        # -cpu max: AES-NI, AVX2, BMI2/ADX, so wolfSSL's assembly paths run
+        # the self-tests (qemu64, the default, takes its C fallbacks).
         "pvh-ready-cpu-max-5g": ready_test(["-kernel", elf, "-cpu", "max", "-m", "5G"],
-                                           "pvh", 20),
+                                           "pvh", 20,
+                                           (rb"AES-NI yes, AVX2 yes, BMI2/ADX yes", KAT_PASSED)),
         "pvh-ready-pc-64m": ready_test(["-kernel", elf, "-M", "pc", "-m", "64"], "pvh", 20),
         "fault-pagefault": fault_test(test_elf, "pagefault", "page fault (#PF)",
                                       "null pointer dereference"),
@@ -591,6 +619,8 @@ def tests(build):
         "debug-register-dump": debug_dump_test(debug_elf),
         "pci-virtio-modern": pci_test(elf),
         "selftest-heap": check_test(test_elf, "heap"),
+        "crypto-kat-fail-ecdsa": kat_fail_test(test_elf, "ecdsa-p256-verify"),
+        "crypto-kat-fail-gcm-asm": kat_fail_test(test_elf, "aes-128-gcm", "max"),
         "net-dhcp-echo": net_test(test_elf),
         "rng-jitter-only": jitter_only_test(elf),
         "mqtt-broker": mqtt_test(test_elf),

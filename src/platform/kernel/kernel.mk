@@ -21,7 +21,7 @@ KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding
 # with the kernel's flags and libc (the same sources as the daemon).
-KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c))
+KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c))
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src
@@ -55,7 +55,11 @@ KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 
 kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C) $(KERNEL_CORE_C)) \
         $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S)) \
-        $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C))
+        $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C)) \
+        $(call kwolf_objs,$(1))
+
+# wolfSSL (freestanding) and the TLS adapter's flags: crypto/wolfssl.mk.
+include $(KDIR)/crypto/wolfssl.mk
 
 $(LWIP_DIR)/%.c:
 	@echo "lwIP sources missing ($(LWIP_DIR)): run make deps" >&2; exit 1
@@ -98,3 +102,8 @@ image: $(BUILD)/tern.iso
 
 kernel-test: kernel image
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
+
+# The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
+# against the hosted wolfSSL build.
+$(BUILD)/asan/tests/unit/test_kkat.o: INC += $(WOLFSSL_CPPFLAGS)
+$(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)

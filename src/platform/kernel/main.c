@@ -3,7 +3,8 @@
  * with the early page tables: console, descriptor tables, boot information,
  * frame allocator, final page tables, guarded stacks. It then moves to a
  * guarded stack and kmain() reads the baked configuration (halting if it
- * is refused), brings up time, devices, entropy, the network and the
+ * is refused), brings up time, devices, entropy, the crypto self-tests
+ * (the broker is not started when one fails), the network and the
  * broker, reports readiness on the console, and enters the main loop,
  * which polls the network, runs the broker's turn, and halts until the
  * next timer interrupt when there has been nothing to do for a little
@@ -11,6 +12,7 @@
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/simd.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
 #include "arch/x86_64/trap.h"
@@ -18,6 +20,8 @@
 #include "bootinfo.h"
 #include "clock.h"
 #include "console.h"
+#include "crypto/crypto.h"
+#include "crypto/kat.h"
 #include "dev/pci.h"
 #include "dev/rtc.h"
 #include "dev/virtio_pci.h"
@@ -32,6 +36,7 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "selftest.h"
+#include "wallclock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -76,9 +81,42 @@ static void check_mode(void)
     halt_unavailable("that mode");
 }
 
+/* The date for certificates, wolfSSL's set-up and the known-answer
+ * self-tests (they draw from the DRBG, so after rng_init). 1 when the
+ * broker may serve. */
+static int crypto_ready(const struct simd_state *simd)
+{
+    char line[160];
+    wallclock_init();
+    wallclock_describe(line, sizeof line);
+    kprintf("tern: clock: %s\n", line);
+    if (crypto_setup(simd) != 0)
+        return 0;
+    crypto_describe(line, sizeof line);
+    kprintf("tern: crypto: %s%s\n", line, simd->avx_hidden ? " (AVX state unavailable)" : "");
+    if (!rng_seeded()) {
+        kprintf("tern: crypto self-tests not run: the RNG is not seeded; the broker will "
+                "not start\n");
+        return 0;
+    }
+    const char *corrupt = NULL;
+#ifdef TERN_TEST_HOOKS
+    char katfail[32];
+    if (bootinfo_arg(&boot, "tern.katfail", katfail, sizeof katfail))
+        corrupt = katfail;
+#endif
+    if (kat_boot(corrupt) != 0) {
+        kprintf("tern: crypto self-test failed: the broker will not start\n");
+        return 0;
+    }
+    return 1;
+}
+
 static _Noreturn void kmain(void)
 {
     struct tsc_info tsc;
+    struct simd_state simd;
+    simd_enable(&simd); /* wolfSSL's assembly needs SSE/AVX */
     tsc_calibrate(&tsc);
     clock_init(tsc.hz);
     lapic_timer_init(tsc.hz, TICK_HZ);
@@ -129,6 +167,8 @@ static _Noreturn void kmain(void)
         if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
+    if (!crypto_ready(&simd))
+        serve = 0; /* every boot runs the self-tests; a failure means no broker */
 
     int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES);
     if (net == 0) {
