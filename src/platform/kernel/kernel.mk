@@ -6,7 +6,8 @@
 #                      (test hooks, 1 s fatal hold) and tern-debug.elf (as
 #                      tern-test.elf, with register dumps in fatal reports);
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
-#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI
+#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, with the
+#                      development configuration and PKI (tools/image/image.mk)
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
 #                      SeaBIOS and OVMF, entropy, DHCP and TCP echo, the
 #                      broker with MQTT clients, the baked configuration
@@ -89,10 +90,8 @@ $(eval $(call KERNEL_VARIANT,prod,tern.elf))
 $(eval $(call KERNEL_VARIANT,test,tern-test.elf))
 $(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
 
-$(BUILD)/tern.iso: $(KBUILD)/tern.elf tools/image/grub.cfg tools/image/mkiso.sh \
-                   tools/image/tern.conf
-	$(if $(Q),@echo "  ISO     $@")
-	$(Q)tools/image/mkiso.sh $(KBUILD)/tern.elf $@
+# The image builder and build/tern.iso (the development image).
+include tools/image/image.mk
 
 .PHONY: kernel image kernel-test
 

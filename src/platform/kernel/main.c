@@ -169,6 +169,9 @@ static _Noreturn void kmain(void)
     rng_init(RNG_WAIT_MS);
     if (!crypto_ready(&simd))
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
+    struct bootconf_assets assets = {NULL, NULL};
+    if (serve)
+        bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
 
     int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES);
     if (net == 0) {
@@ -180,7 +183,7 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
-        if (serve && mqtt_serve_start(&config, clock_mono_ns() / 1000000) == 0) {
+        if (serve && mqtt_serve_start(&config, &assets, clock_mono_ns() / 1000000) == 0) {
             char line[160];
             mqtt_serve_describe(line, sizeof line);
             kprintf("tern: mqtt: %s\n", line);
