@@ -14,7 +14,14 @@ build with a configuration as a boot module (-initrd, which PVH passes in
 its module list), forward a host port to the guest's 1883 and use the
 unmodified mosquitto_pub/mosquitto_sub clients and raw sockets; a
 configuration with an unknown key must halt the kernel with the parser's
-message. Each VM's serial console is read
+message. The mutual-TLS tests boot the production kernel with a boot bundle
+made by the image builder (tern-bundle) from a configuration and the dev
+PKI (build/pki), forward the guest's 8883, and use mosquitto_pub/sub, Paho
+and Python's ssl with client certificates; bundles with a missing or bad
+certificate, an unknown key or a newer format must halt the kernel with
+the reason. The crypto self-tests run at every boot; test builds can force
+one to fail (tern.katfail=NAME), which must stop the broker from starting.
+Each VM's serial console is read
 until the expected lines appear or a deadline passes. A reset is proven by
 the kernel's boot banner appearing a second time (QEMU restarts the VM).
 
@@ -1005,6 +1012,10 @@ def tests(build):
         "mqtt-mtls-bad-cert": bundle_refused_test(
             elf, build, lambda pki: pki_files(pki, replace={"server.crt": b"not a certificate"}),
             "tern: config: tern.conf: TLS: server certificate: no PEM certificate found"),
+        "mqtt-mtls-unknown-key": bundle_refused_test(
+            elf, build, lambda pki: [(n, d + b"bogus.key = 1\n" if n == "tern.conf" else d)
+                                     for n, d in pki_files(pki)],
+            "tern: config: tern.conf:9: unknown key 'bogus.key'"),
         "mqtt-mtls-bundle-version": bundle_refused_test(
             elf, build, lambda pki: raw_bundle(pki_files(pki)).replace(b"tern-bundle 1",
                                                                        b"tern-bundle 2", 1),
