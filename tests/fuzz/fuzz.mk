@@ -1,7 +1,7 @@
 # tests/fuzz/fuzz.mk - libFuzzer targets (SPEC H3): decode (MQTT codec),
 # topic (validation and matching), config (config parser), core (the whole
 # broker core over fake connections), journal (the core's persistence
-# records and restore). Included from the top-level Makefile, which provides
+# records and restore), bundle (the unikernel's boot bundle). Included from the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="decode core"]
@@ -16,7 +16,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal
+FUZZ_TARGETS ?= decode topic config core journal bundle
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -77,6 +77,7 @@ endif
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	    mkdir -p $(FUZZ_OUT)/corpus/$$t; \
 	    dict=$(FUZZ_DIR)/mqtt.dict; [ $$t = config ] && dict=$(FUZZ_DIR)/config.dict; \
+	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

@@ -80,6 +80,7 @@ TEST(kbundle_refuses_malformations)
         "tern-bundle 1\nfile 5 a\nx\n",                 /* cut short */
         "config_version = 1\n",                         /* not a bundle */
     };
+    static const char nul_in_name[] = "tern-bundle 1\nfile 0 e \0\0\n\nend\n";
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         struct bundle b;
         char err[160] = "";
@@ -89,6 +90,11 @@ TEST(kbundle_refuses_malformations)
         }
         CHECK(err[0] != '\0');
     }
+    /* A NUL inside a header line would cut the name short unseen (found by
+     * fuzz_bundle). */
+    struct bundle b;
+    char err[160];
+    CHECK_EQ(parse(nul_in_name, sizeof nul_in_name - 1, &b, err, sizeof err), -1);
 }
 
 TEST(kbundle_name_and_count_limits)

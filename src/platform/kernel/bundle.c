@@ -16,12 +16,14 @@ struct cursor {
     size_t left;
 };
 
-/* The next line without its newline (which becomes NUL); NULL if none. */
+/* The next line without its newline (which becomes NUL); NULL if there is
+ * none within max bytes, or if it holds a NUL of its own (which would cut
+ * a name short unseen). */
 static char *take_line(struct cursor *c, size_t max)
 {
     size_t lim = c->left < max + 1 ? c->left : max + 1;
     uint8_t *nl = memchr(c->p, '\n', lim);
-    if (!nl)
+    if (!nl || memchr(c->p, '\0', (size_t)(nl - c->p)))
         return NULL;
     *nl = '\0';
     char *line = (char *)c->p;
@@ -99,7 +101,7 @@ int bundle_parse(uint8_t *buf, size_t len, struct bundle *out, char *err, size_t
         unsigned n = out->count;
         line = take_line(&c, 5 + 21 + 1 + BUNDLE_NAME_MAX);
         if (!line)
-            FAIL("bundle: truncated or overlong line after file %u (no \"end\")", n);
+            FAIL("bundle: truncated, overlong or binary line after file %u (no \"end\")", n);
         if (strcmp(line, "end") == 0)
             break;
         size_t size;
