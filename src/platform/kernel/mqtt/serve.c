@@ -27,6 +27,7 @@
 #include "mqtt/serve.h"
 
 #include "bootconf.h"
+#include "broker/acl.h"
 #include "config/config.h"
 #include "console.h"
 #include "mm/kmalloc.h"
@@ -151,7 +152,9 @@ static void stop(struct mqtt_server *s)
     if (s->tls_listener)
         tcp_close(s->tls_listener);
     s->listener = s->tls_listener = NULL;
-    broker_destroy(s->b);
+    tern_tls_server_release(s->tls);
+    s->tls = NULL;
+    broker_destroy(s->b); /* frees the ACL it was given */
     s->b = NULL;
 }
 
@@ -175,6 +178,11 @@ int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *asse
     s->b = broker_create(&bc, now_ms);
     if (!s->b) {
         kprintf("tern: mqtt: cannot create the broker core (out of memory?)\n");
+        tern_tls_server_release(assets->tls);
+        if (assets->acl)
+            broker_acl_free(assets->acl);
+        assets->tls = NULL;
+        assets->acl = NULL;
         return -1;
     }
     if (assets->acl) {
