@@ -21,7 +21,6 @@
 #include "clock.h"
 #include "console.h"
 #include "crypto/crypto.h"
-#include "crypto/kat.h"
 #include "dev/pci.h"
 #include "dev/rtc.h"
 #include "dev/virtio_pci.h"
@@ -36,7 +35,6 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "selftest.h"
-#include "wallclock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -79,37 +77,6 @@ static void check_mode(void)
         halt_unavailable("Diagnostics, then serve");
     kprintf("tern: unknown tern.mode '%s'\n", mode);
     halt_unavailable("that mode");
-}
-
-/* The date for certificates, wolfSSL's set-up and the known-answer
- * self-tests (they draw from the DRBG, so after rng_init). 1 when the
- * broker may serve. */
-static int crypto_ready(const struct simd_state *simd)
-{
-    char line[160];
-    wallclock_init();
-    wallclock_describe(line, sizeof line);
-    kprintf("tern: clock: %s\n", line);
-    if (crypto_setup(simd) != 0)
-        return 0;
-    crypto_describe(line, sizeof line);
-    kprintf("tern: crypto: %s%s\n", line, simd->avx_hidden ? " (AVX state unavailable)" : "");
-    if (!rng_seeded()) {
-        kprintf("tern: crypto self-tests not run: the RNG is not seeded; the broker will "
-                "not start\n");
-        return 0;
-    }
-    const char *corrupt = NULL;
-#ifdef TERN_TEST_HOOKS
-    char katfail[32];
-    if (bootinfo_arg(&boot, "tern.katfail", katfail, sizeof katfail))
-        corrupt = katfail;
-#endif
-    if (kat_boot(corrupt) != 0) {
-        kprintf("tern: crypto self-test failed: the broker will not start\n");
-        return 0;
-    }
-    return 1;
 }
 
 static _Noreturn void kmain(void)
@@ -167,7 +134,7 @@ static _Noreturn void kmain(void)
         if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
-    if (!crypto_ready(&simd))
+    if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
     struct bootconf_assets assets = {NULL, NULL};
     if (serve)

@@ -8,7 +8,14 @@
 
 #include <stddef.h>
 
+struct boot_info;
 struct simd_state;
+
+/* Every boot, after the RNG is up: read the date for certificate checks,
+ * set wolfSSL up and run the known-answer self-tests (test builds:
+ * tern.katfail=NAME on the command line makes that test fail). Says what
+ * it found on the console. Returns 0 when the broker may serve. */
+int crypto_boot(const struct boot_info *bi, const struct simd_state *simd);
 
 /* Before any other wolfSSL call: route wolfSSL's memory through the kernel
  * heap with accounting, and hide AVX from wolfSSL's CPU dispatch when the

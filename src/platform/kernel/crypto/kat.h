@@ -3,7 +3,7 @@
  * through the code TLS uses: wolfCrypt's SHA-256, AES-GCM, X25519 and
  * ECDSA P-256, and the kernel's own SHA-256 and HMAC_DRBG that feed every
  * random byte (kat.c). The broker does not serve when one fails
- * (katboot.c).
+ * (boot.c).
  */
 #ifndef TERN_CRYPTO_KAT_H
 #define TERN_CRYPTO_KAT_H
