@@ -866,6 +866,37 @@ def mtls_test(kernel, build):
     return check
 
 
+def clock_unset_test(kernel, build):
+    """An RTC that says 2020 (a flat battery) gives no trustworthy date
+    (ADR-020): the kernel says so, and with a TLS listener it halts rather
+    than serving certificates it cannot check."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        module = make_bundle(build, tmp, MTLS_CONF)
+        vm = Vm(["-kernel", kernel, "-initrd", module, "-device", "virtio-rng-pci",
+                 "-rtc", "base=2020-06-01T00:00:00", "-nic", "user,model=virtio-net-pci"])
+        try:
+            took = vm.wait_for(lambda o: b"halted" in o, 30)
+            time.sleep(2)  # a reset would show a second banner by now
+            out = vm.text()
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = out.decode("utf-8", "replace")
+        if took is None:
+            raise Failure(f"no halt:\n{text}")
+        for want in ("tern: clock: no date: the RTC says before 2025-01-01",
+                     "tern: config: tern.conf: listener.tls: no date: the RTC says before "
+                     "2025-01-01 (flat battery?); certificates cannot be checked",
+                     "tern: config refused: not serving; halted"):
+            if want not in text:
+                raise Failure(f"{want!r} not in:\n{text}")
+        if out.count(BANNER) != 1 or READY.search(out):
+            raise Failure(f"served or reset:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
 def builder_test(build):
     """The image builder refuses, with the daemon's message and before any
     image exists, what the kernel would refuse at boot."""
@@ -1006,6 +1037,7 @@ def tests(build):
         "mqtt-config-unknown-key": config_refused_test(elf),
         "mqtt-mtls": mtls_test(elf, build),
         "image-builder-checks": builder_test(build),
+        "mqtt-mtls-clock-unset": clock_unset_test(elf, build),
         "mqtt-mtls-missing-cert": bundle_refused_test(
             elf, build, lambda pki: pki_files(pki, skip=("server.crt",)),
             "tern: config: tern.conf: tls.cert: 'pki/server.crt' is not in the image's bundle"),

@@ -17,6 +17,7 @@
 #include "confcheck.h"
 #include "console.h"
 #include "rng/sha256.h"
+#include "wallclock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -161,6 +162,14 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     }
     if (cfg->listener_tls.family == TERN_ADDR_NONE)
         return;
+    if (!wallclock_valid()) {
+        /* Without a date no certificate can be checked (ADR-020). */
+        wallclock_describe(msg, sizeof msg);
+        char why[sizeof msg + 96];
+        snprintf(why, sizeof why, "%s: listener.tls: %s; certificates cannot be checked",
+                 config_name, msg);
+        refuse(why);
+    }
     tern_tls_server_config sc;
     memset(&sc, 0, sizeof sc);
     sc.cert_chain = file_bytes(cfg, CONF_FILE_TLS_CERT);

@@ -15,7 +15,8 @@
 #define WALLCLOCK_FLOOR 1735689600L
 
 /* Read the RTC; returns 0 when the date is trustworthy, -1 when it is
- * unreadable or before WALLCLOCK_FLOOR (then wallclock_now() is 0). */
+ * unreadable or before WALLCLOCK_FLOOR (then wallclock_now() is 0 and the
+ * boot refuses a TLS listener: bootconf.c). */
 int wallclock_init(void);
 int wallclock_valid(void);
 /* Seconds since the epoch, or 0 without a trustworthy date. */

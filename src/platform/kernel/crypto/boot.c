@@ -61,8 +61,8 @@ int crypto_boot(const struct boot_info *bi, const struct simd_state *simd)
     wallclock_describe(line, sizeof line);
     kprintf("tern: clock: %s\n", line);
     if (dated != 0)
-        kprintf("tern: clock: without a date every client certificate is refused "
-                "(ADR-020)\n");
+        kprintf("tern: clock: without a date no certificate can be checked: no TLS "
+                "listener (ADR-020)\n");
     if (crypto_setup(simd) != 0)
         return -1;
     crypto_describe(line, sizeof line);
