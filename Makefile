@@ -1,7 +1,9 @@
 # tern - top-level build.
 #
 #   make            build the Linux daemon (build/rel/ternd)
-#   make run        set up the machine, build, run the daemon with the dev config
+#   make run        set up the machine, build the unikernel image with the dev PKI
+#                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
+#   make run-hosted set up the machine, build, run the Linux daemon with the dev config
 #   make test       set up the machine and dependencies, run every test
 #   make unit       unit tests under ASan+UBSan
 #   make integration  integration tests (real clients) against the ASan daemon
@@ -78,7 +80,7 @@ include tests/sim/sim.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run test unit integration deps setup clean
+.PHONY: all run run-hosted test unit integration deps setup clean
 
 all: $(BUILD)/rel/ternd
 
@@ -90,6 +92,10 @@ deps: setup
 	@deps/fetch.sh
 
 run: setup deps
+	$(MAKE) --no-print-directory image
+	@scripts/run-image.sh $(BUILD)/tern.iso $(KBUILD)/tern.elf
+
+run-hosted: setup deps
 	$(MAKE) --no-print-directory all
 	@scripts/run-dev.sh $(BUILD)/rel/ternd
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run-dev.sh BINARY - what `make run` does after building: create the
+# run-dev.sh BINARY - what `make run-hosted` does after building: create the
 # development PKI in build/pki when it is missing (scripts/pki.sh), check
 # config/dev.conf, say how to connect a client, then replace this shell with
 # the daemon (so Ctrl-C reaches it directly and shuts it down cleanly).

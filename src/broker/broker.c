@@ -61,6 +61,8 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
+    b->memory_used = cfg->memory_used;
+    b->memory_ctx = cfg->memory_ctx;
     b->allow_anonymous = cfg->allow_anonymous;
     b->sys_public = cfg->sys_public;
     b->durable = cfg->durable;

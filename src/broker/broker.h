@@ -89,6 +89,11 @@ typedef struct broker_config {
     bool sys_public;               /* everyone may read $SYS, not only operators */
     bool durable;                  /* produce store records and hold acknowledgements
                                       until they are committed: see journal.h */
+    /* Optional: all the heap the broker's process holds (the core plus the
+     * platform's TLS sessions and buffers). When set, $SYS/broker/memory/used
+     * reports it; $SYS/broker/memory/core always reports the core's own. */
+    uint64_t (*memory_used)(void *ctx);
+    void *memory_ctx;
 } broker_config;
 
 /* What the platform knows about a new transport connection. Strings are

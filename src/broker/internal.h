@@ -428,6 +428,8 @@ struct broker {
     broker_log_fn log;
     void *log_ctx;
     broker_log_level log_level;
+    uint64_t (*memory_used)(void *ctx); /* broker_config.memory_used, may be NULL */
+    void *memory_ctx;
     bool allow_anonymous;
     bool sys_public;
     char *version;

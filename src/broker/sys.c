@@ -108,6 +108,8 @@ void sys_publish(broker *b, uint64_t now_ms)
     /* Last, so the count and the memory figure include the $SYS values. */
     put_u64(b, "$SYS/broker/retained messages/count", b->stats.retained_count);
     put_u64(b, "$SYS/broker/retained messages/bytes", b->stats.retained_bytes);
-    put_u64(b, "$SYS/broker/memory/used", b->stats.memory_used);
-    put_u64(b, "$SYS/broker/heap/current", b->stats.memory_used);
+    uint64_t used = b->memory_used ? b->memory_used(b->memory_ctx) : b->stats.memory_used;
+    put_u64(b, "$SYS/broker/memory/used", used);
+    put_u64(b, "$SYS/broker/memory/core", b->stats.memory_used);
+    put_u64(b, "$SYS/broker/heap/current", used);
 }

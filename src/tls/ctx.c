@@ -11,7 +11,7 @@
  * Resumption is off on purpose: a resumed session skips the client
  * certificate, and with it the identity and operator decision made in the
  * verify callback. (The build has no session tickets; the session-ID cache
- * is switched off here.)
+ * is switched off here, or compiled out: the unikernel's build.)
  */
 #include "tls/internal.h"
 
@@ -56,7 +56,9 @@ WOLFSSL_CTX *tls_ctx_new(bool server, tern_tls_version min, tern_tls_version max
         tls_message(err, err_size, "TLS: ", "cannot set the key exchange groups", rc);
         goto fail;
     }
+#ifndef NO_SESSION_CACHE /* the unikernel's wolfSSL has no session cache at all */
     (void)wolfSSL_CTX_set_session_cache_mode(ctx, WOLFSSL_SESS_CACHE_OFF); /* returns old mode */
+#endif
     wolfSSL_CTX_SetIORecv(ctx, tls_io_recv);
     wolfSSL_CTX_SetIOSend(ctx, tls_io_send);
     return ctx;

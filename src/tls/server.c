@@ -89,6 +89,16 @@ static bool load_identity(tern_tls_server *s, const tern_tls_server_config *cfg,
     return true;
 }
 
+/* Why a CA bundle did not load, in words: wolfSSL checks CA dates too. */
+static const char *ca_load_problem(int rc)
+{
+    if (rc == ASN_AFTER_DATE_E)
+        return "a CA certificate in it has expired";
+    if (rc == ASN_BEFORE_DATE_E)
+        return "a CA certificate in it is not valid yet (is the clock right?)";
+    return "cannot load the PEM bundle";
+}
+
 static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char *err,
                      size_t err_size)
 {
@@ -102,7 +112,7 @@ static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char
         rc = wolfSSL_CTX_load_verify_buffer(s->ctx, cfg->client_ca.data,
                                             (long)cfg->client_ca.len, WOLFSSL_FILETYPE_PEM);
         if (rc != WOLFSSL_SUCCESS) {
-            tls_message(err, err_size, "client CA: ", "cannot load the PEM bundle", rc);
+            tls_message(err, err_size, "client CA: ", ca_load_problem(rc), rc);
             return false;
         }
     }
@@ -120,7 +130,7 @@ static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char
                                                        WOLFSSL_FILETYPE_PEM);
         }
         if (rc != WOLFSSL_SUCCESS) {
-            tls_message(err, err_size, "operator CA: ", "cannot load the PEM bundle", rc);
+            tls_message(err, err_size, "operator CA: ", ca_load_problem(rc), rc);
             return false;
         }
     }

@@ -2,7 +2,8 @@
 # topic (validation and matching), config (config parser), core (the whole
 # broker core over fake connections), journal (the core's persistence
 # records and restore), devices (the kernel's ACPI, PCI capability and
-# framebuffer parsers). Included from the top-level Makefile, which provides
+# framebuffer parsers), bundle (the unikernel's boot bundle). Included from
+# the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="decode core"]
@@ -17,7 +18,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices
+FUZZ_TARGETS ?= decode topic config core journal devices bundle
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -79,6 +80,7 @@ endif
 	    mkdir -p $(FUZZ_OUT)/corpus/$$t; \
 	    dict=$(FUZZ_DIR)/mqtt.dict; [ $$t = config ] && dict=$(FUZZ_DIR)/config.dict; \
 	    [ $$t = devices ] && dict=$(FUZZ_DIR)/devices.dict; \
+	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

@@ -2,9 +2,11 @@
 """Paho client checks against the broker in the kernel, run by run.py with
 the system Python (where python3-paho-mqtt lives): a persistent session
 subscribed at QoS 2 gets a message queued while it is offline, delivered
-at QoS 2 when it comes back.
+at QoS 2 when it comes back. With a CA and a client certificate, over
+mutual TLS.
 
-Usage: paho_check.py PORT   (prints "ok" or exits with a message)
+Usage: paho_check.py PORT [CAFILE CERTFILE KEYFILE]
+       (prints "ok" or exits with a message)
 """
 import sys
 import threading
@@ -12,6 +14,7 @@ import threading
 import paho.mqtt.client as mqtt
 
 PORT = int(sys.argv[1])
+TLS = sys.argv[2:5] if len(sys.argv) >= 5 else None
 got = []
 message = threading.Event()
 subscribed = threading.Event()
@@ -26,6 +29,8 @@ def client(cid, clean):
     c = mqtt.Client(client_id=cid, clean_session=clean)
     c.on_message = on_message
     c.on_subscribe = lambda *a: subscribed.set()
+    if TLS:
+        c.tls_set(ca_certs=TLS[0], certfile=TLS[1], keyfile=TLS[2])
     c.connect("127.0.0.1", PORT, 30)
     c.loop_start()
     return c

@@ -20,7 +20,14 @@ both q35 (ECAM from the ACPI MCFG table) and i440fx (legacy configuration
 ports). The ISO tests also read the screen: QEMU's screendump (over QMP),
 decoded cell by cell with the kernel's own font, must show the same lines
 as serial - the ready line, and, from a test ISO that faults, the fatal
-report. Each VM's serial console is read
+report. The mutual-TLS tests boot the production kernel with a boot bundle
+made by the image builder (tern-bundle) from a configuration and the dev
+PKI (build/pki), forward the guest's 8883, and use mosquitto_pub/sub, Paho
+and Python's ssl with client certificates; bundles with a missing or bad
+certificate, an unknown key or a newer format must halt the kernel with
+the reason. The crypto self-tests run at every boot; test builds can force
+one to fail (tern.katfail=NAME), which must stop the broker from starting.
+Each VM's serial console is read
 until the expected lines appear or a deadline passes. A reset is proven by
 the kernel's boot banner appearing a second time (QEMU restarts the VM).
 
@@ -44,8 +51,11 @@ OVMF = "/usr/share/ovmf/OVMF.fd"
 BANNER = b"tern: booting"
 # The whole line: a test that stops reading at its start may cut it short.
 READY = re.compile(rb"tern: ready \(boot (\w+)[^\n]*\n")
-# The ISO's GRUB passes tools/image/tern.conf as a multiboot2 module.
-ISO_WANT = (rb"tern: config: tern\.conf from boot module \(\d+ bytes\)",)
+# The ISO's GRUB passes the development bundle (tools/image/tern.conf, its
+# ACL and the dev PKI) as a multiboot2 module; the broker serves mTLS.
+ISO_WANT = (rb"tern: config: bundle with 6 files from boot module \(\d+ bytes\); "
+            rb"configuration tern\.conf",
+            rb"tern: mqtt: mutual TLS port 8883, 0 connections")
 
 
 class Vm:
@@ -195,6 +205,31 @@ def check_test(kernel, name):
         took, out = run_vm(args, lambda o: READY.search(o) is not None, 30, "ready line")
         if f"selftest {name}: ok".encode() not in out:
             raise Failure(f"selftest {name} did not pass:\n{out.decode('utf-8', 'replace')}")
+        return f"{took:.1f} s"
+    return check
+
+
+KAT_PASSED = rb"tern: crypto self-tests passed in [\d.]+ ms: sha-256 hmac-drbg aes-128-gcm " \
+             rb"aes-256-gcm x25519 ecdsa-p256-verify ecdsa-p256-sign"
+
+
+def kat_fail_test(kernel, name, cpu=None):
+    """A known-answer test forced to fail (test builds: tern.katfail=NAME)
+    is named on the console and the broker does not start; the kernel
+    itself still comes up (no reset loop)."""
+    def check():
+        args = ["-kernel", kernel, "-append", f"tern.katfail={name}",
+                "-device", "virtio-rng-pci",
+                "-nic", "user,model=virtio-net-pci"] + (["-cpu", cpu] if cpu else [])
+        took, out = run_vm(args, lambda o: READY.search(o) is not None, 30, "ready line")
+        text = out.decode("utf-8", "replace")
+        for want in (f"tern: crypto self-test FAILED: {name}: ",
+                     "tern: crypto self-tests: 1 failed",
+                     "tern: crypto self-test failed: the broker will not start"):
+            if want not in text:
+                raise Failure(f"{want!r} not in:\n{text}")
+        if "tern: mqtt:" in text and "not serving" not in text:
+            raise Failure(f"the broker started:\n{text}")
         return f"{took:.1f} s"
     return check
 
@@ -386,12 +421,16 @@ def raw_client(port, client_id):
     return s
 
 
-def mosq(tool, port, *args, timeout=30):
-    r = subprocess.run([tool, "-h", "127.0.0.1", "-p", str(port)] + list(args),
+def mosq(tool, port, *args, timeout=30, tls=(), check=True):
+    """Run mosquitto_pub/sub against the forwarded port; tls: the --cafile,
+    --cert, --key arguments of an identity (empty: plaintext)."""
+    r = subprocess.run([tool, "-h", "127.0.0.1", "-p", str(port)] + list(tls) + list(args),
                        capture_output=True, timeout=timeout)
-    if r.returncode != 0:
+    if check and r.returncode != 0:
         raise Failure(f"{tool} {' '.join(args)}: exit {r.returncode}: "
                       f"{(r.stdout + r.stderr).decode('utf-8', 'replace')}")
+    if not check:
+        return r
     return r.stdout.decode("utf-8", "replace")
 
 
@@ -399,10 +438,12 @@ class Sub:
     """mosquitto_sub in the background, lines collected; synced() returns
     once its subscriptions are in place (a message on `sync` came back)."""
 
-    def __init__(self, port, topics, extra=()):
+    def __init__(self, port, topics, extra=(), tls=(), sync="sync"):
         self.port = port
+        self.tls = list(tls)
+        self.sync = sync
         args = ["mosquitto_sub", "-h", "127.0.0.1", "-p", str(port), "-q", "2",
-                "-F", "%q %r %t %p", "-t", "sync"] + list(extra)
+                "-F", "%q %r %t %p", "-t", sync] + self.tls + list(extra)
         for t in topics:
             args += ["-t", t]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -431,9 +472,9 @@ class Sub:
     def synced(self):
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
-            mosq("mosquitto_pub", self.port, "-t", "sync", "-m", "s")
+            mosq("mosquitto_pub", self.port, "-t", self.sync, "-m", "s", tls=self.tls)
             try:
-                self.wait(lambda ls: any(" sync " in l for l in ls), 1, "sync")
+                self.wait(lambda ls: any(f" {self.sync} " in l for l in ls), 1, "sync")
                 return
             except Failure:
                 pass
@@ -446,22 +487,25 @@ class Sub:
         self.reader.join(2)
 
 
-def sys_memory(port):
-    out = mosq("mosquitto_sub", port, "-t", "$SYS/broker/memory/used", "-C", "1", "-W", "20")
+def sys_memory(port, tls=(), topic="$SYS/broker/memory/used"):
+    out = mosq("mosquitto_sub", port, "-t", topic, "-C", "1", "-W", "20", tls=tls)
     return int(out.strip())
 
 
-def settle_memory(port, want=None):
-    """$SYS/broker/memory/used once it holds still (it is refreshed every
+def settle_memory(port, tls=(), topic="$SYS/broker/memory/used"):
+    """A $SYS memory figure once it holds still (it is refreshed every
     second): two equal readings a refresh apart."""
-    last = sys_memory(port)
+    last = sys_memory(port, tls, topic)
     for _ in range(10):
         time.sleep(1.2)
-        cur = sys_memory(port)
+        cur = sys_memory(port, tls, topic)
         if cur == last:
             return cur
         last = cur
     return last
+
+
+CORE_MEMORY = "$SYS/broker/memory/core"
 
 
 def broker_vm(kernel, conf, tmp):
@@ -547,13 +591,15 @@ def mqtt_test(kernel):
                 notes.append("paho not installed, skipped")
 
             # Core memory for 100 idle connections, and all of it back after.
+            core0 = settle_memory(port, topic=CORE_MEMORY)
             m0 = settle_memory(port)
             for i in range(100):
                 socks.append(raw_client(port, f"idle-{i:03d}"))
+            core1 = settle_memory(port, topic=CORE_MEMORY)
             m1 = settle_memory(port)
-            per = (m1 - m0) / 100
-            notes.append(f"core memory {m0} -> {m1} bytes with 100 idle connections: "
-                         f"{per:.0f} bytes per connection")
+            notes.append(f"100 idle connections: core memory {core0} -> {core1} bytes, "
+                         f"{(core1 - core0) / 100:.0f} per connection; kernel heap "
+                         f"{m0} -> {m1}, {(m1 - m0) / 100:.0f} per connection")
 
             # Garbage closes only its own connection: the idle ones still answer.
             bad = socket.create_connection(("127.0.0.1", port), timeout=20)
@@ -573,11 +619,11 @@ def mqtt_test(kernel):
                 s.close()
             socks.clear()
             m2 = settle_memory(port)
-            notes.append(f"{m2} after closing them")
+            notes.append(f"heap {m2} after closing them")
             # $SYS values grow by a digit now and then; a leak of even one
             # allocation per connection would be more than 1700 bytes.
             if abs(m2 - m0) > 1024:
-                raise Failure(f"core memory {m0} before, {m2} after 100 connections closed")
+                raise Failure(f"heap {m0} before, {m2} after 100 connections closed")
             text = vm.text()
             if b"FATAL" in text:
                 raise Failure("fatal report:\n" + text.decode("utf-8", "replace"))
@@ -590,6 +636,395 @@ def mqtt_test(kernel):
             shutil.rmtree(tmp, ignore_errors=True)
         return "; ".join(notes)
     return check
+
+
+# ---- mutual TLS in the kernel -----------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MTLS_CONF = """config_version = 1
+listener.tls = 0.0.0.0:8883
+tls.cert = pki/server.crt
+tls.key = pki/server.key
+tls.client_ca = pki/ca.crt
+tls.operator_ca = pki/operator-ca.crt
+tls.handshake_timeout = 3
+acl.file = tern.acl
+sys.interval = 1
+"""
+MTLS_ACL = """topic readwrite test/#
+topic readwrite will/#
+topic readwrite sync
+topic readwrite paho/#
+topic readwrite idle/#
+pattern readwrite clients/%u/#
+"""
+
+
+class Pki:
+    """The development PKI (scripts/pki.sh build/pki, made by make image):
+    mosquitto arguments per identity, and Python ssl contexts."""
+
+    def __init__(self, build):
+        self.dir = os.path.abspath(os.path.join(build, "pki"))
+        if not os.path.exists(os.path.join(self.dir, "dev-client.crt")):
+            subprocess.run([os.path.join(REPO, "scripts", "pki.sh"), self.dir], check=True,
+                           capture_output=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def args(self, who=None):
+        a = ["--cafile", self.path("ca.crt")]
+        if who:
+            a += ["--cert", self.path(f"{who}.crt"), "--key", self.path(f"{who}.key")]
+        return a
+
+    def context(self, who="dev-client"):
+        import ssl
+        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
+        ctx.load_cert_chain(self.path(f"{who}.crt"), self.path(f"{who}.key"))
+        return ctx
+
+
+def make_bundle(build, tmp, conf, acl=MTLS_ACL):
+    """conf and acl next to a link to the PKI, turned into a boot bundle by
+    the image builder's tern-bundle (which checks them as the kernel will)."""
+    with open(os.path.join(tmp, "tern.conf"), "w") as f:
+        f.write(conf)
+    with open(os.path.join(tmp, "tern.acl"), "w") as f:
+        f.write(acl)
+    os.symlink(os.path.abspath(os.path.join(build, "pki")), os.path.join(tmp, "pki"))
+    out = os.path.join(tmp, "tern.bundle")
+    r = subprocess.run([os.path.join(build, "rel", "tern-bundle"),
+                        os.path.join(tmp, "tern.conf"), out], capture_output=True)
+    if r.returncode != 0:
+        raise Failure("tern-bundle: " + (r.stdout + r.stderr).decode("utf-8", "replace"))
+    return out
+
+
+def tls_vm(kernel, module, guest_port=8883):
+    port = free_port()
+    args = ["-kernel", kernel, "-initrd", module, "-device", "virtio-rng-pci",
+            "-nic", f"user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:{port}-:{guest_port}"]
+    return Vm(args), port
+
+
+def tls_client(ctx, port, client_id, timeout=30):
+    """A full mutual-TLS handshake and MQTT CONNECT/CONNACK; the socket."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s = ctx.wrap_socket(raw, server_hostname="localhost")
+        s.sendall(mqtt_connect_packet(client_id))
+        ack = recv_exact(s, 4)
+    except Exception:
+        raw.close()
+        raise
+    if ack != b"\x20\x02\x00\x00":
+        s.close()
+        raise Failure(f"{client_id}: CONNACK {ack.hex()}")
+    return s
+
+
+def expect_closed(sock, what, timeout=10):
+    """The broker closes sock (EOF or reset) within timeout; seconds taken."""
+    t0 = time.monotonic()
+    sock.settimeout(timeout)
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                break
+    except (ConnectionResetError, BrokenPipeError):
+        pass
+    except socket.timeout:
+        raise Failure(f"{what}: still open after {timeout} s")
+    return time.monotonic() - t0
+
+
+def mtls_test(kernel, build):
+    """The image's mutual-TLS broker with unmodified clients: QoS 0/1/2,
+    a 300 kB message, retained, will, Paho over TLS, operator $SYS, a
+    non-operator and a certificate-less client refused, the ACL, 200
+    sequential handshakes, 200 idle connections with their memory, and a
+    garbage and a stalled client that disturb nobody."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        pki = Pki(build)
+        vm, port = tls_vm(kernel, make_bundle(build, tmp, MTLS_CONF))
+        client, operator = pki.args("dev-client"), pki.args("dev-operator")
+        subs, socks, notes = [], [], []
+        try:
+            took = vm.wait_for(lambda o: READY.search(o) is not None, 60)
+            out = vm.text()
+            if took is None:
+                raise Failure("no ready line:\n" + out[-1500:].decode("utf-8", "replace"))
+            for want in (rb"tern: config: bundle with 6 files from boot module \(\d+ bytes\); "
+                         rb"configuration tern\.conf", KAT_PASSED,
+                         rb"tern: config: ACL tern\.acl loaded",
+                         rb"tern: mqtt: mutual TLS port 8883, 0 connections"):
+                if not re.search(want, out):
+                    raise Failure(f"{want!r} not in:\n{out.decode('utf-8', 'replace')}")
+            notes.append(f"ready {took:.1f} s")
+
+            # QoS 0/1/2 over mTLS, delivered at the publisher's QoS.
+            sub = Sub(port, ["test/#"], tls=client)
+            subs.append(sub)
+            sub.synced()
+            for q in (0, 1, 2):
+                mosq("mosquitto_pub", port, "-t", f"test/q{q}", "-m", f"hello {q}", "-q", str(q),
+                     tls=client)
+            want = [f"{q} 0 test/q{q} hello {q}" for q in (0, 1, 2)]
+            sub.wait(lambda ls: all(w in ls for w in want), 20, "QoS 0/1/2 messages")
+
+            # 300 kB: many records in, records out limited by lwIP's send buffer.
+            big = os.path.join(tmp, "big")
+            payload = "".join(f"{i:07d}," for i in range(37500))
+            with open(big, "w") as f:
+                f.write(payload)
+            mosq("mosquitto_pub", port, "-t", "test/big", "-f", big, "-q", "1", tls=client)
+            sub.wait(lambda ls: any(l.startswith("1 0 test/big ") for l in ls), 60, "300 kB")
+            if [l for l in sub.lines if l.startswith("1 0 test/big ")][0] != \
+                    "1 0 test/big " + payload:
+                raise Failure("300 kB message arrived altered")
+
+            # The ACL: a topic outside it is neither delivered nor subscribable.
+            r = mosq("mosquitto_sub", port, "-t", "other/#", "-W", "5", tls=client, check=False)
+            if b"denied" not in r.stdout + r.stderr:
+                raise Failure(f"subscription outside the ACL: {r.stdout + r.stderr!r}")
+
+            # Retained.
+            mosq("mosquitto_pub", port, "-t", "test/ret", "-m", "keep", "-r", "-q", "1",
+                 tls=client)
+            got = mosq("mosquitto_sub", port, "-t", "test/ret", "-C", "1", "-W", "20",
+                       "-F", "%r %t %p", tls=client).strip()
+            if got != "1 test/ret keep":
+                raise Failure(f"retained: got {got!r}")
+
+            # A will on abnormal disconnect (the client is killed).
+            watch = Sub(port, ["will/#"], tls=client)
+            subs.append(watch)
+            watch.synced()
+            victim = Sub(port, ["nothing"], ["-i", "victim", "--will-topic", "will/victim",
+                                             "--will-payload", "gone", "--will-qos", "1"],
+                         tls=client)
+            subs.append(victim)
+            victim.synced()
+            victim.proc.kill()
+            watch.wait(lambda ls: "1 0 will/victim gone" in ls, 20, "will")
+
+            # Paho (system Python) over mutual TLS: persistent session, QoS 2.
+            if subprocess.run(["/usr/bin/python3", "-c", "import paho.mqtt"],
+                              capture_output=True).returncode == 0:
+                r = subprocess.run(["/usr/bin/python3", PAHO_CHECK, str(port),
+                                    pki.path("ca.crt"), pki.path("dev-client.crt"),
+                                    pki.path("dev-client.key")], capture_output=True, timeout=90)
+                if r.returncode != 0 or r.stdout.strip() != b"ok":
+                    raise Failure("paho: " + (r.stdout + r.stderr).decode("utf-8", "replace"))
+                notes.append("paho over mTLS ok")
+            else:
+                notes.append("paho not installed, skipped")
+
+            # $SYS: the operator reads it, a client is refused it.
+            used = sys_memory(port, operator)
+            r = mosq("mosquitto_sub", port, "-t", "$SYS/#", "-W", "5", "-v", tls=client,
+                     check=False)
+            if b"$SYS" in r.stdout or b"denied" not in r.stdout + r.stderr:
+                raise Failure(f"non-operator and $SYS: {(r.stdout + r.stderr)!r}")
+
+            # No client certificate: refused in the handshake, logged as such.
+            r = mosq("mosquitto_pub", port, "-t", "test/x", "-m", "x", tls=pki.args(None),
+                     check=False)
+            if r.returncode == 0:
+                raise Failure("a client without a certificate was served")
+            vm.wait_for(lambda o: b"failed: no client certificate" in o, 20)
+            if b"failed: no client certificate" not in vm.text():
+                raise Failure("the refusal of a certificate-less client was not logged")
+
+            # 200 sequential full handshakes (no resumption), CONNECT/CONNACK each.
+            ctx = pki.context("dev-client")
+            t0 = time.monotonic()
+            for i in range(200):
+                c = tls_client(ctx, port, f"seq-{i:03d}")
+                c.sendall(b"\xe0\x00")  # DISCONNECT
+                c.close()
+            seq = time.monotonic() - t0
+            notes.append(f"200 sequential mTLS handshakes+CONNECT in {seq:.1f} s "
+                         f"({200 / seq:.0f}/s)")
+
+            # 200 idle connections: memory per connection from $SYS.
+            m0 = settle_memory(port, operator)
+            core0 = settle_memory(port, operator, CORE_MEMORY)
+            t0 = time.monotonic()
+            for i in range(200):
+                socks.append(tls_client(ctx, port, f"idle-{i:03d}"))
+            opened = time.monotonic() - t0
+            m1 = settle_memory(port, operator)
+            core1 = settle_memory(port, operator, CORE_MEMORY)
+            per, core_per = (m1 - m0) / 200, (core1 - core0) / 200
+            notes.append(f"200 idle mTLS connections opened in {opened:.1f} s; memory/used "
+                         f"{m0} -> {m1}: {per:.0f} bytes per connection (core {core_per:.0f})")
+
+            # A garbage client and a stalled handshake disturb nobody: while
+            # both are open, a subscriber still gets a message and every idle
+            # connection still answers.
+            stalled = socket.create_connection(("127.0.0.1", port), timeout=20)
+            stalled.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # half a ClientHello
+            bad = socket.create_connection(("127.0.0.1", port), timeout=20)
+            bad.sendall(b"\xff\xffthis is not TLS\r\n" * 50)
+            expect_closed(bad, "garbage client")
+            bad.close()
+            mosq("mosquitto_pub", port, "-t", "test/during", "-m", "fine", "-q", "1",
+                 tls=client)
+            sub.wait(lambda ls: "1 0 test/during fine" in ls, 20, "delivery beside bad clients")
+            for c in socks:
+                c.sendall(b"\xc0\x00")  # PINGREQ
+            for c in socks:
+                if recv_exact(c, 2) != b"\xd0\x00":
+                    raise Failure("an idle connection did not answer PINGREQ")
+            expect_closed(stalled, "stalled handshake", 15)
+            stalled.close()
+            text = vm.text()
+            if b"timed out after 3 s" not in text:
+                raise Failure("no log line for the stalled handshake")
+            if not re.search(rb"TLS handshake with [\d.:]+ failed: not TLS", text):
+                raise Failure("no log line for the garbage client:\n" +
+                              text[-2000:].decode("utf-8", "replace"))
+            notes.append("garbage closed at once, stalled handshake by its 3 s deadline, "
+                         "others served meanwhile")
+
+            for c in socks:
+                c.close()
+            socks.clear()
+            m2 = settle_memory(port, operator)
+            notes.append(f"memory/used {m2} after closing them")
+            if m2 - m0 > 4096:
+                raise Failure(f"memory/used {m0} before, {m2} after 200 connections closed")
+            if b"FATAL" in vm.text():
+                raise Failure("fatal report:\n" + vm.text().decode("utf-8", "replace"))
+        except OSError as e:  # socket and TLS errors: show what the guest said
+            raise Failure(f"{e!r} after: {'; '.join(notes)}; serial output ends:\n" +
+                          vm.text()[-3000:].decode("utf-8", "replace"))
+        finally:
+            for c in socks:
+                c.close()
+            for sb in subs:
+                sb.stop()
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        return "; ".join(notes)
+    return check
+
+
+def clock_unset_test(kernel, build):
+    """An RTC that says 2020 (a flat battery) gives no trustworthy date
+    (ADR-020): the kernel says so, and with a TLS listener it halts rather
+    than serving certificates it cannot check."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        module = make_bundle(build, tmp, MTLS_CONF)
+        vm = Vm(["-kernel", kernel, "-initrd", module, "-device", "virtio-rng-pci",
+                 "-rtc", "base=2020-06-01T00:00:00", "-nic", "user,model=virtio-net-pci"])
+        try:
+            took = vm.wait_for(lambda o: b"halted" in o, 30)
+            time.sleep(2)  # a reset would show a second banner by now
+            out = vm.text()
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = out.decode("utf-8", "replace")
+        if took is None:
+            raise Failure(f"no halt:\n{text}")
+        for want in ("tern: clock: no date: the RTC says before 2025-01-01",
+                     "tern: config: tern.conf: listener.tls: no date: the RTC says before "
+                     "2025-01-01 (flat battery?); certificates cannot be checked",
+                     "tern: config refused: not serving; halted"):
+            if want not in text:
+                raise Failure(f"{want!r} not in:\n{text}")
+        if out.count(BANNER) != 1 or READY.search(out):
+            raise Failure(f"served or reset:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
+def builder_test(build):
+    """The image builder refuses, with the daemon's message and before any
+    image exists, what the kernel would refuse at boot."""
+    def check():
+        cases = [
+            (MTLS_CONF + "bogus.key = 1\n", MTLS_ACL, "tern.conf:10: unknown key 'bogus.key'"),
+            (MTLS_CONF + "store.path = t.db\n", MTLS_ACL,
+             "tern.conf: store.path: the unikernel has no store yet"),
+            (MTLS_CONF.replace("pki/server.key", "pki/nothing.key"), MTLS_ACL,
+             "pki/nothing.key: No such file or directory"),
+            (MTLS_CONF.replace("pki/server.key", "pki/dev-client.key"), MTLS_ACL,
+             "TLS: server key: does not match the server certificate"),
+            (MTLS_CONF, "tpoic read x\n", "tern.acl:1: unknown keyword 'tpoic'"),
+        ]
+        for conf, acl, want in cases:
+            tmp = tempfile.mkdtemp(prefix="tern-kt-")
+            try:
+                make_bundle(build, tmp, conf, acl)
+                raise Failure(f"tern-bundle accepted a configuration with {want!r}")
+            except Failure as e:
+                if want not in str(e):
+                    raise Failure(f"{want!r} not in: {e}")
+                if os.path.exists(os.path.join(tmp, "tern.bundle")):
+                    raise Failure("a refused bundle was written anyway")
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return f"{len(cases)} refusals"
+    return check
+
+
+def raw_bundle(files):
+    """A bundle written here, independently of tern-bundle (the kernel must
+    also refuse what the builder would not make)."""
+    out = b"tern-bundle 1\n"
+    for name, data in files:
+        out += b"file %d %s\n" % (len(data), name.encode()) + data + b"\n"
+    return out + b"end\n"
+
+
+def bundle_refused_test(kernel, build, files, want):
+    """A bundle the kernel must refuse: the reason on serial, then a halt
+    (no serving, no reset)."""
+    def check():
+        tmp = tempfile.mkdtemp(prefix="tern-kt-")
+        path = os.path.join(tmp, "tern.bundle")
+        content = files(Pki(build))
+        with open(path, "wb") as f:
+            f.write(content if isinstance(content, bytes) else raw_bundle(content))
+        vm, _ = tls_vm(kernel, path)
+        try:
+            took = vm.wait_for(lambda o: b"halted" in o, 30)
+            time.sleep(2)  # a reset would show a second banner by now
+            out = vm.text()
+        finally:
+            vm.stop()
+            shutil.rmtree(tmp, ignore_errors=True)
+        text = out.decode("utf-8", "replace")
+        if took is None:
+            raise Failure(f"no halt:\n{text}")
+        if want not in text:
+            raise Failure(f"{want!r} not in:\n{text}")
+        if out.count(BANNER) != 1 or READY.search(out):
+            raise Failure(f"served or reset:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
+def pki_files(pki, skip=(), replace=None):
+    conf = MTLS_CONF.replace("acl.file = tern.acl\n", "").encode()
+    files = [("tern.conf", conf)]
+    for name in ("server.crt", "server.key", "ca.crt", "operator-ca.crt"):
+        if name in skip:
+            continue
+        with open(pki.path(name), "rb") as f:
+            data = f.read()
+        if replace and name in replace:
+            data = replace[name]
+        files.append((f"pki/{name}", data))
+    return files
 
 
 def config_refused_test(kernel):
@@ -886,9 +1321,12 @@ def tests(build):
     debug_elf = os.path.join(build, "kernel", "tern-debug.elf")
     iso = os.path.join(build, "tern.iso")
     t = {
-        "pvh-ready": ready_test(["-kernel", elf], "pvh", 20),
+        "pvh-ready": ready_test(["-kernel", elf], "pvh", 20, (KAT_PASSED,)),
+        # -cpu max: AES-NI, AVX2, BMI2/ADX, so wolfSSL's assembly paths run
+        # the self-tests (qemu64, the default, takes its C fallbacks).
         "pvh-ready-cpu-max-5g": ready_test(["-kernel", elf, "-cpu", "max", "-m", "5G"],
-                                           "pvh", 20),
+                                           "pvh", 20,
+                                           (rb"AES-NI yes, AVX2 yes, BMI2/ADX yes", KAT_PASSED)),
         "pvh-ready-pc-64m": ready_test(["-kernel", elf, "-M", "pc", "-m", "64"], "pvh", 20),
         "fault-pagefault": fault_test(test_elf, "pagefault", "page fault (#PF)",
                                       "null pointer dereference"),
@@ -911,6 +1349,8 @@ def tests(build):
             [rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
              rb"revision 0 from BIOS area search, RSDT\)"], append="tern.acpi=scan"),
         "selftest-heap": check_test(test_elf, "heap"),
+        "crypto-kat-fail-ecdsa": kat_fail_test(test_elf, "ecdsa-p256-verify"),
+        "crypto-kat-fail-gcm-asm": kat_fail_test(test_elf, "aes-128-gcm", "max"),
         "net-dhcp-echo": net_test(test_elf),
         "net-polled-fallback": net_test(
             test_elf, "vectors=0", r"polled",
@@ -926,18 +1366,38 @@ def tests(build):
             elf, "net.ipv4 = 10.0.2.0/24",
             "net.ipv4: '10.0.2.0/24' is the network's own address, not a host address"),
         "fatal-report-on-framebuffer": fatal_screen_test(test_elf),
+        "mqtt-mtls": mtls_test(elf, build),
+        "image-builder-checks": builder_test(build),
+        "mqtt-mtls-clock-unset": clock_unset_test(elf, build),
+        "mqtt-mtls-missing-cert": bundle_refused_test(
+            elf, build, lambda pki: pki_files(pki, skip=("server.crt",)),
+            "tern: config: tern.conf: tls.cert: 'pki/server.crt' is not in the image's bundle"),
+        "mqtt-mtls-bad-cert": bundle_refused_test(
+            elf, build, lambda pki: pki_files(pki, replace={"server.crt": b"not a certificate"}),
+            "tern: config: tern.conf: TLS: server certificate: no PEM certificate found"),
+        "mqtt-mtls-unknown-key": bundle_refused_test(
+            elf, build, lambda pki: [(n, d + b"bogus.key = 1\n" if n == "tern.conf" else d)
+                                     for n, d in pki_files(pki)],
+            "tern: config: tern.conf:9: unknown key 'bogus.key'"),
+        "mqtt-mtls-bundle-version": bundle_refused_test(
+            elf, build, lambda pki: raw_bundle(pki_files(pki)).replace(b"tern-bundle 1",
+                                                                       b"tern-bundle 2", 1),
+            "tern: config: bundle format version 2: this kernel reads version 1; a newer "
+            "release of tern is needed"),
         "mode-install": mode_test(elf, "install", "Install to this machine's disk"),
         "mode-diag": mode_test(elf, "diag", "Diagnostics"),
         "mode-diag-serve": mode_test(elf, "diag-serve", "Diagnostics, then serve"),
-        "iso-seabios": screen_test(["-cdrom", iso], "multiboot2", 60, ISO_WANT + (
+        "iso-seabios": screen_test(["-cdrom", iso, "-nic", "user,model=virtio-net-pci"],
+                                   "multiboot2", 60, ISO_WANT + (
             rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
             rb"revision 0 from multiboot2 tag, RSDT\)",)),
     }
     if os.path.exists(OVMF):
-        t["iso-ovmf"] = screen_test(["-bios", OVMF, "-cdrom", iso], "multiboot2", 120,
-                                   ISO_WANT + (rb"tern: pci: ECAM at 0xb0000000, buses 0-255, "
-                                               rb"from the MCFG table \(RSDP revision 2 from "
-                                               rb"multiboot2 tag, XSDT\)",))
+        t["iso-ovmf"] = screen_test(["-bios", OVMF, "-cdrom", iso, "-nic",
+                                     "user,model=virtio-net-pci"], "multiboot2", 120,
+                                    ISO_WANT + (rb"tern: pci: ECAM at 0xb0000000, buses 0-255, "
+                                                rb"from the MCFG table \(RSDP revision 2 from "
+                                                rb"multiboot2 tag, XSDT\)",))
     else:
         t["iso-ovmf"] = None
     return t

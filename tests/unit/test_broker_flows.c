@@ -6,6 +6,7 @@
 #include "fake_client.h"
 #include "test.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static bool bytes_eq(mqtt_bytes b, const char *s)
@@ -472,6 +473,53 @@ TEST(sys_topics_are_published_retained_on_tick)
     EXPECT_PACKET(s, pk, MQTT_PUBLISH);
     CHECK(pk.u.publish.retain);
     CHECK(pk.u.publish.payload.len > 0);
+    fw_free(&w);
+}
+
+static uint64_t fake_heap(void *ctx)
+{
+    return *(const uint64_t *)ctx;
+}
+
+/* The payload of the retained $SYS message a subscription to topic brings. */
+static bool sys_value(fworld *w, fclient *s, const char *topic, char *out, size_t cap)
+{
+    mqtt_packet pk;
+    fc_clear(s);
+    fc_subscribe(w, s, 1, topic, 0);
+    if (!fc_next(s, &pk) || pk.type != MQTT_SUBACK || !fc_next(s, &pk) ||
+        pk.type != MQTT_PUBLISH || pk.u.publish.payload.len >= cap)
+        return false;
+    memcpy(out, pk.u.publish.payload.p, pk.u.publish.payload.len);
+    out[pk.u.publish.payload.len] = '\0';
+    return true;
+}
+
+TEST(sys_memory_used_comes_from_the_platform_when_it_says)
+{
+    /* The unikernel reports its whole heap (core, TLS, buffers) as
+     * memory/used; memory/core stays the core's own count. */
+    uint64_t heap = 987654321;
+    broker_limits lim = {.sys_interval_s = 1};
+    fworld w;
+    fw_init(&w, &lim);
+    broker_destroy(w.b);
+    broker_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.limits = lim;
+    cfg.allow_anonymous = true;
+    cfg.memory_used = fake_heap;
+    cfg.memory_ctx = &heap;
+    w.b = broker_create(&cfg, w.now);
+    CHECK(w.b != NULL);
+    fclient *s = fw_open_as(&w, "ops", true);
+    fc_connect(&w, s, "s", true, 0);
+    fw_advance(&w, 1100);
+    char used[32], core[32];
+    CHECK(sys_value(&w, s, "$SYS/broker/memory/used", used, sizeof used));
+    CHECK(strcmp(used, "987654321") == 0);
+    CHECK(sys_value(&w, s, "$SYS/broker/memory/core", core, sizeof core));
+    CHECK(strtoull(core, NULL, 10) > 0 && strcmp(core, used) != 0);
     fw_free(&w);
 }
 

@@ -1,15 +1,23 @@
 /*
- * bootconf.c - reads the configuration module the loader passed (GRUB
- * "module2", or QEMU's -initrd for a direct PVH boot), parses it with the
- * same strict parser as the Linux daemon, and refuses what this kernel
- * cannot do yet rather than silently ignoring it: the TLS listener, the
- * ACL file and the store need the next stages (wolfSSL, the disk). A
- * refused configuration halts the kernel with the parser's message.
+ * bootconf.c - reads the boot module the loader passed (GRUB "module2", or
+ * QEMU's -initrd for a direct PVH boot): a bundle (bundle.h) holding the
+ * configuration first and then every file it names, or, for tests and
+ * plaintext-only set-ups, a lone configuration file. The configuration is
+ * parsed with the same strict parser as the Linux daemon; what this kernel
+ * cannot honour yet is refused (confcheck.c), and so is a configuration
+ * whose certificate, key, CA or ACL file is not in the bundle, or fails to
+ * load. A refusal prints the reason on the console and halts (no reset
+ * loop): the kernel never serves with a configuration it did not fully
+ * understand.
  */
 #include "bootconf.h"
 
 #include "arch/x86_64/cpu.h"
+#include "bundle.h"
+#include "confcheck.h"
 #include "console.h"
+#include "rng/sha256.h"
+#include "wallclock.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -24,6 +32,12 @@ static const char builtin_test_config[] =
     "sys.public = true\n";
 #endif
 
+/* The bundle's files (when the module is one) and the configuration's
+ * name for messages; boot-time state, written once. */
+static struct bundle bundle;
+static int have_bundle;
+static char config_name[BUNDLE_NAME_MAX + 1];
+
 static _Noreturn void refuse(const char *why)
 {
     /* Written in pieces: the parser's message may fill kprintf's line. */
@@ -34,60 +48,145 @@ static _Noreturn void refuse(const char *why)
     cpu_halt_forever();
 }
 
-/* Settings the parser accepts but this kernel cannot honour yet. */
-static void check_supported(const tern_config *cfg, const char *name)
+/* Every file the configuration names must be in the bundle. */
+static void check_files(const tern_config *cfg)
 {
-    char msg[200];
-    const char *what = NULL;
-    if (cfg->listener_tls.family != TERN_ADDR_NONE)
-        what = "listener.tls: TLS is not served by the unikernel yet";
-    else if (cfg->acl_file[0])
-        what = "acl.file: ACL files are not read by the unikernel yet";
-    else if (cfg->store_path[0])
-        what = "store.path: the unikernel has no store yet";
-    else if (cfg->listener_plain.family == TERN_ADDR_NONE)
-        what = "no listener.plain: nothing to serve";
-    else if (cfg->listener_plain.family != TERN_ADDR_IPV4)
-        what = "listener.plain: the unikernel has IPv4 only";
-    if (what) {
-        snprintf(msg, sizeof msg, "%s: %s", name, what);
-        refuse(msg);
+    char msg[TERN_CONFIG_ERR_SIZE + 64];
+    for (unsigned i = 0; i < CONF_FILE_COUNT; i++) {
+        const char *v = conf_file_value(cfg, i);
+        if (!v[0])
+            continue;
+        if (!have_bundle) {
+            snprintf(msg, sizeof msg,
+                     "%s: %s names a file, but the boot module is a lone configuration; "
+                     "build the image with tools/image/tern-build-image",
+                     config_name, conf_file_key(i));
+            refuse(msg);
+        }
+        if (!bundle_find(&bundle, v)) {
+            snprintf(msg, sizeof msg, "%s: %s: '%s' is not in the image's bundle", config_name,
+                     conf_file_key(i), v);
+            refuse(msg);
+        }
     }
 }
 
-static int parse(const char *name, const char *text, size_t len, tern_config *cfg)
+static int parse(const char *text, size_t len, tern_config *cfg)
 {
     char err[TERN_CONFIG_ERR_SIZE];
-    if (!tern_config_parse(cfg, name, text, len, err, sizeof err))
+    if (!tern_config_parse(cfg, config_name, text, len, err, sizeof err))
         refuse(err);
-    check_supported(cfg, name);
+    if (conf_check_kernel(cfg, config_name, err, sizeof err) != 0)
+        refuse(err);
+    check_files(cfg);
     return 1;
 }
 
-int bootconf_load(const struct boot_info *bi, tern_config *cfg)
+int bootconf_load(struct boot_info *bi, tern_config *cfg)
 {
-    const char *name = bi->config_name[0] ? bi->config_name : "tern.conf";
-    char msg[160];
+    char msg[TERN_CONFIG_ERR_SIZE];
     switch (bi->config_state) {
     case BOOT_CONFIG_OK:
-        kprintf("tern: config: %s from boot module (%u bytes)\n", name, bi->config_len);
-        return parse(name, bi->config, bi->config_len, cfg);
+        break;
     case BOOT_CONFIG_TOO_LARGE:
-        snprintf(msg, sizeof msg,
-                 "boot module %s is %llu bytes, more than the %u this kernel reads", name,
+        snprintf(msg, sizeof msg, "boot module %s is %llu bytes, more than the %u this kernel reads",
+                 bi->config_name[0] ? bi->config_name : "(unnamed)",
                  (unsigned long long)bi->config_size, (unsigned)BOOT_CONFIG_MAX);
         refuse(msg);
     case BOOT_CONFIG_BAD:
         refuse("the boot module lies outside readable memory");
     default:
+#ifdef TERN_TEST_HOOKS
+        kprintf("tern: config: no boot module; test build: built-in plaintext configuration "
+                "(port 1883, anonymous)\n");
+        snprintf(config_name, sizeof config_name, "built-in");
+        return parse(builtin_test_config, sizeof builtin_test_config - 1, cfg);
+#else
+        kprintf("tern: config: no boot module: the broker is not started\n");
+        return 0;
+#endif
+    }
+    uint8_t *mod = (uint8_t *)bi->config;
+    if (bundle_is(mod, bi->config_len)) {
+        if (bundle_parse(mod, bi->config_len, &bundle, msg, sizeof msg) != 0)
+            refuse(msg);
+        have_bundle = 1;
+        const struct bundle_file *conf = &bundle.files[0];
+        snprintf(config_name, sizeof config_name, "%s", conf->name);
+        kprintf("tern: config: bundle with %u files from boot module (%u bytes); "
+                "configuration %s\n",
+                bundle.count, bi->config_len, config_name);
+        return parse((const char *)conf->data, conf->len, cfg);
+    }
+    snprintf(config_name, sizeof config_name, "%s",
+             bi->config_name[0] ? bi->config_name : "tern.conf");
+    kprintf("tern: config: %s from boot module (%u bytes)\n", config_name, bi->config_len);
+    return parse(bi->config, bi->config_len, cfg);
+}
+
+static tern_tls_identity_source identity_source(tern_config_identity id)
+{
+    switch (id) {
+    case TERN_IDENTITY_SAN_DNS:
+        return TERN_TLS_IDENTITY_SAN_DNS;
+    case TERN_IDENTITY_SAN_EMAIL:
+        return TERN_TLS_IDENTITY_SAN_EMAIL;
+    case TERN_IDENTITY_SAN_URI:
+        return TERN_TLS_IDENTITY_SAN_URI;
+    case TERN_IDENTITY_CN:
         break;
     }
-#ifdef TERN_TEST_HOOKS
-    kprintf("tern: config: no boot module; test build: built-in plaintext configuration "
-            "(port 1883, anonymous)\n");
-    return parse("built-in", builtin_test_config, sizeof builtin_test_config - 1, cfg);
-#else
-    kprintf("tern: config: no boot module: the broker is not started\n");
-    return 0;
-#endif
+    return TERN_TLS_IDENTITY_CN;
+}
+
+static tern_tls_bytes file_bytes(const tern_config *cfg, unsigned i)
+{
+    const char *v = conf_file_value(cfg, i);
+    struct bundle_file *f = v[0] && have_bundle ? bundle_find(&bundle, v) : NULL;
+    return f ? (tern_tls_bytes){f->data, f->len} : (tern_tls_bytes){NULL, 0};
+}
+
+void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
+{
+    char msg[TERN_CONFIG_ERR_SIZE + TERN_TLS_ERR_SIZE];
+    out->tls = NULL;
+    out->acl = NULL;
+    if (cfg->acl_file[0]) {
+        tern_tls_bytes acl = file_bytes(cfg, CONF_FILE_ACL);
+        char err[TERN_CONFIG_ERR_SIZE];
+        out->acl = broker_acl_parse(&(broker_allocator){NULL, NULL, NULL, NULL}, cfg->acl_file,
+                                    (const char *)acl.data, acl.len, err, sizeof err);
+        if (!out->acl)
+            refuse(err);
+        kprintf("tern: config: ACL %s loaded\n", cfg->acl_file);
+    }
+    if (cfg->listener_tls.family == TERN_ADDR_NONE)
+        return;
+    if (!wallclock_valid()) {
+        /* Without a date no certificate can be checked (ADR-025). */
+        wallclock_describe(msg, sizeof msg);
+        char why[sizeof msg + 96];
+        snprintf(why, sizeof why, "%s: listener.tls: %s; certificates cannot be checked",
+                 config_name, msg);
+        refuse(why);
+    }
+    tern_tls_server_config sc;
+    memset(&sc, 0, sizeof sc);
+    sc.cert_chain = file_bytes(cfg, CONF_FILE_TLS_CERT);
+    sc.key = file_bytes(cfg, CONF_FILE_TLS_KEY);
+    sc.client_ca = file_bytes(cfg, CONF_FILE_TLS_CLIENT_CA);
+    sc.operator_ca = file_bytes(cfg, CONF_FILE_TLS_OPERATOR_CA);
+    sc.operators = cfg->tls.operators;
+    sc.min_version = cfg->tls.min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2 : TERN_TLS_1_3;
+    sc.require_client_cert = cfg->tls.require_client_cert;
+    sc.identity = identity_source(cfg->tls.identity);
+    char why[TERN_TLS_ERR_SIZE];
+    out->tls = tern_tls_server_create(&sc, why, sizeof why);
+    /* wolfSSL holds its own copy now (or nothing): the image's copy goes. */
+    if (sc.key.data)
+        secure_zero((void *)sc.key.data, sc.key.len);
+    if (!out->tls) {
+        snprintf(msg, sizeof msg, "%s: TLS: %s", config_name, why);
+        refuse(msg);
+    }
 }

@@ -1,22 +1,43 @@
 /*
  * bootconf.h - the broker's configuration baked into the image (SPEC A6):
- * the first boot module, parsed with the daemon's parser (src/config).
+ * the boot module, either a bundle (bundle.h: the configuration and the
+ * certificates, keys, CAs and ACL it names) or a lone configuration file,
+ * parsed with the daemon's parser (src/config).
  */
 #ifndef TERN_BOOTCONF_H
 #define TERN_BOOTCONF_H
 
 #include "bootinfo.h"
+#include "broker/acl.h"
 #include "config/config.h"
+#include "tls/tls.h"
 
 /*
  * Fill cfg from the boot module. Returns 1 when there is something to
  * serve, 0 when there is no configuration (production builds without a
  * module serve nothing; test builds use a built-in plaintext
- * configuration instead, and say so). A module that is refused (unknown
- * key, bad value, a setting this kernel cannot honour yet) is reported on
- * the console and the kernel halts: it never serves with a configuration
- * it did not fully understand, and never reset-loops.
+ * configuration instead, and say so). A module that is refused (a bundle
+ * this kernel cannot read, an unknown key, a bad value, a setting this
+ * kernel cannot honour yet, a file the configuration names missing from
+ * the bundle) is reported on the console and the kernel halts: it never
+ * serves with a configuration it did not fully understand, and never
+ * reset-loops. The module buffer in bi is parsed in place.
  */
-int bootconf_load(const struct boot_info *bi, tern_config *cfg);
+int bootconf_load(struct boot_info *bi, tern_config *cfg);
+
+/* What the configuration's files become. */
+struct bootconf_assets {
+    tern_tls_server *tls; /* NULL without listener.tls */
+    broker_acl *acl;      /* NULL without acl.file */
+};
+
+/*
+ * Build the TLS server context (certificate, key, CAs) and the ACL from the
+ * bundle's files, after bootconf_load and once wolfSSL is set up and the
+ * RNG seeded. A bad certificate, key, CA bundle or ACL is reported with the
+ * reason and the kernel halts, like a refused configuration. The private
+ * key's bytes are wiped from the bundle once wolfSSL holds its copy.
+ */
+void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out);
 
 #endif

@@ -82,6 +82,9 @@ static void add_module(struct boot_info *bi, uint64_t start, uint64_t size, uint
         return;
     }
     memcpy(bi->config, phys_to_virt(start), size);
+    /* The loader's copy may hold a private key, in memory the frame
+     * allocator will hand out: wiped once copied. */
+    memset(phys_to_virt(start), 0, size);
     bi->config_len = (uint32_t)size;
     bi->config_state = BOOT_CONFIG_OK;
     if (name_phys && name_phys < EARLY_MAP_BYTES) {

@@ -12,9 +12,10 @@
 
 enum { MEM_USABLE = 1, MEM_RESERVED = 2, MEM_ACPI_RECLAIM = 3, MEM_ACPI_NVS = 4 };
 enum { BOOT_MAX_REGIONS = 128, BOOT_CMDLINE_MAX = 256 };
-/* The configuration is the first boot module (multiboot2 module tag, or
- * the PVH module list, where QEMU puts -initrd), copied here. */
-enum { BOOT_CONFIG_MAX = 64 * 1024, BOOT_MODNAME_MAX = 64 };
+/* The configuration (a bundle with its certificates, bundle.h) is the
+ * first boot module (multiboot2 module tag, or the PVH module list, where
+ * QEMU puts -initrd), copied here. */
+enum { BOOT_CONFIG_MAX = 256 * 1024, BOOT_MODNAME_MAX = 64 };
 enum {
     BOOT_CONFIG_NONE = 0,      /* no module */
     BOOT_CONFIG_OK = 1,        /* config/config_len hold the module */

@@ -6,7 +6,8 @@
 #                      (test hooks, 1 s fatal hold) and tern-debug.elf (as
 #                      tern-test.elf, with register dumps in fatal reports);
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
-#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI
+#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, with the
+#                      development configuration and PKI (tools/image/image.mk)
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
 #                      SeaBIOS and OVMF, entropy, DHCP and TCP echo, the
 #                      broker with MQTT clients, the baked configuration
@@ -21,7 +22,7 @@ KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding
 # with the kernel's flags and libc (the same sources as the daemon).
-KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c))
+KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c))
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src
@@ -55,7 +56,11 @@ KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 
 kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C) $(KERNEL_CORE_C)) \
         $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S)) \
-        $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C))
+        $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C)) \
+        $(call kwolf_objs,$(1))
+
+# wolfSSL (freestanding) and the TLS adapter's flags: crypto/wolfssl.mk.
+include $(KDIR)/crypto/wolfssl.mk
 
 $(LWIP_DIR)/%.c:
 	@echo "lwIP sources missing ($(LWIP_DIR)): run make deps" >&2; exit 1
@@ -85,10 +90,8 @@ $(eval $(call KERNEL_VARIANT,prod,tern.elf))
 $(eval $(call KERNEL_VARIANT,test,tern-test.elf))
 $(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
 
-$(BUILD)/tern.iso: $(KBUILD)/tern.elf tools/image/grub.cfg tools/image/mkiso.sh \
-                   tools/image/tern.conf
-	$(if $(Q),@echo "  ISO     $@")
-	$(Q)tools/image/mkiso.sh $(KBUILD)/tern.elf $@
+# The image builder and build/tern.iso (the development image).
+include tools/image/image.mk
 
 .PHONY: kernel image kernel-test
 
@@ -98,3 +101,8 @@ image: $(BUILD)/tern.iso
 
 kernel-test: kernel image
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
+
+# The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
+# against the hosted wolfSSL build.
+$(BUILD)/asan/tests/unit/test_kkat.o: INC += $(WOLFSSL_CPPFLAGS)
+$(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)

@@ -3,7 +3,8 @@
  * with the early page tables: console, descriptor tables, boot information,
  * frame allocator, final page tables, guarded stacks. It then moves to a
  * guarded stack and kmain() reads the baked configuration (halting if it
- * is refused), brings up time, devices, entropy, the network and the
+ * is refused), brings up time, devices, entropy, the crypto self-tests
+ * (the broker is not started when one fails), the network and the
  * broker, reports readiness on the console, and enters the main loop,
  * which polls the network, runs the broker's turn, and halts until the
  * next timer interrupt when there has been nothing to do for a little
@@ -11,6 +12,7 @@
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/simd.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
 #include "arch/x86_64/trap.h"
@@ -18,6 +20,7 @@
 #include "bootinfo.h"
 #include "clock.h"
 #include "console.h"
+#include "crypto/crypto.h"
 #include "dev/pci.h"
 #include "dev/rtc.h"
 #include "dev/virtio_pci.h"
@@ -79,6 +82,8 @@ static void check_mode(void)
 static _Noreturn void kmain(void)
 {
     struct tsc_info tsc;
+    struct simd_state simd;
+    simd_enable(&simd); /* wolfSSL's assembly needs SSE/AVX */
     tsc_calibrate(&tsc);
     clock_init(tsc.hz);
     lapic_timer_init(tsc.hz, TICK_HZ);
@@ -130,6 +135,11 @@ static _Noreturn void kmain(void)
         if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
+    if (crypto_boot(&boot, &simd) != 0)
+        serve = 0; /* every boot runs the self-tests; a failure means no broker */
+    struct bootconf_assets assets = {NULL, NULL};
+    if (serve)
+        bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
 
     int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
                        serve ? &config.net : NULL);
@@ -142,7 +152,7 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
-        if (serve && mqtt_serve_start(&config, clock_mono_ns() / 1000000) == 0) {
+        if (serve && mqtt_serve_start(&config, &assets, clock_mono_ns() / 1000000) == 0) {
             char line[160];
             mqtt_serve_describe(line, sizeof line);
             kprintf("tern: mqtt: %s\n", line);

@@ -1,20 +1,24 @@
 /*
  * serve.c - the kernel's broker: creates the core (src/broker) from the
- * parsed configuration, listens on the plaintext port with lwIP, and runs
- * one turn per main-loop iteration, as the Linux daemon's epoll loop does:
+ * parsed configuration, listens with lwIP on the mutual-TLS port and/or the
+ * plaintext one, and runs one turn per main-loop iteration, as the Linux
+ * daemon's epoll loop does:
  *
  *   1. connections on the work list (input arrived, the peer closed, the
  *      pcb died, send room appeared, a close to retry) are served once
- *      each, in arrival order; a connection whose work budget ran out goes
- *      to the back and waits for the next turn;
- *   2. broker_tick when the core's nearest deadline has passed;
+ *      each, in arrival order; a connection whose work or handshake budget
+ *      ran out goes to the back and waits for the next turn;
+ *   2. TLS handshakes past their deadline are closed; broker_tick when the
+ *      core's nearest deadline has passed;
  *   3. every connection the core marked dirty gets its output written,
  *      one tcp_write run per connection per turn, and is closed when the
  *      core wants it closed and its output is out.
  *
- * The core allocates from the kernel heap through broker_config.allocator,
- * so $SYS/broker/memory/used counts exactly what it holds. Also provides
- * tern_panic, the one function the core needs from its platform.
+ * The core allocates from the kernel heap through broker_config.allocator.
+ * $SYS/broker/memory/used reports everything the kernel heap holds (the
+ * core, wolfSSL's sessions, the TLS adapter's and lwIP's buffers; not
+ * lwIP's fixed pools), $SYS/broker/memory/core the core's share. Also
+ * provides tern_panic, the one function the core needs from its platform.
  *
  * There is one broker per kernel, like the one network interface: its
  * state is a boot-time structure here, reached by callbacks through their
@@ -22,6 +26,8 @@
  */
 #include "mqtt/serve.h"
 
+#include "bootconf.h"
+#include "broker/acl.h"
 #include "config/config.h"
 #include "console.h"
 #include "mm/kmalloc.h"
@@ -30,12 +36,19 @@
 
 #include "lwip/tcp.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 /* Published in $SYS/broker/version. Kept in step with the daemon's
  * TERN_VERSION (src/platform/posix/version.h) until a shared header exists. */
 #define MQTT_KERNEL_VERSION "0.1.0-dev (unikernel)"
+
+enum {
+    /* TLS handshake steps (one received segment each) per turn: bounds the
+     * public-key work a burst of new clients takes from established ones. */
+    HANDSHAKE_STEPS_PER_TURN = 16,
+};
 
 static struct mqtt_server server;
 
@@ -57,13 +70,18 @@ static void core_free(void *ctx, void *p)
     kfree(p);
 }
 
-/* Core log lines may exceed kprintf's line limit: formatted here. */
-static void core_log(void *ctx, broker_log_level level, const char *msg)
+static uint64_t heap_used(void *ctx)
+{
+    (void)ctx;
+    struct kmalloc_stats st;
+    kmalloc_get_stats(&st);
+    return st.bytes_in_use;
+}
+
+/* Log lines may exceed kprintf's line limit: formatted here. */
+static void write_line(broker_log_level level, const char *msg)
 {
     static const char *const names[] = { "error", "warn", "info", "debug" };
-    const struct mqtt_server *s = ctx;
-    if (level > s->log_level)
-        return;
     char line[320];
     int n = snprintf(line, sizeof line, "tern: mqtt: %s: %s\n",
                      (unsigned)level < 4 ? names[level] : "log", msg);
@@ -76,6 +94,25 @@ static void core_log(void *ctx, broker_log_level level, const char *msg)
     console_write(line, (size_t)n);
 }
 
+static void core_log(void *ctx, broker_log_level level, const char *msg)
+{
+    const struct mqtt_server *s = ctx;
+    if (level <= s->log_level)
+        write_line(level, msg);
+}
+
+void mqtt_log(struct mqtt_server *s, broker_log_level level, const char *fmt, ...)
+{
+    if (level > s->log_level)
+        return;
+    char msg[280];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    write_line(level, msg);
+}
+
 _Noreturn void tern_panic(const char *file, int line, const char *what)
 {
     char msg[200];
@@ -83,7 +120,46 @@ _Noreturn void tern_panic(const char *file, int line, const char *what)
     panic(msg);
 }
 
-int mqtt_serve_start(const struct tern_config *cfg, uint64_t now_ms)
+/* Bind and listen on la; NULL after saying why. */
+static struct tcp_pcb *listen_on(struct mqtt_server *s, const tern_listen_addr *la,
+                                 tcp_accept_fn accept)
+{
+    ip_addr_t addr;
+    IP_ADDR4(&addr, la->addr[0], la->addr[1], la->addr[2], la->addr[3]);
+    struct tcp_pcb *pcb = tcp_new();
+    if (!pcb || tcp_bind(pcb, &addr, la->port) != ERR_OK) {
+        kprintf("tern: mqtt: cannot bind %u.%u.%u.%u:%u\n", la->addr[0], la->addr[1],
+                la->addr[2], la->addr[3], la->port);
+        if (pcb)
+            tcp_close(pcb);
+        return NULL;
+    }
+    struct tcp_pcb *l = tcp_listen(pcb);
+    if (!l) {
+        kprintf("tern: mqtt: cannot listen (no listener control block)\n");
+        tcp_close(pcb);
+        return NULL;
+    }
+    tcp_arg(l, s);
+    tcp_accept(l, accept);
+    return l;
+}
+
+static void stop(struct mqtt_server *s)
+{
+    if (s->listener)
+        tcp_close(s->listener);
+    if (s->tls_listener)
+        tcp_close(s->tls_listener);
+    s->listener = s->tls_listener = NULL;
+    tern_tls_server_release(s->tls);
+    s->tls = NULL;
+    broker_destroy(s->b); /* frees the ACL it was given */
+    s->b = NULL;
+}
+
+int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
+                     uint64_t now_ms)
 {
     struct mqtt_server *s = &server;
     if (s->b)
@@ -95,37 +171,42 @@ int mqtt_serve_start(const struct tern_config *cfg, uint64_t now_ms)
     bc.log = core_log;
     bc.log_ctx = s;
     bc.version = MQTT_KERNEL_VERSION;
+    bc.memory_used = heap_used;
     s->log_level = bc.log_level;
+    s->handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u;
 
     s->b = broker_create(&bc, now_ms);
     if (!s->b) {
         kprintf("tern: mqtt: cannot create the broker core (out of memory?)\n");
+        tern_tls_server_release(assets->tls);
+        if (assets->acl)
+            broker_acl_free(assets->acl);
+        assets->tls = NULL;
+        assets->acl = NULL;
         return -1;
     }
-    const tern_listen_addr *la = &cfg->listener_plain;
-    ip_addr_t addr;
-    IP_ADDR4(&addr, la->addr[0], la->addr[1], la->addr[2], la->addr[3]);
-    struct tcp_pcb *pcb = tcp_new();
-    if (!pcb || tcp_bind(pcb, &addr, la->port) != ERR_OK) {
-        kprintf("tern: mqtt: cannot bind %u.%u.%u.%u:%u\n", la->addr[0], la->addr[1],
-                la->addr[2], la->addr[3], la->port);
-        if (pcb)
-            tcp_close(pcb);
-        broker_destroy(s->b);
-        s->b = NULL;
-        return -1;
+    if (assets->acl) {
+        broker_set_acl(s->b, assets->acl); /* the core owns it now */
+        assets->acl = NULL;
     }
-    s->listener = tcp_listen(pcb);
-    if (!s->listener) {
-        kprintf("tern: mqtt: cannot listen (no listener control block)\n");
-        tcp_close(pcb);
-        broker_destroy(s->b);
-        s->b = NULL;
-        return -1;
+    if (cfg->listener_tls.family != TERN_ADDR_NONE) {
+        s->tls = assets->tls; /* our reference now */
+        assets->tls = NULL;
+        s->tls_listener = listen_on(s, &cfg->listener_tls, kconn_accept_tls);
+        if (!s->tls_listener) {
+            stop(s);
+            return -1;
+        }
+        s->tls_port = s->tls_listener->local_port; /* port 0 in the config: lwIP chose */
     }
-    s->port = s->listener->local_port; /* port 0 in the config: lwIP chose */
-    tcp_arg(s->listener, s);
-    tcp_accept(s->listener, kconn_accept);
+    if (cfg->listener_plain.family != TERN_ADDR_NONE) {
+        s->listener = listen_on(s, &cfg->listener_plain, kconn_accept);
+        if (!s->listener) {
+            stop(s);
+            return -1;
+        }
+        s->port = s->listener->local_port;
+    }
     return 0;
 }
 
@@ -135,15 +216,17 @@ int mqtt_serve_poll(uint64_t now_ms)
     if (!s->b)
         return 0;
     int work = 0;
+    s->handshake_steps = HANDSHAKE_STEPS_PER_TURN;
     /* Only the connections queued before this turn: one that goes to the
      * back (budget spent) waits for the next turn. */
-    for (uint32_t n = s->work_len; n > 0; n--) {
+    for (uint32_t n = s->work.len; n > 0; n--) {
         struct kconn *kc = kconn_work_pop(s);
         if (!kc)
             break;
         kconn_service(s, kc, now_ms);
         work = 1;
     }
+    kconn_expire_handshakes(s, now_ms);
     if (now_ms >= broker_next_deadline(s->b)) {
         broker_tick(s->b, now_ms);
         work = 1;
@@ -153,7 +236,7 @@ int mqtt_serve_poll(uint64_t now_ms)
         kconn_flush(s, broker_conn_ctx(c), now_ms);
         work = 1;
     }
-    return work || s->work_len > 0;
+    return work || s->work.len > 0;
 }
 
 void mqtt_serve_describe(char *buf, size_t n)
@@ -165,10 +248,17 @@ void mqtt_serve_describe(char *buf, size_t n)
     }
     broker_stats st;
     broker_get_stats(s->b, &st);
+    char tls[40] = "", plain[40] = "";
+    if (s->tls_listener)
+        snprintf(tls, sizeof tls, "mutual TLS port %u", s->tls_port);
+    if (s->listener)
+        snprintf(plain, sizeof plain, "plaintext port %u", s->port);
     snprintf(buf, n,
-             "plaintext port %u, %u connections (%llu accepted, %llu refused, %llu aborted), "
-             "core memory %llu bytes",
-             s->port, s->nconns, (unsigned long long)s->accepted,
-             (unsigned long long)s->refused, (unsigned long long)s->aborted,
-             (unsigned long long)st.memory_used);
+             "%s%s%s, %u connections (%llu accepted, %llu refused, %llu aborted; TLS %llu "
+             "ok, %llu failed, %llu timed out), heap %llu bytes",
+             tls, tls[0] && plain[0] ? ", " : "", plain, s->nconns,
+             (unsigned long long)s->accepted, (unsigned long long)s->refused,
+             (unsigned long long)s->aborted, (unsigned long long)s->tls_ok,
+             (unsigned long long)s->tls_failed, (unsigned long long)s->tls_timeouts,
+             (unsigned long long)heap_used(NULL));
 }

@@ -1,7 +1,8 @@
 /*
  * serve.h - the broker core (src/broker) served over lwIP's raw TCP API:
- * one plaintext listener, connections fed to the core and its output
- * written back, driven from the kernel's main loop.
+ * a mutual-TLS listener and/or a plaintext one, connections fed to the
+ * core (through the TLS adapter on TLS) and its output written back,
+ * driven from the kernel's main loop.
  */
 #ifndef TERN_MQTT_SERVE_H
 #define TERN_MQTT_SERVE_H
@@ -10,16 +11,19 @@
 #include <stdint.h>
 
 struct tern_config;
+struct bootconf_assets;
 
-/* Create the broker core with cfg's limits and start listening on its
- * plaintext port (the network must be up). Returns 0, or -1 after saying
- * why on the console. */
-int mqtt_serve_start(const struct tern_config *cfg, uint64_t now_ms);
+/* Create the broker core with cfg's limits and ACL and start listening on
+ * its ports (the network must be up). Takes the assets' TLS context and ACL
+ * (their pointers are cleared). Returns 0, or -1 after saying why on the
+ * console. */
+int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
+                     uint64_t now_ms);
 /* One main-loop turn after net_poll(): connections' input to the core,
  * the core's timers, the core's output to TCP, closes. Returns nonzero
  * when there was work. A no-op before mqtt_serve_start. */
 int mqtt_serve_poll(uint64_t now_ms);
-/* One line for the console: port, connections, core memory. */
+/* One line for the console: ports, connections, handshakes, heap. */
 void mqtt_serve_describe(char *buf, size_t n);
 
 #endif

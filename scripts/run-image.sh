@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# run-image.sh ISO KERNEL - what `make run` does after building the image:
+# boot the tern unikernel (build/tern.iso, the development image: mTLS on
+# 8883 with the dev PKI in build/pki) in QEMU with its serial console on
+# this terminal, forward 127.0.0.1:8883 to the guest's 8883, and say how to
+# connect. Stop it with Ctrl-C.
+#
+# KVM when /dev/kvm exists and works (probed with a quick boot of KERNEL,
+# because some nested set-ups open /dev/kvm and then fail to run a CPU),
+# otherwise TCG emulation (slower, but the same broker).
+set -euo pipefail
+
+if [ $# -ne 2 ]; then
+    echo "usage: scripts/run-image.sh ISO KERNEL   (make run does this)" >&2
+    exit 2
+fi
+ISO=$1
+KERNEL=$2
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PKI=$ROOT/build/pki
+PORT=8883
+
+command -v qemu-system-x86_64 >/dev/null 2>&1 ||
+    { echo "run-image.sh: qemu-system-x86_64 missing (make setup installs it)" >&2; exit 1; }
+[ -f "$ISO" ] || { echo "run-image.sh: $ISO missing (make image)" >&2; exit 2; }
+
+# Something already accepts on 8883 (often Debian's mosquitto service)?
+if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+    echo "run-image.sh: port $PORT on 127.0.0.1 is already in use, so QEMU cannot forward it." >&2
+    echo "  Stop that program first (for Debian's mosquitto: sudo systemctl stop mosquitto)." >&2
+    exit 1
+fi
+
+# kvm_works CPU: boot KERNEL in a mode that prints one line and halts.
+kvm_works() {
+    local out
+    out=$(timeout 10 qemu-system-x86_64 -accel kvm -cpu "$1" -M q35 -m 128 -display none \
+        -monitor none -no-user-config -serial stdio -kernel "$KERNEL" \
+        -append tern.mode=install 2>/dev/null </dev/null | head -c 4096 || true)
+    [[ $out == *"not available in this build"* ]]
+}
+ACCEL=(-accel tcg -cpu max)
+HOW="TCG emulation (no usable KVM): handshakes are slow, everything else works"
+if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
+    if kvm_works host; then
+        ACCEL=(-accel kvm -cpu host)
+        HOW="KVM"
+    elif kvm_works qemu64; then
+        ACCEL=(-accel kvm)
+        HOW="KVM (generic CPU model: -cpu host failed here)"
+    fi
+fi
+
+CLIENT="--cafile $PKI/ca.crt --cert $PKI/dev-client.crt --key $PKI/dev-client.key"
+OPERATOR="--cafile $PKI/ca.crt --cert $PKI/dev-operator.crt --key $PKI/dev-operator.key"
+cat <<MSG
+tern unikernel: $ISO under QEMU ($HOW).
+Its console follows; it is ready at "tern: ready". Stop it with Ctrl-C.
+
+MQTT over mutual TLS on 127.0.0.1:$PORT (identity = certificate CN; the
+image's ACL, tools/image/tern.acl, allows test/# and clients/<identity>/#):
+  subscribe:  mosquitto_sub -h 127.0.0.1 -p $PORT $CLIENT -t 'test/#' -v
+  publish:    mosquitto_pub -h 127.0.0.1 -p $PORT $CLIENT -t test/hello -m hi
+  operator:   mosquitto_sub -h 127.0.0.1 -p $PORT $OPERATOR -t '\$SYS/#' -v
+  more client certificates: scripts/pki.sh $PKI client NAME, then make run again
+  your own image: tools/image/tern-build-image CONFIG OUT.iso
+
+MSG
+exec qemu-system-x86_64 "${ACCEL[@]}" -M q35 -m 512 -display none -monitor none \
+    -no-user-config -serial stdio -cdrom "$ISO" -device virtio-rng-pci \
+    -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$PORT-:$PORT"

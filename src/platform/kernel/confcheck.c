@@ -1,0 +1,55 @@
+/*
+ * confcheck.c - settings the parser accepts but the unikernel cannot honour
+ * (yet): refused by name rather than ignored, so a broker never runs with a
+ * setting it silently dropped.
+ */
+#include "confcheck.h"
+
+#include <stdio.h>
+
+static const char *const file_keys[CONF_FILE_COUNT] = {
+    "tls.cert", "tls.key", "tls.client_ca", "tls.operator_ca", "acl.file",
+};
+
+const char *conf_file_key(unsigned i)
+{
+    return i < CONF_FILE_COUNT ? file_keys[i] : "";
+}
+
+const char *conf_file_value(const tern_config *cfg, unsigned i)
+{
+    switch (i) {
+    case CONF_FILE_TLS_CERT:
+        return cfg->tls.cert;
+    case CONF_FILE_TLS_KEY:
+        return cfg->tls.key;
+    case CONF_FILE_TLS_CLIENT_CA:
+        return cfg->tls.client_ca;
+    case CONF_FILE_TLS_OPERATOR_CA:
+        return cfg->tls.operator_ca;
+    case CONF_FILE_ACL:
+        return cfg->acl_file;
+    default:
+        return "";
+    }
+}
+
+int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_t err_size)
+{
+    const char *what = NULL;
+    if (cfg->store_path[0])
+        what = "store.path: the unikernel has no store yet (retained messages and sessions "
+               "live in memory)";
+    else if (cfg->listener_plain.family == TERN_ADDR_NONE &&
+             cfg->listener_tls.family == TERN_ADDR_NONE)
+        what = "no listener: nothing to serve";
+    else if (cfg->listener_plain.family == TERN_ADDR_IPV6)
+        what = "listener.plain: the unikernel has IPv4 only";
+    else if (cfg->listener_tls.family == TERN_ADDR_IPV6)
+        what = "listener.tls: the unikernel has IPv4 only";
+    if (what) {
+        snprintf(err, err_size, "%s: %s", name, what);
+        return -1;
+    }
+    return 0;
+}

@@ -1,0 +1,85 @@
+/*
+ * wallclock.c - the date from the RTC at boot plus monotonic time since,
+ * and time() for portable code (wolfSSL checks certificate dates with it).
+ *
+ * The RTC is read once: reading CMOS takes port I/O and can stall on an
+ * update in progress, while the TSC-based monotonic clock is exact and
+ * cheap. Drift over the uptime is the TSC calibration's, a few seconds a
+ * day at worst; certificate lifetimes are measured in days.
+ */
+#include "wallclock.h"
+
+#include "clock.h"
+#include "dev/rtc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+
+struct wallclock {
+    time_t boot_epoch;     /* the RTC's date when read */
+    uint64_t boot_mono_ns; /* the monotonic clock then */
+    int state;             /* 0 not read, 1 valid, -1 unreadable, -2 too early */
+};
+
+/* Written once at boot. */
+static struct wallclock wc;
+
+int wallclock_init(void)
+{
+    struct rtc_time r;
+    wc.boot_mono_ns = clock_mono_ns();
+    if (rtc_read(&r) != 0) {
+        wc.state = -1;
+        return -1;
+    }
+    struct tm tm = {.tm_year = r.year - 1900, .tm_mon = r.month - 1, .tm_mday = r.day,
+                    .tm_hour = r.hour, .tm_min = r.minute, .tm_sec = r.second};
+    wc.boot_epoch = timegm(&tm);
+    if (wc.boot_epoch < WALLCLOCK_FLOOR) {
+        wc.state = wc.boot_epoch < 0 ? -1 : -2;
+        return -1;
+    }
+    wc.state = 1;
+    return 0;
+}
+
+int wallclock_valid(void)
+{
+    return wc.state == 1;
+}
+
+time_t wallclock_now(void)
+{
+    if (wc.state != 1)
+        return 0;
+    return wc.boot_epoch + (time_t)((clock_mono_ns() - wc.boot_mono_ns) / 1000000000u);
+}
+
+void wallclock_describe(char *buf, size_t n)
+{
+    if (wc.state == -1) {
+        snprintf(buf, n, "no date: the RTC is unreadable or absurd");
+        return;
+    }
+    if (wc.state == -2) {
+        snprintf(buf, n, "no date: the RTC says before 2025-01-01 (flat battery?)");
+        return;
+    }
+    if (wc.state == 0) {
+        snprintf(buf, n, "no date: the RTC was not read");
+        return;
+    }
+    time_t t = wallclock_now();
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ (RTC at boot, unverified)",
+             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+time_t time(time_t *t)
+{
+    time_t now = wallclock_now();
+    if (t)
+        *t = now;
+    return now;
+}

@@ -1,0 +1,27 @@
+/*
+ * wallclock.h - the kernel's idea of the date (SPEC B4), for certificate
+ * validity: the CMOS RTC read once at boot, advanced by the monotonic
+ * clock. No SNTP yet; the trust decision is ADR-025 in docs/DECISIONS.md.
+ */
+#ifndef TERN_WALLCLOCK_H
+#define TERN_WALLCLOCK_H
+
+#include <stddef.h>
+#include <time.h>
+
+/* No RTC date before this is believed (2025-01-01T00:00:00Z): a clock
+ * that far back is a flat battery or a reset, and would make expired
+ * certificates look valid. Raise it with each release. */
+#define WALLCLOCK_FLOOR 1735689600L
+
+/* Read the RTC; returns 0 when the date is trustworthy, -1 when it is
+ * unreadable or before WALLCLOCK_FLOOR (then wallclock_now() is 0 and the
+ * boot refuses a TLS listener: bootconf.c). */
+int wallclock_init(void);
+int wallclock_valid(void);
+/* Seconds since the epoch, or 0 without a trustworthy date. */
+time_t wallclock_now(void);
+/* "2026-12-01T03:12:16Z (rtc)" or why there is no date. */
+void wallclock_describe(char *buf, size_t n);
+
+#endif

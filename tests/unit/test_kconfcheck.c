@@ -1,0 +1,56 @@
+/*
+ * test_kconfcheck.c - what the unikernel refuses of a configuration the
+ * daemon accepts (confcheck.c, shared by the boot and the image builder),
+ * and the list of files a configuration names.
+ */
+#include "test.h"
+
+#include "config/config.h"
+#include "platform/kernel/confcheck.c"
+
+static int check(const char *text, char *err, size_t err_size)
+{
+    tern_config cfg;
+    if (!tern_config_parse(&cfg, "t.conf", text, strlen(text), err, err_size))
+        return -2;
+    return conf_check_kernel(&cfg, "t.conf", err, err_size);
+}
+
+TEST(kconfcheck_accepts_tls_and_plain)
+{
+    char err[256];
+    CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\n"
+                   "auth.allow_anonymous = true\n", err, sizeof err), 0);
+    CHECK_EQ(check("config_version = 1\nlistener.tls = 0.0.0.0:8883\ntls.cert = a\n"
+                   "tls.key = b\ntls.client_ca = c\nacl.file = d\n", err, sizeof err), 0);
+}
+
+TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
+{
+    char err[256];
+    CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\n"
+                   "store.path = x.db\n", err, sizeof err), -1);
+    CHECK(strstr(err, "t.conf: store.path") == err);
+    CHECK_EQ(check("config_version = 1\nlistener.plain = [::]:1883\n", err, sizeof err), -1);
+    CHECK(strstr(err, "IPv4 only") != NULL);
+    CHECK_EQ(check("config_version = 1\nlistener.tls = [::1]:8883\ntls.cert = a\n"
+                   "tls.key = b\ntls.client_ca = c\n", err, sizeof err), -1);
+    CHECK(strstr(err, "listener.tls") != NULL);
+}
+
+TEST(kconfcheck_lists_the_named_files)
+{
+    tern_config cfg;
+    char err[256];
+    static const char text[] = "config_version = 1\nlistener.tls = 0.0.0.0:8883\n"
+                               "tls.cert = pki/s.crt\ntls.key = pki/s.key\n"
+                               "tls.client_ca = pki/ca.crt\nacl.file = my acl\n";
+    CHECK(tern_config_parse(&cfg, "t.conf", text, sizeof text - 1, err, sizeof err));
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_CERT), "pki/s.crt") == 0);
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_KEY), "pki/s.key") == 0);
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_CLIENT_CA), "pki/ca.crt") == 0);
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_OPERATOR_CA), "") == 0);
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_ACL), "my acl") == 0);
+    CHECK(strcmp(conf_file_key(CONF_FILE_ACL), "acl.file") == 0);
+    CHECK(strcmp(conf_file_key(CONF_FILE_COUNT), "") == 0);
+}
