@@ -6,7 +6,8 @@
  * Back-pressure (SPEC C4): a connection's output buffer may hold up to
  * max_out_bytes of pending PUBLISH data. Beyond that, QoS 0 messages are
  * dropped (counted) and QoS 1/2 messages wait in the session queue, bounded
- * by max_queued; nothing is dropped silently.
+ * by max_queued; nothing is dropped silently. A session queue that grows
+ * past its high watermark holds the publishers feeding it (flow.c).
  *
  * Nothing here ends a connection or frees a session: routing walks a match
  * list of session pointers that must stay valid until it is done.
@@ -132,6 +133,7 @@ void session_pump(broker *b, session *s)
     broker_conn *c = s->conn;
     if (!conn_live(c))
         return;
+    uint32_t unsent_before = s->q_count - s->q_sent;
     while (s->q_sent < s->q_count && out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = session_entry(s, s->q_sent);
         if (e->qos > 0 && s->inflight >= b->lim.max_inflight)
@@ -152,6 +154,8 @@ void session_pump(broker *b, session *s)
          * message by it. */
         j_queue_state(b, s, e);
     }
+    if (s->q_count - s->q_sent < unsent_before)
+        flow_progress(b, s);
 }
 
 void session_resend(broker *b, session *s)
@@ -183,6 +187,7 @@ void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
         return;
     }
     session_pump(b, s);
+    flow_routed(b, s); /* behind: hold the publisher */
 }
 
 /* Build the shared msg the first time a subscriber needs one. */

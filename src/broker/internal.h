@@ -176,6 +176,10 @@ struct session {
     uint32_t hashv;
     bool clean;
     bool is_operator;         /* of the identity that last connected */
+    /* Back-pressure (flow.c), in what was padding: */
+    bool holding;             /* may hold publishers (b->holds has entries for it) */
+    bool stalled;             /* held them without progress: holds no one now */
+    uint32_t progress_ms;     /* low 32 bits of the time it last sent, while holding */
     char *identity;           /* owned; NULL = anonymous */
     uint16_t id_len;
     char id[];                /* client id, NUL-terminated */
@@ -258,6 +262,7 @@ struct broker_conn {
     uint32_t acks_head, acks_count, acks_cap;
     broker_conn *ackw_prev, *ackw_next; /* list of connections holding acks */
     bool in_ackw;
+    uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
 };
@@ -282,6 +287,21 @@ void session_resend(broker *b, session *s);
  * built only if someone needs one. */
 void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
                    size_t plen, uint8_t qos, bool retain, msg *m);
+
+/* ---- back-pressure to publishers (flow.c) ------------------------------ */
+
+/* A QoS 1/2 message was queued for s: hold b->publisher (the connection
+ * whose PUBLISH is being handled, if any) when s is behind. */
+void flow_routed(broker *b, session *s);
+/* s sent queued messages: release its publishers once it has drained. */
+void flow_progress(broker *b, session *s);
+/* s went offline or is being destroyed: release everyone it holds. */
+void flow_session_gone(broker *b, session *s);
+/* c is ending: it is held by no one any more. */
+void flow_conn_gone(broker *b, broker_conn *c);
+/* Release the publishers of sessions that made no progress in time. */
+void flow_tick(broker *b, uint64_t now_ms);
+uint64_t flow_next_deadline(const broker *b);
 
 /* ---- persistence (journal.c, restore.c) ------------------------------- */
 
@@ -407,6 +427,12 @@ struct broker {
     struct restore_state *restore; /* only between restore calls */
     broker_conn *conns;
     broker_conn *dirty_head, *dirty_tail;
+    broker_conn *publisher;   /* whose PUBLISH is being routed, else NULL */
+    /* Connections held by slow sessions (flow.c): unordered, grown on
+     * demand, freed when empty. */
+    struct hold { broker_conn *c; session *s; } *holds;
+    uint32_t holds_count, holds_cap;
+    uint64_t holds_deadline;  /* no hold times out before this; UINT64_MAX = none */
     session_table sessions;
     tree tree;
     wheel wheel;

@@ -121,6 +121,7 @@ void session_destroy(broker *b, session *s)
     *pp = s->hnext;
     st->count--;
     offline_unlink(st, s);
+    flow_session_gone(b, s);
     j_session_del(b, s); /* the store drops the session's rows with it */
     while (s->subs) {
         sub *x = s->subs;
@@ -153,6 +154,7 @@ void session_set_offline(broker *b, session *s, uint64_t now_ms)
 {
     session_table *st = &b->sessions;
     s->conn = NULL;
+    flow_session_gone(b, s); /* offline sessions hold no publishers */
     s->expires_at = b->lim.session_expiry_s
                         ? now_ms + (uint64_t)b->lim.session_expiry_s * 1000u
                         : UINT64_MAX;
