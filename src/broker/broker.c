@@ -269,12 +269,8 @@ void broker_out_consume(broker *b, broker_conn *c, size_t n)
     ALWAYS(n <= out_pending(c));
     c->out_head += (uint32_t)n;
     b->stats.bytes_sent += n;
-    if (c->out_head == c->out_len) {
-        /* Drained: an idle connection keeps no buffer. */
-        bmem_free(b, c->out);
-        c->out = NULL;
-        c->out_head = c->out_len = c->out_cap = 0;
-    }
+    if (c->out_head == c->out_len)
+        out_drained(b, c); /* an idle connection keeps no buffer */
     if (c->sess && c->state == CONN_ACTIVE && c->sess->q_sent < c->sess->q_count)
         session_pump(b, c->sess);
 }
@@ -323,6 +319,7 @@ void broker_set_acl(broker *b, broker_acl *acl)
                     continue;
                 }
                 x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
+                tree_forget_last(&b->tree);
                 pp = &x->sess_next;
             }
         }

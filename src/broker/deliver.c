@@ -16,8 +16,11 @@
 
 #include <string.h>
 
-/* Output buffers shrink back to nothing once drained, so an idle connection
- * costs no buffer; under load one buffer is reused turn after turn. */
+/* Output buffers are freed once drained, so an idle connection costs no
+ * buffer. The next one starts at the size the last one's peak needed
+ * (out_drained), so a connection that fills a large buffer every turn gets
+ * it in one allocation instead of doubling from the minimum with a copy at
+ * each step, and one that sends little goes back to the minimum. */
 #define OUT_MIN_CAP 4096u
 
 size_t out_pending(const broker_conn *c)
@@ -55,7 +58,7 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
         c->out_len = (uint32_t)pending;
         return c->out + c->out_len;
     }
-    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : OUT_MIN_CAP;
+    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : (size_t)OUT_MIN_CAP << c->out_next_log2;
     while (cap - pending < n)
         cap *= 2;
     if (cap > UINT32_MAX)
@@ -77,7 +80,21 @@ void out_commit(broker *b, broker_conn *c, size_t n)
 {
     ALWAYS(n <= c->out_cap - c->out_len);
     c->out_len += (uint32_t)n;
+    if (c->out_len - c->out_head > c->out_peak)
+        c->out_peak = c->out_len - c->out_head;
     conn_mark_dirty(b, c);
+}
+
+void out_drained(broker *b, broker_conn *c)
+{
+    uint8_t log2 = 0;
+    while (log2 < 16 && ((size_t)OUT_MIN_CAP << log2) < c->out_peak)
+        log2++;
+    c->out_next_log2 = log2;
+    c->out_peak = 0;
+    bmem_free(b, c->out);
+    c->out = NULL;
+    c->out_head = c->out_len = c->out_cap = 0;
 }
 
 static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,

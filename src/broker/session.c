@@ -255,11 +255,18 @@ bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
 
 qentry *session_find_sent(session *s, uint16_t packet_id)
 {
-    for (uint32_t i = 0; i < s->q_sent; i++) {
-        qentry *e = session_entry(s, i);
-        if (e->state != Q_DONE && e->packet_id == packet_id)
+    /* The sent entries are [q_head, q_head + q_sent) around the ring: scan
+     * them as (at most) two runs, without an index division per entry. This
+     * runs for every packet id handed out and every acknowledgement. */
+    if (s->q_sent == 0)
+        return NULL; /* s->q may be NULL */
+    uint32_t first = s->q_cap - s->q_head < s->q_sent ? s->q_cap - s->q_head : s->q_sent;
+    for (qentry *e = s->q + s->q_head, *end = e + first; e < end; e++)
+        if (e->packet_id == packet_id && e->state != Q_DONE)
             return e;
-    }
+    for (qentry *e = s->q, *end = e + (s->q_sent - first); e < end; e++)
+        if (e->packet_id == packet_id && e->state != Q_DONE)
+            return e;
     return NULL;
 }
 

@@ -563,6 +563,45 @@ TEST(unsubscribe_stops_delivery)
     fw_free(&w);
 }
 
+TEST(subscription_changes_apply_to_a_topic_just_routed)
+{
+    /* The core keeps the last topic's match result (tree.c); every change
+     * of subscriptions must show in the next routing of that topic. */
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *a = connected(&w, "a", true), *b = connected(&w, "b", true);
+    fclient *p = connected(&w, "p", true);
+    fc_subscribe(&w, a, 1, "t/x", 0);
+    fc_clear(a);
+    fc_publish(&w, p, "t/x", "1", 0, false, 0);
+    CHECK_EQ(fc_count_publish(a), 1);
+    fc_subscribe(&w, b, 1, "t/+", 0); /* new subscriber */
+    fc_clear(b);
+    fc_publish(&w, p, "t/x", "2", 0, false, 0);
+    CHECK_EQ(fc_count_publish(a), 1);
+    CHECK_EQ(fc_count_publish(b), 1);
+    fc_subscribe(&w, a, 2, "t/x", 1); /* QoS raised */
+    fc_clear(a);
+    fc_publish(&w, p, "t/x", "3", 1, false, 7);
+    mqtt_packet pk;
+    CHECK(fc_next(a, &pk));
+    CHECK_EQ(pk.type, MQTT_PUBLISH);
+    CHECK_EQ(pk.u.publish.qos, 1);
+    fc_unsubscribe(&w, b, 3, "t/+"); /* subscriber gone */
+    fc_clear(b);
+    fc_publish(&w, p, "t/x", "4", 0, false, 0);
+    CHECK_EQ(fc_count_publish(b), 0);
+    fc_disconnect(&w, a); /* session gone */
+    fc_publish(&w, p, "t/x", "5", 0, false, 0);
+    fclient *a2 = connected(&w, "a", true);
+    fc_subscribe(&w, a2, 1, "t/x", 0);
+    fc_clear(a2);
+    fc_publish(&w, p, "t/x", "6", 0, false, 0);
+    CHECK(fc_next(a2, &pk));
+    CHECK(fc_payload_is(&pk, "6"));
+    fw_free(&w);
+}
+
 TEST(slow_reader_loses_qos0_but_keeps_every_qos1)
 {
     broker_limits lim = {.max_out_bytes = 1024, .max_queued = 100};
