@@ -122,6 +122,43 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     return true;
 }
 
+/* A QoS 0 PUBLISH already encoded into another connection's output during
+ * this routing: copied instead of encoded again for every subscriber. The
+ * source is kept as connection + offset; nothing writes to that
+ * connection's buffer again before route_publish returns (each session, so
+ * each connection, appears once in a match). */
+typedef struct encoded {
+    broker_conn *c;   /* NULL until the first copy is encoded */
+    uint32_t off, len;
+    uint8_t level;
+} encoded;
+
+static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *topic,
+                      size_t tlen, const uint8_t *payload, size_t plen)
+{
+    if (enc->c && enc->level == c->level) {
+        uint8_t *p = out_reserve(b, c, enc->len);
+        if (!p)
+            return false;
+        memcpy(p, enc->c->out + enc->off, enc->len);
+        out_commit(b, c, enc->len);
+        b->stats.msgs_sent++;
+        return true;
+    }
+    if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+        return false;
+    /* The packet is the last thing in c's output (out_reserve may have
+     * moved what was pending before it). */
+    uint32_t len = (uint32_t)mqtt_publish_size(c->level, tlen, plen, 0);
+    if (!enc->c) {
+        enc->c = c;
+        enc->off = c->out_len - len;
+        enc->len = len;
+        enc->level = c->level;
+    }
+    return true;
+}
+
 static bool send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
 {
     const msg *m = e->m;
@@ -268,6 +305,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
         b->stats.publish_dropped++;
         n = 0;
     }
+    encoded enc = {0};
     for (long i = 0; i < n; i++) {
         session *s = matches[i].sess;
         uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
@@ -280,7 +318,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
             if (!conn_live(c))
                 continue;
             if (out_pending(c) >= b->lim.max_out_bytes ||
-                !send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+                !send_qos0(b, c, &enc, topic, tlen, payload, plen))
                 b->stats.publish_dropped++;
             continue;
         }
