@@ -136,6 +136,8 @@ typedef struct encoded {
 static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *topic,
                       size_t tlen, const uint8_t *payload, size_t plen)
 {
+    if (!enc) /* one subscriber: nothing to share */
+        return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0);
     if (enc->c && enc->level == c->level) {
         uint8_t *p = out_reserve(b, c, enc->len);
         if (!p)
@@ -318,7 +320,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
             if (!conn_live(c))
                 continue;
             if (out_pending(c) >= b->lim.max_out_bytes ||
-                !send_qos0(b, c, &enc, topic, tlen, payload, plen))
+                !send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
                 b->stats.publish_dropped++;
             continue;
         }
