@@ -23,7 +23,9 @@ set -euo pipefail
 #            source index), ca-certificates
 #   tests:   openssl (test PKI), mosquitto mosquitto-clients (reference
 #            broker and clients), python3 python3-paho-mqtt python3-pytest
-#   bench:   jq (reads the load generator's JSON lines)
+#   bench:   jq (reads the load generator's JSON lines), iproute2 (ss: free
+#            ports), util-linux (taskset: CPU pinning), valgrind
+#            (scripts/callgrind.sh: instructions per message)
 #   kernel:  qemu-system-x86 (TCG boots), grub-pc-bin grub-efi-amd64-bin
 #            xorriso mtools (the hybrid ISO), ovmf (UEFI firmware for tests)
 PACKAGES=(
@@ -33,7 +35,7 @@ PACKAGES=(
     openssl mosquitto mosquitto-clients
     python3 python3-paho-mqtt python3-pytest
     qemu-system-x86 grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf
-    jq
+    jq iproute2 util-linux valgrind
 )
 
 die() { printf 'setup-host: error: %s\n' "$*" >&2; exit 1; }

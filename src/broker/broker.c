@@ -28,6 +28,8 @@ static void apply_defaults(broker_limits *l)
     DEF(max_retained, 100000u);
     DEF(max_retained_bytes, 256u << 20);
     DEF(work_budget, 256u);
+    DEF(hold_queued, l->max_queued / 2 ? l->max_queued / 2 : 1u);
+    DEF(publisher_hold_ms, 2000u);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
@@ -66,6 +68,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->allow_anonymous = cfg->allow_anonymous;
     b->sys_public = cfg->sys_public;
     b->durable = cfg->durable;
+    b->holds_deadline = UINT64_MAX;
     b->jr.next_seq = 1;
     b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
@@ -128,6 +131,7 @@ void broker_destroy(broker *b)
     if (b->tree.root)
         tree_free(b, &b->tree);
     bmem_free(b, b->version);
+    bmem_free(b, b->holds); /* empty by now: every connection ended */
     broker_acl_free(b->acl);
     journal_free(b);
     if (b->restore)
@@ -186,6 +190,12 @@ void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
     }
     if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
         return;
+    if (c->hold_idx) {
+        /* Held for a slow subscriber: we are not reading it, so its silence
+         * proves nothing. Its keepalive restarts when it is released. */
+        wheel_set(&b->wheel, c, now_ms + (uint64_t)c->keepalive_s * 1500u);
+        return;
+    }
     /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
     uint64_t deadline = c->last_rx_ms + (uint64_t)c->keepalive_s * 1500u;
     if (deadline <= now_ms)
@@ -211,6 +221,7 @@ void broker_tick(broker *b, uint64_t now_ms)
 {
     b->now_ms = now_ms;
     wheel_advance(b, &b->wheel, now_ms);
+    flow_tick(b, now_ms);
     if (now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         if (b->lim.session_expiry_s)
@@ -227,6 +238,8 @@ uint64_t broker_next_deadline(const broker *b)
     uint64_t d = wheel_next_deadline(&b->wheel);
     if (b->sys.next_ms < d)
         d = b->sys.next_ms;
+    if (flow_next_deadline(b) < d)
+        d = flow_next_deadline(b);
     if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
         d = b->next_expiry_check_ms;
     return d;
@@ -258,13 +271,10 @@ void broker_out_consume(broker *b, broker_conn *c, size_t n)
     ALWAYS(n <= out_pending(c));
     c->out_head += (uint32_t)n;
     b->stats.bytes_sent += n;
-    if (c->out_head == c->out_len) {
-        /* Drained: an idle connection keeps no buffer. */
-        bmem_free(b, c->out);
-        c->out = NULL;
-        c->out_head = c->out_len = c->out_cap = 0;
-    }
-    if (c->sess && c->state == CONN_ACTIVE && (c->sess->q_sent < c->sess->q_count || c->sess->q_wire < c->sess->q_sent))
+    if (c->out_head == c->out_len)
+        out_drained(b, c); /* an idle connection keeps no buffer */
+    if (c->sess && c->state == CONN_ACTIVE &&
+        (c->sess->q_sent < c->sess->q_count || c->sess->q_wire < c->sess->q_sent))
         session_pump(b, c->sess);
 }
 
@@ -312,6 +322,7 @@ void broker_set_acl(broker *b, broker_acl *acl)
                     continue;
                 }
                 x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
+                tree_forget_last(&b->tree);
                 pp = &x->sess_next;
             }
         }

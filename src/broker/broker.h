@@ -76,6 +76,17 @@ typedef struct broker_limits {
     uint32_t max_retained_bytes;   /* their topic + payload bytes; default 256 MiB */
     uint32_t work_budget;          /* packets handled per broker_input call before it
                                       returns and asks to be called again; default 256 */
+    /* Back-pressure from slow subscribers to their publishers (flow.c): a
+     * QoS 1/2 message that finds a live session with this many unsent
+     * messages queued (or half of max_queued_bytes) holds the connection
+     * that published it until the queue is down to half of that. Default
+     * max_queued / 2. */
+    uint32_t hold_queued;
+    /* A session that sends nothing for this long while it holds publishers
+     * releases them and holds no one until its queue drains (messages
+     * beyond max_queued for it are then dropped and counted). Default 2000;
+     * UINT32_MAX = never hold publishers. */
+    uint32_t publisher_hold_ms;
 } broker_limits;
 
 typedef struct broker_config {
@@ -153,10 +164,13 @@ size_t broker_out_pending(const broker_conn *c);
  * once if the platform prefers). The platform then calls broker_closed(). */
 bool broker_wants_close(const broker_conn *c);
 
-/* True while the core takes no more input from c because c's output is
+/* True while the core takes no more input from c: because c's output is
  * backed up (the client is not reading what it is sent, acknowledgements
- * included). broker_input then returns 0. The platform stops reading c and
- * retries its unconsumed input once c's output has drained. */
+ * included), or because a subscriber c publishes to is behind (held until
+ * that subscriber's queue drains: see broker_limits.hold_queued).
+ * broker_input then returns 0. The platform stops reading c and retries
+ * its unconsumed input when c comes off the dirty list no longer paused
+ * (the core marks a released connection dirty). */
 bool broker_input_paused(const broker_conn *c);
 
 void *broker_conn_ctx(const broker_conn *c);
@@ -177,6 +191,8 @@ typedef struct broker_stats {
     uint64_t memory_used;         /* bytes allocated by the core, live */
     uint64_t protocol_errors;     /* connections closed for malformed input */
     uint64_t acl_denied;          /* publishes and subscriptions refused by access rules */
+    uint64_t publishers_held;     /* times a publisher's input was held for a slow subscriber */
+    uint64_t hold_timeouts;       /* times a subscriber released its publishers unsent to */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

@@ -79,6 +79,7 @@ void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64
     }
     msg_unref(b, c->will);
     c->will = NULL;
+    flow_conn_gone(b, c);
     acks_drop(b, c); /* a held acknowledgement dies with its connection */
     bmem_free(b, c->in);
     c->in = NULL;
@@ -438,7 +439,9 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         protocol_error(b, c, "second CONNECT");
         break;
     case MQTT_PUBLISH:
+        b->publisher = c; /* a subscriber that is behind may hold c (flow.c) */
         handle_publish(b, c, &pkt->u.publish);
+        b->publisher = NULL;
         break;
     case MQTT_PUBACK:
     case MQTT_PUBREC:
@@ -570,10 +573,11 @@ static void tail_clear(broker *b, broker_conn *c)
 bool broker_input_paused(const broker_conn *c)
 {
     /* Output beyond twice the bound comes only from acknowledgements and
-     * resends the client is not reading; stop reading its packets too. */
+     * resends the client is not reading; stop reading its packets too. A
+     * subscriber it publishes to may also hold it (flow.c). */
     return c->state != CONN_CLOSING &&
            (c->out_len - c->out_head >= c->in_pause_at || c->acks_count >= MAX_HELD_ACKS ||
-            c->connack_held);
+            c->connack_held || c->hold_idx != 0);
 }
 
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms)

@@ -6,7 +6,8 @@
  * Back-pressure (SPEC C4): a connection's output buffer may hold up to
  * max_out_bytes of pending PUBLISH data. Beyond that, QoS 0 messages are
  * dropped (counted) and QoS 1/2 messages wait in the session queue, bounded
- * by max_queued; nothing is dropped silently.
+ * by max_queued; nothing is dropped silently. A session queue that grows
+ * past its high watermark holds the publishers feeding it (flow.c).
  *
  * Nothing here ends a connection or frees a session: routing walks a match
  * list of session pointers that must stay valid until it is done.
@@ -15,8 +16,11 @@
 
 #include <string.h>
 
-/* Output buffers shrink back to nothing once drained, so an idle connection
- * costs no buffer; under load one buffer is reused turn after turn. */
+/* Output buffers are freed once drained, so an idle connection costs no
+ * buffer. The next one starts at the size the last one's peak needed
+ * (out_drained), so a connection that fills a large buffer every turn gets
+ * it in one allocation instead of doubling from the minimum with a copy at
+ * each step, and one that sends little goes back to the minimum. */
 #define OUT_MIN_CAP 4096u
 
 size_t out_pending(const broker_conn *c)
@@ -54,7 +58,7 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
         c->out_len = (uint32_t)pending;
         return c->out + c->out_len;
     }
-    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : OUT_MIN_CAP;
+    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : (size_t)OUT_MIN_CAP << c->out_next_log2;
     while (cap - pending < n)
         cap *= 2;
     if (cap > UINT32_MAX)
@@ -76,7 +80,21 @@ void out_commit(broker *b, broker_conn *c, size_t n)
 {
     ALWAYS(n <= c->out_cap - c->out_len);
     c->out_len += (uint32_t)n;
+    if (c->out_len - c->out_head > c->out_peak)
+        c->out_peak = c->out_len - c->out_head;
     conn_mark_dirty(b, c);
+}
+
+void out_drained(broker *b, broker_conn *c)
+{
+    uint8_t log2 = 0;
+    while (log2 < 16 && ((size_t)OUT_MIN_CAP << log2) < c->out_peak)
+        log2++;
+    c->out_next_log2 = log2;
+    c->out_peak = 0;
+    bmem_free(b, c->out);
+    c->out = NULL;
+    c->out_head = c->out_len = c->out_cap = 0;
 }
 
 static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
@@ -101,6 +119,45 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     ALWAYS(w == n);
     out_commit(b, c, n);
     b->stats.msgs_sent++;
+    return true;
+}
+
+/* A QoS 0 PUBLISH already encoded into another connection's output during
+ * this routing: copied instead of encoded again for every subscriber. The
+ * source is kept as connection + offset; nothing writes to that
+ * connection's buffer again before route_publish returns (each session, so
+ * each connection, appears once in a match). */
+typedef struct encoded {
+    broker_conn *c;   /* NULL until the first copy is encoded */
+    uint32_t off, len;
+    uint8_t level;
+} encoded;
+
+static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *topic,
+                      size_t tlen, const uint8_t *payload, size_t plen)
+{
+    if (!enc) /* one subscriber: nothing to share */
+        return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0);
+    if (enc->c && enc->level == c->level) {
+        uint8_t *p = out_reserve(b, c, enc->len);
+        if (!p)
+            return false;
+        memcpy(p, enc->c->out + enc->off, enc->len);
+        out_commit(b, c, enc->len);
+        b->stats.msgs_sent++;
+        return true;
+    }
+    if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+        return false;
+    /* The packet is the last thing in c's output (out_reserve may have
+     * moved what was pending before it). */
+    uint32_t len = (uint32_t)mqtt_publish_size(c->level, tlen, plen, 0);
+    if (!enc->c) {
+        enc->c = c;
+        enc->off = c->out_len - len;
+        enc->len = len;
+        enc->level = c->level;
+    }
     return true;
 }
 
@@ -166,6 +223,7 @@ void session_pump(broker *b, session *s)
     session_transmit(b, s);
     if (c->connack_held)
         return;
+    uint32_t unsent_before = s->q_count - s->q_sent;
     while (s->q_sent < s->q_count && out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = session_entry(s, s->q_sent);
         if (e->qos == 0) {
@@ -194,6 +252,8 @@ void session_pump(broker *b, session *s)
         e->jseq = e->qos == 2 && journaled(b, s) ? journal_gate(b, records_before) : 0;
         session_transmit(b, s);
     }
+    if (s->q_count - s->q_sent < unsent_before)
+        flow_progress(b, s);
 }
 
 void session_resend(broker *b, session *s)
@@ -212,6 +272,7 @@ void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
         return;
     }
     session_pump(b, s);
+    flow_routed(b, s); /* behind: hold the publisher */
 }
 
 /* Build the shared msg the first time a subscriber needs one. */
@@ -275,6 +336,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
         b->stats.publish_dropped++;
         n = 0;
     }
+    encoded enc = {0};
     for (long i = 0; i < n; i++) {
         session *s = matches[i].sess;
         uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
@@ -295,7 +357,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
                 continue;
             }
             if (out_pending(c) >= b->lim.max_out_bytes ||
-                !send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+                !send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
                 b->stats.publish_dropped++;
             continue;
         }

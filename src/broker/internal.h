@@ -89,6 +89,8 @@ typedef struct match {
     bool acl_check;   /* every matching subscription needs a per-message check */
 } match;
 
+#define TREE_LAST_TOPIC_MAX 128u
+
 typedef struct tree {
     tnode *root;
     tnode **table;            /* child lookup: hash(parent, segment) */
@@ -101,6 +103,13 @@ typedef struct tree {
     struct tstack { tnode *node; size_t pos; } *stack;
     size_t stack_cap;
     uint64_t epoch;           /* stamps sessions during one match */
+    /* The last topic matched, whose result is still in `matches`: a
+     * publisher's messages arrive in batches on one topic, so most matches
+     * repeat the previous one. Any change to subscriptions clears it. */
+    bool last_valid;
+    uint16_t last_len;
+    size_t last_count;
+    uint8_t last_topic[TREE_LAST_TOPIC_MAX];
 } tree;
 
 int tree_init(broker *b, tree *t);
@@ -115,7 +124,7 @@ bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_
 void tree_remove_sub(broker *b, tree *t, sub *s);
 /* Sessions subscribed to topic, deduplicated, each at its highest QoS.
  * Returns the count; *out points into tree scratch valid until the next
- * call. -1 on allocation failure. */
+ * call (callers must not change it). -1 on allocation failure. */
 long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
 /* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
  * Takes a reference on m. Returns 0, or -1 on allocation failure. */
@@ -129,6 +138,11 @@ uint64_t tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
 typedef void (*retained_fn)(broker *b, void *ctx, msg *m);
 int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
                       void *ctx);
+/* Something a match result depends on changed outside tree.c: forget the
+ * last result. tree_subscribe and every removal do it themselves, so
+ * setting acl_check on the sub tree_subscribe just returned needs nothing
+ * more; changing it later (a new ACL) does. */
+static inline void tree_forget_last(tree *t) { t->last_valid = false; }
 /* Call fn for every retained message, '$' topics included. */
 int tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
 
@@ -186,6 +200,10 @@ struct session {
     uint32_t hashv;
     bool clean;
     bool is_operator;         /* of the identity that last connected */
+    /* Back-pressure (flow.c), in what was padding: */
+    bool holding;             /* may hold publishers (b->holds has entries for it) */
+    bool stalled;             /* held them without progress: holds no one now */
+    uint32_t progress_ms;     /* low 32 bits of the time it last sent, while holding */
     char *identity;           /* owned; NULL = anonymous */
     uint16_t id_len;
     char id[];                /* client id, NUL-terminated */
@@ -264,6 +282,11 @@ struct broker_conn {
     bool in_dirty;
     bool in_wheel;
     bool is_operator;
+    /* Output buffer sizing (deliver.c), in what was padding: the most bytes
+     * pending in this buffer's life, and log2 of the size the next buffer
+     * starts at (0 = the minimum). */
+    uint8_t out_next_log2;
+    uint32_t out_peak;
     /* Acknowledgements waiting for a store commit, in order: owned ring. */
     struct held_ack *acks;
     uint32_t acks_head, acks_count, acks_cap;
@@ -271,6 +294,7 @@ struct broker_conn {
     bool in_ackw;
     bool wire_wait;                 /* its session has entries waiting for a commit */
     bool connack_held;              /* CONNACK waits for a commit: send nothing else */
+    uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
 };
@@ -279,6 +303,8 @@ struct broker_conn {
  * caller writes exactly n bytes then calls out_commit(). */
 uint8_t *out_reserve(broker *b, broker_conn *c, size_t n);
 void out_commit(broker *b, broker_conn *c, size_t n);
+/* Everything pending was written: free the buffer, remember its peak. */
+void out_drained(broker *b, broker_conn *c);
 size_t out_pending(const broker_conn *c);
 void conn_mark_dirty(broker *b, broker_conn *c);
 /* End a connection: fire the will if asked, detach the session, ask the
@@ -298,6 +324,21 @@ void session_transmit(broker *b, session *s);
  * built only if someone needs one. */
 void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
                    size_t plen, uint8_t qos, bool retain, msg *m);
+
+/* ---- back-pressure to publishers (flow.c) ------------------------------ */
+
+/* A QoS 1/2 message was queued for s: hold b->publisher (the connection
+ * whose PUBLISH is being handled, if any) when s is behind. */
+void flow_routed(broker *b, session *s);
+/* s sent queued messages: release its publishers once it has drained. */
+void flow_progress(broker *b, session *s);
+/* s went offline or is being destroyed: release everyone it holds. */
+void flow_session_gone(broker *b, session *s);
+/* c is ending: it is held by no one any more. */
+void flow_conn_gone(broker *b, broker_conn *c);
+/* Release the publishers of sessions that made no progress in time. */
+void flow_tick(broker *b, uint64_t now_ms);
+uint64_t flow_next_deadline(const broker *b);
 
 /* ---- persistence (journal.c, restore.c) ------------------------------- */
 
@@ -444,6 +485,12 @@ struct broker {
     struct restore_state *restore; /* only between restore calls */
     broker_conn *conns;
     broker_conn *dirty_head, *dirty_tail;
+    broker_conn *publisher;   /* whose PUBLISH is being routed, else NULL */
+    /* Connections held by slow sessions (flow.c): unordered, grown on
+     * demand, freed when empty. */
+    struct hold { broker_conn *c; session *s; } *holds;
+    uint32_t holds_count, holds_cap;
+    uint64_t holds_deadline;  /* no hold times out before this; UINT64_MAX = none */
     session_table sessions;
     tree tree;
     wheel wheel;

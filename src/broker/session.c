@@ -121,6 +121,7 @@ void session_destroy(broker *b, session *s)
     *pp = s->hnext;
     st->count--;
     offline_unlink(st, s);
+    flow_session_gone(b, s);
     j_session_del(b, s); /* the store drops the session's rows with it */
     while (s->subs) {
         sub *x = s->subs;
@@ -153,6 +154,7 @@ void session_set_offline(broker *b, session *s, uint64_t now_ms)
 {
     session_table *st = &b->sessions;
     s->conn = NULL;
+    flow_session_gone(b, s); /* offline sessions hold no publishers */
     s->expires_at = b->lim.session_expiry_s
                         ? now_ms + (uint64_t)b->lim.session_expiry_s * 1000u
                         : UINT64_MAX;
@@ -257,11 +259,18 @@ bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
 
 qentry *session_find_sent(session *s, uint16_t packet_id)
 {
-    for (uint32_t i = 0; i < s->q_sent; i++) {
-        qentry *e = session_entry(s, i);
-        if (e->state != Q_DONE && e->packet_id == packet_id)
+    /* The sent entries are [q_head, q_head + q_sent) around the ring: scan
+     * them as (at most) two runs, without an index division per entry. This
+     * runs for every packet id handed out and every acknowledgement. */
+    if (s->q_sent == 0)
+        return NULL; /* s->q may be NULL */
+    uint32_t first = s->q_cap - s->q_head < s->q_sent ? s->q_cap - s->q_head : s->q_sent;
+    for (qentry *e = s->q + s->q_head, *end = e + first; e < end; e++)
+        if (e->packet_id == packet_id && e->state != Q_DONE)
             return e;
-    }
+    for (qentry *e = s->q, *end = e + (s->q_sent - first); e < end; e++)
+        if (e->packet_id == packet_id && e->state != Q_DONE)
+            return e;
     return NULL;
 }
 

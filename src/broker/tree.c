@@ -206,6 +206,7 @@ sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t 
     tnode *n = path_get(b, t, f, flen);
     if (!n)
         return NULL;
+    tree_forget_last(t);
     for (sub *s = sess->subs; s; s = s->sess_next) {
         if (s->node == n) {
             s->qos = qos;
@@ -235,6 +236,7 @@ sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t 
 static void unlink_sub(broker *b, tree *t, sub *s)
 {
     tnode *n = s->node;
+    tree_forget_last(t);
     if (s->node_prev)
         s->node_prev->node_next = s->node_next;
     else
@@ -320,6 +322,11 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
 {
     size_t count = 0, depth = 0;
     bool dollar = tlen > 0 && topic[0] == '$';
+    if (t->last_valid && tlen == t->last_len && memcmp(topic, t->last_topic, tlen) == 0) {
+        *out = t->matches;
+        return (long)t->last_count;
+    }
+    t->last_valid = false;
     t->epoch++;
     if (stack_push(b, t, &depth, t->root, 0) != 0)
         return -1;
@@ -348,6 +355,12 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
         }
         if (wild_ok && n->plus && stack_push(b, t, &depth, n->plus, next) != 0)
             return -1;
+    }
+    if (tlen <= TREE_LAST_TOPIC_MAX) {
+        memcpy(t->last_topic, topic, tlen);
+        t->last_len = (uint16_t)tlen;
+        t->last_count = count;
+        t->last_valid = true;
     }
     *out = t->matches;
     return (long)count;

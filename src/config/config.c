@@ -61,6 +61,7 @@ static const key_def key_table[] = {
     LIMIT("max_retained", max_retained, 1, UINT32_MAX),
     LIMIT("max_retained_bytes", max_retained_bytes, 1024, UINT32_MAX),
     LIMIT("work_budget", work_budget, 1, UINT32_MAX),
+    LIMIT("publisher_hold", publisher_hold_s, 0, 3600),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -669,6 +670,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_retained = 100000;
     cfg->limits.max_retained_bytes = 256u << 20;
     cfg->limits.work_budget = 256;
+    cfg->limits.publisher_hold_s = 2;
     cfg->session_expiry_s = 0;
     cfg->sys_interval_s = 10;
     cfg->allow_anonymous = false;
@@ -754,6 +756,9 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->max_retained = cfg->limits.max_retained;
     l->max_retained_bytes = cfg->limits.max_retained_bytes;
     l->work_budget = cfg->limits.work_budget;
+    /* The core reads 0 as "default"; its "never hold" is UINT32_MAX. */
+    l->publisher_hold_ms =
+        cfg->limits.publisher_hold_s == 0 ? UINT32_MAX : cfg->limits.publisher_hold_s * 1000u;
     /* Both sides use 0 for "forever". */
     l->session_expiry_s = cfg->session_expiry_s;
     /* The core reads 0 as "default"; its "off" is UINT32_MAX. */

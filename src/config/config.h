@@ -55,6 +55,7 @@ typedef struct tern_config_limits {
     uint32_t max_retained;
     uint32_t max_retained_bytes;
     uint32_t work_budget;
+    uint32_t publisher_hold_s; /* 0 = never hold publishers */
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths

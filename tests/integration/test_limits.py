@@ -110,6 +110,52 @@ def test_slow_subscriber_loses_qos0_not_qos1_and_stays_connected(broker):
 
 
 # --------------------------------------------------------------------------
+# Back-pressure from a slow QoS 1 subscriber to its publisher (ADR-028).
+
+N_HELD = 400
+
+
+@pytest.mark.tern_only
+def test_slow_qos1_subscriber_slows_its_publisher_instead_of_losing_messages(broker):
+    """A connected QoS 1 subscriber that acknowledges more slowly than its
+    publisher publishes: with max_queued = 20, all 400 messages still
+    arrive, in order, none is dropped, and the publisher has every PUBACK.
+
+    tern_only: mosquitto 2.0.11 drops what exceeds max_queued_messages for
+    an online client (the 50% of tern's QoS 1 flood before ADR-028)."""
+    b = broker(limits_max_queued=20, limits_max_inflight=5, sys_interval=1)
+    sub = R.RawClient(b.host, b.port, timeout=10)
+    assert sub.connect(client_id="held-sub", keepalive=0).return_code == 0
+    assert sub.subscribe([("held/t", 1)]) == [1]
+    pub = PahoClient(b.port, client_id="held-pub")
+    pub.connect()
+    infos = [pub.publish("held/t", b"%04d" % i, qos=1, wait=False) for i in range(N_HELD)]
+
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < N_HELD and time.monotonic() < deadline:
+        p = sub.expect(R.PUBLISH, timeout=10)
+        got.append(p.payload)
+        time.sleep(0.002)  # slower than the publisher, never stopped
+        sub.send(R.puback(p.pid))
+    assert got == [b"%04d" % i for i in range(N_HELD)], "lost, duplicated or reordered"
+    for info in infos:
+        info.wait_for_publish(10)
+        assert info.is_published()
+    assert sub.is_open_after_ping() and sub.pending == []
+
+    mon = PahoClient(b.port, client_id="held-mon")
+    mon.connect()
+    mon.subscribe("$SYS/broker/publish/messages/dropped", 0)
+    ms = mon.wait_messages(1)
+    assert int(ms[-1].payload) == 0
+    mon.disconnect()
+    pub.disconnect()
+    sub.send(R.disconnect())
+    sub.close()
+
+
+# --------------------------------------------------------------------------
 # Other limits.
 
 

@@ -917,7 +917,7 @@ def mtls_test(kernel, build):
 
 def clock_unset_test(kernel, build):
     """An RTC that says 2020 (a flat battery) gives no trustworthy date
-    (ADR-020): the kernel says so, and with a TLS listener it halts rather
+    (ADR-025): the kernel says so, and with a TLS listener it halts rather
     than serving certificates it cannot check."""
     def check():
         tmp = tempfile.mkdtemp(prefix="tern-kt-")

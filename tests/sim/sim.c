@@ -62,6 +62,36 @@ static void check_memory(world *w)
                  (unsigned long long)st.memory_used, (unsigned long long)w->at.live_bytes);
 }
 
+/* Let ms of time pass: timeouts, session expiry (the model follows). */
+static void advance(world *w, uint64_t ms)
+{
+    broker_stats before, after;
+    broker_get_stats(w->b, &before);
+    w->now += ms;
+    broker_tick(w->b, w->now);
+    broker_get_stats(w->b, &after);
+    if (after.clients_total > before.clients_total)
+        sim_fail(w, "a tick created sessions");
+    else
+        model_expire(w, before.clients_total - after.clients_total);
+}
+
+/* Nothing moves, but a publisher is held for a slow subscriber (two
+ * clients may hold each other): the hold times out, so let time pass
+ * until it does. False when no hold is pending. */
+static bool wait_for_hold(world *w)
+{
+    bool held = false;
+    for (int k = 0; k < w->nconns && !held; k++)
+        held = w->conns[k].bc && w->conns[k].up.len && broker_input_paused(w->conns[k].bc);
+    uint64_t d = broker_next_deadline(w->b);
+    if (!held || d > w->now + SIM_HOLD_MS)
+        return false;
+    sim_trace(w, "waiting %llu ms for held publishers", (unsigned long long)(d - w->now));
+    advance(w, d > w->now ? d - w->now : 0);
+    return true;
+}
+
 /* Deliver everything in flight, both ways, until nothing moves. */
 static void settle(world *w)
 {
@@ -93,7 +123,7 @@ static void settle(world *w)
         store_take(w);
         if (store_commit(w, w->npend) > 0)
             moved = true;
-        if (!moved)
+        if (!moved && !wait_for_hold(w))
             return;
     }
     sim_fail(w, "the network never became quiet");
@@ -207,15 +237,7 @@ static void random_step(world *w)
     } else if (r < 65 && (k = pick_conn(w, 2)) >= 0) {
         net_unblock(w, k);
     } else if (r < 70) {
-        broker_stats before, after;
-        broker_get_stats(w->b, &before);
-        w->now += rng_below(&w->r, 500);
-        broker_tick(w->b, w->now);
-        broker_get_stats(w->b, &after);
-        if (after.clients_total > before.clients_total)
-            sim_fail(w, "a tick created sessions");
-        else
-            model_expire(w, before.clients_total - after.clients_total);
+        advance(w, rng_below(&w->r, 500));
     } else {
         client_action(w);
     }
@@ -339,7 +361,8 @@ static void end_phase(world *w, uint64_t baseline)
 
 typedef struct run_stats {
     uint64_t steps, msgs, delivered, dups, drops, takeovers, reconnects, tight, dropped,
-        paused, expiry_seeds, expired, durable, commits, failed, crashes;
+        paused, expiry_seeds, expired, durable, commits, failed, crashes, hold_seeds, held,
+        hold_timeouts;
 } run_stats;
 
 /* One seed; returns false on a violation (already printed). */
@@ -374,6 +397,12 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     cfg.limits.work_budget = 1 + rng_below(&w->r, 6);
     cfg.limits.max_queued = 100000;
     cfg.limits.max_queued_bytes = 1u << 30;
+    /* One seed in four holds publishers for slow subscribers from 1-4
+     * unsent messages on (the default is max_queued / 2: never here).
+     * Chosen from the seed, so every seed draws what it did before. */
+    if (seed % 4 == 1)
+        cfg.limits.hold_queued = 1 + (uint32_t)(seed / 4 % 4);
+    cfg.limits.publisher_hold_ms = SIM_HOLD_MS;
     cfg.limits.connect_timeout_ms = 24u * 3600u * 1000u;
     cfg.limits.sys_interval_s = UINT32_MAX;
     cfg.allocator = alloc_track_allocator(&w->at);
@@ -430,6 +459,13 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     rs->commits += w->n_commits;
     rs->failed += w->n_failed;
     rs->crashes += w->n_crashes;
+    rs->hold_seeds += w->cfg.limits.hold_queued != 0;
+    if (w->b) {
+        broker_stats st; /* since the last crash, if any */
+        broker_get_stats(w->b, &st);
+        rs->held += st.publishers_held;
+        rs->hold_timeouts += st.hold_timeouts;
+    }
 
     if (w->b)
         broker_destroy(w->b);
@@ -499,7 +535,8 @@ int main(int argc, char **argv)
            "%llu DUP copies, %llu drops, %llu takeovers, %llu reconnects; %llu seeds with "
            "small output buffers, %llu QoS 0 dropped there, input paused %llu times; %llu seeds with "
            "session expiry, %llu sessions expired; %llu durable seeds, %llu commits, %llu "
-           "failed batches, %llu crashes; %.1f s\n",
+           "failed batches, %llu crashes; %llu seeds holding publishers, held %llu times, "
+           "%llu hold timeouts; %.1f s\n",
            (unsigned long long)done, (unsigned long long)start, (unsigned long long)rs.steps,
            (unsigned long long)rs.msgs, (unsigned long long)rs.delivered,
            (unsigned long long)rs.dups, (unsigned long long)rs.drops,
@@ -508,7 +545,9 @@ int main(int argc, char **argv)
            (unsigned long long)rs.paused, (unsigned long long)rs.expiry_seeds,
            (unsigned long long)rs.expired, (unsigned long long)rs.durable,
            (unsigned long long)rs.commits, (unsigned long long)rs.failed,
-           (unsigned long long)rs.crashes, (double)(clock() - t0) / CLOCKS_PER_SEC);
+           (unsigned long long)rs.crashes, (unsigned long long)rs.hold_seeds,
+           (unsigned long long)rs.held, (unsigned long long)rs.hold_timeouts,
+           (double)(clock() - t0) / CLOCKS_PER_SEC);
     if (nfailed)
         printf("sim: %llu seeds failed\n", (unsigned long long)nfailed);
     return nfailed ? 1 : 0;

@@ -19,7 +19,9 @@
  * Per seed the configuration varies too: inflight window and work budget,
  * one seed in three small output buffers (QoS 0 may then be dropped, QoS
  * 1/2 never), one in four session expiry (sessions a tick removes must be
- * exactly the ones due).
+ * exactly the ones due), one in four tiny back-pressure watermarks
+ * (publishers held for slow subscribers; when nothing else moves, time
+ * passes until holds time out).
  *
  * One seed drives everything, so a failing seed replays exactly. The broker
  * lives in world.b and is reached only through broker.h, so a "broker
@@ -52,6 +54,7 @@ enum {
     SIM_MAX_AWAIT = 256,          /* inbound QoS 2 ids awaiting PUBREL */
     SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
     SIM_MAX_PEND = 64,            /* store batches taken, not yet done */
+    SIM_HOLD_MS = 2000,           /* limits.publisher_hold_ms */
 };
 
 extern const char *const sim_topics[SIM_TOPICS];

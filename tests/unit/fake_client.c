@@ -70,6 +70,7 @@ void fw_free(fworld *w)
     broker_destroy(w->b);
     for (int i = 0; i < w->nclients; i++) {
         free(w->clients[i]->rx);
+        free(w->clients[i]->up);
         free(w->clients[i]);
     }
     w->nclients = 0;
@@ -120,11 +121,46 @@ static void pull(fworld *w, fclient *c)
     }
 }
 
-void fw_drain(fworld *w)
+static void pull_dirty(fworld *w)
 {
     broker_conn *bc;
     while ((bc = broker_next_dirty(w->b)) != NULL)
         pull(w, broker_conn_ctx(bc));
+}
+
+/* Give the broker c's waiting input until it takes no more; true when it
+ * took some. */
+static bool feed(fworld *w, fclient *c)
+{
+    bool moved = false;
+    while (c->conn && c->up_len > 0) {
+        size_t used = broker_input(w->b, c->conn, c->up, c->up_len, w->now);
+        if (used > c->up_len)
+            abort();
+        memmove(c->up, c->up + used, c->up_len - used);
+        c->up_len -= used;
+        moved |= used > 0;
+        pull_dirty(w);
+        if (used == 0)
+            break; /* paused: waits for fw_drain */
+    }
+    if (!c->conn)
+        c->up_len = 0; /* closed: what was not read is gone */
+    return moved;
+}
+
+void fw_drain(fworld *w)
+{
+    bool moved;
+    do {
+        pull_dirty(w);
+        moved = false;
+        for (int i = 0; i < w->nclients; i++) {
+            fclient *c = w->clients[i];
+            if (c->conn && c->up_len > 0 && !broker_input_paused(c->conn))
+                moved |= feed(w, c);
+        }
+    } while (moved);
 }
 
 void fw_flush(fworld *w, fclient *c)
@@ -136,14 +172,21 @@ void fw_flush(fworld *w, fclient *c)
 
 void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n)
 {
-    size_t off = 0;
-    while (c->conn && off < n) {
-        size_t used = broker_input(w->b, c->conn, p + off, n - off, w->now);
-        off += used;
-        fw_drain(w);
-        if (used == 0 && c->conn && broker_input_paused(c->conn))
-            break;
+    if (!c->conn)
+        return;
+    if (c->up_len + n > c->up_cap) {
+        size_t cap = c->up_cap ? c->up_cap : 4096;
+        while (cap < c->up_len + n)
+            cap *= 2;
+        c->up = realloc(c->up, cap);
+        if (!c->up)
+            abort();
+        c->up_cap = cap;
     }
+    memcpy(c->up + c->up_len, p, n);
+    c->up_len += n;
+    (void)feed(w, c);
+    fw_drain(w);
 }
 
 void fw_drop(fworld *w, fclient *c)

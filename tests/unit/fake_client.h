@@ -16,6 +16,9 @@ typedef struct fclient {
     broker_conn *conn;
     uint8_t *rx;          /* bytes the broker sent, owned */
     size_t rx_len, rx_pos, rx_cap;
+    uint8_t *up;          /* bytes sent that the broker has not taken yet
+                             (its input is paused), owned */
+    size_t up_len, up_cap;
     bool closed;          /* the broker asked to close and we did */
     bool reading;         /* false: leave output in the broker (slow reader) */
     uint8_t level;
@@ -49,10 +52,11 @@ void fw_restart(fworld *w);
 fclient *fw_open(fworld *w);
 /* A connection with a (TLS) identity, possibly an operator. */
 fclient *fw_open_as(fworld *w, const char *identity, bool is_operator);
-/* Feed raw bytes; then drain all output. */
+/* Feed raw bytes; then drain all output. Bytes the broker does not take
+ * (paused input) wait and are fed, in order, once it takes input again. */
 void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n);
 /* Pull pending output of every connection into its client; close the ones
- * the broker wants closed. */
+ * the broker wants closed; feed waiting input the broker takes again. */
 void fw_drain(fworld *w);
 /* The client's transport became writable again (after a slow read). */
 void fw_flush(fworld *w, fclient *c);

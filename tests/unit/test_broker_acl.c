@@ -242,3 +242,29 @@ TEST(will_to_a_denied_topic_refuses_the_connect)
     CHECK(a->closed);
     fw_free(&w);
 }
+
+TEST(new_acl_applies_to_a_topic_just_routed)
+{
+    /* The core keeps the last topic's match result (tree.c): a new ACL that
+     * changes which deliveries need a per-message check must not be
+     * bypassed by it. */
+    fworld w;
+    fw_init(&w, NULL);
+    install(&w, "user alice\ntopic alice/#\nuser root\ntopic #\n");
+    fclient *root = fw_open_as(&w, "root", false);
+    fc_connect(&w, root, "r", true, 0);
+    fclient *a = fw_open_as(&w, "alice", false);
+    fc_connect(&w, a, "a", true, 0);
+    fc_subscribe(&w, a, 1, "alice/#", 0);
+    fc_clear(a);
+    mqtt_packet pk;
+    fc_publish(&w, root, "alice/secret", "before", 0, false, 0);
+    CHECK(fc_next(a, &pk));
+    CHECK_EQ(pk.type, MQTT_PUBLISH);
+    install(&w, "user alice\ntopic alice/#\ntopic deny alice/secret\nuser root\ntopic #\n");
+    fc_publish(&w, root, "alice/secret", "after", 0, false, 0);
+    CHECK(!fc_next(a, &pk));
+    fc_publish(&w, root, "alice/open", "open", 0, false, 0);
+    CHECK(fc_next(a, &pk));
+    fw_free(&w);
+}

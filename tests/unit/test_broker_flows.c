@@ -6,6 +6,7 @@
 #include "fake_client.h"
 #include "test.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -608,6 +609,96 @@ TEST(unsubscribe_stops_delivery)
     CHECK_EQ(pk.u.packet_id, 2);
     fc_publish(&w, p, "t/x", "m", 0, false, 0);
     CHECK(!fc_next(s, &pk));
+    fw_free(&w);
+}
+
+TEST(subscription_changes_apply_to_a_topic_just_routed)
+{
+    /* The core keeps the last topic's match result (tree.c); every change
+     * of subscriptions must show in the next routing of that topic. */
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *a = connected(&w, "a", true), *b = connected(&w, "b", true);
+    fclient *p = connected(&w, "p", true);
+    fc_subscribe(&w, a, 1, "t/x", 0);
+    fc_clear(a);
+    fc_publish(&w, p, "t/x", "1", 0, false, 0);
+    CHECK_EQ(fc_count_publish(a), 1);
+    fc_subscribe(&w, b, 1, "t/+", 0); /* new subscriber */
+    fc_clear(b);
+    fc_publish(&w, p, "t/x", "2", 0, false, 0);
+    CHECK_EQ(fc_count_publish(a), 1);
+    CHECK_EQ(fc_count_publish(b), 1);
+    fc_subscribe(&w, a, 2, "t/x", 1); /* QoS raised */
+    fc_clear(a);
+    fc_publish(&w, p, "t/x", "3", 1, false, 7);
+    mqtt_packet pk;
+    CHECK(fc_next(a, &pk));
+    CHECK_EQ(pk.type, MQTT_PUBLISH);
+    CHECK_EQ(pk.u.publish.qos, 1);
+    fc_unsubscribe(&w, b, 3, "t/+"); /* subscriber gone */
+    fc_clear(b);
+    fc_publish(&w, p, "t/x", "4", 0, false, 0);
+    CHECK_EQ(fc_count_publish(b), 0);
+    fc_disconnect(&w, a); /* session gone */
+    fc_publish(&w, p, "t/x", "5", 0, false, 0);
+    fclient *a2 = connected(&w, "a", true);
+    fc_subscribe(&w, a2, 1, "t/x", 0);
+    fc_clear(a2);
+    fc_publish(&w, p, "t/x", "6", 0, false, 0);
+    CHECK(fc_next(a2, &pk));
+    CHECK(fc_payload_is(&pk, "6"));
+    fw_free(&w);
+}
+
+TEST(qos0_fanout_gives_every_subscriber_the_same_packet)
+{
+    /* route_publish encodes a QoS 0 PUBLISH once and copies it to the
+     * other subscribers: check the copies, with 3.1 and 3.1.1 clients, a
+     * slow reader whose copy is dropped, and output already pending. */
+    broker_limits lim = {.max_out_bytes = 1024};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *subs[5];
+    for (int i = 0; i < 5; i++) {
+        subs[i] = fw_open(&w);
+        subs[i]->level = i == 2 ? 3 : 4;
+        char id[3] = {'s', (char)('0' + i), '\0'};
+        fc_connect(&w, subs[i], id, true, 0);
+        fc_subscribe(&w, subs[i], 1, i % 2 ? "f/+" : "f/x", 0);
+        fc_clear(subs[i]);
+    }
+    fclient *p = connected(&w, "p", true);
+    subs[3]->reading = false;
+    char big[1100];
+    memset(big, 'b', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    fc_publish(&w, p, "f/x", big, 0, false, 0); /* fills s3's buffer */
+    for (int i = 0; i < 5; i++)
+        if (i != 3)
+            fc_clear(subs[i]);
+    fc_publish(&w, p, "f/x", "same", 0, false, 0);
+    for (int i = 0; i < 5; i++) {
+        mqtt_packet pk;
+        if (i == 3) {
+            subs[3]->reading = true;
+            fw_flush(&w, subs[3]);
+            CHECK(fc_next(subs[3], &pk)); /* the big one only */
+            CHECK_EQ(pk.u.publish.payload.len, sizeof big - 1);
+            CHECK(!fc_next(subs[3], &pk));
+            continue;
+        }
+        CHECK(fc_next(subs[i], &pk));
+        CHECK_EQ(pk.type, MQTT_PUBLISH);
+        CHECK(bytes_eq(pk.u.publish.topic, "f/x"));
+        CHECK(fc_payload_is(&pk, "same"));
+        CHECK_EQ(pk.u.publish.qos, 0);
+        CHECK(!pk.u.publish.retain && !pk.u.publish.dup);
+        CHECK(!fc_next(subs[i], &pk));
+    }
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.publish_dropped, 1);
     fw_free(&w);
 }
 

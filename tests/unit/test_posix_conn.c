@@ -6,6 +6,8 @@
 
 #include "platform/posix/conn.h"
 
+#include <stdlib.h>
+
 TEST(conn_lists_keep_order_and_remove_from_anywhere)
 {
     tern_conn_list list;
@@ -51,5 +53,24 @@ TEST(conn_pending_input_is_copied_served_in_order_and_freed_when_taken)
     CHECK_EQ(c->pending_len, 0);
     CHECK(tern_conn_keep_input(c, data, 0));
     CHECK(c->pending == NULL);
+    tern_conn_free(c);
+}
+
+TEST(conn_adopted_input_starts_at_its_offset_and_is_freed_when_taken)
+{
+    tern_conn *c = tern_conn_new(3);
+    uint8_t *buf = malloc(8);
+
+    CHECK(c != NULL && buf != NULL);
+    for (uint8_t i = 0; i < 8; i++)
+        buf[i] = i;
+    tern_conn_adopt_input(c, buf, 5, 3); /* the core took 5 of 8 bytes */
+    CHECK(c->pending == buf);
+    CHECK_EQ(c->pending[c->pending_off], 5);
+    CHECK_EQ(c->pending_len, 3);
+    tern_conn_input_taken(c, 1);
+    CHECK_EQ(c->pending[c->pending_off], 6);
+    tern_conn_input_taken(c, 2);
+    CHECK(c->pending == NULL); /* freed (ASan would report a leak) */
     tern_conn_free(c);
 }

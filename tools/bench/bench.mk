@@ -5,9 +5,12 @@
 # REL_LDFLAGS and BUILD it uses; tls.mk's rule explains a missing wolfSSL.
 #
 #   make build/rel/tern-bench   the load generator (needs `make deps`: wolfSSL)
-#   make bench                  run every scenario against tern and mosquitto,
-#                               write build/bench/*.jsonl, refresh docs/PERFORMANCE.md
+#   make bench                  install what it needs (make setup deps), run every
+#                               scenario against tern and mosquitto, write
+#                               build/bench/*.jsonl, refresh docs/PERFORMANCE.md
 #   BENCH_QUICK=1 make bench    a smoke run of a couple of minutes
+#   BENCH_CASES="flood-q1-64" BENCH_QUICK=1 BENCH_NO_REPORT=1 make bench
+#                               one case, quickly, docs untouched (iteration)
 
 -include $(BUILD)/deps/deps.mk
 
@@ -32,6 +35,10 @@ $(BUILD)/rel/tern-bench: $(BENCH_OBJ) $(BENCH_MQTT_OBJ) $(WOLFSSL_LIBS)
 	    $(DEPS_LDLIBS) -lm -o $@
 endif
 
+# On a fresh machine: host packages (mosquitto, jq, ...) and wolfSSL first;
+# the binaries are built by a second make, which reads the deps.mk that
+# `make deps` has just written.
 .PHONY: bench
-bench: $(BUILD)/rel/ternd $(BUILD)/rel/tern-bench
+bench: setup deps
+	$(MAKE) --no-print-directory $(BUILD)/rel/ternd $(BUILD)/rel/tern-bench
 	BUILD=$(BUILD) scripts/bench.sh

@@ -92,6 +92,14 @@ bool tern_conn_keep_input(tern_conn *c, const uint8_t *data, size_t len)
     return true;
 }
 
+void tern_conn_adopt_input(tern_conn *c, uint8_t *buf, size_t off, size_t len)
+{
+    free(c->pending);
+    c->pending = buf;
+    c->pending_off = (uint32_t)off;
+    c->pending_len = (uint32_t)len;
+}
+
 void tern_conn_input_taken(tern_conn *c, size_t n)
 {
     if (n >= c->pending_len) {

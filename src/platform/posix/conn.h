@@ -84,6 +84,9 @@ void tern_conn_list_remove(tern_conn_list *list, tern_conn *c);
 /* Copy input the core did not take; c must hold none already. False when
  * out of memory. */
 bool tern_conn_keep_input(tern_conn *c, const uint8_t *data, size_t len);
+/* The same without a copy: c takes ownership of buf (from malloc), whose
+ * bytes [off, off + len) are the input to keep. */
+void tern_conn_adopt_input(tern_conn *c, uint8_t *buf, size_t off, size_t len);
 /* The core took n bytes of the pending input; frees it once all are taken. */
 void tern_conn_input_taken(tern_conn *c, size_t n);
 /* Forget pending input (the connection is closing). */
