@@ -32,7 +32,8 @@
  *
  * Who closes first: the side that does keeps the connection's addresses in
  * TIME_WAIT, and lwIP, unlike Linux, refuses a new SYN for an address pair
- * in TIME_WAIT for its whole 2 x MSL (two minutes). Clients (and NATs such
+ * in TIME_WAIT for its whole 2 x MSL (two minutes by lwIP's default, 4 s
+ * with net/lwipopts.h's TCP_MSL). Clients (and NATs such
  * as QEMU's user network) reuse source ports, so a broker that closes
  * first after every DISCONNECT makes some later connections hang until
  * then (seen in the kernel tests: one in a few hundred). So once the core
