@@ -111,6 +111,8 @@ static void conn_free(broker *b, broker_conn *c)
     b->conn_count--;
     acks_drop(b, c);
     bmem_free(b, c->out);
+    if (b->conn_count == 0)
+        out_pool_trim(b); /* nobody left to reuse them */
     bmem_free(b, c->peer);
     bmem_free(b, c->identity);
     bmem_free(b, c);
@@ -130,6 +132,7 @@ void broker_destroy(broker *b)
         sessions_free(b, &b->sessions);
     if (b->tree.root)
         tree_free(b, &b->tree);
+    out_pool_trim(b);
     bmem_free(b, b->version);
     bmem_free(b, b->holds); /* empty by now: every connection ended */
     broker_acl_free(b->acl);
@@ -222,6 +225,7 @@ void broker_tick(broker *b, uint64_t now_ms)
     b->now_ms = now_ms;
     wheel_advance(b, &b->wheel, now_ms);
     flow_tick(b, now_ms);
+    out_pool_tick(b, now_ms);
     if (now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         if (b->lim.session_expiry_s)

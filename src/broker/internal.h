@@ -25,6 +25,9 @@
  * a bug, and continuing would corrupt state. */
 #define ALWAYS(cond) ((cond) ? (void)0 : tern_panic(__FILE__, __LINE__, #cond))
 
+/* Size classes of pooled output buffers (deliver.c). */
+#define OUT_POOL_CLASSES 4
+
 /* ---- memory (mem.c) ---------------------------------------------------- */
 
 void *bmem_alloc(broker *b, size_t size);
@@ -305,6 +308,10 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n);
 void out_commit(broker *b, broker_conn *c, size_t n);
 /* Everything pending was written: free the buffer, remember its peak. */
 void out_drained(broker *b, broker_conn *c);
+/* Free every pooled output buffer. */
+void out_pool_trim(broker *b);
+/* Trim the pool if it went unused for a while (broker_tick). */
+void out_pool_tick(broker *b, uint64_t now_ms);
 size_t out_pending(const broker_conn *c);
 void conn_mark_dirty(broker *b, broker_conn *c);
 /* End a connection: fire the will if asked, detach the session, ask the
@@ -497,6 +504,13 @@ struct broker {
     sys_state sys;
     broker_stats stats;
     uint64_t next_expiry_check_ms;
+    /* Drained output buffers kept for reuse (deliver.c): a free list per
+     * size class (4, 8, 16, 32 KiB), linked through the buffers, 4 MiB in
+     * all, emptied when unused for a second or when no connection is left. */
+    uint8_t *out_pool[OUT_POOL_CLASSES];
+    uint32_t out_pool_n[OUT_POOL_CLASSES];
+    size_t out_pool_bytes;
+    uint64_t out_pool_used_ms;
     uint32_t conn_count;      /* open transport connections */
     uint64_t auto_id_counter;
 };
