@@ -65,6 +65,8 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log_level = cfg->log_level;
     b->memory_used = cfg->memory_used;
     b->memory_ctx = cfg->memory_ctx;
+    b->hash_key[0] = cfg->hash_key[0];
+    b->hash_key[1] = cfg->hash_key[1];
     b->allow_anonymous = cfg->allow_anonymous;
     b->sys_public = cfg->sys_public;
     b->durable = cfg->durable;

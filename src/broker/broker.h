@@ -105,6 +105,10 @@ typedef struct broker_config {
      * reports it; $SYS/broker/memory/core always reports the core's own. */
     uint64_t (*memory_used)(void *ctx);
     void *memory_ctx;
+    /* Key of the core's hash tables (topic levels, client ids): random
+     * from the platform, so clients cannot aim their names at one bucket.
+     * Zero (tests, the simulator) gives reproducible tables. */
+    uint64_t hash_key[2];
 } broker_config;
 
 /* What the platform knows about a new transport connection. Strings are

@@ -95,6 +95,7 @@ typedef struct match {
 #define TREE_LAST_TOPIC_MAX 128u
 
 typedef struct tree {
+    uint64_t key[2];          /* hash key (broker_config.hash_key) */
     tnode *root;
     tnode **table;            /* child lookup: hash(parent, segment) */
     size_t table_size;        /* power of two */
@@ -213,6 +214,7 @@ struct session {
 };
 
 typedef struct session_table {
+    uint64_t key[2];          /* hash key (broker_config.hash_key) */
     session **table;
     size_t size;              /* power of two */
     size_t count;
@@ -478,6 +480,7 @@ struct broker {
     broker_log_level log_level;
     uint64_t (*memory_used)(void *ctx); /* broker_config.memory_used, may be NULL */
     void *memory_ctx;
+    uint64_t hash_key[2];     /* broker_config.hash_key */
     bool allow_anonymous;
     bool sys_public;
     char *version;

@@ -8,25 +8,23 @@
  * acknowledged out of order becomes a hole that disappears once the front
  * reaches it. One ring gives one bound: max_inflight + max_queued entries.
  */
+#include "broker/hash.h"
 #include "broker/internal.h"
 
 #include <string.h>
 
 #define TABLE_MIN 64u
 
-static uint32_t id_hash(const uint8_t *id, size_t len)
+static uint32_t id_hash(const session_table *st, const uint8_t *id, size_t len)
 {
-    uint32_t h = 2166136261u;
-    for (size_t i = 0; i < len; i++) {
-        h ^= id[i];
-        h *= 16777619u;
-    }
-    return h;
+    return table_hash(st->key, 0, id, len); /* keyed: see hash.h */
 }
 
 int sessions_init(broker *b, session_table *st)
 {
     memset(st, 0, sizeof *st);
+    st->key[0] = b->hash_key[0];
+    st->key[1] = b->hash_key[1];
     st->table = bmem_calloc(b, TABLE_MIN * sizeof *st->table);
     if (!st->table)
         return -1;
@@ -45,7 +43,7 @@ void sessions_free(broker *b, session_table *st)
 
 session *session_find(session_table *st, const uint8_t *id, size_t len)
 {
-    uint32_t h = id_hash(id, len);
+    uint32_t h = id_hash(st, id, len);
     for (session *s = st->table[h & (st->size - 1)]; s; s = s->hnext)
         if (s->hashv == h && s->id_len == len && memcmp(s->id, id, len) == 0)
             return s;
@@ -79,7 +77,7 @@ session *session_create(broker *b, session_table *st, const uint8_t *id, size_t 
     session *s = bmem_calloc(b, sizeof *s + len + 1);
     if (!s)
         return NULL;
-    s->hashv = id_hash(id, len);
+    s->hashv = id_hash(st, id, len);
     s->id_len = (uint16_t)len;
     memcpy(s->id, id, len);
     s->id[len] = '\0';

@@ -12,6 +12,7 @@
  * Matching and walks are iterative with an explicit stack kept in the tree:
  * a topic may have thousands of levels and the kernel's stacks are small.
  */
+#include "broker/hash.h"
 #include "broker/internal.h"
 
 #include <string.h>
@@ -19,16 +20,11 @@
 #define TABLE_MIN 64u
 #define DONE ((size_t)-1) /* stack position: every level consumed */
 
-static uint32_t seg_hash(const tnode *parent, const uint8_t *s, size_t len)
+static uint32_t seg_hash(const tree *t, const tnode *parent, const uint8_t *s, size_t len)
 {
-    /* FNV-1a over the bytes, seeded with the parent's address. */
-    uint64_t h = 1469598103934665603ull ^ (uint64_t)(uintptr_t)parent;
-    for (size_t i = 0; i < len; i++) {
-        h ^= s[i];
-        h *= 1099511628211ull;
-    }
-    h ^= h >> 29;
-    return (uint32_t)(h ^ (h >> 32));
+    /* Keyed (hash.h): a client cannot pick levels that share a bucket. The
+     * parent's address keeps equal levels under different parents apart. */
+    return table_hash(t->key, (uint64_t)(uintptr_t)parent, s, len);
 }
 
 static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, uint32_t h)
@@ -47,6 +43,8 @@ static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, u
 int tree_init(broker *b, tree *t)
 {
     memset(t, 0, sizeof *t);
+    t->key[0] = b->hash_key[0];
+    t->key[1] = b->hash_key[1];
     t->root = node_new(b, NULL, NULL, 0, 0);
     t->table = bmem_calloc(b, TABLE_MIN * sizeof *t->table);
     if (!t->root || !t->table) {
@@ -102,7 +100,7 @@ static tnode *child_get(broker *b, tree *t, tnode *parent, const uint8_t *s, siz
             *slot = node_new(b, parent, s, 1, 0);
         return *slot;
     }
-    uint32_t h = seg_hash(parent, s, len);
+    uint32_t h = seg_hash(t, parent, s, len);
     tnode *n = child_find(t, parent, s, len, h);
     if (n)
         return n;
@@ -193,7 +191,7 @@ static tnode *path_find(const tree *t, const uint8_t *s, size_t len)
         else if (seg == 1 && s[start] == '#')
             n = n->hash;
         else
-            n = child_find(t, n, s + start, seg, seg_hash(n, s + start, seg));
+            n = child_find(t, n, s + start, seg, seg_hash(t, n, s + start, seg));
         if (!n || end >= len)
             return n;
         start = end + 1;
@@ -349,7 +347,7 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
         size_t next = end < tlen ? end + 1 : DONE;
         if (n->first_child) {
             tnode *c = child_find(t, n, topic + pos, end - pos,
-                                  seg_hash(n, topic + pos, end - pos));
+                                  seg_hash(t, n, topic + pos, end - pos));
             if (c && stack_push(b, t, &depth, c, next) != 0)
                 return -1;
         }
@@ -460,7 +458,7 @@ int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retaine
                 if (stack_push(b, t, &depth, c, next) != 0)
                     return -1;
         } else {
-            tnode *c = child_find(t, n, f + pos, end - pos, seg_hash(n, f + pos, end - pos));
+            tnode *c = child_find(t, n, f + pos, end - pos, seg_hash(t, n, f + pos, end - pos));
             if (c && stack_push(b, t, &depth, c, next) != 0)
                 return -1;
         }

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/random.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -253,6 +254,11 @@ static bool create_core(tern_loop *l, tern_assets *assets)
     bcfg.log_ctx = l->log;
     bcfg.version = TERN_VERSION;
     bcfg.durable = l->cfg.store_path[0] != '\0';
+    /* A random key for the core's hash tables (hash flooding). */
+    if (getrandom(bcfg.hash_key, sizeof bcfg.hash_key, 0) != (ssize_t)sizeof bcfg.hash_key) {
+        tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));
+        return false;
+    }
     l->b = broker_create(&bcfg, tern_loop_now_ms());
     if (l->b == NULL) {
         tern_logf(l->log, BROKER_LOG_ERROR, "cannot create the broker core (out of memory?)");

@@ -33,6 +33,7 @@
 #include "mm/kmalloc.h"
 #include "mqtt/conn.h"
 #include "panic.h"
+#include "rng/entropy.h"
 
 #include "lwip/tcp.h"
 
@@ -172,6 +173,10 @@ int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *asse
     bc.log_ctx = s;
     bc.version = MQTT_KERNEL_VERSION;
     bc.memory_used = heap_used;
+    /* A random key for the core's hash tables (hash flooding); without a
+     * seeded DRBG (plaintext test builds) the tables still work, unkeyed. */
+    if (rng_bytes(bc.hash_key, sizeof bc.hash_key) != 0)
+        kprintf("tern: mqtt: warning: RNG not seeded: hash tables use a fixed key\n");
     s->log_level = bc.log_level;
     s->handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u;
 
