@@ -97,6 +97,10 @@ void sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/publish/messages/received", s.msgs_received);
     put_u64(b, "$SYS/broker/publish/messages/sent", s.msgs_sent);
     put_u64(b, "$SYS/broker/publish/messages/dropped", s.publish_dropped);
+    /* Back-pressure (ADR-028): how often slow subscribers held publishers,
+     * and how often one gave up holding (its excess then counts as dropped). */
+    put_u64(b, "$SYS/broker/publish/publishers_held", s.publishers_held);
+    put_u64(b, "$SYS/broker/publish/hold_timeouts", s.hold_timeouts);
     put_u64(b, "$SYS/broker/bytes/received", s.bytes_received);
     put_u64(b, "$SYS/broker/bytes/sent", s.bytes_sent);
     put_u64(b, "$SYS/broker/subscriptions/count", s.subscriptions_count);

@@ -149,6 +149,15 @@ def test_slow_qos1_subscriber_slows_its_publisher_instead_of_losing_messages(bro
     mon.subscribe("$SYS/broker/publish/messages/dropped", 0)
     ms = mon.wait_messages(1)
     assert int(ms[-1].payload) == 0
+    # The holds are counted on $SYS, and none gave up.
+    mon.subscribe("$SYS/broker/publish/publishers_held", 0)
+    mon.subscribe("$SYS/broker/publish/hold_timeouts", 0)
+    # (refreshed every second: wait for a value taken after the run)
+    mon.wait_for(lambda ms: any(m.topic == "$SYS/broker/publish/publishers_held"
+                                and int(m.payload) > 0 for m in ms),
+                 timeout=5, what="$SYS/broker/publish/publishers_held > 0")
+    timeouts = mon.wait_messages(1, topic="$SYS/broker/publish/hold_timeouts")
+    assert int(timeouts[-1].payload) == 0
     mon.disconnect()
     pub.disconnect()
     sub.send(R.disconnect())
