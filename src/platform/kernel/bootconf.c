@@ -17,6 +17,7 @@
 #include "confcheck.h"
 #include "console.h"
 #include "rng/sha256.h"
+#include "tls/identity_map.h"
 #include "wallclock.h"
 
 #include <stdio.h>
@@ -124,21 +125,6 @@ int bootconf_load(struct boot_info *bi, tern_config *cfg)
     return parse(bi->config, bi->config_len, cfg);
 }
 
-static tern_tls_identity_source identity_source(tern_config_identity id)
-{
-    switch (id) {
-    case TERN_IDENTITY_SAN_DNS:
-        return TERN_TLS_IDENTITY_SAN_DNS;
-    case TERN_IDENTITY_SAN_EMAIL:
-        return TERN_TLS_IDENTITY_SAN_EMAIL;
-    case TERN_IDENTITY_SAN_URI:
-        return TERN_TLS_IDENTITY_SAN_URI;
-    case TERN_IDENTITY_CN:
-        break;
-    }
-    return TERN_TLS_IDENTITY_CN;
-}
-
 static tern_tls_bytes file_bytes(const tern_config *cfg, unsigned i)
 {
     const char *v = conf_file_value(cfg, i);
@@ -179,7 +165,7 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     sc.operators = cfg->tls.operators;
     sc.min_version = cfg->tls.min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2 : TERN_TLS_1_3;
     sc.require_client_cert = cfg->tls.require_client_cert;
-    sc.identity = identity_source(cfg->tls.identity);
+    sc.identity = tern_tls_identity_from_config(cfg->tls.identity);
     char why[TERN_TLS_ERR_SIZE];
     out->tls = tern_tls_server_create(&sc, why, sizeof why);
     /* wolfSSL holds its own copy now (or nothing): the image's copy goes. */

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "platform/posix/file.h"
+#include "tls/identity_map.h"
 
 enum {
     ACL_MAX_BYTES = 16 * 1024 * 1024,
@@ -54,21 +55,6 @@ bool tern_load_acl(const tern_config *cfg, const char *config_path, broker_acl *
     return *out != NULL;
 }
 
-static tern_tls_identity_source identity_source(tern_config_identity id)
-{
-    switch (id) {
-    case TERN_IDENTITY_SAN_DNS:
-        return TERN_TLS_IDENTITY_SAN_DNS;
-    case TERN_IDENTITY_SAN_EMAIL:
-        return TERN_TLS_IDENTITY_SAN_EMAIL;
-    case TERN_IDENTITY_SAN_URI:
-        return TERN_TLS_IDENTITY_SAN_URI;
-    case TERN_IDENTITY_CN:
-        break;
-    }
-    return TERN_TLS_IDENTITY_CN;
-}
-
 bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_server **out,
                    char *err, size_t err_size)
 {
@@ -98,7 +84,7 @@ bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_ser
     sc.operators = t->operators;
     sc.min_version = t->min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2 : TERN_TLS_1_3;
     sc.require_client_cert = t->require_client_cert;
-    sc.identity = identity_source(t->identity);
+    sc.identity = tern_tls_identity_from_config(t->identity);
     *out = tern_tls_server_create(&sc, why, sizeof why);
     if (*out == NULL) {
         if (snprintf(err, err_size, "%s: TLS: %s", config_path, why) < 0)
