@@ -1221,6 +1221,13 @@ def on_screen(lines, text, cols):
     return False
 
 
+def expect_on_screen(lines, text, cols):
+    """Fail, showing what the screen reads, unless text is on it."""
+    if not on_screen(lines, text, cols):
+        shown = "\n".join(l.rstrip() for l in lines if l.strip())
+        raise Failure(f"{text!r} not on the screen, which reads:\n{shown}")
+
+
 def screen_test(args, loader, timeout, want=(), screen_lines=None):
     """Boot an ISO with a display: the serial console must show the ready
     line and say the framebuffer joined, and the screen (QEMU's
@@ -1255,9 +1262,7 @@ def screen_test(args, loader, timeout, want=(), screen_lines=None):
             ready = out[m.start():].split(b"\n")[0].decode().strip()
             expect = [c.group(0).decode(), ready] + list(screen_lines or [])
             for e in expect:
-                if not on_screen(lines, e, cols):
-                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
-                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+                expect_on_screen(lines, e, cols)
         finally:
             vm.stop()
             shutil.rmtree(tmp, ignore_errors=True)
@@ -1305,9 +1310,7 @@ def fatal_screen_test(test_elf):
                       "*** tern: resetting in 1 s"):
                 if e not in out.decode("utf-8", "replace"):
                     raise Failure(f"{e!r} not on serial")
-                if not on_screen(lines, e, cols):
-                    shown = "\n".join(l.rstrip() for l in lines if l.strip())
-                    raise Failure(f"{e!r} not on the screen, which reads:\n{shown}")
+                expect_on_screen(lines, e, cols)
         finally:
             vm.stop()
             shutil.rmtree(tmp, ignore_errors=True)

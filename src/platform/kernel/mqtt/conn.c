@@ -391,15 +391,14 @@ static void feed(struct mqtt_server *s, struct kconn *kc, uint64_t now, int drai
         work_add(s, kc);
 }
 
-/* Returns 0 if kc was freed. */
-static int flush(struct mqtt_server *s, struct kconn *kc, uint64_t now)
+int kconn_push(struct mqtt_server *s, struct kconn *kc, uint64_t now,
+               const struct wire_src *src)
 {
-    if (!kc->bc || !kc->pcb)
+    if (!kc->pcb)
         return 1;
-    broker_conn *bc = kc->bc;
     for (;;) {
         size_t len;
-        const uint8_t *out = broker_out_peek(bc, &len);
+        const uint8_t *out = src->peek(s, kc, &len);
         u16_t room = tcp_sndbuf(kc->pcb);
         if (len == 0 || room == 0)
             break;
@@ -411,10 +410,33 @@ static int flush(struct mqtt_server *s, struct kconn *kc, uint64_t now)
             kconn_abort(s, kc, now);
             return 0;
         }
-        broker_out_consume(s->b, bc, n); /* the core may refill from its queues */
+        src->consume(s, kc, n);
     }
     tcp_output(kc->pcb);
-    return kconn_after_flush(s, kc, now, broker_out_pending(bc), NULL);
+    return 1;
+}
+
+static const uint8_t *core_peek(struct mqtt_server *s, struct kconn *kc, size_t *len)
+{
+    (void)s;
+    return broker_out_peek(kc->bc, len);
+}
+
+static void core_consume(struct mqtt_server *s, struct kconn *kc, size_t n)
+{
+    broker_out_consume(s->b, kc->bc, n); /* the core may refill from its queues */
+}
+
+static const struct wire_src core_src = {core_peek, core_consume};
+
+/* Returns 0 if kc was freed. */
+static int flush(struct mqtt_server *s, struct kconn *kc, uint64_t now)
+{
+    if (!kc->bc || !kc->pcb)
+        return 1;
+    if (!kconn_push(s, kc, now, &core_src))
+        return 0;
+    return kconn_after_flush(s, kc, now, broker_out_pending(kc->bc), NULL);
 }
 
 void kconn_flush(struct mqtt_server *s, struct kconn *kc, uint64_t now_ms)

@@ -67,6 +67,18 @@ void kconn_peer(const struct kconn *kc, char *buf, size_t n);
 void kconn_end(struct mqtt_server *s, struct kconn *kc, uint64_t now);
 void kconn_abort(struct mqtt_server *s, struct kconn *kc, uint64_t now);
 
+/* Bytes bound for the wire, as a peek/consume pair over kc: the core's
+ * output for plaintext, the TLS adapter's ciphertext for TLS. */
+struct wire_src {
+    const uint8_t *(*peek)(struct mqtt_server *s, struct kconn *kc, size_t *len);
+    void (*consume)(struct mqtt_server *s, struct kconn *kc, size_t n);
+};
+
+/* Hand src's bytes to lwIP as far as its send buffer takes them, then
+ * tcp_output. Returns 0 if kc was freed (lwIP refused the data outright). */
+int kconn_push(struct mqtt_server *s, struct kconn *kc, uint64_t now,
+               const struct wire_src *src);
+
 /* After a flush: the core wants a close (close once everything is out,
  * give up after LINGER_MS), or input waits for the work list. out_pending:
  * bytes not yet handed to lwIP (core and TLS). Returns 0 if kc was freed.

@@ -39,30 +39,25 @@ int tls_has_work(const struct kconn *kc)
     return kc->pending != NULL || tern_tls_has_input(kc->tls);
 }
 
+static const uint8_t *tls_peek(struct mqtt_server *s, struct kconn *kc, size_t *len)
+{
+    (void)s;
+    return tern_tls_out_peek(kc->tls, len);
+}
+
+static void tls_consume(struct mqtt_server *s, struct kconn *kc, size_t n)
+{
+    (void)s;
+    tern_tls_out_consume(kc->tls, n);
+}
+
+static const struct wire_src tls_src = {tls_peek, tls_consume};
+
 /* Ciphertext from the adapter into lwIP, as much as it takes now.
  * Returns 0 if kc was freed (lwIP refused the data outright). */
 static int push_out(struct mqtt_server *s, struct kconn *kc, uint64_t now)
 {
-    if (!kc->pcb)
-        return 1;
-    for (;;) {
-        size_t len;
-        const uint8_t *out = tern_tls_out_peek(kc->tls, &len);
-        u16_t room = tcp_sndbuf(kc->pcb);
-        if (len == 0 || room == 0)
-            break;
-        u16_t n = len < room ? (u16_t)len : room;
-        err_t e = tcp_write(kc->pcb, out, n, TCP_WRITE_FLAG_COPY);
-        if (e == ERR_MEM)
-            break; /* segment queue full: resume from the sent callback */
-        if (e != ERR_OK) {
-            kconn_abort(s, kc, now);
-            return 0;
-        }
-        tern_tls_out_consume(kc->tls, n);
-    }
-    tcp_output(kc->pcb);
-    return 1;
+    return kconn_push(s, kc, now, &tls_src);
 }
 
 /* Alerts a client sends when it does not accept the server's certificate. */
