@@ -206,15 +206,9 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
      * half, so a resent QoS 2 message would reach it twice). Until then
      * its input waits and nothing else is sent to it. */
     uint64_t gate = journal_gate_if_changed(b, records_before);
-    bool ok;
-    if (gate) {
-        c->connack_held = true;
-        ok = ack_send_or_hold(b, c, MQTT_CONNACK,
-                              (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate);
-    } else {
-        ok = send_connack(b, c, present, MQTT_CONNACK_ACCEPTED);
-    }
-    if (!ok) {
+    c->connack_held = gate != 0;
+    if (!ack_send_or_hold(b, c, MQTT_CONNACK,
+                          (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {
         conn_end(b, c, false, "out of memory", b->now_ms);
         return;
     }
@@ -392,10 +386,10 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
             j_queue_state(b, s, e);
-            if (journaled(b, s))
+            if (journaled(b, s)) {
                 e->jseq = journal_gate(b, records_before);
-            if (journaled(b, s))
                 j_msg_unref(b, e->m);
+            }
             msg_unref(b, e->m);
             e->m = NULL;
         }

@@ -64,7 +64,6 @@ static uint8_t *pool_get(broker *b, size_t cap)
         return NULL;
     uint8_t *p = b->out_pool[k];
     b->out_pool[k] = link_next(p);
-    b->out_pool_n[k]--;
     b->out_pool_bytes -= cap;
     b->out_pool_used_ms = b->now_ms;
     return p;
@@ -83,7 +82,6 @@ static void pool_put(broker *b, uint8_t *p, size_t cap)
     b->out_pool_bytes += cap;
     link_set(p, b->out_pool[k]);
     b->out_pool[k] = p;
-    b->out_pool_n[k]++;
     b->out_pool_used_ms = b->now_ms;
 }
 
@@ -95,7 +93,6 @@ void out_pool_trim(broker *b)
             b->out_pool[k] = link_next(p);
             bmem_free(b, p);
         }
-        b->out_pool_n[k] = 0;
     }
     b->out_pool_bytes = 0;
 }

@@ -511,7 +511,6 @@ struct broker {
      * size class (4, 8, 16, 32 KiB), linked through the buffers, 4 MiB in
      * all, emptied when unused for a second or when no connection is left. */
     uint8_t *out_pool[OUT_POOL_CLASSES];
-    uint32_t out_pool_n[OUT_POOL_CLASSES];
     size_t out_pool_bytes;
     uint64_t out_pool_used_ms;
     uint32_t conn_count;      /* open transport connections */
