@@ -32,8 +32,12 @@ ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
 REL_LDFLAGS  := -pie -Wl,-z,relro,-z,now
 ASAN_LDFLAGS := -fsanitize=address,undefined
 
-# Portable, I/O-free code: the codec, the config parser and the broker core.
-CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c))
+# Portable, I/O-free code: the codec, the config parser, the broker core and
+# the connection layer (its TLS half, src/conn/tls.c, links with the TLS
+# adapter in src/tls/tls.mk, so builds without wolfSSL can use the rest).
+CONN_TLS_SRC := src/conn/tls.c
+CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c) \
+                    $(filter-out $(CONN_TLS_SRC),$(wildcard src/conn/*.c)))
 # The Linux daemon's platform layer (main.c holds main()).
 POSIX_SRC := $(sort $(wildcard src/platform/posix/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))

@@ -248,6 +248,10 @@ uint64_t broker_next_deadline(const broker *b)
         d = flow_next_deadline(b);
     if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
         d = b->next_expiry_check_ms;
+    /* An idle broker releases its pooled output buffers too, even with
+     * nothing else to wake it. */
+    if (out_pool_next_deadline(b) < d)
+        d = out_pool_next_deadline(b);
     return d;
 }
 

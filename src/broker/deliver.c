@@ -103,6 +103,11 @@ void out_pool_tick(broker *b, uint64_t now_ms)
         out_pool_trim(b);
 }
 
+uint64_t out_pool_next_deadline(const broker *b)
+{
+    return b->out_pool_bytes > 0 ? b->out_pool_used_ms + OUT_POOL_IDLE_MS : UINT64_MAX;
+}
+
 size_t out_pending(const broker_conn *c)
 {
     return c->out_len - c->out_head;

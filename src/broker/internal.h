@@ -314,6 +314,8 @@ void out_drained(broker *b, broker_conn *c);
 void out_pool_trim(broker *b);
 /* Trim the pool if it went unused for a while (broker_tick). */
 void out_pool_tick(broker *b, uint64_t now_ms);
+/* When out_pool_tick next releases an unused pool (UINT64_MAX: empty). */
+uint64_t out_pool_next_deadline(const broker *b);
 size_t out_pending(const broker_conn *c);
 void conn_mark_dirty(broker *b, broker_conn *c);
 /* End a connection: fire the will if asked, detach the session, ask the

@@ -101,53 +101,60 @@ const char *tern_tls_failure_text(tern_tls_failure f)
 
 const char *tern_tls_alert_text(int code)
 {
-    /* RFC 8446 section 6 (and 5246 for 1.2): the ones a broker sees. */
     switch (code) {
-    case 10:
+    case TERN_TLS_ALERT_UNEXPECTED_MESSAGE:
         return "unexpected_message";
-    case 20:
+    case TERN_TLS_ALERT_BAD_RECORD_MAC:
         return "bad_record_mac";
-    case 22:
+    case TERN_TLS_ALERT_RECORD_OVERFLOW:
         return "record_overflow";
-    case 40:
+    case TERN_TLS_ALERT_HANDSHAKE_FAILURE:
         return "handshake_failure";
-    case 42:
+    case TERN_TLS_ALERT_BAD_CERTIFICATE:
         return "bad_certificate";
-    case 43:
+    case TERN_TLS_ALERT_UNSUPPORTED_CERTIFICATE:
         return "unsupported_certificate";
-    case 44:
+    case TERN_TLS_ALERT_CERTIFICATE_REVOKED:
         return "certificate_revoked";
-    case 45:
+    case TERN_TLS_ALERT_CERTIFICATE_EXPIRED:
         return "certificate_expired";
-    case 46:
+    case TERN_TLS_ALERT_CERTIFICATE_UNKNOWN:
         return "certificate_unknown";
-    case 47:
+    case TERN_TLS_ALERT_ILLEGAL_PARAMETER:
         return "illegal_parameter";
-    case 48:
+    case TERN_TLS_ALERT_UNKNOWN_CA:
         return "unknown_ca";
-    case 50:
+    case TERN_TLS_ALERT_DECODE_ERROR:
         return "decode_error";
-    case 51:
+    case TERN_TLS_ALERT_DECRYPT_ERROR:
         return "decrypt_error";
-    case 70:
+    case TERN_TLS_ALERT_PROTOCOL_VERSION:
         return "protocol_version";
-    case 71:
+    case TERN_TLS_ALERT_INSUFFICIENT_SECURITY:
         return "insufficient_security";
-    case 80:
+    case TERN_TLS_ALERT_INTERNAL_ERROR:
         return "internal_error";
-    case 86:
+    case TERN_TLS_ALERT_INAPPROPRIATE_FALLBACK:
         return "inappropriate_fallback";
-    case 109:
+    case TERN_TLS_ALERT_MISSING_EXTENSION:
         return "missing_extension";
-    case 112:
+    case TERN_TLS_ALERT_UNRECOGNIZED_NAME:
         return "unrecognized_name";
-    case 116:
+    case TERN_TLS_ALERT_CERTIFICATE_REQUIRED:
         return "certificate_required";
-    case 120:
+    case TERN_TLS_ALERT_NO_APPLICATION_PROTOCOL:
         return "no_application_protocol";
     default:
         return "alert";
     }
+}
+
+bool tern_tls_alert_refuses_certificate(int code)
+{
+    return code == TERN_TLS_ALERT_BAD_CERTIFICATE ||
+           code == TERN_TLS_ALERT_UNSUPPORTED_CERTIFICATE ||
+           code == TERN_TLS_ALERT_CERTIFICATE_EXPIRED ||
+           code == TERN_TLS_ALERT_CERTIFICATE_UNKNOWN || code == TERN_TLS_ALERT_UNKNOWN_CA;
 }
 
 /* Append s to err at *len, keeping the NUL and never overflowing. */

@@ -190,11 +190,40 @@ tern_tls_failure tern_tls_failure_of(const tern_tls_conn *c);
 int tern_tls_error_code(const tern_tls_conn *c);
 /* "certificate expired", ...; never NULL. */
 const char *tern_tls_failure_text(tern_tls_failure f);
-/* The fatal alert the peer sent (TLS alert description, e.g. 48 for
- * unknown_ca when a client does not trust our certificate), -1 if none. */
+/* TLS alert descriptions (RFC 8446 section 6, RFC 5246 for 1.2): the
+ * ones a broker sees, named once here. */
+typedef enum tern_tls_alert {
+    TERN_TLS_ALERT_UNEXPECTED_MESSAGE = 10,
+    TERN_TLS_ALERT_BAD_RECORD_MAC = 20,
+    TERN_TLS_ALERT_RECORD_OVERFLOW = 22,
+    TERN_TLS_ALERT_HANDSHAKE_FAILURE = 40,
+    TERN_TLS_ALERT_BAD_CERTIFICATE = 42,
+    TERN_TLS_ALERT_UNSUPPORTED_CERTIFICATE = 43,
+    TERN_TLS_ALERT_CERTIFICATE_REVOKED = 44,
+    TERN_TLS_ALERT_CERTIFICATE_EXPIRED = 45,
+    TERN_TLS_ALERT_CERTIFICATE_UNKNOWN = 46,
+    TERN_TLS_ALERT_ILLEGAL_PARAMETER = 47,
+    TERN_TLS_ALERT_UNKNOWN_CA = 48,
+    TERN_TLS_ALERT_DECODE_ERROR = 50,
+    TERN_TLS_ALERT_DECRYPT_ERROR = 51,
+    TERN_TLS_ALERT_PROTOCOL_VERSION = 70,
+    TERN_TLS_ALERT_INSUFFICIENT_SECURITY = 71,
+    TERN_TLS_ALERT_INTERNAL_ERROR = 80,
+    TERN_TLS_ALERT_INAPPROPRIATE_FALLBACK = 86,
+    TERN_TLS_ALERT_MISSING_EXTENSION = 109,
+    TERN_TLS_ALERT_UNRECOGNIZED_NAME = 112,
+    TERN_TLS_ALERT_CERTIFICATE_REQUIRED = 116,
+    TERN_TLS_ALERT_NO_APPLICATION_PROTOCOL = 120,
+} tern_tls_alert;
+
+/* The fatal alert the peer sent (a tern_tls_alert, e.g. unknown_ca when a
+ * client does not trust our certificate), -1 if none. */
 int tern_tls_peer_alert(const tern_tls_conn *c);
 /* "unknown_ca", ...; "alert" for codes without a name here. */
 const char *tern_tls_alert_text(int code);
+/* Does this alert from a client say it refused the server's certificate
+ * (bad, unsupported, expired, unknown, or from a CA it does not trust)? */
+bool tern_tls_alert_refuses_certificate(int code);
 
 /* Replace the clock certificate validity is checked against. fn behaves
  * like time(): seconds since the Unix epoch, also stored through t when t

@@ -22,7 +22,7 @@ endif
 build/deps/wolfssl/lib/libwolfssl.a:
 	@echo "wolfSSL is not built yet: run 'make deps' (make test does it)" >&2; exit 1
 
-TLS_SRC  := $(sort $(wildcard src/tls/*.c))
+TLS_SRC  := $(sort $(wildcard src/tls/*.c)) $(CONN_TLS_SRC)
 REL_TLS  := $(call obj,rel,$(TLS_SRC))
 ASAN_TLS := $(call obj,asan,$(TLS_SRC))
 

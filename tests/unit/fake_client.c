@@ -1,5 +1,6 @@
 /*
- * fake_client.c - in-memory clients for driving the broker core in tests.
+ * fake_client.c - in-memory clients for driving the broker core in tests,
+ * through the connection layer and the fake transport.
  */
 #include "fake_client.h"
 
@@ -14,6 +15,20 @@ static void quiet_log(void *ctx, broker_log_level level, const char *msg)
     (void)ctx;
     if (getenv("TERN_TEST_LOG"))
         fprintf(stderr, "  [broker %d] %s\n", (int)level, msg);
+}
+
+static void make_layer(fworld *w)
+{
+    conn_server_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.b = w->b;
+    cc.io = &fake_transport;
+    cc.log = quiet_log;
+    cc.log_level = BROKER_LOG_DEBUG;
+    w->cs = conn_server_create(&cc);
+    if (!w->cs)
+        abort();
+    w->cs_b = w->b;
 }
 
 static void init_cfg(fworld *w, const broker_limits *lim, bool durable)
@@ -35,6 +50,22 @@ static void init_cfg(fworld *w, const broker_limits *lim, bool durable)
     w->lim_set = lim != NULL;
     if (lim)
         w->lim = *lim;
+    make_layer(w);
+}
+
+/* The broker goes away: connections are dropped without telling it. */
+static void drop_all(fworld *w)
+{
+    for (int i = 0; i < w->nclients; i++) {
+        fclient *c = w->clients[i];
+        if (c->conn) {
+            conn_drop(w->cs, &c->link.c);
+            c->conn = NULL;
+            c->closed = true;
+        }
+    }
+    conn_server_destroy(w->cs);
+    w->cs = NULL;
 }
 
 void fw_init(fworld *w, const broker_limits *lim)
@@ -56,21 +87,19 @@ void fw_restart(fworld *w)
 {
     /* A crash: the broker is gone with everything not committed, and every
      * client sees its connection drop. */
+    drop_all(w);
     broker_destroy(w->b);
-    for (int i = 0; i < w->nclients; i++) {
-        w->clients[i]->conn = NULL;
-        w->clients[i]->closed = true;
-    }
     w->now += 5000;
     init_cfg(w, w->lim_set ? &w->lim : NULL, true);
 }
 
 void fw_free(fworld *w)
 {
+    drop_all(w);
     broker_destroy(w->b);
     for (int i = 0; i < w->nclients; i++) {
         free(w->clients[i]->rx);
-        free(w->clients[i]->up);
+        fake_link_free(&w->clients[i]->link);
         free(w->clients[i]);
     }
     w->nclients = 0;
@@ -81,6 +110,13 @@ fclient *fw_open(fworld *w)
     return fw_open_as(w, NULL, false);
 }
 
+static void link_closed(fake_link *l)
+{
+    fclient *c = l->owner;
+    c->conn = NULL;
+    c->closed = true;
+}
+
 fclient *fw_open_as(fworld *w, const char *identity, bool is_operator)
 {
     fclient *c = calloc(1, sizeof *c);
@@ -88,85 +124,99 @@ fclient *fw_open_as(fworld *w, const char *identity, bool is_operator)
         abort();
     c->reading = true;
     c->level = 4;
-    broker_conn_info info = {.peer = "test:1", .identity = identity, .is_operator = is_operator};
-    c->conn = broker_open(w->b, c, &info, w->now);
+    fake_link_init(&c->link);
+    c->link.owner = c;
+    c->link.on_close = link_closed;
+    c->link.identity = identity;
+    c->link.is_operator = is_operator;
+    c->link.peer = "test:1";
+    if (w->cs_b != w->b) { /* the test replaced the broker */
+        conn_server_destroy(w->cs);
+        make_layer(w);
+    }
+    if (conn_open(w->cs, &c->link.c, false, w->now))
+        c->conn = conn_core(&c->link.c);
+    else
+        c->closed = true; /* refused (maximum connections) */
     w->clients[w->nclients++] = c;
     return c;
 }
 
-/* What a platform does when a connection is writable: take its output. */
-static void pull(fworld *w, fclient *c)
+/* What the broker wrote, into the client's receive buffer. */
+static size_t collect(fclient *c)
 {
-    broker_conn *bc = c->conn;
-    size_t len;
-    const uint8_t *p = broker_out_peek(bc, &len);
-    if (c->reading && len) {
-        if (c->rx_len + len > c->rx_cap) {
-            size_t cap = c->rx_cap ? c->rx_cap : 4096;
-            while (cap < c->rx_len + len)
-                cap *= 2;
-            c->rx = realloc(c->rx, cap);
-            if (!c->rx)
-                abort();
-            c->rx_cap = cap;
-        }
-        memcpy(c->rx + c->rx_len, p, len);
-        c->rx_len += len;
-        broker_out_consume(w->b, bc, len);
-    }
-    if (broker_wants_close(bc) && (broker_out_pending(bc) == 0 || !c->reading)) {
-        broker_closed(w->b, bc, w->now);
-        c->conn = NULL;
-        c->closed = true;
-    }
-}
-
-static void pull_dirty(fworld *w)
-{
-    broker_conn *bc;
-    while ((bc = broker_next_dirty(w->b)) != NULL)
-        pull(w, broker_conn_ctx(bc));
-}
-
-/* Give the broker c's waiting input until it takes no more; true when it
- * took some. */
-static bool feed(fworld *w, fclient *c)
-{
-    bool moved = false;
-    while (c->conn && c->up_len > 0) {
-        size_t used = broker_input(w->b, c->conn, c->up, c->up_len, w->now);
-        if (used > c->up_len)
+    fake_bytes *q = &c->link.down;
+    size_t len = q->len;
+    if (len == 0)
+        return 0;
+    if (c->rx_len + len > c->rx_cap) {
+        size_t cap = c->rx_cap ? c->rx_cap : 4096;
+        while (cap < c->rx_len + len)
+            cap *= 2;
+        c->rx = realloc(c->rx, cap);
+        if (!c->rx)
             abort();
-        memmove(c->up, c->up + used, c->up_len - used);
-        c->up_len -= used;
-        moved |= used > 0;
-        pull_dirty(w);
-        if (used == 0)
-            break; /* paused: waits for fw_drain */
+        c->rx_cap = cap;
     }
-    if (!c->conn)
-        c->up_len = 0; /* closed: what was not read is gone */
-    return moved;
+    memcpy(c->rx + c->rx_len, fake_bytes_data(q), len);
+    c->rx_len += len;
+    fake_bytes_take(q, len);
+    return len;
+}
+
+/* One turn of the layer: every client with bytes waiting is readable. */
+static bool turn(fworld *w)
+{
+    size_t moved = 0;
+    int open = 0;
+    for (int i = 0; i < w->nclients; i++) {
+        fclient *c = w->clients[i];
+        c->link.room = c->reading ? SIZE_MAX : 0;
+        moved += c->link.up.len;
+        open += c->conn != NULL;
+    }
+    conn_turn_begin(w->cs, w->now);
+    for (int i = 0; i < w->nclients; i++) {
+        fclient *c = w->clients[i];
+        if (c->conn && c->link.up.len > 0)
+            (void)conn_readable(w->cs, &c->link.c, w->now);
+    }
+    conn_turn_end(w->cs, w->now);
+    for (int i = 0; i < w->nclients; i++) {
+        fclient *c = w->clients[i];
+        moved -= c->link.up.len;
+        moved += collect(c);
+        open -= c->conn != NULL;
+        if (c->closed)
+            fake_bytes_take(&c->link.up, c->link.up.len); /* died with the transport */
+    }
+    return moved > 0 || open > 0;
+}
+
+/* A client whose bytes the layer would read now (its input was resumed
+ * after the last turn read nothing). */
+static bool readable_waiting(const fworld *w)
+{
+    for (int i = 0; i < w->nclients; i++) {
+        const fclient *c = w->clients[i];
+        if (c->conn && c->link.want_read && c->link.up.len > 0)
+            return true;
+    }
+    return false;
 }
 
 void fw_drain(fworld *w)
 {
-    bool moved;
-    do {
-        pull_dirty(w);
-        moved = false;
-        for (int i = 0; i < w->nclients; i++) {
-            fclient *c = w->clients[i];
-            if (c->conn && c->up_len > 0 && !broker_input_paused(c->conn))
-                moved |= feed(w, c);
-        }
-    } while (moved);
+    while (turn(w) || conn_next_deadline(w->cs) == 0 || readable_waiting(w))
+        ;
 }
 
 void fw_flush(fworld *w, fclient *c)
 {
+    c->link.room = c->reading ? SIZE_MAX : 0;
     if (c->conn)
-        pull(w, c);
+        (void)conn_writable(w->cs, &c->link.c, w->now);
+    (void)collect(c);
     fw_drain(w);
 }
 
@@ -174,18 +224,7 @@ void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n)
 {
     if (!c->conn)
         return;
-    if (c->up_len + n > c->up_cap) {
-        size_t cap = c->up_cap ? c->up_cap : 4096;
-        while (cap < c->up_len + n)
-            cap *= 2;
-        c->up = realloc(c->up, cap);
-        if (!c->up)
-            abort();
-        c->up_cap = cap;
-    }
-    memcpy(c->up + c->up_len, p, n);
-    c->up_len += n;
-    (void)feed(w, c);
+    fake_bytes_put(&c->link.up, p, n);
     fw_drain(w);
 }
 
@@ -193,9 +232,7 @@ void fw_drop(fworld *w, fclient *c)
 {
     if (!c->conn)
         return;
-    broker_closed(w->b, c->conn, w->now);
-    c->conn = NULL;
-    c->closed = true;
+    conn_failed(w->cs, &c->link.c, w->now);
     fw_drain(w);
 }
 
@@ -205,7 +242,6 @@ void fw_advance(fworld *w, uint64_t ms)
     while (w->now < end) {
         uint64_t step = end - w->now < 100 ? end - w->now : 100;
         w->now += step;
-        broker_tick(w->b, w->now);
         fw_drain(w);
     }
 }

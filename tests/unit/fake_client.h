@@ -1,31 +1,33 @@
 /*
  * fake_client.h - drives the broker core in unit tests the way a platform
- * would, with in-memory clients: packets in through broker_input, output
- * drained from the dirty list into each client's receive buffer, and
- * decoded back with the codec's server-side decoder.
+ * does: in-memory clients on the connection layer (src/conn) over the
+ * fake transport, turns of the layer moving their bytes, and the broker's
+ * output decoded back with the codec's client-side decoder.
  */
 #ifndef TERN_TEST_FAKE_CLIENT_H
 #define TERN_TEST_FAKE_CLIENT_H
 
 #include "broker/broker.h"
+#include "conn/conn.h"
+#include "fake_transport.h"
 #include "mqtt/mqtt.h"
 
 #include <stdbool.h>
 
 typedef struct fclient {
-    broker_conn *conn;
+    fake_link link;       /* its transport; bytes not read yet wait in link.up */
+    broker_conn *conn;    /* the core's side; NULL once closed */
     uint8_t *rx;          /* bytes the broker sent, owned */
     size_t rx_len, rx_pos, rx_cap;
-    uint8_t *up;          /* bytes sent that the broker has not taken yet
-                             (its input is paused), owned */
-    size_t up_len, up_cap;
-    bool closed;          /* the broker asked to close and we did */
-    bool reading;         /* false: leave output in the broker (slow reader) */
+    bool closed;          /* the connection was closed */
+    bool reading;         /* false: the transport takes nothing (slow reader) */
     uint8_t level;
 } fclient;
 
 typedef struct fworld {
     broker *b;
+    conn_server *cs;      /* the connection layer over b */
+    broker *cs_b;         /* the broker cs was made for (tests may replace b) */
     uint64_t now;
     fclient *clients[64];
     int nclients;
@@ -52,11 +54,12 @@ void fw_restart(fworld *w);
 fclient *fw_open(fworld *w);
 /* A connection with a (TLS) identity, possibly an operator. */
 fclient *fw_open_as(fworld *w, const char *identity, bool is_operator);
-/* Feed raw bytes; then drain all output. Bytes the broker does not take
- * (paused input) wait and are fed, in order, once it takes input again. */
+/* Send raw bytes; then run turns until nothing moves. Bytes the broker
+ * does not take (paused input) wait and are read, in order, once it takes
+ * input again. */
 void fw_send(fworld *w, fclient *c, const uint8_t *p, size_t n);
-/* Pull pending output of every connection into its client; close the ones
- * the broker wants closed; feed waiting input the broker takes again. */
+/* Run the layer's turns until nothing moves: input read, output written
+ * (to clients that read), connections closed. */
 void fw_drain(fworld *w);
 /* The client's transport became writable again (after a slow read). */
 void fw_flush(fworld *w, fclient *c);

@@ -56,3 +56,23 @@ TEST(output_pool_is_emptied_when_the_last_connection_closes)
     CHECK_EQ(mem(&w), closed); /* nothing was left pooled to release */
     fw_free(&w);
 }
+
+TEST(idle_broker_without_sys_wakes_to_release_its_output_pool)
+{
+    /* With $SYS off nothing else wakes an idle broker: the pool's release
+     * must be a deadline of its own, or the platform never ticks. */
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *s = fw_connect_as(&w, "sub", true);
+    fc_subscribe(&w, s, 1, "t", 0);
+    fw_drain(&w);
+    CHECK(mem(&w) > 0);
+    uint64_t d = broker_next_deadline(w.b);
+    CHECK(d != UINT64_MAX && d <= w.now + 1000);
+    uint64_t before = mem(&w);
+    w.now = d;
+    broker_tick(w.b, w.now);
+    CHECK(mem(&w) + 4096 <= before);
+    CHECK_EQ(broker_next_deadline(w.b), UINT64_MAX);
+    fw_free(&w);
+}

@@ -29,7 +29,7 @@
 #include "mm/paging.h"
 #include "mm/pmm.h"
 #include "mm/stack.h"
-#include "mqtt/serve.h"
+#include "serve/serve.h"
 #include "net/echo.h"
 #include "net/net.h"
 #include "panic.h"
@@ -152,9 +152,9 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
-        if (serve && mqtt_serve_start(&config, &assets, clock_mono_ns() / 1000000) == 0) {
+        if (serve && kserve_start(&config, &assets, clock_mono_ns() / 1000000) == 0) {
             char line[160];
-            mqtt_serve_describe(line, sizeof line);
+            kserve_describe(line, sizeof line);
             kprintf("tern: mqtt: %s\n", line);
         }
     } else if (serve) {
@@ -176,7 +176,7 @@ static _Noreturn void kmain(void)
     uint64_t last_work = clock_mono_ns();
     for (;;) {
         int work = net_poll();
-        work |= mqtt_serve_poll(clock_mono_ns() / 1000000);
+        work |= kserve_poll(clock_mono_ns() / 1000000);
         rng_poll();
         if (!announced_rng && rng_seeded()) {
             announced_rng = 1;

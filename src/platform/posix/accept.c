@@ -1,10 +1,9 @@
 /*
  * accept.c - listening sockets and new connections.
  *
- * A plaintext connection is introduced to the core at once. A TLS
- * connection is not: it gets a TLS session and a handshake deadline
- * (handshake.c), and the core hears of it only once the client has proved
- * who it is.
+ * A new connection gets its socket record and is handed to the
+ * connection layer (src/conn): a plaintext connection meets the core at
+ * once, a TLS connection once its handshake has proved who the client is.
  *
  * Out of descriptors or memory, accepting again at once would spin on the
  * same error, so new connections are left in the backlog for a moment (and
@@ -13,6 +12,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -20,7 +20,7 @@
 
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/net.h"
-#include "platform/posix/version.h"
+#include "version.h"
 
 void tern_loop_set_accepting(tern_loop *l, bool on)
 {
@@ -56,53 +56,43 @@ static void pause_accepting(tern_loop *l, int err, uint64_t now)
 static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, bool tls, uint64_t now)
 {
     char peer_text[TERN_NET_ADDR_TEXT];
-    broker_conn_info info = {peer_text, NULL, false};
     struct epoll_event ev;
-    tern_conn *c = NULL;
+    tern_sock *k;
 
-    tern_net_format(peer, peer_text, sizeof peer_text);
     if ((size_t)fd >= l->by_fd_len) {
+        tern_net_format(peer, peer_text, sizeof peer_text);
         tern_logf(l->log, BROKER_LOG_DEBUG, "refused %s: descriptor table full", peer_text);
-        goto refuse;
+        (void)close(fd);
+        return;
     }
     if (tern_net_tune_accepted(fd) != 0)
-        tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_NODELAY on %s: %s", peer_text, strerror(errno));
-    c = tern_conn_new(fd);
-    if (c == NULL) {
+        tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_NODELAY on fd %d: %s", fd, strerror(errno));
+    k = calloc(1, sizeof *k);
+    if (k == NULL) {
+        tern_net_format(peer, peer_text, sizeof peer_text);
         tern_logf(l->log, BROKER_LOG_WARN, "refused %s: out of memory", peer_text);
-        goto refuse;
+        (void)close(fd);
+        return;
     }
-    if (tls) {
-        if (!tern_loop_handshake_start(l, c, peer_text, now)) {
-            tern_logf(l->log, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer_text);
-            goto refuse;
-        }
-    } else {
-        c->bc = broker_open(l->b, c, &info, now);
-        if (c->bc == NULL) {
-            tern_logf(l->log, BROKER_LOG_DEBUG, "closing %s: refused by the core", peer_text);
-            goto refuse;
-        }
-    }
+    k->kind = TERN_HANDLE_CONN;
+    k->fd = fd;
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
-    ev.data.ptr = c;
+    ev.data.ptr = k;
     if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl (new connection): %s", strerror(errno));
-        goto refuse;
+        free(k);
+        (void)close(fd);
+        return;
     }
-    c->events = EPOLLIN;
-    l->by_fd[fd] = c;
+    k->events = EPOLLIN;
+    if (!conn_open(l->cs, &k->c, tls, now)) { /* the layer said why */
+        free(k);
+        (void)close(fd); /* nothing was ever written to it; leaves the epoll set */
+        return;
+    }
+    l->by_fd[fd] = k;
     l->nconns++;
-    return;
-
-refuse:
-    if (c != NULL && c->list != TERN_LIST_NONE)
-        tern_conn_list_remove(&l->lists[c->list], c);
-    if (c != NULL && c->bc != NULL)
-        broker_closed(l->b, c->bc, now);
-    tern_conn_free(c);
-    (void)close(fd); /* nothing was ever written to it */
 }
 
 void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)

@@ -1,19 +1,14 @@
 /*
  * loop.c - the epoll event loop of the Linux daemon: the turn, signals,
- * set-up and tear-down. Connections are read and written in io.c, TLS
- * handshakes run in handshake.c, listeners in accept.c.
+ * set-up and tear-down. Connections are the connection layer's (src/conn)
+ * over the socket transport (sock.c); listeners are in accept.c.
  *
  * One turn: wait for events (no longer than the nearest deadline: the
- * core's, a lingering close, a TLS handshake, the end of an accept pause),
- * give connections with leftover input their next slice, handle every
- * event (reads go to the core, TLS handshakes take a step within the turn's
- * budget, listeners accept), tick the core when its deadline passed, then
- * write everything the turn produced (one pass over the core's dirty
- * connections) and close what the core wants closed once its output is
- * out, and finally expire lingering closes and overdue handshakes.
- *
- * Epoll is level-triggered, so stopping early (a read budget, the
- * handshake budget) never loses a wake-up.
+ * connection layer's, which includes the core's, or the end of an accept
+ * pause), let the layer serve leftover input, hand it every socket event,
+ * accept new connections, then let it finish the turn (the core's timers,
+ * every connection's output, expired deadlines), and hand the core's
+ * store batches to the store thread.
  */
 #define _GNU_SOURCE
 
@@ -32,7 +27,7 @@
 
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/signals.h"
-#include "platform/posix/version.h"
+#include "version.h"
 
 uint64_t tern_loop_now_ms(void)
 {
@@ -62,17 +57,16 @@ static void reload(tern_loop *l)
             tern_logf(l->log, BROKER_LOG_ERROR, "SIGHUP: keeping the previous ACL: %s", err);
         }
     }
-    if (l->tls != NULL) {
+    if (l->tls) {
         if (tern_load_tls(&l->cfg, l->config_path, &tls, err, sizeof err)) {
-            tern_tls_server_release(l->tls);
-            l->tls = tls;
+            conn_server_set_tls(l->cs, tls); /* the layer holds the reference now */
             tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: TLS certificates reloaded");
         } else {
             tern_logf(l->log, BROKER_LOG_ERROR, "SIGHUP: keeping the previous TLS certificates: %s",
                       err);
         }
     }
-    if (l->cfg.acl_file[0] == '\0' && l->tls == NULL)
+    if (l->cfg.acl_file[0] == '\0' && !l->tls)
         tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: nothing to reload (no acl.file, no TLS)");
 }
 
@@ -100,7 +94,7 @@ static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
 
     switch (kind) {
     case TERN_HANDLE_CONN:
-        tern_loop_conn_event(l, ev->data.ptr, ev->events, now);
+        tern_loop_sock_event(l, ev->data.ptr, ev->events, now);
         break;
     case TERN_HANDLE_LISTENER:
         tern_loop_accept(l, ev->data.ptr, now);
@@ -120,16 +114,8 @@ static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
  * input is waiting to be served. */
 static int wait_timeout(const tern_loop *l, uint64_t now)
 {
-    uint64_t deadline = broker_next_deadline(l->b);
-    const tern_conn *closing = l->lists[TERN_LIST_CLOSING].head;
-    const tern_conn *handshake = l->lists[TERN_LIST_HANDSHAKE].head;
+    uint64_t deadline = conn_next_deadline(l->cs);
 
-    if (l->lists[TERN_LIST_READY].count > 0)
-        return 0;
-    if (closing != NULL && closing->deadline_ms < deadline)
-        deadline = closing->deadline_ms;
-    if (handshake != NULL && handshake->deadline_ms < deadline)
-        deadline = handshake->deadline_ms;
     if (l->accept_paused && l->accept_resume_ms < deadline)
         deadline = l->accept_resume_ms;
     if (deadline == UINT64_MAX)
@@ -157,12 +143,12 @@ static void wind_down(tern_loop *l)
     }
     l->nlisteners = 0;
     tern_loop_store_drain(l); /* releases the last held acknowledgements */
-    tern_loop_flush_dirty(l, now);
+    conn_turn_end(l->cs, now);
     for (size_t fd = 0; fd < l->by_fd_len; fd++) {
-        tern_conn *c = l->by_fd[fd];
+        tern_sock *k = l->by_fd[fd];
 
-        if (c != NULL && c->bc != NULL && tern_loop_out_pending(c) > 0)
-            (void)tern_loop_flush(l, c, now);
+        if (k != NULL && conn_out_pending(l->cs, &k->c) > 0)
+            (void)conn_flush(l->cs, &k->c, now);
     }
 }
 
@@ -184,17 +170,12 @@ int tern_loop_run(tern_loop *l)
             break;
         }
         now = tern_loop_now_ms();
-        l->handshake_steps = HANDSHAKE_STEPS_PER_TURN;
-        tern_loop_serve_ready(l, now);
+        conn_turn_begin(l->cs, now);
         for (int i = 0; i < n; i++)
             dispatch(l, &events[i], now);
         if (l->accept_paused && now >= l->accept_resume_ms)
             tern_loop_set_accepting(l, true);
-        if (now >= broker_next_deadline(l->b))
-            broker_tick(l->b, now);
-        tern_loop_flush_dirty(l, now);
-        tern_loop_expire_closing(l, now);
-        tern_loop_expire_handshakes(l, now);
+        conn_turn_end(l->cs, now);
         tern_loop_store_submit(l); /* last: closes above may add records */
     }
     wind_down(l);
@@ -272,6 +253,29 @@ static bool create_core(tern_loop *l, tern_assets *assets)
     return true;
 }
 
+static bool create_conn_server(tern_loop *l, tern_assets *assets)
+{
+    conn_server_config cc;
+
+    memset(&cc, 0, sizeof cc);
+    cc.b = l->b;
+    cc.io = &tern_sock_transport;
+    cc.io_ctx = l;
+    cc.tls_ops = &conn_tls;
+    cc.tls = assets->tls; /* the layer holds the reference now */
+    assets->tls = NULL;
+    cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;
+    cc.log = tern_log_broker;
+    cc.log_ctx = l->log;
+    cc.log_level = l->log->level;
+    l->cs = conn_server_create(&cc);
+    if (l->cs == NULL) {
+        tern_logf(l->log, BROKER_LOG_ERROR, "cannot create the connection layer (out of memory)");
+        return false;
+    }
+    return true;
+}
+
 tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, tern_assets *assets,
                             tern_log *log)
 {
@@ -285,13 +289,10 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     }
     l->log = log;
     l->cfg = *cfg;
-    l->tls = assets->tls; /* the loop holds the reference now */
-    assets->tls = NULL;
+    l->tls = assets->tls != NULL;
     l->ep = -1;
     l->sig.kind = TERN_HANDLE_SIGNAL;
     l->sig.fd = -1;
-    for (int i = TERN_LIST_NONE; i < TERN_LIST_COUNT; i++)
-        tern_conn_list_init(&l->lists[i], (tern_conn_list_id)i);
 
     fd_limit = raise_fd_limit(log);
     l->by_fd_len = (size_t)cfg->limits.max_connections + FD_SLACK;
@@ -304,11 +305,8 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     }
     /* Pages of the table that no descriptor reaches are never touched. */
     l->by_fd = calloc(l->by_fd_len, sizeof l->by_fd[0]);
-    l->rbuf = malloc(READ_BUF_SIZE);
-    l->pbuf = l->tls != NULL ? malloc(PLAIN_BUF_SIZE) : NULL;
     l->config_path = strdup(config_path);
-    if (l->by_fd == NULL || l->rbuf == NULL || (l->tls != NULL && l->pbuf == NULL) ||
-        l->config_path == NULL) {
+    if (l->by_fd == NULL || l->config_path == NULL) {
         tern_logf(log, BROKER_LOG_ERROR, "out of memory");
         goto fail;
     }
@@ -317,12 +315,13 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
         tern_logf(log, BROKER_LOG_ERROR, "epoll_create1: %s", strerror(errno));
         goto fail;
     }
-    if (!add_signals(l) || !create_core(l, assets) || !tern_loop_store_open(l))
+    if (!add_signals(l) || !create_core(l, assets) || !create_conn_server(l, assets) ||
+        !tern_loop_store_open(l))
         goto fail;
     if (cfg->listener_plain.family != TERN_ADDR_NONE &&
         !tern_loop_add_listener(l, &cfg->listener_plain, false))
         goto fail;
-    if (l->tls != NULL && !tern_loop_add_listener(l, &cfg->listener_tls, true))
+    if (l->tls && !tern_loop_add_listener(l, &cfg->listener_tls, true))
         goto fail;
     tern_assets_free(assets); /* whatever was not taken */
     return l;
@@ -340,26 +339,25 @@ void tern_loop_destroy(tern_loop *l)
     /* Connections are dropped without broker_closed: the core is going away
      * and must not publish wills for a shutdown. */
     for (size_t fd = 0; l->by_fd != NULL && fd < l->by_fd_len; fd++) {
-        tern_conn *c = l->by_fd[fd];
+        tern_sock *k = l->by_fd[fd];
 
-        if (c != NULL) {
-            (void)close(c->fd); /* output already flushed as far as it goes */
-            tern_conn_free(c);
+        if (k != NULL) {
+            (void)close(k->fd); /* output already flushed as far as it goes */
+            conn_drop(l->cs, &k->c);
+            free(k);
         }
     }
     for (size_t i = 0; i < l->nlisteners; i++)
         (void)close(l->listeners[i].fd);
     tern_loop_store_close(l); /* before the core: it owns the batches */
+    conn_server_destroy(l->cs); /* releases the TLS context */
     if (l->b != NULL)
         broker_destroy(l->b);
     if (l->sig.fd >= 0)
         (void)close(l->sig.fd);
     if (l->ep >= 0)
         (void)close(l->ep);
-    tern_tls_server_release(l->tls);
     free(l->config_path);
-    free(l->rbuf);
-    free(l->pbuf);
     free(l->by_fd);
     free(l);
 }

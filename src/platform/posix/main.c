@@ -16,7 +16,7 @@
 #include "platform/posix/load.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
-#include "platform/posix/version.h"
+#include "version.h"
 
 enum {
     CONFIG_MAX_BYTES = 1024 * 1024,

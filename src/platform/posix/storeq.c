@@ -31,7 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "platform/posix/conn.h"
+#include "platform/posix/sock.h" /* TERN_HANDLE_STORE */
 #include "store/faultvfs.h"
 
 enum {

@@ -5,7 +5,7 @@
  * entropy pool seeds and reseeds. wolfSSL keeps no generator of its own.
  *
  * Before the DRBG is seeded this fails, and with it every key generation:
- * the broker does not listen for TLS until then (mqtt/serve.c).
+ * the broker does not listen for TLS until then (serve/serve.c).
  */
 #include "rng/drbg.h"
 #include "rng/entropy.h"

@@ -68,8 +68,8 @@
 /* TIME_WAIT lasts 2 x MSL. lwIP (unlike Linux) refuses a new SYN for an
  * address pair it holds in TIME_WAIT, and clients and NATs reuse source
  * ports, so lwIP's two minutes made about one connection in a few hundred
- * hang in the kernel tests whenever the broker had to close first (mqtt/
- * conn.c waits for the client's FIN when it can). Four seconds still
+ * hang in the kernel tests whenever the broker had to close first (serve/
+ * tcp.c waits for the client's FIN when it can). Four seconds still
  * covers a segment delayed on any path a broker's clients use. */
 #define TCP_MSL 2000UL
 

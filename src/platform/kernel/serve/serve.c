@@ -1,18 +1,16 @@
 /*
- * serve.c - the kernel's broker: creates the core (src/broker) from the
- * parsed configuration, listens with lwIP on the mutual-TLS port and/or the
- * plaintext one, and runs one turn per main-loop iteration, as the Linux
- * daemon's epoll loop does:
+ * serve.c - the kernel's broker: creates the core (src/broker) and the
+ * connection layer (src/conn) from the parsed configuration, listens with
+ * lwIP on the mutual-TLS port and/or the plaintext one, and runs one turn
+ * per main-loop iteration, as the Linux daemon's epoll loop does:
  *
- *   1. connections on the work list (input arrived, the peer closed, the
- *      pcb died, send room appeared, a close to retry) are served once
- *      each, in arrival order; a connection whose work or handshake budget
- *      ran out goes to the back and waits for the next turn;
- *   2. TLS handshakes past their deadline are closed; broker_tick when the
- *      core's nearest deadline has passed;
- *   3. every connection the core marked dirty gets its output written,
- *      one tcp_write run per connection per turn, and is closed when the
- *      core wants it closed and its output is out.
+ *   1. the layer serves leftover input and delayed handshakes;
+ *   2. connections on the work list (input arrived, the peer closed, the
+ *      pcb died, send room appeared, a close to retry) are handed to the
+ *      layer once each, in arrival order (tcp.c);
+ *   3. the layer ends the turn: the core's timers, every connection's
+ *      output (one tcp_write run each), closes, expired handshakes and
+ *      lingers.
  *
  * The core allocates from the kernel heap through broker_config.allocator.
  * $SYS/broker/memory/used reports everything the kernel heap holds (the
@@ -24,16 +22,17 @@
  * state is a boot-time structure here, reached by callbacks through their
  * argument pointers so that sharding across cores later changes little.
  */
-#include "mqtt/serve.h"
+#include "serve/serve.h"
 
 #include "bootconf.h"
 #include "broker/acl.h"
 #include "config/config.h"
 #include "console.h"
 #include "mm/kmalloc.h"
-#include "mqtt/conn.h"
 #include "panic.h"
 #include "rng/entropy.h"
+#include "serve/tcp.h"
+#include "version.h"
 
 #include "lwip/tcp.h"
 
@@ -41,17 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Published in $SYS/broker/version. Kept in step with the daemon's
- * TERN_VERSION (src/platform/posix/version.h) until a shared header exists. */
-#define MQTT_KERNEL_VERSION "0.1.0-dev (unikernel)"
-
-enum {
-    /* TLS handshake steps (one received segment each) per turn: bounds the
-     * public-key work a burst of new clients takes from established ones. */
-    HANDSHAKE_STEPS_PER_TURN = 16,
-};
-
-static struct mqtt_server server;
+static struct kserver server;
 
 static void *core_alloc(void *ctx, size_t n)
 {
@@ -97,21 +86,9 @@ static void write_line(broker_log_level level, const char *msg)
 
 static void core_log(void *ctx, broker_log_level level, const char *msg)
 {
-    const struct mqtt_server *s = ctx;
+    const struct kserver *s = ctx;
     if (level <= s->log_level)
         write_line(level, msg);
-}
-
-void mqtt_log(struct mqtt_server *s, broker_log_level level, const char *fmt, ...)
-{
-    if (level > s->log_level)
-        return;
-    char msg[280];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    write_line(level, msg);
 }
 
 _Noreturn void tern_panic(const char *file, int line, const char *what)
@@ -122,7 +99,7 @@ _Noreturn void tern_panic(const char *file, int line, const char *what)
 }
 
 /* Bind and listen on la; NULL after saying why. */
-static struct tcp_pcb *listen_on(struct mqtt_server *s, const tern_listen_addr *la,
+static struct tcp_pcb *listen_on(struct kserver *s, const tern_listen_addr *la,
                                  tcp_accept_fn accept)
 {
     ip_addr_t addr;
@@ -146,23 +123,23 @@ static struct tcp_pcb *listen_on(struct mqtt_server *s, const tern_listen_addr *
     return l;
 }
 
-static void stop(struct mqtt_server *s)
+static void stop(struct kserver *s)
 {
     if (s->listener)
         tcp_close(s->listener);
     if (s->tls_listener)
         tcp_close(s->tls_listener);
     s->listener = s->tls_listener = NULL;
-    tern_tls_server_release(s->tls);
-    s->tls = NULL;
+    conn_server_destroy(s->cs); /* releases the TLS context */
+    s->cs = NULL;
     broker_destroy(s->b); /* frees the ACL it was given */
     s->b = NULL;
 }
 
-int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
+int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
                      uint64_t now_ms)
 {
-    struct mqtt_server *s = &server;
+    struct kserver *s = &server;
     if (s->b)
         return 0;
     broker_config bc;
@@ -171,14 +148,13 @@ int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *asse
     bc.allocator = (broker_allocator){ NULL, core_alloc, core_realloc, core_free };
     bc.log = core_log;
     bc.log_ctx = s;
-    bc.version = MQTT_KERNEL_VERSION;
+    bc.version = TERN_VERSION " (unikernel)";
     bc.memory_used = heap_used;
     /* A random key for the core's hash tables (hash flooding); without a
      * seeded DRBG (plaintext test builds) the tables still work, unkeyed. */
     if (rng_bytes(bc.hash_key, sizeof bc.hash_key) != 0)
         kprintf("tern: mqtt: warning: RNG not seeded: hash tables use a fixed key\n");
     s->log_level = bc.log_level;
-    s->handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u;
 
     s->b = broker_create(&bc, now_ms);
     if (!s->b) {
@@ -194,9 +170,26 @@ int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *asse
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
     }
+    conn_server_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.b = s->b;
+    cc.io = &kconn_transport;
+    cc.io_ctx = s;
+    cc.tls_ops = &conn_tls;
+    cc.tls = assets->tls; /* the layer holds the reference now */
+    assets->tls = NULL;
+    cc.handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u;
+    cc.allocator = bc.allocator;
+    cc.log = core_log;
+    cc.log_ctx = s;
+    cc.log_level = bc.log_level;
+    s->cs = conn_server_create(&cc);
+    if (!s->cs) {
+        kprintf("tern: mqtt: cannot create the connection layer (out of memory)\n");
+        stop(s);
+        return -1;
+    }
     if (cfg->listener_tls.family != TERN_ADDR_NONE) {
-        s->tls = assets->tls; /* our reference now */
-        assets->tls = NULL;
         s->tls_listener = listen_on(s, &cfg->listener_tls, kconn_accept_tls);
         if (!s->tls_listener) {
             stop(s);
@@ -215,44 +208,33 @@ int mqtt_serve_start(const struct tern_config *cfg, struct bootconf_assets *asse
     return 0;
 }
 
-int mqtt_serve_poll(uint64_t now_ms)
+int kserve_poll(uint64_t now_ms)
 {
-    struct mqtt_server *s = &server;
+    struct kserver *s = &server;
     if (!s->b)
         return 0;
-    int work = 0;
-    s->handshake_steps = HANDSHAKE_STEPS_PER_TURN;
-    /* Only the connections queued before this turn: one that goes to the
-     * back (budget spent) waits for the next turn. */
+    int work = s->work.len > 0 || conn_next_deadline(s->cs) <= now_ms;
+    conn_turn_begin(s->cs, now_ms);
+    /* Only the connections queued before this turn. */
     for (uint32_t n = s->work.len; n > 0; n--) {
         struct kconn *kc = kconn_work_pop(s);
         if (!kc)
             break;
         kconn_service(s, kc, now_ms);
-        work = 1;
     }
-    kconn_expire_handshakes(s, now_ms);
-    if (now_ms >= broker_next_deadline(s->b)) {
-        broker_tick(s->b, now_ms);
-        work = 1;
-    }
-    broker_conn *c;
-    while ((c = broker_next_dirty(s->b)) != NULL) {
-        kconn_flush(s, broker_conn_ctx(c), now_ms);
-        work = 1;
-    }
-    return work || s->work.len > 0;
+    conn_turn_end(s->cs, now_ms);
+    return work || s->work.len > 0 || conn_next_deadline(s->cs) == 0;
 }
 
-void mqtt_serve_describe(char *buf, size_t n)
+void kserve_describe(char *buf, size_t n)
 {
-    const struct mqtt_server *s = &server;
+    const struct kserver *s = &server;
     if (!s->b) {
         snprintf(buf, n, "not serving");
         return;
     }
-    broker_stats st;
-    broker_get_stats(s->b, &st);
+    conn_stats cst;
+    conn_server_get_stats(s->cs, &cst);
     char tls[40] = "", plain[40] = "";
     if (s->tls_listener)
         snprintf(tls, sizeof tls, "mutual TLS port %u", s->tls_port);
@@ -263,7 +245,8 @@ void mqtt_serve_describe(char *buf, size_t n)
              "ok, %llu failed, %llu timed out), heap %llu bytes",
              tls, tls[0] && plain[0] ? ", " : "", plain, s->nconns,
              (unsigned long long)s->accepted, (unsigned long long)s->refused,
-             (unsigned long long)s->aborted, (unsigned long long)s->tls_ok,
-             (unsigned long long)s->tls_failed, (unsigned long long)s->tls_timeouts,
+             (unsigned long long)s->aborted, (unsigned long long)cst.handshakes_ok,
+             (unsigned long long)cst.handshakes_failed,
+             (unsigned long long)cst.handshake_timeouts,
              (unsigned long long)heap_used(NULL));
 }

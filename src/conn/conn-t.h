@@ -1,0 +1,84 @@
+/*
+ * conn-t.h - the connection layer's types (prototypes are in conn.h).
+ * Platforms embed `struct conn` in their own connection records, so its
+ * fields are visible here; only src/conn/ reads or writes them.
+ *
+ * Threading: a conn_server and all its connections belong to the one
+ * thread that drives it (one event loop); nothing here is shared.
+ */
+#ifndef TERN_CONN_T_H
+#define TERN_CONN_T_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "broker/broker.h"
+#include "conn/transport.h"
+#include "tls/tls.h"
+
+typedef struct conn_server conn_server;
+/* How a TLS session is run over a connection (src/conn/tls.c). Builds
+ * without the TLS adapter (the simulator, the fuzzers) have none. */
+typedef struct conn_tls_ops conn_tls_ops;
+
+typedef struct conn_link {
+    conn *prev, *next;
+} conn_link;
+
+typedef struct conn_list {
+    conn *head, *tail;
+    uint32_t count;
+} conn_list;
+
+/* Which deadline list holds a connection (conn.timer). */
+typedef enum conn_timer_list {
+    CONN_TIMER_NONE = 0,
+    CONN_TIMER_HANDSHAKE, /* TLS handshake running: tls.handshake_timeout */
+    CONN_TIMER_LINGER,    /* the core wants it closed: CONN_LINGER_MS */
+} conn_timer_list;
+
+struct conn {
+    /* The connection's parts, owned. */
+    broker_conn *bc;     /* the core's side; NULL while a TLS handshake runs */
+    tern_tls_conn *tls;  /* TLS session; NULL on plaintext */
+    uint8_t *pending;    /* plaintext the core has not taken yet, NULL if none */
+    uint32_t pending_off, pending_len;
+
+    /* List membership: ready (work without a new transport event: input
+     * left over, a budget ran out) and one deadline list. */
+    conn_link ready_link, timer_link;
+    uint64_t deadline_ms; /* of the timer list holding it */
+    uint8_t on_ready;     /* bool */
+    uint8_t timer;        /* conn_timer_list */
+
+    /* State. */
+    uint8_t want_read, want_write; /* interest last given to the transport */
+    uint8_t input_blocked;         /* the core paused input: not reading */
+    uint8_t peer_eof;              /* the peer finished sending (EOF or close_notify) */
+};
+
+/* Counters, for logs and the platform's own reports. */
+typedef struct conn_stats {
+    uint64_t handshakes_ok;
+    uint64_t handshakes_failed;
+    uint64_t handshake_timeouts;
+    uint64_t linger_timeouts;   /* closing connections whose output was never taken */
+    uint64_t refused;           /* by the core (limits) or for want of memory */
+} conn_stats;
+
+typedef struct conn_server_config {
+    broker *b;                     /* the core the connections talk to; not owned */
+    const conn_transport *io;      /* the platform's transport calls */
+    void *io_ctx;                  /* their first argument */
+    const conn_tls_ops *tls_ops;   /* &conn_tls where the TLS adapter is linked, else NULL */
+    tern_tls_server *tls;          /* TLS context for TLS listeners (the caller's reference
+                                      passes to the server), NULL for none */
+    uint32_t handshake_timeout_ms; /* tls.handshake_timeout */
+    broker_allocator allocator;    /* NULL members: malloc/realloc/free */
+    broker_log_fn log;             /* may be NULL */
+    void *log_ctx;
+    broker_log_level log_level;    /* lines above it are not formatted */
+} conn_server_config;
+
+#endif

@@ -1,0 +1,109 @@
+/*
+ * conn.h - the connection layer: everything about one client connection
+ * that is neither a socket nor an lwIP pcb, once for both platforms.
+ *
+ * It owns, per connection: plain or TLS state, input the core has not
+ * taken yet, the TLS handshake (its deadline, the per-turn budget of
+ * handshake steps, the identity decision and its log line, failures and
+ * their alerts), encrypt-on-drain output, the linger/close policy and the
+ * "is this connection still alive" contract. Below it is a transport
+ * (transport.h); above it the broker core (broker.h), which only ever
+ * sees authenticated clients.
+ *
+ * The alive contract: every call taking a conn returns false when the
+ * connection is gone, i.e. the transport's close() has run and the
+ * memory holding c may have been freed. The caller must not touch c then.
+ *
+ * A platform's turn:
+ *
+ *     conn_turn_begin(s, now);           leftover input, delayed handshakes
+ *     for each transport event:
+ *         conn_readable / conn_writable / conn_hangup / conn_failed
+ *     conn_turn_end(s, now);             core tick, all output written,
+ *                                        deadlines expired
+ *     sleep until an event or conn_next_deadline(s)
+ *
+ * Reading: a connection is read for at most CONN_READ_BUDGET bytes per
+ * turn; input the core's work budget leaves is kept in the connection and
+ * served first next turn (the connection waits on the ready list), so one
+ * busy client cannot starve the others. While the core pauses a
+ * connection's input nothing is read, and the transport's own buffers
+ * (TCP's window) push back on the client.
+ *
+ * Writing: once per turn for each connection with output (the core's dirty
+ * list). Plaintext goes from the core's buffer to the transport. On TLS,
+ * once the adapter's previous records are all taken by the transport, the
+ * core's output is encrypted in one go (bounded by CONN_TLS_OUT_HIGH and
+ * the transport's room); while ciphertext is still waiting the core keeps
+ * its output, so its back-pressure rules see a slow reader.
+ *
+ * Closing: when the core wants a connection closed it stops being read,
+ * its output gets CONN_LINGER_MS to leave (then a TLS close_notify and a
+ * graceful close), else it is aborted. When the peer finishes sending,
+ * what it sent before still reaches the core, the answers are written
+ * once, and the connection closes. Transport errors and handshake
+ * failures close at once (after one try to send the TLS alert).
+ */
+#ifndef TERN_CONN_H
+#define TERN_CONN_H
+
+#include "conn/conn-t.h"
+#include "conn/tunables.h"
+
+/* The TLS half, in src/conn/tls.c (linked where the adapter is). */
+extern const conn_tls_ops conn_tls;
+
+/* NULL when out of memory or cfg is unusable (TLS context without
+ * tls_ops). cfg->tls's reference passes to the server (released on
+ * failure too). */
+conn_server *conn_server_create(const conn_server_config *cfg);
+/* Every connection must have been ended or dropped first. */
+void conn_server_destroy(conn_server *s);
+/* A new TLS context for handshakes that start from now on (reload);
+ * running connections keep theirs. The caller's reference passes to the
+ * server, which releases the one it held. */
+void conn_server_set_tls(conn_server *s, tern_tls_server *tls);
+void conn_server_get_stats(const conn_server *s, conn_stats *out);
+
+/*
+ * A transport connection was accepted into c (zeroed by the platform,
+ * embedded in its record). Plaintext: introduced to the core at once. TLS:
+ * a session and a handshake deadline; the core meets the client once the
+ * handshake decided who it is. False when refused (the reason is logged;
+ * c owns nothing): the platform closes the transport itself.
+ */
+bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now);
+
+/* Transport events. Each returns false when c is gone. */
+/* Input (or the end of it) may be available. */
+bool conn_readable(conn_server *s, conn *c, uint64_t now);
+/* Room to write appeared. */
+bool conn_writable(conn_server *s, conn *c, uint64_t now);
+/* The peer is gone in both directions (a socket's hang-up or error):
+ * input the transport still holds is read first when the layer can take
+ * it now (the read then reports the end or the error), otherwise the
+ * connection ends. */
+bool conn_hangup(conn_server *s, conn *c, uint64_t now);
+/* The transport failed (reset, error): end at once. Always "gone". */
+void conn_failed(conn_server *s, conn *c, uint64_t now);
+
+/* Shutdown only: free what c owns without telling the core (it is going
+ * away and must not publish wills for a shutdown) or the transport. */
+void conn_drop(conn_server *s, conn *c);
+
+/* The turn. */
+void conn_turn_begin(conn_server *s, uint64_t now);
+void conn_turn_end(conn_server *s, uint64_t now);
+/* When conn_turn_end next has work without a transport event: the core's
+ * deadline, a handshake's or a linger's; 0 while connections wait on the
+ * ready list (do not sleep); UINT64_MAX for none. */
+uint64_t conn_next_deadline(const conn_server *s);
+
+/* Write what c has for the transport now (shutdown's last flush). */
+bool conn_flush(conn_server *s, conn *c, uint64_t now);
+/* Bytes of c not yet taken by the transport (the core's and TLS's). */
+size_t conn_out_pending(const conn_server *s, const conn *c);
+/* The core's side of c, NULL while a TLS handshake runs. */
+broker_conn *conn_core(const conn *c);
+
+#endif

@@ -1,0 +1,101 @@
+/*
+ * internal.h - shared by the files of src/conn/ only: the server's state,
+ * the TLS half's interface, and the functions the files call in each
+ * other (prefix conni_). conn.h is the layer's public face.
+ *
+ *   server.c  the server, its lists, logging, the turn
+ *   input.c   reading: the transport to the core, pending input, EOF
+ *   output.c  writing, interest, the linger/close policy, ending
+ *   tls.c     the TLS half: handshake, identity, decryption, encryption
+ */
+#ifndef TERN_CONN_INTERNAL_H
+#define TERN_CONN_INTERNAL_H
+
+#include "conn/conn.h"
+
+struct conn_server {
+    broker *b;                   /* not owned */
+    const conn_transport *io;
+    void *io_ctx;                /* the platform's, first argument of every io call */
+    const conn_tls_ops *tls_ops; /* NULL: no TLS in this build */
+    tern_tls_server *tls;        /* reference held; NULL: no TLS listener */
+    uint32_t handshake_timeout_ms;
+    broker_allocator alloc;
+    broker_log_fn log;
+    void *log_ctx;
+    broker_log_level log_level;
+    unsigned handshake_steps;    /* left in this turn */
+    conn_list ready;             /* served at the start of the next turn */
+    conn_list handshakes;        /* deadline order (one timeout for all) */
+    conn_list lingering;         /* deadline order (one linger for all) */
+    uint8_t *rbuf;               /* CONN_READ_BUF_SIZE: every read lands here */
+    uint8_t *pbuf;               /* CONN_READ_BUF_SIZE: decrypted input; NULL without TLS */
+    conn_stats stats;
+};
+
+/* The TLS half (tls.c): the generic code calls these only for
+ * connections with c->tls set. Every bool is the alive contract. */
+struct conn_tls_ops {
+    /* Drop a reference to a server context. */
+    void (*release_server)(tern_tls_server *ctx);
+    /* A session for a new connection from the server's context. */
+    tern_tls_conn *(*start)(tern_tls_server *ctx);
+    void (*free)(tern_tls_conn *t);
+    /* Feed n bytes of ciphertext (in NULL, n 0: what the adapter already
+     * holds): runs the handshake, introduces the client to the core when
+     * it completes, delivers plaintext (conni_deliver), sends what the
+     * adapter produced (flights, alerts, key-update replies). A
+     * close_notify sets peer_eof. */
+    bool (*input)(conn_server *s, conn *c, const uint8_t *in, size_t n, uint64_t now);
+    /* Input buffered that input(NULL, 0) would turn into something. */
+    bool (*has_input)(const tern_tls_conn *t);
+    /* Send queued ciphertext; once it is all taken, encrypt and send the
+     * core's output (encrypt-on-drain). */
+    bool (*flush)(conn_server *s, conn *c, uint64_t now);
+    size_t (*out_pending)(const tern_tls_conn *t);
+    /* Everything is out: queue close_notify and try once to send it. */
+    bool (*goodbye)(conn_server *s, conn *c, uint64_t now);
+};
+
+/* server.c */
+void conni_log(conn_server *s, broker_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void *conni_alloc(conn_server *s, size_t n);
+void conni_free(conn_server *s, void *p);
+/* The ready list (idempotent). */
+void conni_ready_add(conn_server *s, conn *c);
+void conni_ready_remove(conn_server *s, conn *c);
+/* The deadline lists: c goes to the tail of `which` (every member gets
+ * the same delay, so the tail is the latest), or leaves its list. */
+void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t deadline);
+void conni_timer_clear(conn_server *s, conn *c);
+/* "address:port" of c's peer. */
+void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT]);
+
+/* input.c */
+/* Plaintext for the core; what it does not take is kept in c->pending
+ * (data may be s->rbuf: then a large leftover adopts the buffer). */
+bool conni_deliver(conn_server *s, conn *c, const uint8_t *data, size_t len, uint64_t now);
+/* Input waiting inside the layer (pending plaintext, records in TLS). */
+bool conni_has_input(const conn_server *s, const conn *c);
+/* Forget input the core has not taken (the connection is closing). */
+void conni_drop_input(conn_server *s, conn *c);
+
+/* output.c */
+/* Write len bytes to the transport: *taken set to what it took. False
+ * when the transport failed (c has been ended). */
+bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_t *taken,
+                 uint64_t now);
+/* Write what c has now, as far as the transport takes it, then push. */
+bool conni_write_out(conn_server *s, conn *c, uint64_t now);
+/* Tell the transport what c waits for now. False when c was ended. */
+bool conni_update_interest(conn_server *s, conn *c, uint64_t now);
+/* End c: remove it from every list, tell the core (broker_closed, which
+ * fires the will unless DISCONNECT came), free its parts, close the
+ * transport. Returns false, for `return conni_end(...)`. */
+bool conni_end(conn_server *s, conn *c, conn_close_how how, uint64_t now);
+/* After output was written: close or linger when the core wants it,
+ * release paused input once output drained. */
+bool conni_after_flush(conn_server *s, conn *c, uint64_t now);
+
+#endif

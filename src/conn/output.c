@@ -1,0 +1,193 @@
+/*
+ * output.c - writing, the transport's interest, and every way a
+ * connection ends.
+ *
+ * Output is written once per turn for each connection the core marked
+ * dirty, as far as the transport takes it; the rest waits for
+ * conn_writable(). Plaintext goes from the core's buffer to the transport;
+ * TLS goes through the TLS half (tls.c), which encrypts only once its
+ * previous records are gone.
+ *
+ * The close policy, for a connection the core wants closed: stop reading,
+ * forget unread input, and give the output CONN_LINGER_MS to leave; once
+ * it is all out, a TLS close_notify (one try) and a graceful close; when
+ * the linger ends first, an abort (server.c). Transport errors abort at
+ * once. Whatever the path, conni_end tells the core exactly once and
+ * closes the transport last.
+ */
+#include "conn/internal.h"
+
+size_t conn_out_pending(const conn_server *s, const conn *c)
+{
+    return (c->bc != NULL ? broker_out_pending(c->bc) : 0) +
+           (c->tls != NULL ? s->tls_ops->out_pending(c->tls) : 0);
+}
+
+bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_t *taken,
+                 uint64_t now)
+{
+    long n = s->io->write(s->io_ctx, c, data, len);
+    char peer[CONN_PEER_TEXT];
+
+    if (n < 0 || (size_t)n > len) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_DEBUG, "%s: write failed; closing", peer);
+        return conni_end(s, c, CONN_CLOSE_ABORT, now);
+    }
+    *taken = (size_t)n;
+    return true;
+}
+
+static bool write_plain(conn_server *s, conn *c, uint64_t now)
+{
+    for (;;) {
+        size_t len = 0, n = 0;
+        const uint8_t *out = broker_out_peek(c->bc, &len);
+
+        if (len == 0)
+            return true;
+        if (!conni_write(s, c, out, len, &n, now))
+            return false;
+        broker_out_consume(s->b, c->bc, n); /* the core refills from the session's queue */
+        if (n < len)
+            return true; /* the transport is full: wait for conn_writable */
+    }
+}
+
+bool conni_write_out(conn_server *s, conn *c, uint64_t now)
+{
+    bool alive = c->tls != NULL ? s->tls_ops->flush(s, c, now)
+                                : c->bc == NULL || write_plain(s, c, now);
+
+    if (alive && s->io->push != NULL)
+        s->io->push(s->io_ctx, c);
+    return alive;
+}
+
+bool conni_update_interest(conn_server *s, conn *c, uint64_t now)
+{
+    bool r = !c->input_blocked && c->timer != CONN_TIMER_LINGER && !c->peer_eof;
+    bool w = conn_out_pending(s, c) > 0;
+    char peer[CONN_PEER_TEXT];
+
+    if (r == (bool)c->want_read && w == (bool)c->want_write)
+        return true;
+    if (!s->io->interest(s->io_ctx, c, r, w)) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_WARN, "%s: cannot wait for the transport; closing", peer);
+        return conni_end(s, c, CONN_CLOSE_ABORT, now);
+    }
+    c->want_read = r;
+    c->want_write = w;
+    return true;
+}
+
+bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    if (broker_wants_close(c->bc)) {
+        if (conn_out_pending(s, c) == 0) {
+            if (c->tls != NULL && !s->tls_ops->goodbye(s, c, now))
+                return false;
+            return conni_end(s, c, CONN_CLOSE_GRACEFUL, now);
+        }
+        if (c->timer != CONN_TIMER_LINGER) {
+            conni_drop_input(s, c);
+            conni_ready_remove(s, c);
+            conni_timer_set(s, c, CONN_TIMER_LINGER, now + CONN_LINGER_MS);
+        }
+        return conni_update_interest(s, c, now);
+    }
+    if (c->input_blocked && !broker_input_paused(c->bc)) {
+        if (s->log_level >= BROKER_LOG_DEBUG) {
+            conni_peer(s, c, peer);
+            conni_log(s, BROKER_LOG_DEBUG, "%s: input resumed", peer);
+        }
+        c->input_blocked = 0;
+        /* What waits inside the layer (and the end of input) is not
+         * announced by the transport again. */
+        if (conni_has_input(s, c) || c->peer_eof)
+            conni_ready_add(s, c);
+    }
+    return conni_update_interest(s, c, now);
+}
+
+bool conn_flush(conn_server *s, conn *c, uint64_t now)
+{
+    if (!conni_write_out(s, c, now))
+        return false;
+    if (c->bc == NULL) /* handshake output only */
+        return conni_update_interest(s, c, now);
+    return conni_after_flush(s, c, now);
+}
+
+bool conn_writable(conn_server *s, conn *c, uint64_t now)
+{
+    return conn_flush(s, c, now);
+}
+
+/* Everything c owns, without telling anyone. */
+static void release(conn_server *s, conn *c)
+{
+    conni_ready_remove(s, c);
+    conni_timer_clear(s, c);
+    if (c->tls != NULL)
+        s->tls_ops->free(c->tls);
+    c->tls = NULL;
+    conni_drop_input(s, c);
+}
+
+bool conni_end(conn_server *s, conn *c, conn_close_how how, uint64_t now)
+{
+    release(s, c);
+    if (c->bc != NULL) {
+        broker_conn *bc = c->bc;
+
+        c->bc = NULL;
+        broker_closed(s->b, bc, now); /* fires the will unless DISCONNECT came */
+    }
+    s->io->close(s->io_ctx, c, how); /* last: may free c */
+    return false;
+}
+
+void conn_failed(conn_server *s, conn *c, uint64_t now)
+{
+    (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
+}
+
+void conn_drop(conn_server *s, conn *c)
+{
+    release(s, c);
+    c->bc = NULL; /* the core frees its side in broker_destroy */
+}
+
+bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+    broker_conn_info info = {peer, NULL, false};
+
+    c->want_read = 1;
+    conni_peer(s, c, peer);
+    if (tls) {
+        if (s->tls == NULL)
+            tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
+        c->tls = s->tls_ops->start(s->tls);
+        if (c->tls == NULL) {
+            s->stats.refused++;
+            conni_log(s, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer);
+            return false;
+        }
+        conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now + s->handshake_timeout_ms);
+        return true;
+    }
+    if (s->io->identity != NULL)
+        info.identity = s->io->identity(s->io_ctx, c, &info.is_operator);
+    c->bc = broker_open(s->b, c, &info, now);
+    if (c->bc == NULL) {
+        s->stats.refused++;
+        conni_log(s, BROKER_LOG_DEBUG, "closing %s: refused by the core", peer);
+        return false;
+    }
+    return true;
+}

@@ -1,0 +1,266 @@
+/*
+ * server.c - the connection layer's server: its buffers and lists,
+ * logging, and the turn that serves leftover input, runs the core's
+ * timers, writes every connection's output and expires deadlines.
+ *
+ * Lists are intrusive and doubly linked, so moving a connection on or off
+ * one never allocates and removal is O(1). The deadline lists stay in
+ * deadline order by construction: every member of one list got the same
+ * delay, so appending keeps them sorted.
+ */
+#include "conn/internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void *conni_alloc(conn_server *s, size_t n)
+{
+    return s->alloc.alloc != NULL ? s->alloc.alloc(s->alloc.ctx, n) : malloc(n);
+}
+
+void conni_free(conn_server *s, void *p)
+{
+    if (p == NULL)
+        return;
+    if (s->alloc.free != NULL)
+        s->alloc.free(s->alloc.ctx, p);
+    else
+        free(p);
+}
+
+void conni_log(conn_server *s, broker_log_level level, const char *fmt, ...)
+{
+    char msg[320];
+    va_list ap;
+
+    if (s->log == NULL || level > s->log_level)
+        return;
+    va_start(ap, fmt);
+    (void)vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    s->log(s->log_ctx, level, msg);
+}
+
+void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT])
+{
+    buf[0] = '?';
+    buf[1] = '\0';
+    s->io->peer(s->io_ctx, c, buf, CONN_PEER_TEXT);
+    buf[CONN_PEER_TEXT - 1] = '\0';
+}
+
+/* ---- lists ----------------------------------------------------------- */
+
+/* The links of c that belong to list l. */
+static conn_link *link_of(conn_server *s, const conn_list *l, conn *c)
+{
+    return l == &s->ready ? &c->ready_link : &c->timer_link;
+}
+
+static void list_push(conn_server *s, conn_list *l, conn *c)
+{
+    conn_link *k = link_of(s, l, c);
+
+    k->prev = l->tail;
+    k->next = NULL;
+    if (l->tail != NULL)
+        link_of(s, l, l->tail)->next = c;
+    else
+        l->head = c;
+    l->tail = c;
+    l->count++;
+}
+
+static void list_remove(conn_server *s, conn_list *l, conn *c)
+{
+    conn_link *k = link_of(s, l, c);
+
+    if (k->prev != NULL)
+        link_of(s, l, k->prev)->next = k->next;
+    else
+        l->head = k->next;
+    if (k->next != NULL)
+        link_of(s, l, k->next)->prev = k->prev;
+    else
+        l->tail = k->prev;
+    k->prev = k->next = NULL;
+    l->count--;
+}
+
+void conni_ready_add(conn_server *s, conn *c)
+{
+    if (!c->on_ready) {
+        list_push(s, &s->ready, c);
+        c->on_ready = 1;
+    }
+}
+
+void conni_ready_remove(conn_server *s, conn *c)
+{
+    if (c->on_ready) {
+        list_remove(s, &s->ready, c);
+        c->on_ready = 0;
+    }
+}
+
+static conn_list *timer_list(conn_server *s, conn_timer_list which)
+{
+    return which == CONN_TIMER_HANDSHAKE ? &s->handshakes : &s->lingering;
+}
+
+void conni_timer_clear(conn_server *s, conn *c)
+{
+    if (c->timer != CONN_TIMER_NONE) {
+        list_remove(s, timer_list(s, (conn_timer_list)c->timer), c);
+        c->timer = CONN_TIMER_NONE;
+    }
+}
+
+void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t deadline)
+{
+    conni_timer_clear(s, c);
+    c->deadline_ms = deadline;
+    c->timer = (uint8_t)which;
+    list_push(s, timer_list(s, which), c);
+}
+
+/* ---- the server ------------------------------------------------------- */
+
+static void release_tls(conn_server *s)
+{
+    if (s->tls != NULL)
+        s->tls_ops->release_server(s->tls);
+    s->tls = NULL;
+}
+
+conn_server *conn_server_create(const conn_server_config *cfg)
+{
+    conn_server *s;
+
+    if (cfg->b == NULL || cfg->io == NULL || (cfg->tls != NULL && cfg->tls_ops == NULL))
+        return NULL;
+    s = cfg->allocator.alloc != NULL ? cfg->allocator.alloc(cfg->allocator.ctx, sizeof *s)
+                                     : malloc(sizeof *s);
+    if (s == NULL) {
+        if (cfg->tls != NULL)
+            cfg->tls_ops->release_server(cfg->tls);
+        return NULL;
+    }
+    memset(s, 0, sizeof *s);
+    s->b = cfg->b;
+    s->io = cfg->io;
+    s->io_ctx = cfg->io_ctx;
+    s->tls_ops = cfg->tls_ops;
+    s->handshake_timeout_ms = cfg->handshake_timeout_ms;
+    s->alloc = cfg->allocator;
+    s->log = cfg->log;
+    s->log_ctx = cfg->log_ctx;
+    s->log_level = cfg->log_level;
+    s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->rbuf = conni_alloc(s, CONN_READ_BUF_SIZE);
+    if (s->tls_ops != NULL)
+        s->pbuf = conni_alloc(s, CONN_READ_BUF_SIZE);
+    s->tls = cfg->tls; /* the caller's reference, also on failure */
+    if (s->rbuf == NULL || (s->tls_ops != NULL && s->pbuf == NULL)) {
+        conn_server_destroy(s);
+        return NULL;
+    }
+    return s;
+}
+
+void conn_server_destroy(conn_server *s)
+{
+    if (s == NULL)
+        return;
+    release_tls(s);
+    conni_free(s, s->rbuf);
+    conni_free(s, s->pbuf);
+    conni_free(s, s);
+}
+
+void conn_server_set_tls(conn_server *s, tern_tls_server *tls)
+{
+    release_tls(s);
+    s->tls = tls;
+}
+
+void conn_server_get_stats(const conn_server *s, conn_stats *out)
+{
+    *out = s->stats;
+}
+
+/* ---- the turn --------------------------------------------------------- */
+
+/* Input left over from the last turn (the core's work budget), and
+ * connections whose read or handshake budget ran out. Only those queued
+ * before this turn: one going back on the list waits for the next. */
+static void serve_ready(conn_server *s, uint64_t now)
+{
+    for (uint32_t n = s->ready.count; n > 0 && s->ready.head != NULL; n--) {
+        conn *c = s->ready.head;
+
+        conni_ready_remove(s, c);
+        (void)conn_readable(s, c, now);
+    }
+}
+
+void conn_turn_begin(conn_server *s, uint64_t now)
+{
+    s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    serve_ready(s, now);
+}
+
+static void expire(conn_server *s, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    while (s->lingering.head != NULL && s->lingering.head->deadline_ms <= now) {
+        conn *c = s->lingering.head;
+
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_DEBUG, "closing %s: output not taken in %u ms", peer,
+                  (unsigned)CONN_LINGER_MS);
+        s->stats.linger_timeouts++;
+        (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
+    }
+    while (s->handshakes.head != NULL && s->handshakes.head->deadline_ms <= now) {
+        conn *c = s->handshakes.head;
+
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_INFO, "TLS handshake with %s timed out after %u s", peer,
+                  (unsigned)(s->handshake_timeout_ms / 1000u));
+        s->stats.handshake_timeouts++;
+        (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
+    }
+}
+
+void conn_turn_end(conn_server *s, uint64_t now)
+{
+    broker_conn *bc;
+
+    if (now >= broker_next_deadline(s->b))
+        broker_tick(s->b, now);
+    while ((bc = broker_next_dirty(s->b)) != NULL)
+        (void)conn_flush(s, broker_conn_ctx(bc), now);
+    expire(s, now);
+}
+
+uint64_t conn_next_deadline(const conn_server *s)
+{
+    uint64_t d = broker_next_deadline(s->b);
+
+    if (s->ready.count > 0)
+        return 0;
+    if (s->lingering.head != NULL && s->lingering.head->deadline_ms < d)
+        d = s->lingering.head->deadline_ms;
+    if (s->handshakes.head != NULL && s->handshakes.head->deadline_ms < d)
+        d = s->handshakes.head->deadline_ms;
+    return d;
+}
+
+broker_conn *conn_core(const conn *c)
+{
+    return c->bc;
+}

@@ -1,0 +1,61 @@
+/*
+ * tunables.h - every tunable of the connection layer, defined once with
+ * its reason (lwIP's opt.h pattern): a platform overrides one by defining
+ * it on the compiler's command line before this header is read.
+ *
+ * Units are the same on every platform: bytes, milliseconds, and
+ * "handshake steps" (one call into the TLS adapter with new bytes while a
+ * handshake runs; each may cost a public-key operation, ~0.1-0.2 ms).
+ */
+#ifndef TERN_CONN_TUNABLES_H
+#define TERN_CONN_TUNABLES_H
+
+/* The shared read buffer, and the plaintext buffer beside it. Plaintext is
+ * never longer than the records it came in, so one read's ciphertext
+ * always decrypts into the plaintext buffer without leftovers. */
+#ifndef CONN_READ_BUF_SIZE
+#define CONN_READ_BUF_SIZE (64u * 1024u)
+#endif
+
+/* Bytes read from one connection per turn: a client that always has more
+ * to send gets its share, then the others get theirs. */
+#ifndef CONN_READ_BUDGET
+#define CONN_READ_BUDGET (4u * CONN_READ_BUF_SIZE)
+#endif
+
+/* Input the core left over is kept by taking the read buffer itself (the
+ * server allocates a fresh one) when at least this long, instead of
+ * copying it: under a flood most of a 64 KiB read is left over when the
+ * core's work budget ends. */
+#ifndef CONN_ADOPT_MIN
+#define CONN_ADOPT_MIN (8u * 1024u)
+#endif
+
+/* A connection the core wants closed has this long to take its last
+ * output before it is reset. */
+#ifndef CONN_LINGER_MS
+#define CONN_LINGER_MS 5000u
+#endif
+
+/* Handshake steps per turn for all connections together: a flood of new
+ * TLS clients takes at most ~5-10 ms of public-key work per turn and
+ * established clients keep being served. Connections over the budget
+ * wait on the ready list for the next turn. */
+#ifndef CONN_HANDSHAKE_STEPS_PER_TURN
+#define CONN_HANDSHAKE_STEPS_PER_TURN 48u
+#endif
+
+/* Ciphertext waiting in the TLS adapter for one connection before the
+ * layer stops encrypting more of the core's output for it: the rest stays
+ * in the core, whose bounds (max_out_bytes, QoS 0 dropped first) then see
+ * a slow reader. */
+#ifndef CONN_TLS_OUT_HIGH
+#define CONN_TLS_OUT_HIGH (1024u * 1024u)
+#endif
+
+/* Longest "address:port" text of a peer, for log lines. */
+#ifndef CONN_PEER_TEXT
+#define CONN_PEER_TEXT 64u
+#endif
+
+#endif
