@@ -170,19 +170,14 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
     }
-    conn_server_config cc;
-    memset(&cc, 0, sizeof cc);
-    cc.b = s->b;
-    cc.io = &kconn_transport;
-    cc.io_ctx = s;
-    cc.tls_ops = &conn_tls;
-    cc.tls = assets->tls; /* the layer holds the reference now */
+    /* The layer takes the TLS context's reference. */
+    conn_server_config cc = {
+        .b = s->b, .io = &kconn_transport, .io_ctx = s,
+        .tls_ops = &conn_tls, .tls = assets->tls,
+        .handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u,
+        .allocator = bc.allocator, .log = core_log, .log_ctx = s, .log_level = bc.log_level,
+    };
     assets->tls = NULL;
-    cc.handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u;
-    cc.allocator = bc.allocator;
-    cc.log = core_log;
-    cc.log_ctx = s;
-    cc.log_level = bc.log_level;
     s->cs = conn_server_create(&cc);
     if (!s->cs) {
         kprintf("tern: mqtt: cannot create the connection layer (out of memory)\n");

@@ -367,13 +367,11 @@ static void tcp_peer_op(void *ctx, const conn *c, char *buf, size_t n)
              ip4_addr4_16(a), kc->pcb->remote_port);
 }
 
+/* No identity of its own: plaintext clients are anonymous. */
 const conn_transport kconn_transport = {
-    .read = tcp_read_op,
-    .write = tcp_write_op,
-    .write_room = tcp_room_op,
-    .push = tcp_push_op,
-    .interest = tcp_interest_op,
-    .close = tcp_close_op,
+    .read = tcp_read_op,         .write = tcp_write_op,
+    .write_room = tcp_room_op,   .push = tcp_push_op,
+    .interest = tcp_interest_op, .close = tcp_close_op,
     .peer = tcp_peer_op,
 };
 
