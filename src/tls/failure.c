@@ -83,6 +83,9 @@ const char *tern_tls_failure_text(tern_tls_failure f)
         return "certificate invalid (signature, usage or encoding)";
     case TERN_TLS_FAIL_NO_IDENTITY:
         return "certificate has no usable identity";
+    case TERN_TLS_FAIL_AMBIGUOUS_IDENTITY:
+        return "ambiguous identity: the certificate has more than one CN, or more than one "
+               "subjectAltName of the tls.identity type";
     case TERN_TLS_FAIL_VERSION:
         return "no TLS version in common";
     case TERN_TLS_FAIL_NO_SHARED_CIPHER:

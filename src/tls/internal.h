@@ -81,8 +81,10 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store);
 
 /* Identity of a DER certificate by the configured source. Returns
  * TERN_TLS_FAIL_NONE and a malloc'ed string in *out (caller frees), or
- * TERN_TLS_FAIL_NO_IDENTITY when the field is missing or unusable (not
- * UTF-8, control characters, too long), or OUT_OF_MEMORY / BAD_CERT. */
+ * TERN_TLS_FAIL_NO_IDENTITY when the field is missing or unusable (empty,
+ * not UTF-8, control characters, too long), AMBIGUOUS_IDENTITY when there
+ * are two (two subject CNs, two SANs of the type), or OUT_OF_MEMORY /
+ * BAD_CERT. */
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
                                        tern_tls_identity_source src, char **out);
 

@@ -60,9 +60,9 @@ typedef enum tern_tls_version {
     TERN_TLS_1_3 = 13,
 } tern_tls_version;
 
-/* Where a client's identity comes from: the subject CN, or the one
- * subjectAltName of a type (a certificate with two of that type is refused:
- * its identity would be ambiguous). */
+/* Where a client's identity comes from: the subject's one CN, or the one
+ * subjectAltName of a type (a certificate with two CNs, or two of that
+ * type, is refused: its identity would be ambiguous). */
 typedef enum tern_tls_identity_source {
     TERN_TLS_IDENTITY_CN = 0,
     TERN_TLS_IDENTITY_SAN_DNS,
@@ -177,6 +177,8 @@ typedef enum tern_tls_failure {
     TERN_TLS_FAIL_NOT_YET_VALID,    /* certificate (or its CA) not valid yet */
     TERN_TLS_FAIL_BAD_CERT,         /* bad signature, unparsable, wrong usage */
     TERN_TLS_FAIL_NO_IDENTITY,      /* verified, but no usable identity in it */
+    TERN_TLS_FAIL_AMBIGUOUS_IDENTITY, /* verified, but it names two: two CNs, or two
+                                         subjectAltNames of the configured type */
     TERN_TLS_FAIL_VERSION,          /* no protocol version in common */
     TERN_TLS_FAIL_NO_SHARED_CIPHER, /* no cipher suite, group or signature in common */
     TERN_TLS_FAIL_NOT_TLS,          /* the bytes are not TLS records */

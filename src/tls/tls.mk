@@ -31,6 +31,10 @@ $(REL_TLS) $(ASAN_TLS): INC += $(WOLFSSL_CPPFLAGS)
 # (a new build has other options.h).
 $(REL_TLS) $(ASAN_TLS): $(WOLFSSL_LIBS)
 
+# The identity tests make certificates at run time with wolfCrypt.
+$(BUILD)/asan/tests/unit/test_tls_identity.o: INC += $(WOLFSSL_CPPFLAGS)
+$(BUILD)/asan/tests/unit/test_tls_identity.o: $(WOLFSSL_LIBS)
+
 $(BUILD)/rel/ternd: $(REL_TLS) $(WOLFSSL_LIBS)
 $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests: $(ASAN_TLS) $(WOLFSSL_LIBS)
 $(BUILD)/rel/ternd: REL_LDFLAGS += $(DEPS_LDLIBS)
