@@ -92,6 +92,11 @@ static bool handshake_done(conn_server *s, conn *c, uint64_t now)
         return conni_end(s, c, CONN_CLOSE_GRACEFUL, now);
     }
     s->stats.handshakes_ok++;
+    /* The client's Finished needs no answer, so its acknowledgement would
+     * wait for the delayed-ACK timer (40 ms on Linux), and a client with
+     * Nagle on would hold its CONNECT that long. */
+    if (s->io->ack_now != NULL)
+        s->io->ack_now(s->io_ctx, c);
     conni_log(s, BROKER_LOG_INFO, "TLS client %s: identity %s%s (%s, %s)", peer,
               identity != NULL ? identity : "none (no certificate)",
               info.is_operator ? ", operator" : "", tern_tls_version_name(c->tls),

@@ -71,6 +71,13 @@ typedef struct conn_transport {
      * tcp_output). May be NULL when every write goes out by itself. */
     void (*push)(void *ctx, conn *c);
 
+    /* Acknowledge what the peer sent at once instead of delaying the
+     * acknowledgement: the peer is waiting for it before it sends more
+     * (a client with Nagle's algorithm on holds its first MQTT packet
+     * until its last TLS handshake flight is acknowledged, and we have
+     * nothing to send that would carry the acknowledgement). May be NULL. */
+    void (*ack_now)(void *ctx, conn *c);
+
     /* What the layer wants to be told about from now on: conn_readable()
      * when input arrives (read), conn_writable() when room appears
      * (write). Called only when one of them changes; both start on for

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -55,6 +57,17 @@ static long sock_write(void *ctx, conn *c, const uint8_t *data, size_t len)
             return 0;
         return CONN_IO_ERROR;
     }
+}
+
+/* TCP_QUICKACK sends an acknowledgement that is due at once (and leaves
+ * delayed acknowledgements on for later: Linux falls back by itself). */
+static void sock_ack_now(void *ctx, conn *c)
+{
+    tern_loop *l = ctx;
+    int one = 1;
+
+    if (setsockopt(tern_sock_of(c)->fd, IPPROTO_TCP, TCP_QUICKACK, &one, sizeof one) != 0)
+        tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_QUICKACK: %s", strerror(errno));
 }
 
 static bool sock_interest(void *ctx, conn *c, bool read, bool write)
@@ -111,6 +124,7 @@ const conn_transport tern_sock_transport = {
     .write = sock_write,
     .write_room = NULL,
     .push = NULL,
+    .ack_now = sock_ack_now,
     .interest = sock_interest,
     .close = sock_close,
     .peer = sock_peer,

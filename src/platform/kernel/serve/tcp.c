@@ -265,6 +265,20 @@ static void tcp_push_op(void *ctx, conn *c)
         tcp_output(kc->pcb);
 }
 
+static void tcp_ack_now_op(void *ctx, conn *c)
+{
+    struct kconn *kc = kconn_of(c);
+    (void)ctx;
+    /* lwIP's tcp_ack_now() is in its private header: the same, through
+     * the public flags (tcp.h). A delayed acknowledgement becomes an
+     * immediate one, sent by tcp_output. */
+    if (kc->pcb && (kc->pcb->flags & TF_ACK_DELAY)) {
+        tcp_clear_flags(kc->pcb, TF_ACK_DELAY);
+        tcp_set_flags(kc->pcb, TF_ACK_NOW);
+        tcp_output(kc->pcb);
+    }
+}
+
 static bool tcp_interest_op(void *ctx, conn *c, bool read, bool write)
 {
     struct kserver *s = ctx;
@@ -371,6 +385,7 @@ static void tcp_peer_op(void *ctx, const conn *c, char *buf, size_t n)
 const conn_transport kconn_transport = {
     .read = tcp_read_op,         .write = tcp_write_op,
     .write_room = tcp_room_op,   .push = tcp_push_op,
+    .ack_now = tcp_ack_now_op,
     .interest = tcp_interest_op, .close = tcp_close_op,
     .peer = tcp_peer_op,
 };
