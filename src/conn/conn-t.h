@@ -56,6 +56,7 @@ struct conn {
     uint8_t want_read, want_write; /* interest last given to the transport */
     uint8_t input_blocked;         /* the core paused input: not reading */
     uint8_t peer_eof;              /* the peer finished sending (EOF or close_notify) */
+    uint32_t peer_hash;            /* keyed hash of the peer's address, while handshaking */
 };
 
 /* Counters, for logs and the platform's own reports. */
@@ -65,6 +66,8 @@ typedef struct conn_stats {
     uint64_t handshake_timeouts;
     uint64_t linger_timeouts;   /* closing connections whose output was never taken */
     uint64_t refused;           /* by the core (limits) or for want of memory */
+    uint64_t handshakes_refused; /* TLS connections refused: too many handshakes running
+                                    (in all, or from one address) */
 } conn_stats;
 
 typedef struct conn_server_config {
@@ -75,6 +78,14 @@ typedef struct conn_server_config {
     tern_tls_server *tls;          /* TLS context for TLS listeners (the caller's reference
                                       passes to the server), NULL for none */
     uint32_t handshake_timeout_ms; /* tls.handshake_timeout */
+    /* TLS handshakes running at once, in all and from one address
+     * (limits.max_handshakes, limits.max_handshakes_per_address); a new
+     * TLS connection beyond either is refused at once, so unauthenticated
+     * connections cannot take what authenticated clients need. 0 = no
+     * limit. */
+    uint32_t max_handshakes;
+    uint32_t max_handshakes_per_address;
+    uint64_t hash_key[2];          /* keys the per-address table (random from the platform) */
     broker_allocator allocator;    /* NULL members: malloc/realloc/free */
     broker_log_fn log;             /* may be NULL */
     void *log_ctx;

@@ -7,6 +7,7 @@
  *   input.c   reading: the transport to the core, pending input, EOF
  *   output.c  writing, interest, the linger/close policy, ending
  *   tls.c     the TLS half: handshake, identity, decryption, encryption
+ *   peers.c   handshakes per peer address
  */
 #ifndef TERN_CONN_INTERNAL_H
 #define TERN_CONN_INTERNAL_H
@@ -31,6 +32,16 @@ struct conn_server {
     uint8_t *rbuf;               /* CONN_READ_BUF_SIZE: every read lands here */
     uint8_t *pbuf;               /* CONN_READ_BUF_SIZE: decrypted input; NULL without TLS */
     conn_stats stats;
+    /* Handshakes running per peer address: open addressing on the keyed
+     * hash of the address (0 = empty slot), linear probing. */
+    uint32_t max_handshakes, max_per_address;
+    uint64_t hash_key[2];
+    struct conn_peer_slot {
+        uint32_t hash, count;
+    } *peers;
+    uint32_t peers_mask;      /* capacity - 1 (a power of two) */
+    uint64_t refusal_log_ms;  /* last refusal line: they are rate-limited */
+    uint64_t refusals_unlogged;
 };
 
 /* The TLS half (tls.c): the generic code calls these only for
@@ -69,6 +80,15 @@ void conni_ready_remove(conn_server *s, conn *c);
  * the same delay, so the tail is the latest), or leaves its list. */
 void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t deadline);
 void conni_timer_clear(conn_server *s, conn *c);
+/* peers.c: handshakes per address. The table (NULL without a limit). */
+bool conni_peers_init(conn_server *s);
+/* Handshakes running from c's address; *hash gets the address's key for
+ * c->peer_hash (0: unknown or not limited). */
+uint32_t conni_peer_handshakes(conn_server *s, const conn *c, uint32_t *hash);
+/* Count c's handshake against its address (conni_timer_set does, for the
+ * handshake list) and release it when the handshake ends. */
+void conni_peer_enter(conn_server *s, conn *c);
+void conni_peer_leave(conn_server *s, conn *c);
 /* "address:port" of c's peer. */
 void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT]);
 

@@ -162,6 +162,43 @@ void conn_drop(conn_server *s, conn *c)
     c->bc = NULL; /* the core frees its side in broker_destroy */
 }
 
+/* Refusals come in floods: one line per CONN_REFUSAL_LOG_MS with the
+ * count of those not logged. */
+static void log_refusal(conn_server *s, const char *peer, const char *why, uint64_t now)
+{
+    if (s->refusal_log_ms != 0 && now - s->refusal_log_ms < CONN_REFUSAL_LOG_MS) {
+        s->refusals_unlogged++;
+        return;
+    }
+    conni_log(s, BROKER_LOG_WARN, "refused %s: %s (%llu more refusals not logged)", peer, why,
+              (unsigned long long)s->refusals_unlogged);
+    s->refusal_log_ms = now;
+    s->refusals_unlogged = 0;
+}
+
+/* Room for one more TLS handshake, in all and from c's address? */
+static bool handshake_allowed(conn_server *s, conn *c, const char *peer, uint64_t now)
+{
+    uint32_t hash = 0;
+
+    if (s->max_handshakes != 0 && s->handshakes.count >= s->max_handshakes) {
+        s->stats.handshakes_refused++;
+        log_refusal(s, peer, "too many TLS handshakes running (limits.max_handshakes)", now);
+        return false;
+    }
+    if (s->max_per_address != 0 &&
+        conni_peer_handshakes(s, c, &hash) >= s->max_per_address) {
+        s->stats.handshakes_refused++;
+        log_refusal(s, peer,
+                    "too many TLS handshakes from its address "
+                    "(limits.max_handshakes_per_address)",
+                    now);
+        return false;
+    }
+    c->peer_hash = hash;
+    return true;
+}
+
 bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
@@ -172,8 +209,11 @@ bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now)
     if (tls) {
         if (s->tls == NULL)
             tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
+        if (!handshake_allowed(s, c, peer, now))
+            return false;
         c->tls = s->tls_ops->start(s->tls);
         if (c->tls == NULL) {
+            c->peer_hash = 0;
             s->stats.refused++;
             conni_log(s, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer);
             return false;

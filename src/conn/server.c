@@ -112,6 +112,8 @@ static conn_list *timer_list(conn_server *s, conn_timer_list which)
 
 void conni_timer_clear(conn_server *s, conn *c)
 {
+    if (c->timer == CONN_TIMER_HANDSHAKE)
+        conni_peer_leave(s, c);
     if (c->timer != CONN_TIMER_NONE) {
         list_remove(s, timer_list(s, (conn_timer_list)c->timer), c);
         c->timer = CONN_TIMER_NONE;
@@ -124,6 +126,8 @@ void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t de
     c->deadline_ms = deadline;
     c->timer = (uint8_t)which;
     list_push(s, timer_list(s, which), c);
+    if (which == CONN_TIMER_HANDSHAKE)
+        conni_peer_enter(s, c);
 }
 
 /* ---- the server ------------------------------------------------------- */
@@ -159,11 +163,15 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->log_ctx = cfg->log_ctx;
     s->log_level = cfg->log_level;
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->max_handshakes = cfg->max_handshakes;
+    s->max_per_address = cfg->max_handshakes_per_address;
+    s->hash_key[0] = cfg->hash_key[0];
+    s->hash_key[1] = cfg->hash_key[1];
     s->rbuf = conni_alloc(s, CONN_READ_BUF_SIZE);
     if (s->tls_ops != NULL)
         s->pbuf = conni_alloc(s, CONN_READ_BUF_SIZE);
     s->tls = cfg->tls; /* the caller's reference, also on failure */
-    if (s->rbuf == NULL || (s->tls_ops != NULL && s->pbuf == NULL)) {
+    if (s->rbuf == NULL || (s->tls_ops != NULL && s->pbuf == NULL) || !conni_peers_init(s)) {
         conn_server_destroy(s);
         return NULL;
     }
@@ -177,6 +185,7 @@ void conn_server_destroy(conn_server *s)
     release_tls(s);
     conni_free(s, s->rbuf);
     conni_free(s, s->pbuf);
+    conni_free(s, s->peers);
     conni_free(s, s);
 }
 

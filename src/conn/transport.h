@@ -98,6 +98,11 @@ typedef struct conn_transport {
      * unknown). */
     void (*peer)(void *ctx, const conn *c, char *buf, size_t n);
 
+    /* The peer's network address as bytes (4 for IPv4, 16 for IPv6; no
+     * port), written to buf (cap >= 16); 0 when unknown. Keys the limit on
+     * handshakes per address. May be NULL (no per-address limit). */
+    size_t (*peer_addr)(void *ctx, const conn *c, uint8_t *buf, size_t cap);
+
     /* For plaintext connections: an identity the transport established
      * itself, with *is_operator saying whether it has the operator role
      * (NULL op, or NULL returned: none). TLS connections take theirs from

@@ -53,6 +53,13 @@
 #define CONN_TLS_OUT_HIGH (1024u * 1024u)
 #endif
 
+/* Refusals of new connections (too many handshakes) are logged at most
+ * once per this many milliseconds, with the count of the others: a flood
+ * of them must not become a flood of log lines. */
+#ifndef CONN_REFUSAL_LOG_MS
+#define CONN_REFUSAL_LOG_MS 10000u
+#endif
+
 /* Longest "address:port" text of a peer, for log lines. */
 #ifndef CONN_PEER_TEXT
 #define CONN_PEER_TEXT 64u
