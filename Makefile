@@ -4,7 +4,8 @@
 #   make run        set up the machine, build the unikernel image with the dev PKI
 #                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
-#   make test       set up the machine and dependencies, run every test
+#   make test       check the tree, set up the machine and dependencies, run every test
+#   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...)
 #   make unit       unit tests under ASan+UBSan
 #   make integration  integration tests (real clients) against the ASan daemon
 #   make deps       fetch, verify and build the pinned Debian source packages
@@ -80,7 +81,7 @@ include tests/sim/sim.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-hosted test unit integration deps setup clean
+.PHONY: all run run-hosted test unit integration deps setup clean check-tree
 
 all: $(BUILD)/rel/ternd
 
@@ -106,7 +107,8 @@ integration: setup deps
 	$(MAKE) --no-print-directory $(BUILD)/asan/ternd
 	TERN_BIN=$(abspath $(BUILD)/asan/ternd) $(PYTHON) -m pytest -q tests/integration
 
-test: setup deps
+# check-tree first: a stray tracked *.orig fails at once, before any build.
+test: check-tree setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory fuzz-replay
@@ -117,3 +119,7 @@ test: setup deps
 
 clean:
 	rm -rf $(BUILD)
+
+# No tracked file that .gitignore excludes (*.orig, *.rej, editor swap files).
+check-tree:
+	@scripts/check-tree.sh
