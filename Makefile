@@ -7,6 +7,9 @@
 #   make test       check the tree, set up the machine and dependencies, run every test
 #   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...)
 #   make unit       unit tests under ASan+UBSan
+#   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
+#                   SQLite (codec, core, config, kernel-host, platform helpers) under
+#                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
 #   make integration  integration tests (real clients) against the ASan daemon
 #   make deps       fetch, verify and build the pinned Debian source packages
 #   make setup      install the host packages the build and tests need
@@ -71,6 +74,25 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
+# make unit-core: the same test files minus those needing wolfSSL or SQLite
+# (a test that needs either must match UNIT_DEPS_SRC). tests/unit/main.c
+# runs whatever registered itself, so this is a second link, not a second
+# list. The core and platform objects go in an archive: the linker takes
+# only the members the tests use, none of which may need the libraries, so
+# nothing here depends on `deps` and a fresh clone builds it in seconds.
+# test_posix_conn needs wolfSSL through posix/conn.c, test_kkat through crypto/kat.c.
+UNIT_DEPS_SRC := $(filter tests/unit/test_tls_% tests/unit/test_store_% \
+                          tests/unit/test_posix_conn.c tests/unit/test_kkat.c,$(UNIT_SRC))
+UNIT_CORE_OBJ := $(call obj,asan,$(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC)))
+
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(filter-out %/main.o,$(ASAN_POSIX))
+	$(if $(Q),@echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/asan/unit-core-tests: $(UNIT_CORE_OBJ) $(BUILD)/asan/unit-core.a
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
+
 # Components with their own build rules (third-party libraries, test kinds).
 include src/tls/tls.mk
 include tools/bench/bench.mk
@@ -81,7 +103,7 @@ include tests/sim/sim.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-hosted test unit integration deps setup clean check-tree
+.PHONY: all run run-hosted test unit unit-core integration deps setup clean check-tree
 
 all: $(BUILD)/rel/ternd
 
@@ -102,6 +124,9 @@ run-hosted: setup deps
 
 unit: $(BUILD)/asan/unit-tests
 	$(BUILD)/asan/unit-tests
+
+unit-core: $(BUILD)/asan/unit-core-tests
+	$(BUILD)/asan/unit-core-tests
 
 integration: setup deps
 	$(MAKE) --no-print-directory $(BUILD)/asan/ternd
