@@ -33,6 +33,9 @@ INC     := -Isrc
 REL_CFLAGS  := -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
                -fno-omit-frame-pointer
+# Test hooks (e.g. the store's fault injection, storeq.c) exist only in the
+# ASan daemon the integration tests run, never in the release build.
+TEST_HOOKS   := -DTERN_TEST_HOOKS
 REL_LDFLAGS  := -pie -Wl,-z,relro,-z,now
 ASAN_LDFLAGS := -fsanitize=address,undefined
 
@@ -48,6 +51,7 @@ REL_CORE   := $(call obj,rel,$(CORE_SRC))
 REL_POSIX  := $(call obj,rel,$(POSIX_SRC))
 ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
+$(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
 # Unit tests link the core and every platform file except main.c.
 ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
