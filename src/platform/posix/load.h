@@ -1,8 +1,7 @@
 /*
  * load.h - what the daemon reads besides its configuration file: the ACL
  * file (acl.file) and the TLS certificates and keys (tls.*), turned into
- * the objects the core and the TLS adapter use, and (for --check only) a
- * read-only look at the store file (store.path). The same functions serve
+ * the objects the core and the TLS adapter use. The same functions serve
  * the start (an error stops the daemon, exit status 2; --check reports it)
  * and SIGHUP (an error is logged and the running ACL or certificates stay).
  *
@@ -41,19 +40,5 @@ bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_ser
 bool tern_assets_load(const tern_config *cfg, const char *config_path, tern_assets *out,
                       char *err, size_t err_size);
 void tern_assets_free(tern_assets *a);
-
-/*
- * For --check: would the daemon open store.path as it is? Opens nothing for
- * writing and creates nothing: a missing file needs an existing, writable
- * directory (the daemon creates the file); an existing one must be a
- * readable and writable regular file that store_check() accepts (read-only:
- * an empty file or a tern database of a schema this release reads that
- * passes PRAGMA quick_check). A file a running daemon holds is not opened.
- * True when there is no store.path or it would do, with a line for the user
- * in note ("" when none); false with one "CONFIG: store.path: PATH: cause"
- * line in err.
- */
-bool tern_check_store(const tern_config *cfg, const char *config_path, char *note,
-                      size_t note_size, char *err, size_t err_size);
 
 #endif

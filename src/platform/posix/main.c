@@ -17,6 +17,7 @@
 #include "platform/posix/load.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
+#include "platform/posix/storecheck.h"
 #include "platform/posix/version.h"
 
 enum {
