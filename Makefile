@@ -81,19 +81,23 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 # make unit-core: the same test files minus those needing wolfSSL or SQLite
 # (a test that needs either must match UNIT_DEPS_SRC). tests/unit/main.c
 # runs whatever registered itself, so this is a second link, not a second
-# list. The core and platform objects go in an archive: the linker takes
-# only the members the tests use, none of which may need the libraries, so
-# nothing here depends on `deps` and a fresh clone builds it in seconds.
+# list. Of the daemon's platform files only those with a test here
+# (test_posix_NAME.c tests posix/NAME.c) and panic.c are built. Everything
+# goes in a (thin) archive, so the linker takes only the members the tests
+# use, none of which may need the libraries: nothing here depends on
+# `deps`, and a fresh clone builds it in seconds.
 # test_posix_conn needs wolfSSL through posix/conn.c, test_kkat through crypto/kat.c.
-UNIT_DEPS_SRC := $(filter tests/unit/test_tls_% tests/unit/test_store_% \
-                          tests/unit/test_posix_conn.c tests/unit/test_kkat.c,$(UNIT_SRC))
-UNIT_CORE_OBJ := $(call obj,asan,$(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC)))
+UNIT_DEPS_SRC  := $(filter tests/unit/test_tls_% tests/unit/test_store_% \
+                           tests/unit/test_posix_conn.c tests/unit/test_kkat.c,$(UNIT_SRC))
+UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
+UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
+                              $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
 
-$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(filter-out %/main.o,$(ASAN_POSIX))
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT))
 	$(if $(Q),@echo "  AR      $@")
-	$(Q)rm -f $@ && ar rcs $@ $^
+	$(Q)rm -f $@ && ar rcs --thin $@ $^
 
-$(BUILD)/asan/unit-core-tests: $(UNIT_CORE_OBJ) $(BUILD)/asan/unit-core.a
+$(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/unit-core.a
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
