@@ -4,8 +4,12 @@
 #   make run        set up the machine, build the unikernel image with the dev PKI
 #                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
-#   make test       set up the machine and dependencies, run every test
+#   make test       check the tree, set up the machine and dependencies, run every test
+#   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...)
 #   make unit       unit tests under ASan+UBSan
+#   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
+#                   SQLite (codec, core, config, kernel-host, platform helpers) under
+#                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
 #   make integration  integration tests (real clients) against the ASan daemon
 #   make deps       fetch, verify and build the pinned Debian source packages
 #   make setup      install the host packages the build and tests need
@@ -29,6 +33,9 @@ INC     := -Isrc
 REL_CFLAGS  := -O2 -g -fstack-protector-strong -D_FORTIFY_SOURCE=2 -fPIE
 ASAN_CFLAGS := -O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all \
                -fno-omit-frame-pointer
+# Test hooks (e.g. the store's fault injection, storeq.c) exist only in the
+# ASan daemon the integration tests run, never in the release build.
+TEST_HOOKS   := -DTERN_TEST_HOOKS
 REL_LDFLAGS  := -pie -Wl,-z,relro,-z,now
 ASAN_LDFLAGS := -fsanitize=address,undefined
 
@@ -48,6 +55,7 @@ REL_CORE   := $(call obj,rel,$(CORE_SRC))
 REL_POSIX  := $(call obj,rel,$(POSIX_SRC))
 ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
+$(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
 # Unit tests link the core and every platform file except main.c.
 ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
@@ -74,6 +82,29 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
 
+# make unit-core: the same test files minus those needing wolfSSL or SQLite
+# (a test that needs either must match UNIT_DEPS_SRC). tests/unit/main.c
+# runs whatever registered itself, so this is a second link, not a second
+# list. Of the daemon's platform files only those with a test here
+# (test_posix_NAME.c tests posix/NAME.c) and panic.c are built. Everything
+# goes in a (thin) archive, so the linker takes only the members the tests
+# use, none of which may need the libraries: nothing here depends on
+# `deps`, and a fresh clone builds it in seconds.
+# test_conn_tls needs wolfSSL through src/conn/tls.c, test_kkat through crypto/kat.c.
+UNIT_DEPS_SRC  := $(filter tests/unit/test_tls_% tests/unit/test_store_% \
+                           tests/unit/test_conn_tls.c tests/unit/test_kkat.c,$(UNIT_SRC))
+UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
+UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
+                              $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
+
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT))
+	$(if $(Q),@echo "  AR      $@")
+	$(Q)rm -f $@ && ar rcs --thin $@ $^
+
+$(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/unit-core.a
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -o $@
+
 # Components with their own build rules (third-party libraries, test kinds).
 include src/tls/tls.mk
 include tools/bench/bench.mk
@@ -84,7 +115,7 @@ include tests/sim/sim.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-hosted test unit integration deps setup clean
+.PHONY: all run run-hosted test unit unit-core integration deps setup clean check-tree
 
 all: $(BUILD)/rel/ternd
 
@@ -106,11 +137,15 @@ run-hosted: setup deps
 unit: $(BUILD)/asan/unit-tests
 	$(BUILD)/asan/unit-tests
 
+unit-core: $(BUILD)/asan/unit-core-tests
+	$(BUILD)/asan/unit-core-tests
+
 integration: setup deps
 	$(MAKE) --no-print-directory $(BUILD)/asan/ternd
 	TERN_BIN=$(abspath $(BUILD)/asan/ternd) $(PYTHON) -m pytest -q tests/integration
 
-test: setup deps
+# check-tree first: a stray tracked *.orig fails at once, before any build.
+test: check-tree setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory fuzz-replay
@@ -121,3 +156,7 @@ test: setup deps
 
 clean:
 	rm -rf $(BUILD)
+
+# No tracked file that .gitignore excludes (*.orig, *.rej, editor swap files).
+check-tree:
+	@scripts/check-tree.sh

@@ -4,9 +4,9 @@
  * syncs fail, to show that a failed commit leaves the database consistent,
  * that the store recovers, and that the broker withholds acknowledgements.
  *
- * TEST-ONLY. The daemon registers it only under its test hook (see
- * docs/STORE.md, TERN_TEST_STORE_FAULT); production never opens a database
- * through it.
+ * TEST-ONLY. The daemon registers it only under its test hook, which only
+ * TERN_TEST_HOOKS builds have (see docs/STORE.md, TERN_TEST_STORE_FAULT);
+ * production never opens a database through it.
  *
  * Each store_fault registers its own VFS under a name the caller picks, so
  * several can coexist; it keeps its state in its own struct (no globals).

@@ -87,6 +87,23 @@ store *store_open(const store_options *opt, store_open_info *info, char *err, si
 /* Finish any backup, close the database (NULL is fine). */
 void store_close(store *s);
 
+/* What store_check() found in a file store_open() would accept. */
+typedef struct store_check_info {
+    bool empty;             /* an empty file: store_open() creates the schema */
+    uint32_t schema_found;  /* else its schema version (older ones are migrated) */
+} store_check_info;
+
+/*
+ * Without writing, locking or creating anything (check.c): would
+ * store_open() accept the existing file at path as it is? It must be empty
+ * or a tern database of a schema version this release reads that passes
+ * PRAGMA quick_check. STORE_OK, or a refusal with one line in err ("PATH:
+ * why"). For `ternd --check`; the caller checks first that the file exists
+ * and that no daemon is using it.
+ */
+store_rc store_check(const char *path, const char *vfs, store_check_info *info, char *err,
+                     size_t err_size);
+
 /*
  * Apply n batches in one transaction and commit it (group commit). On any
  * failure nothing of the n batches is kept, the transaction is rolled back

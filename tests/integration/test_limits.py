@@ -201,8 +201,10 @@ def test_connections_beyond_max_connections_are_refused_and_slots_are_reused(bro
         extra.send(R.connect(client_id="mc-extra"))
     except (BrokenPipeError, ConnectionResetError):
         pass
+    # Accepted and closed at once, before any CONNACK (docs/CONFIG.md,
+    # limits.max_connections); a CONNACK of any kind would be a change.
     got = extra.wait_closed(timeout=3)
-    assert all(p.type == R.CONNACK and p.return_code != 0 for p in got), got
+    assert got == [], got
     extra.close()
     for c in clients:
         assert c.is_open_after_ping()

@@ -22,6 +22,13 @@ pytestmark = pytest.mark.tern_only
 FAULT_ENV = "TERN_TEST_STORE_FAULT"
 
 
+def assert_hook_active(b):
+    """Only TERN_TEST_HOOKS builds (build/asan/ternd) have the hook."""
+    assert "TEST HOOK " + FAULT_ENV in b.stderr_text(), (
+        "the daemon under test has no test hooks: use the ASan build "
+        "(build/asan/ternd, compiled with -DTERN_TEST_HOOKS)")
+
+
 def raw(b, client_id="", clean=True):
     c = rm.RawClient(b.host, b.port)
     ack = c.connect(client_id=client_id, clean=clean)
@@ -91,7 +98,7 @@ def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeyp
     control = str(tmp_path / "fault")
     monkeypatch.setenv(FAULT_ENV, control)
     b = broker(config={"store.path": db})
-    assert "TEST HOOK " + FAULT_ENV in b.stderr_text()
+    assert_hook_active(b)
 
     pub, _ = raw(b, "pub")
     pub.send(rm.publish("r/1", b"before", qos=1, retain=True, pid=1))
@@ -159,6 +166,7 @@ def test_store_shutdown_while_the_disk_fails_is_clean_and_bounded(broker, tmp_pa
     control = str(tmp_path / "fault")
     monkeypatch.setenv(FAULT_ENV, control)
     b = broker(config={"store.path": str(tmp_path / "tern.db")})
+    assert_hook_active(b)
     with open(control, "w") as f:
         f.write("full")
     pub, _ = raw(b, "pub")

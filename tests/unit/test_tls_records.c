@@ -152,8 +152,12 @@ TEST(tls_close_notify_is_seen_as_peer_closed)
     CHECK(tern_tls_out_pending(p.client) > 0);
     tls_test_pump(&p);
     CHECK_EQ(tern_tls_state_of(p.server), TERN_TLS_PEER_CLOSED);
-    CHECK(!tern_tls_write(p.server, (const uint8_t *)"x", 1) ||
-          tern_tls_state_of(p.server) == TERN_TLS_PEER_CLOSED);
+    /* Nothing more is written to a peer that has closed: the write is
+     * refused, queues nothing, and the state stays PEER_CLOSED. */
+    CHECK_EQ(tern_tls_out_pending(p.server), 0);
+    CHECK(!tern_tls_write(p.server, (const uint8_t *)"x", 1));
+    CHECK_EQ(tern_tls_out_pending(p.server), 0);
+    CHECK_EQ(tern_tls_state_of(p.server), TERN_TLS_PEER_CLOSED);
     tls_test_pair_close(&p);
 }
 

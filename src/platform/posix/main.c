@@ -1,6 +1,7 @@
 /*
  * main.c - ternd, the Linux daemon: command line, configuration file, the
  * files it names (ACL, TLS certificates and keys), then the event loop.
+ * --check stops before the loop, after a read-only look at the store.
  * Exit status: 0 after a clean shutdown (or a valid --check), 1 when
  * --check finds the configuration invalid or the daemon fails at run time,
  * 2 for a usage error or a configuration (or a file it names) that prevents
@@ -16,6 +17,7 @@
 #include "platform/posix/load.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
+#include "platform/posix/storecheck.h"
 #include "version.h"
 
 enum {
@@ -85,13 +87,22 @@ int main(int argc, char **argv)
         return fputs(tern_cli_usage(), stdout) < 0 ? EXIT_FAILURE : 0;
     case TERN_CLI_VERSION:
         return printf("tern %s\n", TERN_VERSION) < 0 ? EXIT_FAILURE : 0;
-    case TERN_CLI_CHECK:
+    case TERN_CLI_CHECK: {
+        char note[sizeof err];
+
         if (!load_config(cli.config_path, &cfg, &assets, err, sizeof err)) {
             fprintf(stderr, "%s\n", err);
             return EXIT_FAILURE;
         }
         tern_assets_free(&assets);
+        if (!tern_check_store(&cfg, cli.config_path, note, sizeof note, err, sizeof err)) {
+            fprintf(stderr, "%s\n", err);
+            return EXIT_FAILURE;
+        }
+        if (note[0] != '\0' && printf("%s\n", note) < 0)
+            return EXIT_FAILURE;
         return printf("%s: configuration ok\n", cli.config_path) < 0 ? EXIT_FAILURE : 0;
+    }
     case TERN_CLI_RUN:
         break;
     }

@@ -17,6 +17,11 @@
  * failure with a batch that rewrites its whole state, and without a pause a
  * full disk would turn that into a busy loop of ever-failing rewrites.
  * Acknowledgements wait in the meantime, which is what they must do.
+ *
+ * Test hook (TERN_TEST_HOOKS builds only, the ASan daemon the integration
+ * tests run): TERN_TEST_STORE_FAULT=FILE opens the database through the
+ * fault-injection VFS and makes every write fail while FILE exists. The
+ * release daemon has neither the hook nor the variable's name.
  */
 #define _GNU_SOURCE
 
@@ -32,7 +37,9 @@
 #include <unistd.h>
 
 #include "platform/posix/sock.h" /* TERN_HANDLE_STORE */
+#ifdef TERN_TEST_HOOKS
 #include "store/faultvfs.h"
+#endif
 
 enum {
     QCAP = 256,                    /* batches queued or in flight */
@@ -42,38 +49,46 @@ enum {
     RETRY_MAX_US = 2000000,        /* ... doubling up to this while failures go on */
 };
 
-#define FAULT_ENV "TERN_TEST_STORE_FAULT"
-#define FAULT_VFS_NAME "tern-test-fault"
-
 typedef struct qslot {
     broker_store_batch b;
     bool ok;
 } qslot;
 
+/* Which thread may touch what. "The loop" is the thread that opens and
+ * stops the queue (the event loop's); before the store thread starts and
+ * after it is joined, the loop has everything to itself. */
 struct tern_storeq {
+    /* set by tern_storeq_open() before the thread starts; read-only after */
     uint8_t kind;          /* TERN_HANDLE_STORE; first, like every epoll handle */
-    int efd;               /* owned eventfd: completions are waiting */
-    tern_log *log;         /* not owned */
-    store *s;              /* owned; the thread's alone once it runs */
-    store_fault *fault;    /* owned; test hook only */
-    char *fault_file;      /* owned; test hook only */
-    bool fault_on;         /* thread only */
+    int efd;               /* owned eventfd: completions are waiting (the thread
+                              writes it, the loop reads it) */
+    tern_log *log;         /* not owned; both threads log through it */
     uint32_t backup_interval_s;
-    pthread_t thread;
-    bool started;
 
-    pthread_mutex_t mu;    /* guards everything below */
+    /* loop thread only */
+    pthread_t thread;
+    bool started;          /* thread is running and must be joined */
+
+    /* guarded by mu */
+    pthread_mutex_t mu;
     pthread_cond_t work;   /* batches queued, stop, or a backup request */
     pthread_cond_t idle;   /* a group finished */
     uint64_t head, done, taken, tail;
     qslot ring[QCAP];
     bool stop, backup_req;
     store_stats stats;     /* the thread's last snapshot */
-    uint64_t backup_commits; /* thread only: commits when the last backup began */
-    uint64_t retry_pause_us; /* thread only: 0 after a success, else the current pause */
-    uint64_t retry_at_us;    /* thread only: no group before this after a failure */
 
-    broker_store_batch scratch[QCAP]; /* thread only: the group being applied */
+    /* store thread only */
+    store *s;              /* owned */
+    uint64_t backup_commits; /* commits when the last backup began */
+    uint64_t retry_pause_us; /* 0 after a success, else the current pause */
+    uint64_t retry_at_us;    /* no group before this after a failure */
+    broker_store_batch scratch[QCAP]; /* the group being applied */
+#ifdef TERN_TEST_HOOKS
+    store_fault *fault;    /* owned; NULL unless the hook is set */
+    char *fault_file;      /* owned */
+    bool fault_on;
+#endif
 };
 
 static uint64_t mono_us(void)
@@ -103,11 +118,41 @@ static void unlock(tern_storeq *q)
         tern_panic(__FILE__, __LINE__, "store queue mutex");
 }
 
-/* ---- the thread --------------------------------------------------------- */
+/* ---- the test hook ------------------------------------------------------ */
 
-/* Test hook: writes fail while the control file exists. Checked before each
- * group, so a test can switch faults on and off at run time. */
-static void check_fault_file(tern_storeq *q)
+#ifdef TERN_TEST_HOOKS
+#define FAULT_ENV "TERN_TEST_STORE_FAULT"
+#define FAULT_VFS_NAME "tern-test-fault"
+
+/* With FAULT_ENV set, open the database through the fault VFS. */
+static bool fault_hook_open(tern_storeq *q, store_options *opt)
+{
+    const char *hook = getenv(FAULT_ENV);
+
+    if (hook == NULL || hook[0] == '\0')
+        return true;
+    tern_logf(q->log, BROKER_LOG_WARN,
+              "TEST HOOK %s=%s: the store writes through a fault-injecting VFS", FAULT_ENV, hook);
+    q->fault_file = strdup(hook);
+    q->fault = store_fault_create(FAULT_VFS_NAME, NULL);
+    if (q->fault_file == NULL || q->fault == NULL) {
+        tern_logf(q->log, BROKER_LOG_ERROR, "cannot set up the fault-injection VFS");
+        return false;
+    }
+    opt->vfs = FAULT_VFS_NAME;
+    return true;
+}
+
+/* After the store is closed. */
+static void fault_hook_close(tern_storeq *q)
+{
+    store_fault_destroy(q->fault);
+    free(q->fault_file);
+}
+
+/* Writes fail while the control file exists. Checked before each group, so
+ * a test can switch faults on and off at run time. */
+static void fault_hook_check(tern_storeq *q)
 {
     char word[8] = {0};
     bool on;
@@ -132,6 +177,26 @@ static void check_fault_file(tern_storeq *q)
               on ? (strncmp(word, "io", 2) == 0 ? "fail with I/O errors" : "fail: disk full")
                  : "succeed");
 }
+#else
+static bool fault_hook_open(tern_storeq *q, store_options *opt)
+{
+    (void)q;
+    (void)opt;
+    return true;
+}
+
+static void fault_hook_close(tern_storeq *q)
+{
+    (void)q;
+}
+
+static void fault_hook_check(tern_storeq *q)
+{
+    (void)q;
+}
+#endif
+
+/* ---- the thread --------------------------------------------------------- */
 
 /* Commit every batch waiting, as one group. Called and returns locked. */
 static void commit_group(tern_storeq *q)
@@ -143,7 +208,7 @@ static void commit_group(tern_storeq *q)
         q->scratch[n++] = q->ring[i % QCAP].b;
     q->taken = q->tail;
     unlock(q);
-    check_fault_file(q);
+    fault_hook_check(q);
     rc = store_apply(q->s, q->scratch, n);
     if (rc == STORE_OK) {
         q->retry_pause_us = 0;
@@ -369,24 +434,13 @@ static bool init_sync(tern_storeq *q)
  * and loaded into b. */
 static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker *b)
 {
-    const char *hook = getenv(FAULT_ENV);
     char err[STORE_ERR_SIZE];
     store_open_info info;
     store_options opt;
 
     memset(&opt, 0, sizeof opt);
-    if (hook != NULL && hook[0] != '\0') {
-        tern_logf(q->log, BROKER_LOG_WARN,
-                  "TEST HOOK %s=%s: the store writes through a fault-injecting VFS", FAULT_ENV,
-                  hook);
-        q->fault_file = strdup(hook);
-        q->fault = store_fault_create(FAULT_VFS_NAME, NULL);
-        if (q->fault_file == NULL || q->fault == NULL) {
-            tern_logf(q->log, BROKER_LOG_ERROR, "cannot set up the fault-injection VFS");
-            return false;
-        }
-        opt.vfs = FAULT_VFS_NAME;
-    }
+    if (!fault_hook_open(q, &opt))
+        return false;
     opt.path = path;
     opt.sync = sync;
     opt.log = tern_log_broker;
@@ -482,8 +536,7 @@ void tern_storeq_stop(tern_storeq *q)
         log_summary(q);
     }
     store_close(q->s); /* cancels a backup in progress: its slot keeps the old copy */
-    store_fault_destroy(q->fault);
-    free(q->fault_file);
+    fault_hook_close(q);
     if (q->efd >= 0)
         (void)close(q->efd);
     (void)pthread_cond_destroy(&q->idle);

@@ -28,10 +28,10 @@ typedef struct tern_storeq tern_storeq;
  * Open the database of cfg (store.path, resolved by the caller), check it,
  * restore from a backup if needed, load it into b (which must be durable and
  * have no connections yet) and start the store thread. Logs and returns NULL
- * on failure. Test hook: with TERN_TEST_STORE_FAULT=FILE in the environment
- * the database is opened through the fault-injection VFS and every write
- * fails while FILE exists (its content "io" = I/O error, otherwise disk
- * full). Never set it in production.
+ * on failure. Test hook, in TERN_TEST_HOOKS builds only (the ASan daemon):
+ * with TERN_TEST_STORE_FAULT=FILE in the environment the database is opened
+ * through the fault-injection VFS and every write fails while FILE exists
+ * (its content "io" = I/O error, otherwise disk full).
  */
 tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup_interval_s,
                               broker *b, tern_log *log);

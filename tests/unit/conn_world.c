@@ -1,0 +1,133 @@
+/*
+ * conn_world.c - see conn_world.h.
+ */
+#include "conn_world.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void quiet(void *ctx, broker_log_level level, const char *msg)
+{
+    (void)ctx;
+    if (getenv("TERN_TEST_LOG"))
+        fprintf(stderr, "  [conn %d] %s\n", (int)level, msg);
+}
+
+bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
+             tern_tls_server *tls)
+{
+    broker_config cfg;
+    conn_server_config cc;
+
+    memset(w, 0, sizeof *w);
+    w->now = 1000000;
+    memset(&cfg, 0, sizeof cfg);
+    if (lim)
+        cfg.limits = *lim;
+    cfg.limits.sys_interval_s = UINT32_MAX;
+    cfg.allow_anonymous = true;
+    cfg.log = quiet;
+    cfg.log_level = BROKER_LOG_DEBUG;
+    cfg.version = "test";
+    w->b = broker_create(&cfg, w->now);
+    memset(&cc, 0, sizeof cc);
+    cc.b = w->b;
+    cc.io = &fake_transport;
+    cc.tls_ops = tls_ops;
+    cc.tls = tls;
+    cc.handshake_timeout_ms = 3000;
+    cc.log = quiet;
+    cc.log_level = BROKER_LOG_DEBUG;
+    w->cs = w->b ? conn_server_create(&cc) : NULL;
+    return w->cs != NULL;
+}
+
+void cw_free(cworld *w, fake_link **links, int n)
+{
+    for (int i = 0; i < n; i++) {
+        if (!links[i]->closed)
+            conn_drop(w->cs, &links[i]->c);
+        fake_link_free(links[i]);
+    }
+    conn_server_destroy(w->cs);
+    broker_destroy(w->b);
+}
+
+void cw_turn(cworld *w, fake_link **links, int n)
+{
+    conn_turn_begin(w->cs, w->now);
+    for (int i = 0; i < n; i++) {
+        fake_link *l = links[i];
+        if (!l->closed && l->want_read && (l->up.len > 0 || l->eof))
+            (void)conn_readable(w->cs, &l->c, w->now);
+    }
+    conn_turn_end(w->cs, w->now);
+}
+
+size_t cw_put_connect(fake_link *l, const char *id, const char *will)
+{
+    uint8_t buf[256];
+    mqtt_connect cp;
+    memset(&cp, 0, sizeof cp);
+    cp.level = 4;
+    cp.clean_session = true;
+    cp.client_id = (mqtt_bytes){(const uint8_t *)id, strlen(id)};
+    if (will) {
+        cp.will_flag = true;
+        cp.will_topic = (mqtt_bytes){(const uint8_t *)will, strlen(will)};
+        cp.will_payload = (mqtt_bytes){(const uint8_t *)"gone", 4};
+    }
+    size_t n = mqtt_encode_connect(buf, sizeof buf, &cp);
+    fake_bytes_put(&l->up, buf, n);
+    return n;
+}
+
+void cw_put_subscribe(fake_link *l, const char *filter)
+{
+    uint8_t buf[256], qos = 0;
+    mqtt_bytes f = {(const uint8_t *)filter, strlen(filter)};
+    fake_bytes_put(&l->up, buf, mqtt_encode_subscribe(buf, sizeof buf, 4, 1, &f, &qos, 1));
+}
+
+void cw_put_publish_qos(fake_link *l, const char *topic, size_t len, uint8_t fillc, uint8_t qos,
+                        uint16_t id)
+{
+    static uint8_t payload[200000];
+    static uint8_t buf[sizeof payload + 64];
+    memset(payload, fillc, len);
+    mqtt_publish p = {.qos = qos, .packet_id = id, .topic = {(const uint8_t *)topic, strlen(topic)},
+                      .payload = {payload, len}};
+    fake_bytes_put(&l->up, buf, mqtt_encode_publish(buf, sizeof buf, 4, &p));
+}
+
+void cw_put_publish(fake_link *l, const char *topic, size_t len, uint8_t fillc)
+{
+    cw_put_publish_qos(l, topic, len, fillc, 0, 0);
+}
+
+int cw_count(const uint8_t *p, size_t len, mqtt_type type, size_t *payload_bytes)
+{
+    int n = 0;
+    size_t pos = 0, used;
+    mqtt_packet pk;
+    while (pos < len && mqtt_decode(p + pos, len - pos, MQTT_FROM_SERVER, 4, 0, &pk, &used) ==
+                            MQTT_OK) {
+        if (pk.type == type) {
+            n++;
+            if (payload_bytes && type == MQTT_PUBLISH)
+                *payload_bytes += pk.u.publish.payload.len;
+        }
+        pos += used;
+    }
+    return n;
+}
+
+fake_link *cw_link(void)
+{
+    fake_link *l = malloc(sizeof *l);
+    if (l)
+        fake_link_init(l);
+    return l;
+}
+

@@ -1,0 +1,38 @@
+/*
+ * conn_world.h - a broker core and a connection layer over the fake
+ * transport, and MQTT packets put on a link, for the connection layer's
+ * unit tests (test_conn.c, test_conn_tls.c).
+ */
+#ifndef TERN_TEST_CONN_WORLD_H
+#define TERN_TEST_CONN_WORLD_H
+
+#include "fake_transport.h"
+#include "mqtt/mqtt.h"
+
+typedef struct cworld {
+    broker *b;
+    conn_server *cs;
+    uint64_t now;
+} cworld;
+
+/* A broker (anonymous clients allowed, $SYS off) and a layer over it;
+ * tls_ops/tls may be NULL (plaintext only). False when out of memory. */
+bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
+             tern_tls_server *tls);
+/* Drop the links still open, free them, the layer and the broker. */
+void cw_free(cworld *w, fake_link **links, int n);
+/* One turn: every open link with bytes (or their end) is readable. */
+void cw_turn(cworld *w, fake_link **links, int n);
+fake_link *cw_link(void);
+
+/* Packets from a client, appended to the link's upstream bytes. */
+size_t cw_put_connect(fake_link *l, const char *id, const char *will);
+void cw_put_subscribe(fake_link *l, const char *filter);
+void cw_put_publish_qos(fake_link *l, const char *topic, size_t len, uint8_t fillc, uint8_t qos,
+                        uint16_t id);
+void cw_put_publish(fake_link *l, const char *topic, size_t len, uint8_t fillc);
+/* Packets of one type in a byte stream from the broker (with the payload
+ * bytes of PUBLISHes added to *payload_bytes when not NULL). */
+int cw_count(const uint8_t *p, size_t len, mqtt_type type, size_t *payload_bytes);
+
+#endif
