@@ -309,17 +309,33 @@ void broker_set_acl(broker *b, broker_acl *acl)
 {
     broker_acl_free(b->acl);
     b->acl = acl;
-    /* Re-check every subscription under the new rules. */
+    /* Re-check every subscription under the new rules. Each filter is
+     * rendered whole into a buffer that holds the longest one MQTT can
+     * carry: a filter cut short would read as "not allowed" and be dropped
+     * (and journalled as the removal of an empty filter). */
+    char *filter = bmem_alloc(b, TREE_FILTER_MAX);
+    if (!filter) {
+        /* Nothing can be removed without its filter text (the journal
+         * needs it), so keep every subscription and check each delivery
+         * under the new rules instead: nothing the new ACL denies is
+         * delivered. The next reload re-checks them whole. */
+        blog(b, BROKER_LOG_ERROR, "out of memory re-checking subscriptions under the new ACL: "
+                                  "checking every delivery instead");
+        for (size_t i = 0; i < b->sessions.size; i++)
+            for (session *s = b->sessions.table[i]; s; s = s->hnext)
+                for (sub *x = s->subs; x; x = x->sess_next)
+                    x->acl_check = true;
+        tree_forget_last(&b->tree);
+        return;
+    }
     for (size_t i = 0; i < b->sessions.size; i++) {
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
             sub **pp = &s->subs;
             while (*pp) {
                 sub *x = *pp;
-                tnode *n = x->node;
-                char filter[1024];
-                size_t flen = tree_filter_text(n, filter, sizeof filter);
-                if (flen == 0 || !session_may(b, s, (const uint8_t *)filter, flen,
-                                              BROKER_ACL_READ)) {
+                size_t flen = tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                ALWAYS(flen > 0); /* every filter in the tree fits */
+                if (!session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
                     blog(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                          s->id);
                     *pp = x->sess_next;
@@ -333,4 +349,5 @@ void broker_set_acl(broker *b, broker_acl *acl)
             }
         }
     }
+    bmem_free(b, filter);
 }

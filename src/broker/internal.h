@@ -133,6 +133,9 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
 /* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
  * Takes a reference on m. Returns 0, or -1 on allocation failure. */
 int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
+/* Longest filter the tree holds: an MQTT string has a 2-byte length, and
+ * restore refuses longer ones. A buffer of this size takes any filter. */
+#define TREE_FILTER_MAX ((size_t)UINT16_MAX)
 /* The filter text of node n written to buf (not terminated); 0 when it does
  * not fit in cap. */
 size_t tree_filter_text(const tnode *n, char *buf, size_t cap);

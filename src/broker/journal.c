@@ -164,6 +164,11 @@ void j_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint
            bool put)
 {
     jw w;
+    /* A subscription row is keyed by its filter: an empty one would name no
+     * row, and a delete of it would leave the store keeping what memory
+     * dropped. Such a record comes only from a bug; stop before it is
+     * written rather than let the disk and memory diverge. */
+    ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX);
     if (!journaled(b, s) ||
         !rec_begin(b, &w, put ? J_SUB_PUT : J_SUB_DEL, 9 + s->id_len + flen))
         return;
@@ -274,7 +279,7 @@ static void snapshot(broker *b)
         return;
     rec_end(b, &w);
     b->jr.open->has_reset = true;
-    char *filter = bmem_alloc(b, UINT16_MAX + 1u); /* no big buffers on stacks */
+    char *filter = bmem_alloc(b, TREE_FILTER_MAX); /* no big buffers on stacks */
     if (!filter) {
         b->jr.broken = true;
         return;
@@ -285,9 +290,10 @@ static void snapshot(broker *b)
                 continue;
             j_session_put(b, s);
             for (sub *x = s->subs; x; x = x->sess_next) {
-                size_t flen = tree_filter_text(x->node, filter, UINT16_MAX + 1u);
-                if (flen)
-                    j_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
+                /* Every filter fits (TREE_FILTER_MAX); j_sub() refuses an
+                 * empty one. */
+                size_t flen = tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                j_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
             }
             for (uint32_t k = 0; k < s->q_count; k++) {
                 qentry *e = session_entry(s, k);

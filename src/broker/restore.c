@@ -114,7 +114,10 @@ int broker_restore_sub(broker *b, const uint8_t *id, size_t idlen, const uint8_t
 {
     session *s = session_find(&b->sessions, id, idlen);
     bool is_new;
-    if (!rs_get(b) || !s || qos > 2 || !mqtt_topic_filter_valid(filter, flen))
+    /* No filter longer than SUBSCRIBE can carry enters the tree
+     * (TREE_FILTER_MAX): only a damaged store holds one. */
+    if (!rs_get(b) || !s || qos > 2 || flen > TREE_FILTER_MAX ||
+        !mqtt_topic_filter_valid(filter, flen))
         return -1;
     sub *x = tree_subscribe(b, &b->tree, s, filter, flen, qos, &is_new);
     if (!x)
