@@ -9,8 +9,9 @@
  * whole subscription; "a intersects b" (some topic matches both) marks a
  * subscription whose deliveries need a per-message check.
  */
+#include "broker/access.h"
 #include "broker/acl.h"
-#include "broker/internal.h"
+#include "mqtt/mqtt.h"
 
 #include <stdarg.h>
 #include <stdio.h>

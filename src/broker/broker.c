@@ -3,7 +3,21 @@
  * open/close, time (timeouts, session expiry, $SYS), and the action side of
  * the interface (the dirty list and output buffers the platform drains).
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/acl.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/journal.h"
+#include "broker/mem.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/sys.h"
+#include "broker/tree.h"
+#include "broker/wheel.h"
+#include "mqtt/mqtt.h"
 
 #include <stdarg.h>
 #include <stdio.h>

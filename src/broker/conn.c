@@ -4,7 +4,19 @@
  * detach). The inbound half of the QoS flows lives here; the outbound half
  * is in deliver.c.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "broker/wheel.h"
+#include "mqtt/mqtt.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,7 +12,17 @@
  * Nothing here ends a connection or frees a session: routing walks a match
  * list of session pointers that must stay valid until it is done.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "mqtt/mqtt.h"
 
 #include <string.h>
 

@@ -31,7 +31,11 @@
  * nothing per session or connection beyond what fitted in their padding.
  * Releasing a session's publishers scans the array, once per drain.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
 
 static uint32_t unsent(const session *s)
 {

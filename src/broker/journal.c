@@ -5,7 +5,16 @@
  * that repairs the disk after a failed batch. Contract: journal.h; the
  * reader of the records is journal_decode.c.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/journal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
 
 #include <string.h>
 

@@ -7,7 +7,9 @@
  * checks the tag, which turns a double free or a wild pointer into a clear
  * panic instead of silent heap corruption.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/mem.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,9 @@
  * msg.c - application messages: topic and payload in one allocation, shared
  * by reference between the retained store, session queues and wills.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
 
 #include <string.h>
 

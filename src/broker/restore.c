@@ -2,7 +2,15 @@
  * restore.c - rebuilding the core from committed store records at start
  * (journal.h). Nothing here produces records: the state already is on disk.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/journal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "mqtt/mqtt.h"
 
 #include <string.h>
 

@@ -8,8 +8,16 @@
  * acknowledged out of order becomes a hole that disappears once the front
  * reaches it. One ring gives one bound: max_inflight + max_queued entries.
  */
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/flow.h"
 #include "broker/hash.h"
-#include "broker/internal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
 
 #include <string.h>
 

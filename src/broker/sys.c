@@ -3,7 +3,10 @@
  * messages every sys_interval_s. Names follow Mosquitto's where it has one,
  * so existing dashboards work; $SYS/broker/memory/used is tern's own.
  */
-#include "broker/internal.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/journal.h"
+#include "broker/sys.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -12,8 +12,13 @@
  * Matching and walks are iterative with an explicit stack kept in the tree:
  * a topic may have thousands of levels and the kernel's stacks are small.
  */
+#include "broker/base.h"
+#include "broker/broker-t.h"
 #include "broker/hash.h"
-#include "broker/internal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/session-t.h"
+#include "broker/tree.h"
 
 #include <string.h>
 

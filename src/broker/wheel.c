@@ -6,7 +6,8 @@
  * again, so a busy connection costs O(1) per keepalive period, not per
  * packet. Deadlines fire up to one tick (WHEEL_TICK_MS) late.
  */
-#include "broker/internal.h"
+#include "broker/conn.h"
+#include "broker/wheel.h"
 
 #include <string.h>
 
