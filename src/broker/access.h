@@ -15,10 +15,10 @@
 #include <stdint.h>
 
 /* The filter is readable but a deny rule overlaps part of it (acl.c). */
-bool acl_filter_partly_denied(const broker_acl *acl, const char *identity,
-                              const char *client_id, const char *filter, size_t len);
+bool bk_acl_filter_partly_denied(const broker_acl *acl, const char *identity,
+                                 const char *client_id, const char *filter, size_t len);
 /* May session s receive / may it publish this topic? (session.c) */
-bool session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
-                 broker_acl_access access);
+bool bk_session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
+                    broker_acl_access access);
 
 #endif

@@ -290,8 +290,8 @@ bool broker_acl_check(const broker_acl *acl, const char *identity, const char *c
     return v == V_ALLOW || v == V_PARTLY_DENIED;
 }
 
-bool acl_filter_partly_denied(const broker_acl *acl, const char *identity,
-                              const char *client_id, const char *filter, size_t len)
+bool bk_acl_filter_partly_denied(const broker_acl *acl, const char *identity,
+                                 const char *client_id, const char *filter, size_t len)
 {
     if (!acl)
         return false;

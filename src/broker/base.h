@@ -13,7 +13,7 @@
 #define ALWAYS(cond) ((cond) ? (void)0 : tern_panic(__FILE__, __LINE__, #cond))
 
 /* Log a line through the platform's broker_config.log, if level passes. */
-void blog(broker *b, broker_log_level level, const char *fmt, ...)
+void bk_log(broker *b, broker_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 #endif

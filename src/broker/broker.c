@@ -49,7 +49,7 @@ static void apply_defaults(broker_limits *l)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
 }
 
-void blog(broker *b, broker_log_level level, const char *fmt, ...)
+void bk_log(broker *b, broker_log_level level, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -68,7 +68,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     tmp.alloc = cfg->allocator;
     /* The broker itself is allocated through its own allocator: bootstrap
      * from a stack copy, then move. */
-    broker *b = bmem_calloc(&tmp, sizeof *b);
+    broker *b = bk_mem_calloc(&tmp, sizeof *b);
     if (!b)
         return NULL;
     *b = tmp;
@@ -89,13 +89,13 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
     b->now_ms = now_ms;
-    b->version = bmem_strdup(b, cfg->version ? cfg->version : "tern");
-    wheel_init(&b->wheel, now_ms);
-    if (!b->version || sessions_init(b, &b->sessions) != 0) {
+    b->version = bk_mem_strdup(b, cfg->version ? cfg->version : "tern");
+    bk_wheel_init(&b->wheel, now_ms);
+    if (!b->version || bk_sessions_init(b, &b->sessions) != 0) {
         broker_destroy(b);
         return NULL;
     }
-    if (tree_init(b, &b->tree) != 0) {
+    if (bk_tree_init(b, &b->tree) != 0) {
         broker_destroy(b);
         return NULL;
     }
@@ -125,13 +125,13 @@ static void conn_free(broker *b, broker_conn *c)
     }
     ALWAYS(b->conn_count > 0);
     b->conn_count--;
-    acks_drop(b, c);
-    bmem_free(b, c->out);
+    bk_acks_drop(b, c);
+    bk_mem_free(b, c->out);
     if (b->conn_count == 0)
-        out_pool_trim(b); /* nobody left to reuse them */
-    bmem_free(b, c->peer);
-    bmem_free(b, c->identity);
-    bmem_free(b, c);
+        bk_out_pool_trim(b); /* nobody left to reuse them */
+    bk_mem_free(b, c->peer);
+    bk_mem_free(b, c->identity);
+    bk_mem_free(b, c);
 }
 
 void broker_destroy(broker *b)
@@ -141,33 +141,33 @@ void broker_destroy(broker *b)
     while (b->conns) {
         broker_conn *c = b->conns;
         /* Shutdown is not a network failure: no wills. */
-        conn_end(b, c, false, "broker shutting down", b->now_ms);
+        bk_conn_end(b, c, false, "broker shutting down", b->now_ms);
         conn_free(b, c);
     }
     if (b->sessions.table)
-        sessions_free(b, &b->sessions);
+        bk_sessions_free(b, &b->sessions);
     if (b->tree.root)
-        tree_free(b, &b->tree);
-    out_pool_trim(b);
-    bmem_free(b, b->version);
-    bmem_free(b, b->holds); /* empty by now: every connection ended */
+        bk_tree_free(b, &b->tree);
+    bk_out_pool_trim(b);
+    bk_mem_free(b, b->version);
+    bk_mem_free(b, b->holds); /* empty by now: every connection ended */
     broker_acl_free(b->acl);
-    journal_free(b);
+    bk_journal_free(b);
     if (b->restore)
         broker_restore_done(b);
     broker tmp = *b;
-    bmem_free(&tmp, b);
+    bk_mem_free(&tmp, b);
 }
 
 broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms)
 {
     b->now_ms = now_ms;
     if (b->conn_count >= b->lim.max_connections) {
-        blog(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
-             info && info->peer ? info->peer : "?", b->lim.max_connections);
+        bk_log(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
+               info && info->peer ? info->peer : "?", b->lim.max_connections);
         return NULL;
     }
-    broker_conn *c = bmem_calloc(b, sizeof *c);
+    broker_conn *c = bk_mem_calloc(b, sizeof *c);
     if (!c)
         return NULL;
     c->ctx = ctx;
@@ -176,12 +176,12 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
         c->is_operator = info->is_operator;
-        c->peer = bmem_strdup(b, info->peer);
-        c->identity = bmem_strdup(b, info->identity);
+        c->peer = bk_mem_strdup(b, info->peer);
+        c->identity = bk_mem_strdup(b, info->identity);
         if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
-            bmem_free(b, c->peer);
-            bmem_free(b, c->identity);
-            bmem_free(b, c);
+            bk_mem_free(b, c->peer);
+            bk_mem_free(b, c->identity);
+            bk_mem_free(b, c);
             return NULL;
         }
     }
@@ -190,21 +190,21 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
         b->conns->prev = c;
     b->conns = c;
     b->conn_count++;
-    wheel_set(&b->wheel, c, now_ms + b->lim.connect_timeout_ms);
+    bk_wheel_set(&b->wheel, c, now_ms + b->lim.connect_timeout_ms);
     return c;
 }
 
 void broker_closed(broker *b, broker_conn *c, uint64_t now_ms)
 {
     b->now_ms = now_ms;
-    conn_end(b, c, true, "connection lost", now_ms);
+    bk_conn_end(b, c, true, "connection lost", now_ms);
     conn_free(b, c);
 }
 
-void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
+void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
 {
     if (c->state == CONN_NEW) {
-        conn_end(b, c, false, "no CONNECT in time", now_ms);
+        bk_conn_end(b, c, false, "no CONNECT in time", now_ms);
         return;
     }
     if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
@@ -212,15 +212,15 @@ void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
     if (c->hold_idx) {
         /* Held for a slow subscriber: we are not reading it, so its silence
          * proves nothing. Its keepalive restarts when it is released. */
-        wheel_set(&b->wheel, c, now_ms + (uint64_t)c->keepalive_s * 1500u);
+        bk_wheel_set(&b->wheel, c, now_ms + (uint64_t)c->keepalive_s * 1500u);
         return;
     }
     /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
     uint64_t deadline = c->last_rx_ms + (uint64_t)c->keepalive_s * 1500u;
     if (deadline <= now_ms)
-        conn_end(b, c, true, "keepalive timeout", now_ms);
+        bk_conn_end(b, c, true, "keepalive timeout", now_ms);
     else
-        wheel_set(&b->wheel, c, deadline);
+        bk_wheel_set(&b->wheel, c, deadline);
 }
 
 static void expire_sessions(broker *b, uint64_t now_ms)
@@ -229,8 +229,8 @@ static void expire_sessions(broker *b, uint64_t now_ms)
     while (s) {
         session *next = s->off_next;
         if (s->expires_at <= now_ms) {
-            blog(b, BROKER_LOG_INFO, "session %s expired", s->id);
-            session_destroy(b, s);
+            bk_log(b, BROKER_LOG_INFO, "session %s expired", s->id);
+            bk_session_destroy(b, s);
         }
         s = next;
     }
@@ -239,27 +239,27 @@ static void expire_sessions(broker *b, uint64_t now_ms)
 void broker_tick(broker *b, uint64_t now_ms)
 {
     b->now_ms = now_ms;
-    wheel_advance(b, &b->wheel, now_ms);
-    flow_tick(b, now_ms);
-    out_pool_tick(b, now_ms);
+    bk_wheel_advance(b, &b->wheel, now_ms);
+    bk_flow_tick(b, now_ms);
+    bk_out_pool_tick(b, now_ms);
     if (now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         if (b->lim.session_expiry_s)
             expire_sessions(b, now_ms);
     }
     if (now_ms >= b->sys.next_ms) {
-        sys_publish(b, now_ms);
+        bk_sys_publish(b, now_ms);
         b->sys.next_ms = now_ms + (uint64_t)b->lim.sys_interval_s * 1000u;
     }
 }
 
 uint64_t broker_next_deadline(const broker *b)
 {
-    uint64_t d = wheel_next_deadline(&b->wheel);
+    uint64_t d = bk_wheel_next_deadline(&b->wheel);
     if (b->sys.next_ms < d)
         d = b->sys.next_ms;
-    if (flow_next_deadline(b) < d)
-        d = flow_next_deadline(b);
+    if (bk_flow_next_deadline(b) < d)
+        d = bk_flow_next_deadline(b);
     if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
         d = b->next_expiry_check_ms;
     return d;
@@ -282,25 +282,25 @@ broker_conn *broker_next_dirty(broker *b)
 
 const uint8_t *broker_out_peek(const broker_conn *c, size_t *len)
 {
-    *len = out_pending(c);
+    *len = bk_out_pending(c);
     return c->out ? c->out + c->out_head : NULL;
 }
 
 void broker_out_consume(broker *b, broker_conn *c, size_t n)
 {
-    ALWAYS(n <= out_pending(c));
+    ALWAYS(n <= bk_out_pending(c));
     c->out_head += (uint32_t)n;
     b->stats.bytes_sent += n;
     if (c->out_head == c->out_len)
-        out_drained(b, c); /* an idle connection keeps no buffer */
+        bk_out_drained(b, c); /* an idle connection keeps no buffer */
     if (c->sess && c->state == CONN_ACTIVE &&
         (c->sess->q_sent < c->sess->q_count || c->sess->q_wire < c->sess->q_sent))
-        session_pump(b, c->sess);
+        bk_session_pump(b, c->sess);
 }
 
 size_t broker_out_pending(const broker_conn *c)
 {
-    return out_pending(c);
+    return bk_out_pending(c);
 }
 
 bool broker_wants_close(const broker_conn *c)
@@ -327,19 +327,19 @@ void broker_set_acl(broker *b, broker_acl *acl)
      * rendered whole into a buffer that holds the longest one MQTT can
      * carry: a filter cut short would read as "not allowed" and be dropped
      * (and journalled as the removal of an empty filter). */
-    char *filter = bmem_alloc(b, TREE_FILTER_MAX);
+    char *filter = bk_mem_alloc(b, TREE_FILTER_MAX);
     if (!filter) {
         /* Nothing can be removed without its filter text (the journal
          * needs it), so keep every subscription and check each delivery
          * under the new rules instead: nothing the new ACL denies is
          * delivered. The next reload re-checks them whole. */
-        blog(b, BROKER_LOG_ERROR, "out of memory re-checking subscriptions under the new ACL: "
-                                  "checking every delivery instead");
+        bk_log(b, BROKER_LOG_ERROR, "out of memory re-checking subscriptions under the new ACL: "
+                                    "checking every delivery instead");
         for (size_t i = 0; i < b->sessions.size; i++)
             for (session *s = b->sessions.table[i]; s; s = s->hnext)
                 for (sub *x = s->subs; x; x = x->sess_next)
                     x->acl_check = true;
-        tree_forget_last(&b->tree);
+        bk_tree_forget_last(&b->tree);
         return;
     }
     for (size_t i = 0; i < b->sessions.size; i++) {
@@ -347,21 +347,22 @@ void broker_set_acl(broker *b, broker_acl *acl)
             sub **pp = &s->subs;
             while (*pp) {
                 sub *x = *pp;
-                size_t flen = tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
                 ALWAYS(flen > 0); /* every filter in the tree fits */
-                if (!session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
-                    blog(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
-                         s->id);
+                if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
+                    bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
+                           s->id);
                     *pp = x->sess_next;
-                    j_sub(b, s, (const uint8_t *)filter, flen, 0, false);
-                    tree_remove_sub(b, &b->tree, x);
+                    bk_journal_sub(b, s, (const uint8_t *)filter, flen, 0, false);
+                    bk_tree_remove_sub(b, &b->tree, x);
                     continue;
                 }
-                x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
-                tree_forget_last(&b->tree);
+                x->acl_check =
+                    bk_acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
+                bk_tree_forget_last(&b->tree);
                 pp = &x->sess_next;
             }
         }
     }
-    bmem_free(b, filter);
+    bk_mem_free(b, filter);
 }

@@ -15,16 +15,16 @@
 
 /* End a connection: fire the will if asked, detach the session, ask the
  * platform to close. Idempotent. */
-void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms);
+void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms);
 /* c's wheel deadline passed (wheel.c calls it): CONNECT or keepalive
  * timeout, or file it again. */
-void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);
+void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);
 /* Low-level acknowledgement writer: PUBACK/PUBREC/PUBREL/PUBCOMP/UNSUBACK,
  * PINGRESP, and a held CONNACK (packet_id = session present << 8 | code).
  * False on allocation failure. */
-bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id);
+bool bk_send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id);
 /* Write a SUBACK. False on allocation failure. */
-bool send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                 uint32_t ncodes);
+bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                    uint32_t ncodes);
 
 #endif

@@ -20,7 +20,7 @@
 
 #define BATCH_MIN_CAP 4096u
 
-bool journaled(const broker *b, const session *s)
+bool bk_journaled(const broker *b, const session *s)
 {
     return b->durable && !b->restoring && !s->clean;
 }
@@ -35,7 +35,7 @@ static uint8_t *reserve(broker *b, size_t n)
 {
     journal *j = &b->jr;
     if (!j->open) {
-        jbatch *nb = bmem_calloc(b, sizeof *nb);
+        jbatch *nb = bk_mem_calloc(b, sizeof *nb);
         if (!nb)
             goto fail;
         nb->seq = j->next_seq++;
@@ -52,7 +52,7 @@ static uint8_t *reserve(broker *b, size_t n)
         size_t cap = o->cap ? o->cap : BATCH_MIN_CAP;
         while (cap - o->len < n)
             cap *= 2;
-        uint8_t *d = bmem_realloc(b, o->data, cap);
+        uint8_t *d = bk_mem_realloc(b, o->data, cap);
         if (!d)
             goto fail;
         o->data = d;
@@ -61,8 +61,8 @@ static uint8_t *reserve(broker *b, size_t n)
     return o->data + o->len;
 fail:
     if (!j->broken)
-        blog(b, BROKER_LOG_ERROR, "out of memory recording durable state: the store will be "
-                                  "rewritten from memory at the next batch");
+        bk_log(b, BROKER_LOG_ERROR, "out of memory recording durable state: the store will be "
+                                    "rewritten from memory at the next batch");
     j->broken = true;
     return NULL;
 }
@@ -160,8 +160,8 @@ static bool is_sys_topic(const uint8_t *t, size_t len)
     return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
 }
 
-void j_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                  size_t plen, uint8_t qos)
+void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                           size_t plen, uint8_t qos)
 {
     /* $SYS values are regenerated at every start: never stored. */
     if (!b->durable || b->restoring || is_sys_topic(topic, tlen))
@@ -170,7 +170,7 @@ void j_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *p
     (void)emit(b, J_RETAIN_SET, f, NFIELDS(f));
 }
 
-void j_retain_del(broker *b, const uint8_t *topic, size_t tlen)
+void bk_journal_retain_del(broker *b, const uint8_t *topic, size_t tlen)
 {
     if (!b->durable || b->restoring || is_sys_topic(topic, tlen))
         return;
@@ -178,9 +178,9 @@ void j_retain_del(broker *b, const uint8_t *topic, size_t tlen)
     (void)emit(b, J_RETAIN_DEL, f, NFIELDS(f));
 }
 
-void j_session_put(broker *b, const session *s)
+void bk_journal_session_put(broker *b, const session *s)
 {
-    if (!journaled(b, s))
+    if (!bk_journaled(b, s))
         return;
     size_t il = s->identity ? strlen(s->identity) : 0;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(s->identity, il),
@@ -188,23 +188,23 @@ void j_session_put(broker *b, const session *s)
     (void)emit(b, J_SESSION_PUT, f, NFIELDS(f));
 }
 
-void j_session_del(broker *b, const session *s)
+void bk_journal_session_del(broker *b, const session *s)
 {
-    if (!journaled(b, s))
+    if (!bk_journaled(b, s))
         return;
     const jfield f[] = {F_BYTES(s->id, s->id_len)};
     (void)emit(b, J_SESSION_DEL, f, NFIELDS(f));
 }
 
-void j_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
-           bool put)
+void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
+                    bool put)
 {
     /* A subscription row is keyed by its filter: an empty one would name no
      * row, and a delete of it would leave the store keeping what memory
      * dropped. Such a record comes only from a bug; stop before it is
      * written rather than let the disk and memory diverge. */
     ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX);
-    if (!journaled(b, s))
+    if (!bk_journaled(b, s))
         return;
     /* The qos comes last and only in a put. */
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(qos)};
@@ -218,13 +218,13 @@ static void msg_record(broker *b, const msg *m, bool put)
         (void)emit(b, J_MSG_DEL, f, NFIELDS(f));
         return;
     }
-    const jfield f[] = {F_U64(m->store_id), F_BYTES(msg_topic(m), m->topic_len),
-                        F_BYTES(msg_payload(m), m->payload_len), F_U8(m->qos),
+    const jfield f[] = {F_U64(m->store_id), F_BYTES(bk_msg_topic(m), m->topic_len),
+                        F_BYTES(bk_msg_payload(m), m->payload_len), F_U8(m->qos),
                         F_U8(m->retain ? 1u : 0u)};
     (void)emit(b, J_MSG_PUT, f, NFIELDS(f));
 }
 
-void j_msg_ref(broker *b, msg *m)
+void bk_journal_msg_ref(broker *b, msg *m)
 {
     if (!m->store_id)
         m->store_id = b->jr.next_msg_id++;
@@ -232,16 +232,16 @@ void j_msg_ref(broker *b, msg *m)
         msg_record(b, m, true);
 }
 
-void j_msg_unref(broker *b, msg *m)
+void bk_journal_msg_unref(broker *b, msg *m)
 {
     ALWAYS(m->store_refs > 0);
     if (--m->store_refs == 0)
         msg_record(b, m, false);
 }
 
-void j_queue_put(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_put(broker *b, const session *s, const qentry *e)
 {
-    if (!journaled(b, s) || e->qos == 0)
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq),
                         F_U64(e->m ? e->m->store_id : 0), F_U8(e->qos),
@@ -249,26 +249,26 @@ void j_queue_put(broker *b, const session *s, const qentry *e)
     (void)emit(b, J_QUEUE_PUT, f, NFIELDS(f));
 }
 
-void j_queue_state(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_state(broker *b, const session *s, const qentry *e)
 {
-    if (!journaled(b, s) || e->qos == 0)
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq), F_U8(e->state),
                         F_U16(e->packet_id)};
     (void)emit(b, J_QUEUE_STATE, f, NFIELDS(f));
 }
 
-void j_queue_del(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_del(broker *b, const session *s, const qentry *e)
 {
-    if (!journaled(b, s) || e->qos == 0)
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq)};
     (void)emit(b, J_QUEUE_DEL, f, NFIELDS(f));
 }
 
-void j_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
+void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
 {
-    if (!journaled(b, s))
+    if (!bk_journaled(b, s))
         return;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_U16(packet_id)};
     (void)emit(b, put ? J_INQOS2_PUT : J_INQOS2_DEL, f, NFIELDS(f));
@@ -279,7 +279,8 @@ void j_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
 static void snap_retained(broker *b, void *ctx, msg *m)
 {
     (void)ctx;
-    j_retain_set(b, msg_topic(m), m->topic_len, msg_payload(m), m->payload_len, m->qos);
+    bk_journal_retain_set(b, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
+                          m->qos);
 }
 
 /* Everything durable, after a reset record: the disk will equal memory. */
@@ -288,7 +289,7 @@ static void snapshot(broker *b)
     if (!emit(b, J_RESET, NULL, 0))
         return;
     b->jr.open->has_reset = true;
-    char *filter = bmem_alloc(b, TREE_FILTER_MAX); /* no big buffers on stacks */
+    char *filter = bk_mem_alloc(b, TREE_FILTER_MAX); /* no big buffers on stacks */
     if (!filter) {
         b->jr.broken = true;
         return;
@@ -297,29 +298,29 @@ static void snapshot(broker *b)
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
             if (s->clean)
                 continue;
-            j_session_put(b, s);
+            bk_journal_session_put(b, s);
             for (sub *x = s->subs; x; x = x->sess_next) {
-                /* Every filter fits (TREE_FILTER_MAX); j_sub() refuses an
+                /* Every filter fits (TREE_FILTER_MAX); bk_journal_sub() refuses an
                  * empty one. */
-                size_t flen = tree_filter_text(x->node, filter, TREE_FILTER_MAX);
-                j_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
+                size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                bk_journal_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
             }
             for (uint32_t k = 0; k < s->q_count; k++) {
-                qentry *e = session_entry(s, k);
+                qentry *e = bk_session_entry(s, k);
                 if (e->state == Q_DONE || e->qos == 0)
                     continue;
                 if (e->m)
                     msg_record(b, e->m, true); /* idempotent in the store */
-                j_queue_put(b, s, e);
+                bk_journal_queue_put(b, s, e);
                 if (e->state != Q_QUEUED)
-                    j_queue_state(b, s, e);
+                    bk_journal_queue_state(b, s, e);
             }
             for (uint32_t k = 0; k < s->in_qos2_count; k++)
-                j_inqos2(b, s, s->in_qos2[k], true);
+                bk_journal_inqos2(b, s, s->in_qos2[k], true);
         }
     }
-    bmem_free(b, filter);
-    if (tree_for_all_retained(b, &b->tree, snap_retained, NULL) != 0)
+    bk_mem_free(b, filter);
+    if (bk_tree_for_all_retained(b, &b->tree, snap_retained, NULL) != 0)
         b->jr.broken = true;
 }
 
@@ -383,13 +384,13 @@ static void waiter_unlink(broker *b, broker_conn *c)
 static void acks_free(broker *b, broker_conn *c)
 {
     for (uint32_t i = 0; i < c->acks_count; i++)
-        bmem_free(b, c->acks[(c->acks_head + i) % c->acks_cap].codes);
-    bmem_free(b, c->acks);
+        bk_mem_free(b, c->acks[(c->acks_head + i) % c->acks_cap].codes);
+    bk_mem_free(b, c->acks);
     c->acks = NULL;
     c->acks_head = c->acks_count = c->acks_cap = 0;
 }
 
-void acks_drop(broker *b, broker_conn *c)
+void bk_acks_drop(broker *b, broker_conn *c)
 {
     waiter_unlink(b, c);
     c->wire_wait = false;
@@ -397,13 +398,13 @@ void acks_drop(broker *b, broker_conn *c)
     acks_free(b, c);
 }
 
-void commit_wait(broker *b, broker_conn *c)
+void bk_commit_wait(broker *b, broker_conn *c)
 {
     c->wire_wait = true;
     waiter_link(b, c);
 }
 
-bool journal_committed(const broker *b, uint64_t jseq)
+bool bk_journal_committed(const broker *b, uint64_t jseq)
 {
     const journal *j = &b->jr;
     if (jseq == 0)
@@ -421,13 +422,13 @@ static void release_acks(broker *b, broker_conn *c)
         if (a->seq > b->jr.committed_seq)
             break;
         bool sent = a->type == MQTT_SUBACK
-                        ? send_suback(b, c, a->packet_id, a->codes, a->ncodes)
-                        : send_simple(b, c, (mqtt_type)a->type, a->packet_id);
+                        ? bk_send_suback(b, c, a->packet_id, a->codes, a->ncodes)
+                        : bk_send_simple(b, c, (mqtt_type)a->type, a->packet_id);
         if (!sent)
             break; /* out of memory: retried at the next commit */
         if (a->type == MQTT_CONNACK)
             c->connack_held = false;
-        bmem_free(b, a->codes);
+        bk_mem_free(b, a->codes);
         a->codes = NULL;
         c->acks_head = (c->acks_head + 1) % c->acks_cap;
         c->acks_count--;
@@ -437,14 +438,14 @@ static void release_acks(broker *b, broker_conn *c)
 }
 
 /* A batch committed: release what c was waiting for. Its session's entries
- * go out through session_pump(), which waits again if it must. */
+ * go out through bk_session_pump(), which waits again if it must. */
 static void waiter_kick(broker *b, broker_conn *c)
 {
     release_acks(b, c);
     if (c->wire_wait) {
         c->wire_wait = false;
         if (c->sess && c->state == CONN_ACTIVE)
-            session_pump(b, c->sess);
+            bk_session_pump(b, c->sess);
     }
     if (c->acks_count == 0 && !c->wire_wait)
         waiter_unlink(b, c);
@@ -459,8 +460,8 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
     if (!j->taken)
         j->taken_tail = NULL;
     j->pending_bytes -= o->len;
-    bmem_free(b, o->data);
-    bmem_free(b, o);
+    bk_mem_free(b, o->data);
+    bk_mem_free(b, o);
 
     if (ok) {
         j->committed_seq = seq;
@@ -477,8 +478,8 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
      * resend what they have not seen acknowledged. Then rewrite the whole
      * durable state from memory in the next batch. */
     j->failures++;
-    blog(b, BROKER_LOG_ERROR, "store: batch %llu failed; withholding its acknowledgements",
-         (unsigned long long)seq);
+    bk_log(b, BROKER_LOG_ERROR, "store: batch %llu failed; withholding its acknowledgements",
+           (unsigned long long)seq);
     broker_conn *c = j->waiters;
     while (c) {
         /* Later batches may refer to rows of the failed one, so every
@@ -489,18 +490,18 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
             if (c->acks[(c->acks_head + i) % c->acks_cap].seq != 0)
                 affected = true;
         if (affected) {
-            acks_drop(b, c);
-            conn_end(b, c, false, "store failure: acknowledgement withheld", b->now_ms);
+            bk_acks_drop(b, c);
+            bk_conn_end(b, c, false, "store failure: acknowledgement withheld", b->now_ms);
         }
         /* Queue entries waiting on the failed batch just keep waiting:
-         * journal_committed() says no until the repairing snapshot is on
+         * bk_journal_committed() says no until the repairing snapshot is on
          * disk, and that commit kicks them. */
         c = next;
     }
     j->broken = true;
 }
 
-uint64_t journal_gate(const broker *b, uint64_t records_before)
+uint64_t bk_journal_gate(const broker *b, uint64_t records_before)
 {
     const journal *j = &b->jr;
     if (!b->durable)
@@ -514,11 +515,11 @@ uint64_t journal_gate(const broker *b, uint64_t records_before)
     return 0;
 }
 
-uint64_t journal_gate_if_changed(const broker *b, uint64_t records_before)
+uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t records_before)
 {
     if (b->jr.records == records_before && !b->jr.broken)
         return 0;
-    return journal_gate(b, records_before);
+    return bk_journal_gate(b, records_before);
 }
 
 /* Append to c's held ring; codes (SUBACK) are copied. */
@@ -527,21 +528,21 @@ static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
 {
     uint8_t *copy = NULL;
     if (codes) {
-        copy = bmem_alloc(b, ncodes ? ncodes : 1);
+        copy = bk_mem_alloc(b, ncodes ? ncodes : 1);
         if (!copy)
             return false;
         memcpy(copy, codes, ncodes);
     }
     if (c->acks_count == c->acks_cap) {
         uint32_t cap = c->acks_cap ? c->acks_cap * 2 : 8;
-        held_ack *a = bmem_alloc(b, cap * sizeof *a);
+        held_ack *a = bk_mem_alloc(b, cap * sizeof *a);
         if (!a) {
-            bmem_free(b, copy);
+            bk_mem_free(b, copy);
             return false;
         }
         for (uint32_t i = 0; i < c->acks_count; i++)
             a[i] = c->acks[(c->acks_head + i) % c->acks_cap];
-        bmem_free(b, c->acks);
+        bk_mem_free(b, c->acks);
         c->acks = a;
         c->acks_cap = cap;
         c->acks_head = 0;
@@ -557,35 +558,35 @@ static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
     return true;
 }
 
-bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                      uint64_t gate_seq)
+bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                         uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return send_simple(b, c, type, packet_id);
+        return bk_send_simple(b, c, type, packet_id);
     return hold(b, c, type, packet_id, NULL, 0, gate_seq);
 }
 
-bool suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                         uint32_t ncodes, uint64_t gate_seq)
+bool bk_suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                            uint32_t ncodes, uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return send_suback(b, c, packet_id, codes, ncodes);
+        return bk_send_suback(b, c, packet_id, codes, ncodes);
     return hold(b, c, MQTT_SUBACK, packet_id, codes, ncodes, gate_seq);
 }
 
-void journal_free(broker *b)
+void bk_journal_free(broker *b)
 {
     journal *j = &b->jr;
     if (j->open) {
-        bmem_free(b, j->open->data);
-        bmem_free(b, j->open);
+        bk_mem_free(b, j->open->data);
+        bk_mem_free(b, j->open);
         j->open = NULL;
     }
     while (j->taken) {
         jbatch *o = j->taken;
         j->taken = o->next;
-        bmem_free(b, o->data);
-        bmem_free(b, o);
+        bk_mem_free(b, o->data);
+        bk_mem_free(b, o);
     }
     j->taken_tail = NULL;
 }

@@ -9,10 +9,10 @@
 
 #include <stddef.h>
 
-void *bmem_alloc(broker *b, size_t size);
-void *bmem_calloc(broker *b, size_t size);
-void *bmem_realloc(broker *b, void *p, size_t size);
-void bmem_free(broker *b, void *p);
-char *bmem_strdup(broker *b, const char *s); /* NULL in, NULL out */
+void *bk_mem_alloc(broker *b, size_t size);
+void *bk_mem_calloc(broker *b, size_t size);
+void *bk_mem_realloc(broker *b, void *p, size_t size);
+void bk_mem_free(broker *b, void *p);
+char *bk_mem_strdup(broker *b, const char *s); /* NULL in, NULL out */
 
 #endif

@@ -61,7 +61,7 @@ struct session {
     uint16_t *in_qos2;
     uint32_t in_qos2_count, in_qos2_cap;
     uint64_t expires_at;      /* ms, offline persistent sessions; 0 = never */
-    uint64_t match_epoch;     /* tree_match dedup stamp */
+    uint64_t match_epoch;     /* bk_tree_match dedup stamp */
     uint32_t match_idx;
     uint32_t hashv;
     bool clean;

@@ -13,39 +13,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
-int sessions_init(broker *b, session_table *st);
-void sessions_free(broker *b, session_table *st);
-session *session_find(session_table *st, const uint8_t *id, size_t len);
-session *session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean);
+int bk_sessions_init(broker *b, session_table *st);
+void bk_sessions_free(broker *b, session_table *st);
+session *bk_session_find(session_table *st, const uint8_t *id, size_t len);
+session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean);
 /* Remove and free a session with its subscriptions and queue. */
-void session_destroy(broker *b, session *s);
-void session_set_offline(broker *b, session *s, uint64_t now_ms);
-void session_set_online(broker *b, session *s, broker_conn *c);
+void bk_session_destroy(broker *b, session *s);
+void bk_session_set_offline(broker *b, session *s, uint64_t now_ms);
+void bk_session_set_online(broker *b, session *s, broker_conn *c);
 /* Append an outbound entry; false when the session's bounds refuse it.
  * QoS 0 entries are queued only while a connection waits for its CONNACK. */
-bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
 /* Append a retained message sent for a new subscription (any QoS). These
  * are bounded by max_retained rather than max_queued: a subscriber to '#'
  * expects every retained message, not the first max_queued of them. */
-bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos);
+bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos);
 /* Entry holding packet_id among the sent ones, or NULL. */
-qentry *session_find_sent(session *s, uint16_t packet_id);
+qentry *bk_session_find_sent(session *s, uint16_t packet_id);
 /* Mark an entry acknowledged and drop holes at the head. */
-void session_complete(broker *b, session *s, qentry *e);
-uint16_t session_next_packet_id(session *s);
+void bk_session_complete(broker *b, session *s, qentry *e);
+uint16_t bk_session_next_packet_id(session *s);
 /* The i-th entry of the outbound ring, counted from its head. */
-static inline qentry *session_entry(const session *s, uint32_t i)
+static inline qentry *bk_session_entry(const session *s, uint32_t i)
 {
     return &s->q[(s->q_head + i) % s->q_cap];
 }
 /* Mark a sent QoS 0 entry (retained-on-subscribe) finished. */
-void session_sent_qos0(broker *b, session *s, qentry *e);
+void bk_session_sent_qos0(broker *b, session *s, qentry *e);
 /* Inbound QoS 2 ids. */
-bool session_in_qos2_has(const session *s, uint16_t id);
-int session_in_qos2_add(broker *b, session *s, uint16_t id);
-void session_in_qos2_del(broker *b, session *s, uint16_t id);
+bool bk_session_in_qos2_has(const session *s, uint16_t id);
+int bk_session_in_qos2_add(broker *b, session *s, uint16_t id);
+void bk_session_in_qos2_del(broker *b, session *s, uint16_t id);
 /* Append a restored entry in any state (restore.c). */
-bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
-                           bool retain, uint8_t state, uint16_t packet_id);
+bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
+                              bool retain, uint8_t state, uint16_t packet_id);
 
 #endif

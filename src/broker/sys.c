@@ -13,8 +13,8 @@
 
 static void put(broker *b, const char *topic, const char *value)
 {
-    route_publish(b, (const uint8_t *)topic, strlen(topic), (const uint8_t *)value,
-                  strlen(value), 0, true, NULL);
+    bk_route_publish(b, (const uint8_t *)topic, strlen(topic), (const uint8_t *)value,
+                     strlen(value), 0, true, NULL);
 }
 
 static void put_u64(broker *b, const char *topic, uint64_t v)
@@ -75,7 +75,7 @@ void broker_set_store_status(broker *b, const broker_store_status *st)
         put_store_state(b);
 }
 
-void sys_publish(broker *b, uint64_t now_ms)
+void bk_sys_publish(broker *b, uint64_t now_ms)
 {
     sys_state *st = &b->sys;
     broker_stats s;

@@ -10,6 +10,6 @@
 #include <stdint.h>
 
 /* Publish every $SYS value now (broker_tick, every sys_interval_s). */
-void sys_publish(broker *b, uint64_t now_ms);
+void bk_sys_publish(broker *b, uint64_t now_ms);
 
 #endif

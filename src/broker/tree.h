@@ -12,37 +12,37 @@
 #include <stddef.h>
 #include <stdint.h>
 
-int tree_init(broker *b, tree *t);
-void tree_free(broker *b, tree *t);
+int bk_tree_init(broker *b, tree *t);
+void bk_tree_free(broker *b, tree *t);
 /* Add or update sess's subscription to filter f. *is_new tells if it was
  * added. Returns the sub, or NULL on allocation failure. */
-sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
-                    uint8_t qos, bool *is_new);
+sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
+                       uint8_t qos, bool *is_new);
 /* Remove sess's subscription to f; false when there was none. */
-bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
+bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
 /* Remove one subscription (session teardown). */
-void tree_remove_sub(broker *b, tree *t, sub *s);
+void bk_tree_remove_sub(broker *b, tree *t, sub *s);
 /* Sessions subscribed to topic, deduplicated, each at its highest QoS.
  * Returns the count; *out points into tree scratch valid until the next
  * call (callers must not change it). -1 on allocation failure. */
-long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
+long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
 /* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
  * Takes a reference on m. Returns 0, or -1 on allocation failure. */
-int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
+int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
 /* The filter text of node n written to buf (not terminated); 0 when it does
  * not fit in cap. */
-size_t tree_filter_text(const tnode *n, char *buf, size_t cap);
+size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap);
 /* Topic + payload bytes of the message retained on topic (0 = none). */
-uint64_t tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
+uint64_t bk_tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
 /* Call fn for every retained message matching filter f. */
-int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
-                      void *ctx);
+int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
+                         void *ctx);
 /* Something a match result depends on changed outside tree.c: forget the
- * last result. tree_subscribe and every removal do it themselves, so
- * setting acl_check on the sub tree_subscribe just returned needs nothing
+ * last result. bk_tree_subscribe and every removal do it themselves, so
+ * setting acl_check on the sub bk_tree_subscribe just returned needs nothing
  * more; changing it later (a new ACL) does. */
-static inline void tree_forget_last(tree *t) { t->last_valid = false; }
+static inline void bk_tree_forget_last(tree *t) { t->last_valid = false; }
 /* Call fn for every retained message, '$' topics included. */
-int tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
+int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
 
 #endif

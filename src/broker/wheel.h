@@ -9,11 +9,11 @@
 
 #include <stdint.h>
 
-void wheel_init(wheel *w, uint64_t now_ms);
-void wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms);
-void wheel_remove(wheel *w, broker_conn *c);
-/* Expire due connections by calling conn_timeout (conn.h) for each. */
-void wheel_advance(broker *b, wheel *w, uint64_t now_ms);
-uint64_t wheel_next_deadline(const wheel *w);
+void bk_wheel_init(wheel *w, uint64_t now_ms);
+void bk_wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms);
+void bk_wheel_remove(wheel *w, broker_conn *c);
+/* Expire due connections by calling bk_conn_timeout (conn.h) for each. */
+void bk_wheel_advance(broker *b, wheel *w, uint64_t now_ms);
+uint64_t bk_wheel_next_deadline(const wheel *w);
 
 #endif
