@@ -11,6 +11,7 @@
 #include "broker/deliver.h"
 #include "broker/flow.h"
 #include "broker/journal.h"
+#include "broker/limits_default.h"
 #include "broker/mem.h"
 #include "broker/persist.h"
 #include "broker/session.h"
@@ -25,25 +26,28 @@
 
 #define EXPIRY_CHECK_MS 1000u
 
+/* A limit left at 0 takes its default: one table, limits_default.h, shared
+ * with the configuration parser. */
 static void apply_defaults(broker_limits *l)
 {
 #define DEF(field, value)                                                                    \
     if (l->field == 0)                                                                       \
         l->field = (value);
-    DEF(max_connections, 100000u);
-    DEF(max_packet_size, MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER);
-    DEF(max_inflight, 32u);
-    DEF(max_queued, 1000u);
-    DEF(max_queued_bytes, 16u << 20);
-    DEF(max_out_bytes, 1u << 20);
-    DEF(max_inbound_qos2, 1024u);
-    DEF(connect_timeout_ms, 10000u);
-    DEF(sys_interval_s, 10u);
-    DEF(max_retained, 100000u);
-    DEF(max_retained_bytes, 256u << 20);
-    DEF(work_budget, 256u);
+    DEF(max_connections, TERN_DEFAULT_MAX_CONNECTIONS);
+    DEF(max_packet_size, TERN_DEFAULT_MAX_PACKET_SIZE);
+    DEF(max_inflight, TERN_DEFAULT_MAX_INFLIGHT);
+    DEF(max_queued, TERN_DEFAULT_MAX_QUEUED);
+    DEF(max_queued_bytes, TERN_DEFAULT_MAX_QUEUED_BYTES);
+    DEF(max_out_bytes, TERN_DEFAULT_MAX_OUT_BYTES);
+    DEF(max_inbound_qos2, TERN_DEFAULT_MAX_INBOUND_QOS2);
+    DEF(connect_timeout_ms, TERN_DEFAULT_CONNECT_TIMEOUT_S * 1000u);
+    DEF(sys_interval_s, TERN_DEFAULT_SYS_INTERVAL_S);
+    DEF(max_retained, TERN_DEFAULT_MAX_RETAINED);
+    DEF(max_retained_bytes, TERN_DEFAULT_MAX_RETAINED_BYTES);
+    DEF(work_budget, TERN_DEFAULT_WORK_BUDGET);
+    /* Not a constant: half of what max_queued came to (broker.h). */
     DEF(hold_queued, l->max_queued / 2 ? l->max_queued / 2 : 1u);
-    DEF(publisher_hold_ms, 2000u);
+    DEF(publisher_hold_ms, TERN_DEFAULT_PUBLISHER_HOLD_S * 1000u);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
@@ -209,14 +213,15 @@ void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
     }
     if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
         return;
+    uint64_t grace = (uint64_t)c->keepalive_s * KEEPALIVE_GRACE_MS_PER_S;
     if (c->hold_idx) {
         /* Held for a slow subscriber: we are not reading it, so its silence
          * proves nothing. Its keepalive restarts when it is released. */
-        bk_wheel_set(&b->wheel, c, now_ms + (uint64_t)c->keepalive_s * 1500u);
+        bk_wheel_set(&b->wheel, c, now_ms + grace);
         return;
     }
     /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
-    uint64_t deadline = c->last_rx_ms + (uint64_t)c->keepalive_s * 1500u;
+    uint64_t deadline = c->last_rx_ms + grace;
     if (deadline <= now_ms)
         bk_conn_end(b, c, true, "keepalive timeout", now_ms);
     else

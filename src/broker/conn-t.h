@@ -16,6 +16,10 @@ typedef struct msg msg;
 typedef struct session session;
 struct held_ack; /* persist-t.h */
 
+/* [MQTT-3.1.2-24]: a client silent for one and a half keepalive periods is
+ * disconnected. Milliseconds of silence allowed per second of keepalive. */
+#define KEEPALIVE_GRACE_MS_PER_S 1500u
+
 typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
     CONN_ACTIVE,      /* CONNECT accepted */

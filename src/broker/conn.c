@@ -203,7 +203,8 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     bk_session_set_online(b, s, c);
     c->keepalive_s = cp->keepalive;
     if (cp->keepalive)
-        bk_wheel_set(&b->wheel, c, b->now_ms + (uint64_t)cp->keepalive * 1500u);
+        bk_wheel_set(&b->wheel, c,
+                     b->now_ms + (uint64_t)cp->keepalive * KEEPALIVE_GRACE_MS_PER_S);
     else
         bk_wheel_remove(&b->wheel, c);
     b->stats.clients_connected++;
@@ -293,8 +294,10 @@ static void send_retained(broker *b, void *ctx, msg *m)
 bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
                     uint32_t ncodes)
 {
-    size_t rl = 2 + (size_t)ncodes;
-    size_t n = 1 + (rl < 128 ? 1 : rl < 16384 ? 2 : rl < 2097152 ? 3 : 4) + rl;
+    /* One code per filter of a SUBSCRIBE, itself at most the protocol's
+     * largest packet: always encodable. */
+    size_t n = mqtt_suback_size(c->level, ncodes);
+    ALWAYS(n != 0);
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return false;
