@@ -148,6 +148,7 @@ integration: setup deps
 test: check-tree setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
+	BUILD=$(BUILD) scripts/check-core-symbols.sh
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration

@@ -9,8 +9,9 @@
  * whole subscription; "a intersects b" (some topic matches both) marks a
  * subscription whose deliveries need a per-message check.
  */
+#include "broker/access.h"
 #include "broker/acl.h"
-#include "broker/internal.h"
+#include "mqtt/mqtt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,8 +290,8 @@ bool broker_acl_check(const broker_acl *acl, const char *identity, const char *c
     return v == V_ALLOW || v == V_PARTLY_DENIED;
 }
 
-bool acl_filter_partly_denied(const broker_acl *acl, const char *identity,
-                              const char *client_id, const char *filter, size_t len)
+bool bk_acl_filter_partly_denied(const broker_acl *acl, const char *identity,
+                                 const char *client_id, const char *filter, size_t len)
 {
     if (!acl)
         return false;

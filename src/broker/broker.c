@@ -3,7 +3,22 @@
  * open/close, time (timeouts, session expiry, $SYS), and the action side of
  * the interface (the dirty list and output buffers the platform drains).
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/acl.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/journal.h"
+#include "broker/limits_default.h"
+#include "broker/mem.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/sys.h"
+#include "broker/tree.h"
+#include "broker/wheel.h"
+#include "mqtt/mqtt.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -11,31 +26,34 @@
 
 #define EXPIRY_CHECK_MS 1000u
 
+/* A limit left at 0 takes its default: one table, limits_default.h, shared
+ * with the configuration parser. */
 static void apply_defaults(broker_limits *l)
 {
 #define DEF(field, value)                                                                    \
     if (l->field == 0)                                                                       \
         l->field = (value);
-    DEF(max_connections, 100000u);
-    DEF(max_packet_size, MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER);
-    DEF(max_inflight, 32u);
-    DEF(max_queued, 1000u);
-    DEF(max_queued_bytes, 16u << 20);
-    DEF(max_out_bytes, 1u << 20);
-    DEF(max_inbound_qos2, 1024u);
-    DEF(connect_timeout_ms, 10000u);
-    DEF(sys_interval_s, 10u);
-    DEF(max_retained, 100000u);
-    DEF(max_retained_bytes, 256u << 20);
-    DEF(work_budget, 256u);
+    DEF(max_connections, TERN_DEFAULT_MAX_CONNECTIONS);
+    DEF(max_packet_size, TERN_DEFAULT_MAX_PACKET_SIZE);
+    DEF(max_inflight, TERN_DEFAULT_MAX_INFLIGHT);
+    DEF(max_queued, TERN_DEFAULT_MAX_QUEUED);
+    DEF(max_queued_bytes, TERN_DEFAULT_MAX_QUEUED_BYTES);
+    DEF(max_out_bytes, TERN_DEFAULT_MAX_OUT_BYTES);
+    DEF(max_inbound_qos2, TERN_DEFAULT_MAX_INBOUND_QOS2);
+    DEF(connect_timeout_ms, TERN_DEFAULT_CONNECT_TIMEOUT_S * 1000u);
+    DEF(sys_interval_s, TERN_DEFAULT_SYS_INTERVAL_S);
+    DEF(max_retained, TERN_DEFAULT_MAX_RETAINED);
+    DEF(max_retained_bytes, TERN_DEFAULT_MAX_RETAINED_BYTES);
+    DEF(work_budget, TERN_DEFAULT_WORK_BUDGET);
+    /* Not a constant: half of what max_queued came to (broker.h). */
     DEF(hold_queued, l->max_queued / 2 ? l->max_queued / 2 : 1u);
-    DEF(publisher_hold_ms, 2000u);
+    DEF(publisher_hold_ms, TERN_DEFAULT_PUBLISHER_HOLD_S * 1000u);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
 }
 
-void blog(broker *b, broker_log_level level, const char *fmt, ...)
+void bk_log(broker *b, broker_log_level level, const char *fmt, ...)
 {
     char line[512];
     va_list ap;
@@ -54,7 +72,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     tmp.alloc = cfg->allocator;
     /* The broker itself is allocated through its own allocator: bootstrap
      * from a stack copy, then move. */
-    broker *b = bmem_calloc(&tmp, sizeof *b);
+    broker *b = bk_mem_calloc(&tmp, sizeof *b);
     if (!b)
         return NULL;
     *b = tmp;
@@ -75,13 +93,13 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
     b->now_ms = now_ms;
-    b->version = bmem_strdup(b, cfg->version ? cfg->version : "tern");
-    wheel_init(&b->wheel, now_ms);
-    if (!b->version || sessions_init(b, &b->sessions) != 0) {
+    b->version = bk_mem_strdup(b, cfg->version ? cfg->version : "tern");
+    bk_wheel_init(&b->wheel, now_ms);
+    if (!b->version || bk_sessions_init(b, &b->sessions) != 0) {
         broker_destroy(b);
         return NULL;
     }
-    if (tree_init(b, &b->tree) != 0) {
+    if (bk_tree_init(b, &b->tree) != 0) {
         broker_destroy(b);
         return NULL;
     }
@@ -111,13 +129,13 @@ static void conn_free(broker *b, broker_conn *c)
     }
     ALWAYS(b->conn_count > 0);
     b->conn_count--;
-    acks_drop(b, c);
-    bmem_free(b, c->out);
+    bk_acks_drop(b, c);
+    bk_mem_free(b, c->out);
     if (b->conn_count == 0)
-        out_pool_trim(b); /* nobody left to reuse them */
-    bmem_free(b, c->peer);
-    bmem_free(b, c->identity);
-    bmem_free(b, c);
+        bk_out_pool_trim(b); /* nobody left to reuse them */
+    bk_mem_free(b, c->peer);
+    bk_mem_free(b, c->identity);
+    bk_mem_free(b, c);
 }
 
 void broker_destroy(broker *b)
@@ -127,33 +145,33 @@ void broker_destroy(broker *b)
     while (b->conns) {
         broker_conn *c = b->conns;
         /* Shutdown is not a network failure: no wills. */
-        conn_end(b, c, false, "broker shutting down", b->now_ms);
+        bk_conn_end(b, c, false, "broker shutting down", b->now_ms);
         conn_free(b, c);
     }
     if (b->sessions.table)
-        sessions_free(b, &b->sessions);
+        bk_sessions_free(b, &b->sessions);
     if (b->tree.root)
-        tree_free(b, &b->tree);
-    out_pool_trim(b);
-    bmem_free(b, b->version);
-    bmem_free(b, b->holds); /* empty by now: every connection ended */
+        bk_tree_free(b, &b->tree);
+    bk_out_pool_trim(b);
+    bk_mem_free(b, b->version);
+    bk_mem_free(b, b->holds); /* empty by now: every connection ended */
     broker_acl_free(b->acl);
-    journal_free(b);
+    bk_journal_free(b);
     if (b->restore)
         broker_restore_done(b);
     broker tmp = *b;
-    bmem_free(&tmp, b);
+    bk_mem_free(&tmp, b);
 }
 
 broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms)
 {
     b->now_ms = now_ms;
     if (b->conn_count >= b->lim.max_connections) {
-        blog(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
-             info && info->peer ? info->peer : "?", b->lim.max_connections);
+        bk_log(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
+               info && info->peer ? info->peer : "?", b->lim.max_connections);
         return NULL;
     }
-    broker_conn *c = bmem_calloc(b, sizeof *c);
+    broker_conn *c = bk_mem_calloc(b, sizeof *c);
     if (!c)
         return NULL;
     c->ctx = ctx;
@@ -162,12 +180,12 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
         c->is_operator = info->is_operator;
-        c->peer = bmem_strdup(b, info->peer);
-        c->identity = bmem_strdup(b, info->identity);
+        c->peer = bk_mem_strdup(b, info->peer);
+        c->identity = bk_mem_strdup(b, info->identity);
         if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
-            bmem_free(b, c->peer);
-            bmem_free(b, c->identity);
-            bmem_free(b, c);
+            bk_mem_free(b, c->peer);
+            bk_mem_free(b, c->identity);
+            bk_mem_free(b, c);
             return NULL;
         }
     }
@@ -176,37 +194,38 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
         b->conns->prev = c;
     b->conns = c;
     b->conn_count++;
-    wheel_set(&b->wheel, c, now_ms + b->lim.connect_timeout_ms);
+    bk_wheel_set(&b->wheel, c, now_ms + b->lim.connect_timeout_ms);
     return c;
 }
 
 void broker_closed(broker *b, broker_conn *c, uint64_t now_ms)
 {
     b->now_ms = now_ms;
-    conn_end(b, c, true, "connection lost", now_ms);
+    bk_conn_end(b, c, true, "connection lost", now_ms);
     conn_free(b, c);
 }
 
-void conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
+void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
 {
     if (c->state == CONN_NEW) {
-        conn_end(b, c, false, "no CONNECT in time", now_ms);
+        bk_conn_end(b, c, false, "no CONNECT in time", now_ms);
         return;
     }
     if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
         return;
+    uint64_t grace = (uint64_t)c->keepalive_s * KEEPALIVE_GRACE_MS_PER_S;
     if (c->hold_idx) {
         /* Held for a slow subscriber: we are not reading it, so its silence
          * proves nothing. Its keepalive restarts when it is released. */
-        wheel_set(&b->wheel, c, now_ms + (uint64_t)c->keepalive_s * 1500u);
+        bk_wheel_set(&b->wheel, c, now_ms + grace);
         return;
     }
     /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
-    uint64_t deadline = c->last_rx_ms + (uint64_t)c->keepalive_s * 1500u;
+    uint64_t deadline = c->last_rx_ms + grace;
     if (deadline <= now_ms)
-        conn_end(b, c, true, "keepalive timeout", now_ms);
+        bk_conn_end(b, c, true, "keepalive timeout", now_ms);
     else
-        wheel_set(&b->wheel, c, deadline);
+        bk_wheel_set(&b->wheel, c, deadline);
 }
 
 static void expire_sessions(broker *b, uint64_t now_ms)
@@ -215,8 +234,8 @@ static void expire_sessions(broker *b, uint64_t now_ms)
     while (s) {
         session *next = s->off_next;
         if (s->expires_at <= now_ms) {
-            blog(b, BROKER_LOG_INFO, "session %s expired", s->id);
-            session_destroy(b, s);
+            bk_log(b, BROKER_LOG_INFO, "session %s expired", s->id);
+            bk_session_destroy(b, s);
         }
         s = next;
     }
@@ -225,33 +244,33 @@ static void expire_sessions(broker *b, uint64_t now_ms)
 void broker_tick(broker *b, uint64_t now_ms)
 {
     b->now_ms = now_ms;
-    wheel_advance(b, &b->wheel, now_ms);
-    flow_tick(b, now_ms);
-    out_pool_tick(b, now_ms);
+    bk_wheel_advance(b, &b->wheel, now_ms);
+    bk_flow_tick(b, now_ms);
+    bk_out_pool_tick(b, now_ms);
     if (now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         if (b->lim.session_expiry_s)
             expire_sessions(b, now_ms);
     }
     if (now_ms >= b->sys.next_ms) {
-        sys_publish(b, now_ms);
+        bk_sys_publish(b, now_ms);
         b->sys.next_ms = now_ms + (uint64_t)b->lim.sys_interval_s * 1000u;
     }
 }
 
 uint64_t broker_next_deadline(const broker *b)
 {
-    uint64_t d = wheel_next_deadline(&b->wheel);
+    uint64_t d = bk_wheel_next_deadline(&b->wheel);
     if (b->sys.next_ms < d)
         d = b->sys.next_ms;
-    if (flow_next_deadline(b) < d)
-        d = flow_next_deadline(b);
+    if (bk_flow_next_deadline(b) < d)
+        d = bk_flow_next_deadline(b);
     if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
         d = b->next_expiry_check_ms;
     /* An idle broker releases its pooled output buffers too, even with
      * nothing else to wake it. */
-    if (out_pool_next_deadline(b) < d)
-        d = out_pool_next_deadline(b);
+    if (bk_out_pool_next_deadline(b) < d)
+        d = bk_out_pool_next_deadline(b);
     return d;
 }
 
@@ -272,25 +291,25 @@ broker_conn *broker_next_dirty(broker *b)
 
 const uint8_t *broker_out_peek(const broker_conn *c, size_t *len)
 {
-    *len = out_pending(c);
+    *len = bk_out_pending(c);
     return c->out ? c->out + c->out_head : NULL;
 }
 
 void broker_out_consume(broker *b, broker_conn *c, size_t n)
 {
-    ALWAYS(n <= out_pending(c));
+    ALWAYS(n <= bk_out_pending(c));
     c->out_head += (uint32_t)n;
     b->stats.bytes_sent += n;
     if (c->out_head == c->out_len)
-        out_drained(b, c); /* an idle connection keeps no buffer */
+        bk_out_drained(b, c); /* an idle connection keeps no buffer */
     if (c->sess && c->state == CONN_ACTIVE &&
         (c->sess->q_sent < c->sess->q_count || c->sess->q_wire < c->sess->q_sent))
-        session_pump(b, c->sess);
+        bk_session_pump(b, c->sess);
 }
 
 size_t broker_out_pending(const broker_conn *c)
 {
-    return out_pending(c);
+    return bk_out_pending(c);
 }
 
 bool broker_wants_close(const broker_conn *c)
@@ -313,28 +332,46 @@ void broker_set_acl(broker *b, broker_acl *acl)
 {
     broker_acl_free(b->acl);
     b->acl = acl;
-    /* Re-check every subscription under the new rules. */
+    /* Re-check every subscription under the new rules. Each filter is
+     * rendered whole into a buffer that holds the longest one MQTT can
+     * carry: a filter cut short would read as "not allowed" and be dropped
+     * (and journalled as the removal of an empty filter). */
+    char *filter = bk_mem_alloc(b, TREE_FILTER_MAX);
+    if (!filter) {
+        /* Nothing can be removed without its filter text (the journal
+         * needs it), so keep every subscription and check each delivery
+         * under the new rules instead: nothing the new ACL denies is
+         * delivered. The next reload re-checks them whole. */
+        bk_log(b, BROKER_LOG_ERROR, "out of memory re-checking subscriptions under the new ACL: "
+                                    "checking every delivery instead");
+        for (size_t i = 0; i < b->sessions.size; i++)
+            for (session *s = b->sessions.table[i]; s; s = s->hnext)
+                for (sub *x = s->subs; x; x = x->sess_next)
+                    x->acl_check = true;
+        bk_tree_forget_last(&b->tree);
+        return;
+    }
     for (size_t i = 0; i < b->sessions.size; i++) {
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
             sub **pp = &s->subs;
             while (*pp) {
                 sub *x = *pp;
-                tnode *n = x->node;
-                char filter[1024];
-                size_t flen = tree_filter_text(n, filter, sizeof filter);
-                if (flen == 0 || !session_may(b, s, (const uint8_t *)filter, flen,
-                                              BROKER_ACL_READ)) {
-                    blog(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
-                         s->id);
+                size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                ALWAYS(flen > 0); /* every filter in the tree fits */
+                if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
+                    bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
+                           s->id);
                     *pp = x->sess_next;
-                    j_sub(b, s, (const uint8_t *)filter, flen, 0, false);
-                    tree_remove_sub(b, &b->tree, x);
+                    bk_journal_sub(b, s, (const uint8_t *)filter, flen, 0, false);
+                    bk_tree_remove_sub(b, &b->tree, x);
                     continue;
                 }
-                x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
-                tree_forget_last(&b->tree);
+                x->acl_check =
+                    bk_acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
+                bk_tree_forget_last(&b->tree);
                 pp = &x->sess_next;
             }
         }
     }
+    bk_mem_free(b, filter);
 }

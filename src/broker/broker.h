@@ -58,24 +58,26 @@ typedef enum broker_log_level {
 
 typedef void (*broker_log_fn)(void *ctx, broker_log_level level, const char *msg);
 
-/* Limits (SPEC C4). Zero in any field means "use the default" given below. */
+/* Limits (SPEC C4). Zero in any field means "use the default": the
+ * defaults are TERN_DEFAULT_* in limits_default.h, one table shared with
+ * the configuration parser, where each says what it bounds and why. */
 typedef struct broker_limits {
-    uint32_t max_connections;      /* default 100000 */
-    uint32_t max_packet_size;      /* inbound, whole packet; default 268435460 (protocol max) */
-    uint32_t max_inflight;         /* outbound QoS 1/2 unacknowledged per session; default 32 */
+    uint32_t max_connections;      /* connections open at once */
+    uint32_t max_packet_size;      /* inbound, whole packet; the default is the protocol max */
+    uint32_t max_inflight;         /* outbound QoS 1/2 unacknowledged per session */
     uint32_t max_queued;           /* QoS 1/2 messages waiting per session (offline or window
-                                      full); default 1000 */
-    uint32_t max_queued_bytes;     /* payload bytes waiting per session; default 16 MiB */
+                                      full) */
+    uint32_t max_queued_bytes;     /* payload bytes waiting per session */
     uint32_t max_out_bytes;        /* bytes pending in one connection's output buffer; QoS 0
-                                      messages beyond it are dropped (counted); default 1 MiB */
-    uint32_t max_inbound_qos2;     /* QoS 2 packet ids awaiting PUBREL per session; default 1024 */
-    uint32_t connect_timeout_ms;   /* time allowed from open to CONNECT; default 10000 */
+                                      messages beyond it are dropped (counted) */
+    uint32_t max_inbound_qos2;     /* QoS 2 packet ids awaiting PUBREL per session */
+    uint32_t connect_timeout_ms;   /* time allowed from open to CONNECT */
     uint32_t session_expiry_s;     /* persistent session kept after disconnect; 0 = forever */
-    uint32_t sys_interval_s;       /* $SYS refresh period; default 10; UINT32_MAX = off */
-    uint32_t max_retained;         /* retained messages kept; default 100000 */
-    uint32_t max_retained_bytes;   /* their topic + payload bytes; default 256 MiB */
+    uint32_t sys_interval_s;       /* $SYS refresh period; UINT32_MAX = off */
+    uint32_t max_retained;         /* retained messages kept */
+    uint32_t max_retained_bytes;   /* their topic + payload bytes */
     uint32_t work_budget;          /* packets handled per broker_input call before it
-                                      returns and asks to be called again; default 256 */
+                                      returns and asks to be called again */
     /* Back-pressure from slow subscribers to their publishers (flow.c): a
      * QoS 1/2 message that finds a live session with this many unsent
      * messages queued (or half of max_queued_bytes) holds the connection
@@ -84,8 +86,8 @@ typedef struct broker_limits {
     uint32_t hold_queued;
     /* A session that sends nothing for this long while it holds publishers
      * releases them and holds no one until its queue drains (messages
-     * beyond max_queued for it are then dropped and counted). Default 2000;
-     * UINT32_MAX = never hold publishers. */
+     * beyond max_queued for it are then dropped and counted). UINT32_MAX =
+     * never hold publishers. */
     uint32_t publisher_hold_ms;
 } broker_limits;
 

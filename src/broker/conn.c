@@ -4,7 +4,19 @@
  * detach). The inbound half of the QoS flows lives here; the outbound half
  * is in deliver.c.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "broker/wheel.h"
+#include "mqtt/mqtt.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -23,75 +35,75 @@ static bool same_identity(const char *a, const char *b)
 
 static bool send_connack(broker *b, broker_conn *c, bool present, uint8_t code)
 {
-    uint8_t *p = out_reserve(b, c, 4);
+    uint8_t *p = bk_out_reserve(b, c, 4);
     if (!p)
         return false;
     size_t w = mqtt_encode_connack(p, 4, c->level ? c->level : MQTT_LEVEL_311, present, code);
     ALWAYS(w == 4);
-    out_commit(b, c, 4);
+    bk_out_commit(b, c, 4);
     return true;
 }
 
-bool send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
+bool bk_send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
 {
     if (type == MQTT_CONNACK) /* held: session present << 8 | return code */
         return send_connack(b, c, packet_id >> 8, (uint8_t)packet_id);
     size_t n = packet_id || type != MQTT_PINGRESP ? 4 : 2;
-    uint8_t *p = out_reserve(b, c, n);
+    uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return false;
     size_t w = n == 4 ? mqtt_encode_ack(p, n, c->level, type, packet_id)
                       : mqtt_encode_empty(p, n, type);
     ALWAYS(w == n);
-    out_commit(b, c, n);
+    bk_out_commit(b, c, n);
     return true;
 }
 
-void conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms)
+void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms)
 {
     if (c->state == CONN_CLOSING)
         return;
     conn_state prev = (conn_state)c->state;
     c->state = CONN_CLOSING;
-    wheel_remove(&b->wheel, c);
+    bk_wheel_remove(&b->wheel, c);
     if (prev == CONN_ACTIVE) {
         ALWAYS(b->stats.clients_connected > 0);
         b->stats.clients_connected--;
-        blog(b, BROKER_LOG_INFO, "client %s disconnected: %s", conn_name(c), why);
+        bk_log(b, BROKER_LOG_INFO, "client %s disconnected: %s", conn_name(c), why);
         session *s = c->sess;
         c->sess = NULL;
         if (s) {
             s->conn = NULL;
             if (s->clean)
-                session_destroy(b, s);
+                bk_session_destroy(b, s);
             else
-                session_set_offline(b, s, now_ms);
+                bk_session_set_offline(b, s, now_ms);
         }
         /* The will goes out after the session is detached, so a persistent
          * session subscribed to its own will queues it like any message. */
         if (fire_will && c->will) {
             msg *w = c->will;
-            route_publish(b, msg_topic(w), w->topic_len, msg_payload(w), w->payload_len, w->qos,
-                          w->retain, w);
+            bk_route_publish(b, bk_msg_topic(w), w->topic_len, bk_msg_payload(w), w->payload_len,
+                             w->qos, w->retain, w);
         }
     } else {
-        blog(b, BROKER_LOG_DEBUG, "connection %s closed: %s", conn_name(c), why);
+        bk_log(b, BROKER_LOG_DEBUG, "connection %s closed: %s", conn_name(c), why);
     }
-    msg_unref(b, c->will);
+    bk_msg_unref(b, c->will);
     c->will = NULL;
-    flow_conn_gone(b, c);
-    acks_drop(b, c); /* a held acknowledgement dies with its connection */
-    bmem_free(b, c->in);
+    bk_flow_conn_gone(b, c);
+    bk_acks_drop(b, c); /* a held acknowledgement dies with its connection */
+    bk_mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
-    conn_mark_dirty(b, c);
+    bk_conn_mark_dirty(b, c);
 }
 
 static void protocol_error(broker *b, broker_conn *c, const char *what)
 {
     b->stats.protocol_errors++;
-    blog(b, BROKER_LOG_INFO, "client %s: protocol error: %s", conn_name(c), what);
-    conn_end(b, c, true, "protocol error", b->now_ms);
+    bk_log(b, BROKER_LOG_INFO, "client %s: protocol error: %s", conn_name(c), what);
+    bk_conn_end(b, c, true, "protocol error", b->now_ms);
 }
 
 static void make_auto_id(broker *b, char *out, size_t cap)
@@ -101,7 +113,7 @@ static void make_auto_id(broker *b, char *out, size_t cap)
          * repeating across restarts of a broker with persistent sessions. */
         uint64_t x = b->start_ms * 0x9e3779b97f4a7c15ull ^ ++b->auto_id_counter;
         snprintf(out, cap, "auto-%016llx", (unsigned long long)x);
-    } while (session_find(&b->sessions, (const uint8_t *)out, strlen(out)));
+    } while (bk_session_find(&b->sessions, (const uint8_t *)out, strlen(out)));
 }
 
 static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
@@ -117,7 +129,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
          * for a clean session [MQTT-3.1.3-8]. */
         if (cp->level == MQTT_LEVEL_31 || !cp->clean_session) {
             send_connack(b, c, false, MQTT_CONNACK_ID_REJECTED);
-            conn_end(b, c, false, "empty client id", b->now_ms);
+            bk_conn_end(b, c, false, "empty client id", b->now_ms);
             return;
         }
         make_auto_id(b, auto_id, sizeof auto_id);
@@ -126,16 +138,16 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     }
     if (!c->identity && !b->allow_anonymous) {
         send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
-        conn_end(b, c, false, "anonymous clients not allowed", b->now_ms);
+        bk_conn_end(b, c, false, "anonymous clients not allowed", b->now_ms);
         return;
     }
 
-    session *s = session_find(&b->sessions, id, id_len);
+    session *s = bk_session_find(&b->sessions, id, id_len);
     if (s && !same_identity(s->identity, c->identity)) {
         /* A client id belongs to the identity that created its session:
          * another identity may neither take it over nor read its queue. */
         send_connack(b, c, false, MQTT_CONNACK_ID_REJECTED);
-        conn_end(b, c, false, "client id in use by another identity", b->now_ms);
+        bk_conn_end(b, c, false, "client id in use by another identity", b->now_ms);
         return;
     }
     if (cp->will_flag &&
@@ -143,77 +155,78 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
                           (const char *)cp->will_topic.p, cp->will_topic.len, BROKER_ACL_WRITE)) {
         b->stats.acl_denied++;
         send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
-        conn_end(b, c, false, "will topic not allowed", b->now_ms);
+        bk_conn_end(b, c, false, "will topic not allowed", b->now_ms);
         return;
     }
     if (s && s->conn) {
         /* Takeover [MQTT-3.1.4-2]: the old connection ends abnormally. */
-        conn_end(b, s->conn, true, "taken over by a new connection", b->now_ms);
-        s = session_find(&b->sessions, id, id_len); /* a clean one is gone */
+        bk_conn_end(b, s->conn, true, "taken over by a new connection", b->now_ms);
+        s = bk_session_find(&b->sessions, id, id_len); /* a clean one is gone */
     }
     bool present = false;
     if (s && cp->clean_session) {
-        session_destroy(b, s);
+        bk_session_destroy(b, s);
         s = NULL;
     }
     if (s) {
         present = true;
     } else {
-        s = session_create(b, &b->sessions, id, id_len, cp->clean_session);
-        if (s && c->identity && !(s->identity = bmem_strdup(b, c->identity))) {
-            session_destroy(b, s);
+        s = bk_session_create(b, &b->sessions, id, id_len, cp->clean_session);
+        if (s && c->identity && !(s->identity = bk_mem_strdup(b, c->identity))) {
+            bk_session_destroy(b, s);
             s = NULL;
         }
         if (!s) {
             send_connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
-            conn_end(b, c, false, "out of memory", b->now_ms);
+            bk_conn_end(b, c, false, "out of memory", b->now_ms);
             return;
         }
     }
     if (!present || s->is_operator != c->is_operator) {
         s->is_operator = c->is_operator;
-        j_session_put(b, s);
+        bk_journal_session_put(b, s);
     }
     if (cp->will_flag) {
-        c->will = msg_new(b, cp->will_topic.p, cp->will_topic.len, cp->will_payload.p,
-                          cp->will_payload.len, cp->will_qos, cp->will_retain);
+        c->will = bk_msg_new(b, cp->will_topic.p, cp->will_topic.len, cp->will_payload.p,
+                             cp->will_payload.len, cp->will_qos, cp->will_retain);
         if (!c->will) {
             if (!present)
-                session_destroy(b, s);
+                bk_session_destroy(b, s);
             send_connack(b, c, false, MQTT_CONNACK_UNAVAILABLE);
-            conn_end(b, c, false, "out of memory", b->now_ms);
+            bk_conn_end(b, c, false, "out of memory", b->now_ms);
             return;
         }
     }
 
     c->state = CONN_ACTIVE;
     c->sess = s;
-    session_set_online(b, s, c);
+    bk_session_set_online(b, s, c);
     c->keepalive_s = cp->keepalive;
     if (cp->keepalive)
-        wheel_set(&b->wheel, c, b->now_ms + (uint64_t)cp->keepalive * 1500u);
+        bk_wheel_set(&b->wheel, c,
+                     b->now_ms + (uint64_t)cp->keepalive * KEEPALIVE_GRACE_MS_PER_S);
     else
-        wheel_remove(&b->wheel, c);
+        bk_wheel_remove(&b->wheel, c);
     b->stats.clients_connected++;
     if (b->stats.clients_connected > b->stats.clients_maximum)
         b->stats.clients_maximum = b->stats.clients_connected;
-    blog(b, BROKER_LOG_INFO, "client %s connected from %s (level %u, %s session, keepalive %u)",
-         s->id, c->peer ? c->peer : "?", cp->level, cp->clean_session ? "clean" : "persistent",
-         cp->keepalive);
+    bk_log(b, BROKER_LOG_INFO, "client %s connected from %s (level %u, %s session, keepalive %u)",
+           s->id, c->peer ? c->peer : "?", cp->level, cp->clean_session ? "clean" : "persistent",
+           cp->keepalive);
     /* A CONNECT that created or discarded a persistent session is answered
      * once that is on disk: a client told its clean start happened must
      * never see the old session again after a crash (it has dropped its
      * half, so a resent QoS 2 message would reach it twice). Until then
      * its input waits and nothing else is sent to it. */
-    uint64_t gate = journal_gate_if_changed(b, records_before);
+    uint64_t gate = bk_journal_gate_if_changed(b, records_before);
     c->connack_held = gate != 0;
-    if (!ack_send_or_hold(b, c, MQTT_CONNACK,
-                          (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {
-        conn_end(b, c, false, "out of memory", b->now_ms);
+    if (!bk_ack_send_or_hold(b, c, MQTT_CONNACK,
+                             (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {
+        bk_conn_end(b, c, false, "out of memory", b->now_ms);
         return;
     }
     if (present)
-        session_resend(b, s);
+        bk_session_resend(b, s);
 }
 
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
@@ -221,39 +234,39 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
     session *s = c->sess;
     uint64_t records_before = b->jr.records;
     b->stats.msgs_received++;
-    bool allowed = session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
+    bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
         /* Not delivered, but still acknowledged as 3.1.1 allows. */
         b->stats.acl_denied++;
-        blog(b, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied", s->id,
-             (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p);
+        bk_log(b, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied", s->id,
+               (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p);
     }
 
     if (p->qos == 2) {
         /* Exactly once: a PUBLISH whose id is still awaiting PUBREL is a
          * resend of one already routed; only acknowledge it again. */
-        if (!session_in_qos2_has(s, p->packet_id)) {
-            if (session_in_qos2_add(b, s, p->packet_id) != 0) {
+        if (!bk_session_in_qos2_has(s, p->packet_id)) {
+            if (bk_session_in_qos2_add(b, s, p->packet_id) != 0) {
                 protocol_error(b, c, "too many QoS 2 messages awaiting PUBREL");
                 return;
             }
             if (allowed)
-                route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, 2,
-                              p->retain, NULL);
+                bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, 2,
+                                 p->retain, NULL);
         }
         /* Durability contract (D1): acknowledge only once what this
          * message changed is committed. */
-        if (!ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
-                              journal_gate(b, records_before)))
-            conn_end(b, c, true, "out of memory", b->now_ms);
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
+                                 bk_journal_gate(b, records_before)))
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
         return;
     }
     if (allowed)
-        route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
-                      p->retain, NULL);
-    if (p->qos == 1 && !ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
-                                         journal_gate(b, records_before)))
-        conn_end(b, c, true, "out of memory", b->now_ms);
+        bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
+                         p->retain, NULL);
+    if (p->qos == 1 && !bk_ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
+                                            bk_journal_gate(b, records_before)))
+        bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
 typedef struct retained_ctx {
@@ -266,28 +279,31 @@ static void send_retained(broker *b, void *ctx, msg *m)
 {
     const retained_ctx *rc = ctx;
     uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
-    if (rc->acl_check && !session_may(b, rc->sess, msg_topic(m), m->topic_len, BROKER_ACL_READ))
+    if (rc->acl_check &&
+        !bk_session_may(b, rc->sess, bk_msg_topic(m), m->topic_len, BROKER_ACL_READ))
         return;
     /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
      * the retain flag. They queue behind the SUBACK like any message. */
-    if (!session_enqueue_retained(b, rc->sess, m, q)) {
+    if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
         b->stats.publish_dropped++;
         return;
     }
-    session_pump(b, rc->sess);
+    bk_session_pump(b, rc->sess);
 }
 
-bool send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                 uint32_t ncodes)
+bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                    uint32_t ncodes)
 {
-    size_t rl = 2 + (size_t)ncodes;
-    size_t n = 1 + (rl < 128 ? 1 : rl < 16384 ? 2 : rl < 2097152 ? 3 : 4) + rl;
-    uint8_t *p = out_reserve(b, c, n);
+    /* One code per filter of a SUBSCRIBE, itself at most the protocol's
+     * largest packet: always encodable. */
+    size_t n = mqtt_suback_size(c->level, ncodes);
+    ALWAYS(n != 0);
+    uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return false;
     size_t w = mqtt_encode_suback(p, n, c->level, packet_id, codes, ncodes);
     ALWAYS(w == n);
-    out_commit(b, c, n);
+    bk_out_commit(b, c, n);
     return true;
 }
 
@@ -298,9 +314,9 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     uint8_t codes_small[32];
     uint8_t *codes = codes_small;
     if (l->count > sizeof codes_small) {
-        codes = bmem_alloc(b, l->count);
+        codes = bk_mem_alloc(b, l->count);
         if (!codes) {
-            conn_end(b, c, true, "out of memory", b->now_ms);
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return;
         }
     }
@@ -310,30 +326,30 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     uint8_t qos;
     while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
         bool is_new;
-        if (!session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
+        if (!bk_session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
             b->stats.acl_denied++;
-            blog(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
-                 (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
+            bk_log(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
+                   (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
             codes[i++] = MQTT_SUBACK_FAILURE;
             continue;
         }
-        sub *x = tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
+        sub *x = bk_tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
         codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
         if (!x)
-            blog(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
+            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
         else
-            j_sub(b, s, f.p, f.len, qos, true);
+            bk_journal_sub(b, s, f.p, f.len, qos, true);
         if (x)
-            x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                    (const char *)f.p, f.len);
+            x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                                       (const char *)f.p, f.len);
     }
     ALWAYS(i == l->count);
 
     /* SUBACK once a persistent session's new subscriptions are on disk:
      * acknowledged, they must survive a crash. */
-    if (!suback_send_or_hold(b, c, l->packet_id, codes, l->count,
-                             journal_gate_if_changed(b, records_before))) {
-        conn_end(b, c, true, "out of memory", b->now_ms);
+    if (!bk_suback_send_or_hold(b, c, l->packet_id, codes, l->count,
+                                bk_journal_gate_if_changed(b, records_before))) {
+        bk_conn_end(b, c, true, "out of memory", b->now_ms);
         goto done;
     }
 
@@ -343,15 +359,15 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
         if (codes[i++] == MQTT_SUBACK_FAILURE)
             continue;
         retained_ctx rc = {s, qos,
-                           acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                    (const char *)f.p, f.len)};
-        if (tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
-            blog(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
-                 s->id);
+                           bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                                       (const char *)f.p, f.len)};
+        if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
+            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
+                   s->id);
     }
 done:
     if (codes != codes_small)
-        bmem_free(b, codes);
+        bk_mem_free(b, codes);
 }
 
 static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
@@ -360,23 +376,23 @@ static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
     size_t pos = 0;
     mqtt_bytes f;
     while (mqtt_unsubscribe_next(l, &pos, &f))
-        if (tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
-            j_sub(b, c->sess, f.p, f.len, 0, false);
+        if (bk_tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
+            bk_journal_sub(b, c->sess, f.p, f.len, 0, false);
     /* UNSUBACK once the removal is on disk: a subscription the client was
      * told is gone must not come back after a crash. */
-    if (!ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
-                          journal_gate_if_changed(b, records_before)))
-        conn_end(b, c, true, "out of memory", b->now_ms);
+    if (!bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
+                             bk_journal_gate_if_changed(b, records_before)))
+        bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
 static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
 {
     session *s = c->sess;
-    qentry *e = session_find_sent(s, id);
+    qentry *e = bk_session_find_sent(s, id);
     switch (type) {
     case MQTT_PUBACK:
         if (e && e->state == Q_WAIT_PUBACK)
-            session_complete(b, s, e);
+            bk_session_complete(b, s, e);
         break;
     case MQTT_PUBREC: {
         /* Braced: a declaration right after a case label is C23, and clang
@@ -385,12 +401,12 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
         if (e && e->state == Q_WAIT_PUBREC) {
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
-            j_queue_state(b, s, e);
-            if (journaled(b, s)) {
-                e->jseq = journal_gate(b, records_before);
-                j_msg_unref(b, e->m);
+            bk_journal_queue_state(b, s, e);
+            if (bk_journaled(b, s)) {
+                e->jseq = bk_journal_gate(b, records_before);
+                bk_journal_msg_unref(b, e->m);
             }
-            msg_unref(b, e->m);
+            bk_msg_unref(b, e->m);
             e->m = NULL;
         }
         /* A PUBREC for a PUBREL already sent, or for an id we no longer
@@ -398,23 +414,23 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
          * PUBREL waits for the state change to be on disk: after a restart
          * we must not send the PUBLISH again for an id the receiver has
          * already released. */
-        if (!ack_send_or_hold(b, c, MQTT_PUBREL, id, journal_gate(b, records_before))) {
-            conn_end(b, c, true, "out of memory", b->now_ms);
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate(b, records_before))) {
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return;
         }
         break;
     }
     case MQTT_PUBCOMP:
         if (e && e->state == Q_WAIT_PUBCOMP)
-            session_complete(b, s, e);
+            bk_session_complete(b, s, e);
         break;
     default:
         ALWAYS(0);
     }
     if (!e)
-        blog(b, BROKER_LOG_DEBUG, "client %s: acknowledgement for unknown packet id %u", s->id,
-             id);
-    session_pump(b, s);
+        bk_log(b, BROKER_LOG_DEBUG, "client %s: acknowledgement for unknown packet id %u", s->id,
+               id);
+    bk_session_pump(b, s);
 }
 
 /* Handle one decoded packet. The connection may be CLOSING afterwards. */
@@ -446,10 +462,10 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         /* PUBCOMP only once the id's removal is on disk: a stored id would
          * make the broker drop the client's next message with that id. */
         uint64_t records_before = b->jr.records;
-        session_in_qos2_del(b, c->sess, pkt->u.packet_id);
-        if (!ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
-                              journal_gate(b, records_before)))
-            conn_end(b, c, true, "out of memory", b->now_ms);
+        bk_session_in_qos2_del(b, c->sess, pkt->u.packet_id);
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
+                                 bk_journal_gate(b, records_before)))
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     }
     case MQTT_SUBSCRIBE:
@@ -459,12 +475,12 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         handle_unsubscribe(b, c, &pkt->u.unsubscribe);
         break;
     case MQTT_PINGREQ:
-        if (!send_simple(b, c, MQTT_PINGRESP, 0))
-            conn_end(b, c, true, "out of memory", b->now_ms);
+        if (!bk_send_simple(b, c, MQTT_PINGRESP, 0))
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     case MQTT_DISCONNECT:
         /* A clean end: the will is discarded [MQTT-3.14.4-3]. */
-        conn_end(b, c, false, "client sent DISCONNECT", b->now_ms);
+        bk_conn_end(b, c, false, "client sent DISCONNECT", b->now_ms);
         break;
     default:
         protocol_error(b, c, "unexpected packet type");
@@ -492,7 +508,7 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
             cap *= 2;
         if (cap > UINT32_MAX)
             return -1;
-        uint8_t *in = bmem_realloc(b, c->in, cap);
+        uint8_t *in = bk_mem_realloc(b, c->in, cap);
         if (!in)
             return -1;
         c->in = in;
@@ -550,7 +566,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
             return (long)taken;
         size_t n = want < len - taken ? want : len - taken;
         if (tail_append(b, c, data + taken, n) != 0) {
-            conn_end(b, c, true, "out of memory for input", b->now_ms);
+            bk_conn_end(b, c, true, "out of memory for input", b->now_ms);
             return -1;
         }
         taken += n;
@@ -559,7 +575,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
 
 static void tail_clear(broker *b, broker_conn *c)
 {
-    bmem_free(b, c->in);
+    bk_mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
 }
@@ -609,7 +625,7 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
             goto ended;
         if (need_more) {
             if (tail_append(b, c, data + used, len - used) != 0) {
-                conn_end(b, c, true, "out of memory for input", now_ms);
+                bk_conn_end(b, c, true, "out of memory for input", now_ms);
                 goto ended;
             }
             used = len;

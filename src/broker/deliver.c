@@ -12,13 +12,23 @@
  * Nothing here ends a connection or frees a session: routing walks a match
  * list of session pointers that must stay valid until it is done.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "mqtt/mqtt.h"
 
 #include <string.h>
 
 /* Output buffers are freed once drained, so an idle connection costs no
  * buffer. The next one starts at the size the last one's peak needed
- * (out_drained), so a connection that fills a large buffer every turn gets
+ * (bk_out_drained), so a connection that fills a large buffer every turn gets
  * it in one allocation instead of doubling from the minimum with a copy at
  * each step, and one that sends little goes back to the minimum. */
 #define OUT_MIN_CAP 4096u
@@ -76,7 +86,7 @@ static void pool_put(broker *b, uint8_t *p, size_t cap)
         return;
     int k = pool_class(cap);
     if (k < 0 || b->out_pool_bytes + cap > OUT_POOL_BYTES) {
-        bmem_free(b, p);
+        bk_mem_free(b, p);
         return;
     }
     b->out_pool_bytes += cap;
@@ -85,35 +95,35 @@ static void pool_put(broker *b, uint8_t *p, size_t cap)
     b->out_pool_used_ms = b->now_ms;
 }
 
-void out_pool_trim(broker *b)
+void bk_out_pool_trim(broker *b)
 {
     for (int k = 0; k < OUT_POOL_CLASSES; k++) {
         while (b->out_pool[k]) {
             uint8_t *p = b->out_pool[k];
             b->out_pool[k] = link_next(p);
-            bmem_free(b, p);
+            bk_mem_free(b, p);
         }
     }
     b->out_pool_bytes = 0;
 }
 
-void out_pool_tick(broker *b, uint64_t now_ms)
+void bk_out_pool_tick(broker *b, uint64_t now_ms)
 {
     if (now_ms - b->out_pool_used_ms >= OUT_POOL_IDLE_MS)
-        out_pool_trim(b);
+        bk_out_pool_trim(b);
 }
 
-uint64_t out_pool_next_deadline(const broker *b)
+uint64_t bk_out_pool_next_deadline(const broker *b)
 {
     return b->out_pool_bytes > 0 ? b->out_pool_used_ms + OUT_POOL_IDLE_MS : UINT64_MAX;
 }
 
-size_t out_pending(const broker_conn *c)
+size_t bk_out_pending(const broker_conn *c)
 {
     return c->out_len - c->out_head;
 }
 
-void conn_mark_dirty(broker *b, broker_conn *c)
+void bk_conn_mark_dirty(broker *b, broker_conn *c)
 {
     if (c->in_dirty)
         return;
@@ -127,9 +137,9 @@ void conn_mark_dirty(broker *b, broker_conn *c)
     b->dirty_tail = c;
 }
 
-uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
+uint8_t *bk_out_reserve(broker *b, broker_conn *c, size_t n)
 {
-    size_t pending = out_pending(c);
+    size_t pending = bk_out_pending(c);
     if (n > UINT32_MAX - pending)
         return NULL;
     if (c->out_cap - c->out_len >= n)
@@ -150,7 +160,7 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
         return NULL;
     uint8_t *p = pool_get(b, cap);
     if (!p)
-        p = bmem_alloc(b, cap);
+        p = bk_mem_alloc(b, cap);
     if (!p)
         return NULL;
     if (pending)
@@ -163,16 +173,16 @@ uint8_t *out_reserve(broker *b, broker_conn *c, size_t n)
     return c->out + c->out_len;
 }
 
-void out_commit(broker *b, broker_conn *c, size_t n)
+void bk_out_commit(broker *b, broker_conn *c, size_t n)
 {
     ALWAYS(n <= c->out_cap - c->out_len);
     c->out_len += (uint32_t)n;
     if (c->out_len - c->out_head > c->out_peak)
         c->out_peak = c->out_len - c->out_head;
-    conn_mark_dirty(b, c);
+    bk_conn_mark_dirty(b, c);
 }
 
-void out_drained(broker *b, broker_conn *c)
+void bk_out_drained(broker *b, broker_conn *c)
 {
     uint8_t log2 = 0;
     while (log2 < 16 && ((size_t)OUT_MIN_CAP << log2) < c->out_peak)
@@ -191,7 +201,7 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
     if (n == 0)
         return false; /* not encodable (cannot happen for routed messages) */
-    uint8_t *p = out_reserve(b, c, n);
+    uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return false;
     mqtt_publish pub = {
@@ -204,7 +214,7 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     };
     size_t w = mqtt_encode_publish(p, n, c->level, &pub);
     ALWAYS(w == n);
-    out_commit(b, c, n);
+    bk_out_commit(b, c, n);
     b->stats.msgs_sent++;
     return true;
 }
@@ -212,7 +222,7 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
 /* A QoS 0 PUBLISH already encoded into another connection's output during
  * this routing: copied instead of encoded again for every subscriber. The
  * source is kept as connection + offset; nothing writes to that
- * connection's buffer again before route_publish returns (each session, so
+ * connection's buffer again before bk_route_publish returns (each session, so
  * each connection, appears once in a match). */
 typedef struct encoded {
     broker_conn *c;   /* NULL until the first copy is encoded */
@@ -226,17 +236,17 @@ static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *to
     if (!enc) /* one subscriber: nothing to share */
         return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0);
     if (enc->c && enc->level == c->level) {
-        uint8_t *p = out_reserve(b, c, enc->len);
+        uint8_t *p = bk_out_reserve(b, c, enc->len);
         if (!p)
             return false;
         memcpy(p, enc->c->out + enc->off, enc->len);
-        out_commit(b, c, enc->len);
+        bk_out_commit(b, c, enc->len);
         b->stats.msgs_sent++;
         return true;
     }
     if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
         return false;
-    /* The packet is the last thing in c's output (out_reserve may have
+    /* The packet is the last thing in c's output (bk_out_reserve may have
      * moved what was pending before it). */
     uint32_t len = (uint32_t)mqtt_publish_size(c->level, tlen, plen, 0);
     if (!enc->c) {
@@ -251,18 +261,18 @@ static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *to
 static bool send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
 {
     const msg *m = e->m;
-    return send_publish(b, c, msg_topic(m), m->topic_len, msg_payload(m), m->payload_len,
+    return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
                         e->qos, e->retain, dup, e->packet_id);
 }
 
 static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
 {
-    uint8_t *p = out_reserve(b, c, 4);
+    uint8_t *p = bk_out_reserve(b, c, 4);
     if (!p)
         return false;
     size_t w = mqtt_encode_ack(p, 4, c->level, type, packet_id);
     ALWAYS(w == 4);
-    out_commit(b, c, 4);
+    bk_out_commit(b, c, 4);
     return true;
 }
 
@@ -271,30 +281,30 @@ static bool conn_live(const broker_conn *c)
     return c && c->state == CONN_ACTIVE;
 }
 
-void session_transmit(broker *b, session *s)
+void bk_session_transmit(broker *b, session *s)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
         return;
     if (c->connack_held) {
-        commit_wait(b, c); /* nothing may precede the CONNACK */
+        bk_commit_wait(b, c); /* nothing may precede the CONNACK */
         return;
     }
-    while (s->q_wire < s->q_sent && out_pending(c) < b->lim.max_out_bytes) {
-        qentry *e = session_entry(s, s->q_wire);
+    while (s->q_wire < s->q_sent && bk_out_pending(c) < b->lim.max_out_bytes) {
+        qentry *e = bk_session_entry(s, s->q_wire);
         if (e->state == Q_DONE) {
             s->q_wire++;
             continue;
         }
-        if (!journal_committed(b, e->jseq)) {
+        if (!bk_journal_committed(b, e->jseq)) {
             /* Later entries wait too: delivery order is kept across QoS. */
-            commit_wait(b, c);
+            bk_commit_wait(b, c);
             return;
         }
         bool ok = e->state == Q_WAIT_PUBCOMP ? send_ack(b, c, MQTT_PUBREL, e->packet_id)
                                              : send_entry(b, c, e, e->sent);
         if (!ok) {
-            blog(b, BROKER_LOG_WARN, "client %s: out of memory sending", s->id);
+            bk_log(b, BROKER_LOG_WARN, "client %s: out of memory sending", s->id);
             return; /* retried on the next pump */
         }
         e->sent = true;
@@ -302,30 +312,30 @@ void session_transmit(broker *b, session *s)
     }
 }
 
-void session_pump(broker *b, session *s)
+void bk_session_pump(broker *b, session *s)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
         return;
-    session_transmit(b, s);
+    bk_session_transmit(b, s);
     if (c->connack_held)
         return;
     uint32_t unsent_before = s->q_count - s->q_sent;
-    while (s->q_sent < s->q_count && out_pending(c) < b->lim.max_out_bytes) {
-        qentry *e = session_entry(s, s->q_sent);
+    while (s->q_sent < s->q_count && bk_out_pending(c) < b->lim.max_out_bytes) {
+        qentry *e = bk_session_entry(s, s->q_sent);
         if (e->qos == 0) {
             /* QoS 0 entries (retained on subscribe) are never stored: they
              * go straight out, so only once nothing before them waits. */
             if (s->q_wire < s->q_sent || !send_entry(b, c, e, false))
                 break;
             s->q_bytes -= e->m->payload_len;
-            session_sent_qos0(b, s, e);
+            bk_session_sent_qos0(b, s, e);
             continue;
         }
         if (s->inflight >= b->lim.max_inflight)
             break;
         uint64_t records_before = b->jr.records;
-        e->packet_id = session_next_packet_id(s);
+        e->packet_id = bk_session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
         s->q_bytes -= e->m->payload_len;
         s->q_sent++;
@@ -335,31 +345,31 @@ void session_pump(broker *b, session *s)
          * on disk (a crash before that would resend it under another id, or
          * give its id to another message). A QoS 1 one may leave at once: a
          * receiver may see it again after a crash anyway. */
-        j_queue_state(b, s, e);
-        e->jseq = e->qos == 2 && journaled(b, s) ? journal_gate(b, records_before) : 0;
-        session_transmit(b, s);
+        bk_journal_queue_state(b, s, e);
+        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, records_before) : 0;
+        bk_session_transmit(b, s);
     }
     if (s->q_count - s->q_sent < unsent_before)
-        flow_progress(b, s);
+        bk_flow_progress(b, s);
 }
 
-void session_resend(broker *b, session *s)
+void bk_session_resend(broker *b, session *s)
 {
     /* [MQTT-4.4.0-1]: on reconnect, resend unacknowledged PUBLISH packets
      * (DUP set) and PUBREL packets, in their original order: the new
      * connection starts with nothing on its wire. */
     s->q_wire = 0;
-    session_pump(b, s);
+    bk_session_pump(b, s);
 }
 
-void deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
 {
-    if (!session_enqueue(b, s, m, qos, retain)) {
+    if (!bk_session_enqueue(b, s, m, qos, retain)) {
         b->stats.publish_dropped++;
         return;
     }
-    session_pump(b, s);
-    flow_routed(b, s); /* behind: hold the publisher */
+    bk_session_pump(b, s);
+    bk_flow_routed(b, s); /* behind: hold the publisher */
 }
 
 /* Build the shared msg the first time a subscriber needs one. */
@@ -367,7 +377,7 @@ static msg *msg_lazy(broker *b, msg **m, bool *owned, const uint8_t *topic, size
                      const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
 {
     if (!*m) {
-        *m = msg_new(b, topic, tlen, payload, plen, qos, retain);
+        *m = bk_msg_new(b, topic, tlen, payload, plen, qos, retain);
         *owned = *m != NULL;
     }
     return *m;
@@ -379,47 +389,47 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
     /* [MQTT-3.3.1-10]: an empty retained payload clears the topic. */
     if (plen == 0) {
         uint64_t before = b->stats.retained_count;
-        (void)tree_set_retained(b, &b->tree, topic, tlen, NULL);
+        (void)bk_tree_set_retained(b, &b->tree, topic, tlen, NULL);
         if (b->stats.retained_count != before)
-            j_retain_del(b, topic, tlen);
+            bk_journal_retain_del(b, topic, tlen);
         return;
     }
     /* Limits are measured against what a replacement leaves: the bytes of
      * the message it replaces are given back, and replacing an existing
      * value stays allowed at the count limit. Nothing changes when refused. */
-    uint64_t held = tree_retained_size(&b->tree, topic, tlen);
+    uint64_t held = bk_tree_retained_size(&b->tree, topic, tlen);
     if (held == 0 && b->stats.retained_count >= b->lim.max_retained) {
-        blog(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
-             b->lim.max_retained);
+        bk_log(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
+               b->lim.max_retained);
         b->stats.publish_dropped++;
         return;
     }
     if (b->stats.retained_bytes - held + tlen + plen > b->lim.max_retained_bytes) {
-        blog(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
-             b->lim.max_retained_bytes);
+        bk_log(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
+               b->lim.max_retained_bytes);
         b->stats.publish_dropped++;
         return;
     }
     if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
-        tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
-        blog(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");
+        bk_tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
+        bk_log(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");
         b->stats.publish_dropped++;
         return;
     }
-    j_retain_set(b, topic, tlen, payload, plen, qos);
+    bk_journal_retain_set(b, topic, tlen, payload, plen, qos);
 }
 
-void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                   size_t plen, uint8_t qos, bool retain, msg *m)
+void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                      size_t plen, uint8_t qos, bool retain, msg *m)
 {
     bool owned = false;
     if (retain)
         store_retained(b, &m, &owned, topic, tlen, payload, plen, qos);
 
     match *matches;
-    long n = tree_match(b, &b->tree, topic, tlen, &matches);
+    long n = bk_tree_match(b, &b->tree, topic, tlen, &matches);
     if (n < 0) {
-        blog(b, BROKER_LOG_ERROR, "out of memory matching a PUBLISH: not delivered");
+        bk_log(b, BROKER_LOG_ERROR, "out of memory matching a PUBLISH: not delivered");
         b->stats.publish_dropped++;
         n = 0;
     }
@@ -427,7 +437,7 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
     for (long i = 0; i < n; i++) {
         session *s = matches[i].sess;
         uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
-        if (matches[i].acl_check && !session_may(b, s, topic, tlen, BROKER_ACL_READ))
+        if (matches[i].acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
             continue;
         if (q == 0) {
             /* QoS 0 goes straight to a live connection with room, or is
@@ -438,12 +448,12 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
             if (c->connack_held) {
                 /* Nothing may precede the CONNACK: it waits in the queue. */
                 if (msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain))
-                    deliver(b, s, m, 0, false);
+                    bk_deliver(b, s, m, 0, false);
                 else
                     b->stats.publish_dropped++;
                 continue;
             }
-            if (out_pending(c) >= b->lim.max_out_bytes ||
+            if (bk_out_pending(c) >= b->lim.max_out_bytes ||
                 !send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
                 b->stats.publish_dropped++;
             continue;
@@ -452,8 +462,8 @@ void route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *
             b->stats.publish_dropped++;
             continue;
         }
-        deliver(b, s, m, q, false);
+        bk_deliver(b, s, m, q, false);
     }
     if (owned)
-        msg_unref(b, m);
+        bk_msg_unref(b, m);
 }

@@ -31,7 +31,11 @@
  * nothing per session or connection beyond what fitted in their padding.
  * Releasing a session's publishers scans the array, once per drain.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/flow.h"
+#include "broker/mem.h"
 
 static uint32_t unsent(const session *s)
 {
@@ -66,7 +70,7 @@ static void holds_remove(broker *b, uint32_t i)
     }
     if (b->holds_count == 0) {
         /* Holding is an episode: keep nothing between them. */
-        bmem_free(b, b->holds);
+        bk_mem_free(b, b->holds);
         b->holds = NULL;
         b->holds_cap = 0;
         b->holds_deadline = UINT64_MAX;
@@ -90,11 +94,11 @@ static void release_all(broker *b, session *s)
             c->last_rx_ms = b->now_ms;
         /* The platform looks at dirty connections after the turn and
          * resumes reading those no longer paused. */
-        conn_mark_dirty(b, c);
+        bk_conn_mark_dirty(b, c);
     }
 }
 
-void flow_routed(broker *b, session *s)
+void bk_flow_routed(broker *b, session *s)
 {
     broker_conn *c = b->publisher;
     if (!c || c->hold_idx || c->state != CONN_ACTIVE || c->sess == s ||
@@ -104,7 +108,7 @@ void flow_routed(broker *b, session *s)
         return;
     if (b->holds_count == b->holds_cap) {
         uint32_t cap = b->holds_cap ? b->holds_cap * 2 : 8;
-        struct hold *h = bmem_realloc(b, b->holds, (size_t)cap * sizeof *h);
+        struct hold *h = bk_mem_realloc(b, b->holds, (size_t)cap * sizeof *h);
         if (!h)
             return; /* not held: the queue bounds still apply */
         b->holds = h;
@@ -123,7 +127,7 @@ void flow_routed(broker *b, session *s)
     b->stats.publishers_held++;
 }
 
-void flow_progress(broker *b, session *s)
+void bk_flow_progress(broker *b, session *s)
 {
     if (!s->holding && !s->stalled)
         return;
@@ -132,27 +136,27 @@ void flow_progress(broker *b, session *s)
         return;
     if (s->stalled) {
         s->stalled = false;
-        blog(b, BROKER_LOG_INFO, "client %s: queue drained: it may hold publishers again",
-             s->id);
+        bk_log(b, BROKER_LOG_INFO, "client %s: queue drained: it may hold publishers again",
+               s->id);
     }
     if (s->holding)
         release_all(b, s);
 }
 
-void flow_session_gone(broker *b, session *s)
+void bk_flow_session_gone(broker *b, session *s)
 {
     if (s->holding)
         release_all(b, s);
     s->stalled = false;
 }
 
-void flow_conn_gone(broker *b, broker_conn *c)
+void bk_flow_conn_gone(broker *b, broker_conn *c)
 {
     if (c->hold_idx)
         holds_remove(b, c->hold_idx - 1);
 }
 
-void flow_tick(broker *b, uint64_t now_ms)
+void bk_flow_tick(broker *b, uint64_t now_ms)
 {
     if (now_ms < b->holds_deadline)
         return;
@@ -172,11 +176,11 @@ void flow_tick(broker *b, uint64_t now_ms)
         }
         s->stalled = true;
         b->stats.hold_timeouts++;
-        blog(b, BROKER_LOG_WARN,
-             "client %s: nothing sent to it for %u ms while it held publishers: they are "
-             "released, and messages beyond max_queued for it are dropped until its queue "
-             "drains",
-             s->id, b->lim.publisher_hold_ms);
+        bk_log(b, BROKER_LOG_WARN,
+               "client %s: nothing sent to it for %u ms while it held publishers: they are "
+               "released, and messages beyond max_queued for it are dropped until its queue "
+               "drains",
+               s->id, b->lim.publisher_hold_ms);
         release_all(b, s);
         i = 0; /* entries moved: start over (each pass releases one session) */
         next = UINT64_MAX;
@@ -185,7 +189,7 @@ void flow_tick(broker *b, uint64_t now_ms)
         b->holds_deadline = next;
 }
 
-uint64_t flow_next_deadline(const broker *b)
+uint64_t bk_flow_next_deadline(const broker *b)
 {
     return b->holds_deadline;
 }

@@ -2,15 +2,25 @@
  * journal.c - the core's side of persistence: durable-state changes appended
  * as records to batches the platform hands to the store, acknowledgements
  * held until the batch they depend on is committed, and the full snapshot
- * that repairs the disk after a failed batch. Contract: journal.h.
+ * that repairs the disk after a failed batch. Contract: journal.h; the
+ * reader of the records is journal_decode.c.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/journal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
 
 #include <string.h>
 
 #define BATCH_MIN_CAP 4096u
 
-bool journaled(const broker *b, const session *s)
+bool bk_journaled(const broker *b, const session *s)
 {
     return b->durable && !b->restoring && !s->clean;
 }
@@ -25,7 +35,7 @@ static uint8_t *reserve(broker *b, size_t n)
 {
     journal *j = &b->jr;
     if (!j->open) {
-        jbatch *nb = bmem_calloc(b, sizeof *nb);
+        jbatch *nb = bk_mem_calloc(b, sizeof *nb);
         if (!nb)
             goto fail;
         nb->seq = j->next_seq++;
@@ -42,7 +52,7 @@ static uint8_t *reserve(broker *b, size_t n)
         size_t cap = o->cap ? o->cap : BATCH_MIN_CAP;
         while (cap - o->len < n)
             cap *= 2;
-        uint8_t *d = bmem_realloc(b, o->data, cap);
+        uint8_t *d = bk_mem_realloc(b, o->data, cap);
         if (!d)
             goto fail;
         o->data = d;
@@ -51,59 +61,96 @@ static uint8_t *reserve(broker *b, size_t n)
     return o->data + o->len;
 fail:
     if (!j->broken)
-        blog(b, BROKER_LOG_ERROR, "out of memory recording durable state: the store will be "
-                                  "rewritten from memory at the next batch");
+        bk_log(b, BROKER_LOG_ERROR, "out of memory recording durable state: the store will be "
+                                    "rewritten from memory at the next batch");
     j->broken = true;
     return NULL;
 }
 
+/* ---- record encoding --------------------------------------------------- */
+
+/* A record is written from a list of its fields, and its size is computed
+ * from the same list, so the size reserved and the bytes written cannot
+ * disagree. The encoding is journal.h's: u8 type, then each field
+ * big-endian; a byte string is a u32 length and the bytes. */
+typedef enum jf_kind { JF_U8, JF_U16, JF_U64, JF_BYTES } jf_kind;
+
+typedef struct jfield {
+    jf_kind kind;
+    uint64_t v;     /* the value; for JF_BYTES the length */
+    const void *p;  /* JF_BYTES: the bytes (NULL allowed when empty) */
+} jfield;
+
+#define F_U8(x) {.kind = JF_U8, .v = (x)}
+#define F_U16(x) {.kind = JF_U16, .v = (x)}
+#define F_U64(x) {.kind = JF_U64, .v = (x)}
+#define F_BYTES(ptr, len) {.kind = JF_BYTES, .v = (len), .p = (ptr)}
+#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Bytes of each kind's fixed part (for JF_BYTES, its length prefix). */
+static const uint8_t jf_width[] = {[JF_U8] = 1, [JF_U16] = 2, [JF_U64] = 8, [JF_BYTES] = 4};
+
+static size_t field_size(const jfield *f)
+{
+    if (f->kind != JF_BYTES)
+        return jf_width[f->kind];
+    ALWAYS(f->v <= UINT32_MAX); /* the length prefix is a u32 */
+    return jf_width[JF_BYTES] + (size_t)f->v;
+}
+
+/* The bytes of one record being written, and the room it was given. Every
+ * put checks that what it writes fits before writing: a put that does not
+ * fit means the size computation is wrong, a broken invariant. */
 typedef struct jw {
     uint8_t *p;
-    size_t n;
+    size_t n, cap;
 } jw;
 
-static void put_u8(jw *w, uint8_t v) { w->p[w->n++] = v; }
-static void put_u16(jw *w, uint16_t v)
+static void put_uint(jw *w, uint64_t v, size_t width)
 {
-    w->p[w->n++] = (uint8_t)(v >> 8);
-    w->p[w->n++] = (uint8_t)v;
-}
-static void put_u32(jw *w, uint32_t v)
-{
-    for (int i = 3; i >= 0; i--)
+    ALWAYS(w->cap - w->n >= width);
+    ALWAYS(width == 8 || v >> (8 * width) == 0); /* the value fits its field */
+    for (size_t i = width; i-- > 0;)
         w->p[w->n++] = (uint8_t)(v >> (8 * i));
 }
-static void put_u64(jw *w, uint64_t v)
+
+static void put_raw(jw *w, const void *p, size_t len)
 {
-    for (int i = 7; i >= 0; i--)
-        w->p[w->n++] = (uint8_t)(v >> (8 * i));
-}
-static void put_bytes(jw *w, const void *p, size_t len)
-{
-    put_u32(w, (uint32_t)len);
+    ALWAYS(w->cap - w->n >= len);
     if (len)
         memcpy(w->p + w->n, p, len);
     w->n += len;
 }
 
-/* Start a record of type t needing at most n bytes after the type byte. */
-static bool rec_begin(broker *b, jw *w, journal_type t, size_t n)
+static void put_field(jw *w, const jfield *f)
 {
-    uint8_t *p = reserve(b, 1 + n);
-    if (!p)
-        return false;
-    w->p = p;
-    w->n = 0;
-    put_u8(w, (uint8_t)t);
-    return true;
+    put_uint(w, f->v, jf_width[f->kind]); /* the value, or a string's length */
+    if (f->kind == JF_BYTES)
+        put_raw(w, f->p, (size_t)f->v);
 }
 
-static void rec_end(broker *b, jw *w)
+/* Append one record of type t with fields f[0..nf) to the open batch.
+ * False when memory ran out: the journal is then broken, and the next
+ * batch carries a snapshot instead. */
+static bool emit(broker *b, journal_type t, const jfield *f, size_t nf)
 {
-    ALWAYS(b->jr.open->cap - b->jr.open->len >= w->n);
-    b->jr.open->len += w->n;
-    b->jr.open->records++;
+    size_t size = 1; /* the type byte */
+    for (size_t i = 0; i < nf; i++)
+        size += field_size(&f[i]);
+    uint8_t *p = reserve(b, size);
+    if (!p)
+        return false;
+    jw w = {p, 0, size};
+    put_uint(&w, (uint8_t)t, 1);
+    for (size_t i = 0; i < nf; i++)
+        put_field(&w, &f[i]);
+    ALWAYS(w.n == size); /* written exactly what was measured */
+    jbatch *o = b->jr.open;
+    ALWAYS(o->cap - o->len >= size);
+    o->len += size;
+    o->records++;
     b->jr.records++;
+    return true;
 }
 
 /* ---- records ----------------------------------------------------------- */
@@ -113,88 +160,71 @@ static bool is_sys_topic(const uint8_t *t, size_t len)
     return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
 }
 
-void j_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                  size_t plen, uint8_t qos)
+void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                           size_t plen, uint8_t qos)
 {
-    jw w;
     /* $SYS values are regenerated at every start: never stored. */
     if (!b->durable || b->restoring || is_sys_topic(topic, tlen))
         return;
-    if (!rec_begin(b, &w, J_RETAIN_SET, 9 + tlen + plen))
-        return;
-    put_bytes(&w, topic, tlen);
-    put_bytes(&w, payload, plen);
-    put_u8(&w, qos);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(topic, tlen), F_BYTES(payload, plen), F_U8(qos)};
+    (void)emit(b, J_RETAIN_SET, f, NFIELDS(f));
 }
 
-void j_retain_del(broker *b, const uint8_t *topic, size_t tlen)
+void bk_journal_retain_del(broker *b, const uint8_t *topic, size_t tlen)
 {
-    jw w;
     if (!b->durable || b->restoring || is_sys_topic(topic, tlen))
         return;
-    if (!rec_begin(b, &w, J_RETAIN_DEL, 4 + tlen))
-        return;
-    put_bytes(&w, topic, tlen);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(topic, tlen)};
+    (void)emit(b, J_RETAIN_DEL, f, NFIELDS(f));
 }
 
-void j_session_put(broker *b, const session *s)
+void bk_journal_session_put(broker *b, const session *s)
 {
-    jw w;
+    if (!bk_journaled(b, s))
+        return;
     size_t il = s->identity ? strlen(s->identity) : 0;
-    if (!journaled(b, s) || !rec_begin(b, &w, J_SESSION_PUT, 9 + s->id_len + il))
-        return;
-    put_bytes(&w, s->id, s->id_len);
-    put_bytes(&w, s->identity, il);
-    put_u8(&w, s->is_operator ? 1 : 0);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(s->identity, il),
+                        F_U8(s->is_operator ? 1u : 0u)};
+    (void)emit(b, J_SESSION_PUT, f, NFIELDS(f));
 }
 
-void j_session_del(broker *b, const session *s)
+void bk_journal_session_del(broker *b, const session *s)
 {
-    jw w;
-    if (!journaled(b, s) || !rec_begin(b, &w, J_SESSION_DEL, 4 + s->id_len))
+    if (!bk_journaled(b, s))
         return;
-    put_bytes(&w, s->id, s->id_len);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len)};
+    (void)emit(b, J_SESSION_DEL, f, NFIELDS(f));
 }
 
-void j_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
-           bool put)
+void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
+                    bool put)
 {
-    jw w;
-    if (!journaled(b, s) ||
-        !rec_begin(b, &w, put ? J_SUB_PUT : J_SUB_DEL, 9 + s->id_len + flen))
+    /* A subscription row is keyed by its filter: an empty one would name no
+     * row, and a delete of it would leave the store keeping what memory
+     * dropped. Such a record comes only from a bug; stop before it is
+     * written rather than let the disk and memory diverge. */
+    ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX);
+    if (!bk_journaled(b, s))
         return;
-    put_bytes(&w, s->id, s->id_len);
-    put_bytes(&w, filter, flen);
-    if (put)
-        put_u8(&w, qos);
-    rec_end(b, &w);
+    /* The qos comes last and only in a put. */
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(qos)};
+    (void)emit(b, put ? J_SUB_PUT : J_SUB_DEL, f, put ? NFIELDS(f) : NFIELDS(f) - 1);
 }
 
 static void msg_record(broker *b, const msg *m, bool put)
 {
-    jw w;
     if (!put) {
-        if (!rec_begin(b, &w, J_MSG_DEL, 8))
-            return;
-        put_u64(&w, m->store_id);
-        rec_end(b, &w);
+        const jfield f[] = {F_U64(m->store_id)};
+        (void)emit(b, J_MSG_DEL, f, NFIELDS(f));
         return;
     }
-    if (!rec_begin(b, &w, J_MSG_PUT, 18 + m->topic_len + m->payload_len))
-        return;
-    put_u64(&w, m->store_id);
-    put_bytes(&w, msg_topic(m), m->topic_len);
-    put_bytes(&w, msg_payload(m), m->payload_len);
-    put_u8(&w, m->qos);
-    put_u8(&w, m->retain ? 1 : 0);
-    rec_end(b, &w);
+    const jfield f[] = {F_U64(m->store_id), F_BYTES(bk_msg_topic(m), m->topic_len),
+                        F_BYTES(bk_msg_payload(m), m->payload_len), F_U8(m->qos),
+                        F_U8(m->retain ? 1u : 0u)};
+    (void)emit(b, J_MSG_PUT, f, NFIELDS(f));
 }
 
-void j_msg_ref(broker *b, msg *m)
+void bk_journal_msg_ref(broker *b, msg *m)
 {
     if (!m->store_id)
         m->store_id = b->jr.next_msg_id++;
@@ -202,60 +232,46 @@ void j_msg_ref(broker *b, msg *m)
         msg_record(b, m, true);
 }
 
-void j_msg_unref(broker *b, msg *m)
+void bk_journal_msg_unref(broker *b, msg *m)
 {
     ALWAYS(m->store_refs > 0);
     if (--m->store_refs == 0)
         msg_record(b, m, false);
 }
 
-void j_queue_put(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_put(broker *b, const session *s, const qentry *e)
 {
-    jw w;
-    if (!journaled(b, s) || e->qos == 0 ||
-        !rec_begin(b, &w, J_QUEUE_PUT, 4 + s->id_len + 8 + 8 + 2))
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
-    put_bytes(&w, s->id, s->id_len);
-    put_u64(&w, e->seq);
-    put_u64(&w, e->m ? e->m->store_id : 0);
-    put_u8(&w, e->qos);
-    put_u8(&w, e->retain ? 1 : 0);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq),
+                        F_U64(e->m ? e->m->store_id : 0), F_U8(e->qos),
+                        F_U8(e->retain ? 1u : 0u)};
+    (void)emit(b, J_QUEUE_PUT, f, NFIELDS(f));
 }
 
-void j_queue_state(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_state(broker *b, const session *s, const qentry *e)
 {
-    jw w;
-    if (!journaled(b, s) || e->qos == 0 ||
-        !rec_begin(b, &w, J_QUEUE_STATE, 4 + s->id_len + 8 + 1 + 2))
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
-    put_bytes(&w, s->id, s->id_len);
-    put_u64(&w, e->seq);
-    put_u8(&w, e->state);
-    put_u16(&w, e->packet_id);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq), F_U8(e->state),
+                        F_U16(e->packet_id)};
+    (void)emit(b, J_QUEUE_STATE, f, NFIELDS(f));
 }
 
-void j_queue_del(broker *b, const session *s, const qentry *e)
+void bk_journal_queue_del(broker *b, const session *s, const qentry *e)
 {
-    jw w;
-    if (!journaled(b, s) || e->qos == 0 ||
-        !rec_begin(b, &w, J_QUEUE_DEL, 4 + s->id_len + 8))
+    if (!bk_journaled(b, s) || e->qos == 0)
         return;
-    put_bytes(&w, s->id, s->id_len);
-    put_u64(&w, e->seq);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq)};
+    (void)emit(b, J_QUEUE_DEL, f, NFIELDS(f));
 }
 
-void j_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
+void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
 {
-    jw w;
-    if (!journaled(b, s) ||
-        !rec_begin(b, &w, put ? J_INQOS2_PUT : J_INQOS2_DEL, 4 + s->id_len + 2))
+    if (!bk_journaled(b, s))
         return;
-    put_bytes(&w, s->id, s->id_len);
-    put_u16(&w, packet_id);
-    rec_end(b, &w);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_U16(packet_id)};
+    (void)emit(b, put ? J_INQOS2_PUT : J_INQOS2_DEL, f, NFIELDS(f));
 }
 
 /* ---- snapshot ---------------------------------------------------------- */
@@ -263,18 +279,17 @@ void j_inqos2(broker *b, const session *s, uint16_t packet_id, bool put)
 static void snap_retained(broker *b, void *ctx, msg *m)
 {
     (void)ctx;
-    j_retain_set(b, msg_topic(m), m->topic_len, msg_payload(m), m->payload_len, m->qos);
+    bk_journal_retain_set(b, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
+                          m->qos);
 }
 
 /* Everything durable, after a reset record: the disk will equal memory. */
 static void snapshot(broker *b)
 {
-    jw w;
-    if (!rec_begin(b, &w, J_RESET, 0))
+    if (!emit(b, J_RESET, NULL, 0))
         return;
-    rec_end(b, &w);
     b->jr.open->has_reset = true;
-    char *filter = bmem_alloc(b, UINT16_MAX + 1u); /* no big buffers on stacks */
+    char *filter = bk_mem_alloc(b, TREE_FILTER_MAX); /* no big buffers on stacks */
     if (!filter) {
         b->jr.broken = true;
         return;
@@ -283,28 +298,29 @@ static void snapshot(broker *b)
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
             if (s->clean)
                 continue;
-            j_session_put(b, s);
+            bk_journal_session_put(b, s);
             for (sub *x = s->subs; x; x = x->sess_next) {
-                size_t flen = tree_filter_text(x->node, filter, UINT16_MAX + 1u);
-                if (flen)
-                    j_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
+                /* Every filter fits (TREE_FILTER_MAX); bk_journal_sub() refuses an
+                 * empty one. */
+                size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                bk_journal_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
             }
             for (uint32_t k = 0; k < s->q_count; k++) {
-                qentry *e = session_entry(s, k);
+                qentry *e = bk_session_entry(s, k);
                 if (e->state == Q_DONE || e->qos == 0)
                     continue;
                 if (e->m)
                     msg_record(b, e->m, true); /* idempotent in the store */
-                j_queue_put(b, s, e);
+                bk_journal_queue_put(b, s, e);
                 if (e->state != Q_QUEUED)
-                    j_queue_state(b, s, e);
+                    bk_journal_queue_state(b, s, e);
             }
             for (uint32_t k = 0; k < s->in_qos2_count; k++)
-                j_inqos2(b, s, s->in_qos2[k], true);
+                bk_journal_inqos2(b, s, s->in_qos2[k], true);
         }
     }
-    bmem_free(b, filter);
-    if (tree_for_all_retained(b, &b->tree, snap_retained, NULL) != 0)
+    bk_mem_free(b, filter);
+    if (bk_tree_for_all_retained(b, &b->tree, snap_retained, NULL) != 0)
         b->jr.broken = true;
 }
 
@@ -368,13 +384,13 @@ static void waiter_unlink(broker *b, broker_conn *c)
 static void acks_free(broker *b, broker_conn *c)
 {
     for (uint32_t i = 0; i < c->acks_count; i++)
-        bmem_free(b, c->acks[(c->acks_head + i) % c->acks_cap].codes);
-    bmem_free(b, c->acks);
+        bk_mem_free(b, c->acks[(c->acks_head + i) % c->acks_cap].codes);
+    bk_mem_free(b, c->acks);
     c->acks = NULL;
     c->acks_head = c->acks_count = c->acks_cap = 0;
 }
 
-void acks_drop(broker *b, broker_conn *c)
+void bk_acks_drop(broker *b, broker_conn *c)
 {
     waiter_unlink(b, c);
     c->wire_wait = false;
@@ -382,13 +398,13 @@ void acks_drop(broker *b, broker_conn *c)
     acks_free(b, c);
 }
 
-void commit_wait(broker *b, broker_conn *c)
+void bk_commit_wait(broker *b, broker_conn *c)
 {
     c->wire_wait = true;
     waiter_link(b, c);
 }
 
-bool journal_committed(const broker *b, uint64_t jseq)
+bool bk_journal_committed(const broker *b, uint64_t jseq)
 {
     const journal *j = &b->jr;
     if (jseq == 0)
@@ -406,13 +422,13 @@ static void release_acks(broker *b, broker_conn *c)
         if (a->seq > b->jr.committed_seq)
             break;
         bool sent = a->type == MQTT_SUBACK
-                        ? send_suback(b, c, a->packet_id, a->codes, a->ncodes)
-                        : send_simple(b, c, (mqtt_type)a->type, a->packet_id);
+                        ? bk_send_suback(b, c, a->packet_id, a->codes, a->ncodes)
+                        : bk_send_simple(b, c, (mqtt_type)a->type, a->packet_id);
         if (!sent)
             break; /* out of memory: retried at the next commit */
         if (a->type == MQTT_CONNACK)
             c->connack_held = false;
-        bmem_free(b, a->codes);
+        bk_mem_free(b, a->codes);
         a->codes = NULL;
         c->acks_head = (c->acks_head + 1) % c->acks_cap;
         c->acks_count--;
@@ -422,14 +438,14 @@ static void release_acks(broker *b, broker_conn *c)
 }
 
 /* A batch committed: release what c was waiting for. Its session's entries
- * go out through session_pump(), which waits again if it must. */
+ * go out through bk_session_pump(), which waits again if it must. */
 static void waiter_kick(broker *b, broker_conn *c)
 {
     release_acks(b, c);
     if (c->wire_wait) {
         c->wire_wait = false;
         if (c->sess && c->state == CONN_ACTIVE)
-            session_pump(b, c->sess);
+            bk_session_pump(b, c->sess);
     }
     if (c->acks_count == 0 && !c->wire_wait)
         waiter_unlink(b, c);
@@ -444,8 +460,8 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
     if (!j->taken)
         j->taken_tail = NULL;
     j->pending_bytes -= o->len;
-    bmem_free(b, o->data);
-    bmem_free(b, o);
+    bk_mem_free(b, o->data);
+    bk_mem_free(b, o);
 
     if (ok) {
         j->committed_seq = seq;
@@ -462,8 +478,8 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
      * resend what they have not seen acknowledged. Then rewrite the whole
      * durable state from memory in the next batch. */
     j->failures++;
-    blog(b, BROKER_LOG_ERROR, "store: batch %llu failed; withholding its acknowledgements",
-         (unsigned long long)seq);
+    bk_log(b, BROKER_LOG_ERROR, "store: batch %llu failed; withholding its acknowledgements",
+           (unsigned long long)seq);
     broker_conn *c = j->waiters;
     while (c) {
         /* Later batches may refer to rows of the failed one, so every
@@ -474,18 +490,18 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
             if (c->acks[(c->acks_head + i) % c->acks_cap].seq != 0)
                 affected = true;
         if (affected) {
-            acks_drop(b, c);
-            conn_end(b, c, false, "store failure: acknowledgement withheld", b->now_ms);
+            bk_acks_drop(b, c);
+            bk_conn_end(b, c, false, "store failure: acknowledgement withheld", b->now_ms);
         }
         /* Queue entries waiting on the failed batch just keep waiting:
-         * journal_committed() says no until the repairing snapshot is on
+         * bk_journal_committed() says no until the repairing snapshot is on
          * disk, and that commit kicks them. */
         c = next;
     }
     j->broken = true;
 }
 
-uint64_t journal_gate(const broker *b, uint64_t records_before)
+uint64_t bk_journal_gate(const broker *b, uint64_t records_before)
 {
     const journal *j = &b->jr;
     if (!b->durable)
@@ -499,11 +515,11 @@ uint64_t journal_gate(const broker *b, uint64_t records_before)
     return 0;
 }
 
-uint64_t journal_gate_if_changed(const broker *b, uint64_t records_before)
+uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t records_before)
 {
     if (b->jr.records == records_before && !b->jr.broken)
         return 0;
-    return journal_gate(b, records_before);
+    return bk_journal_gate(b, records_before);
 }
 
 /* Append to c's held ring; codes (SUBACK) are copied. */
@@ -512,21 +528,21 @@ static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
 {
     uint8_t *copy = NULL;
     if (codes) {
-        copy = bmem_alloc(b, ncodes ? ncodes : 1);
+        copy = bk_mem_alloc(b, ncodes ? ncodes : 1);
         if (!copy)
             return false;
         memcpy(copy, codes, ncodes);
     }
     if (c->acks_count == c->acks_cap) {
         uint32_t cap = c->acks_cap ? c->acks_cap * 2 : 8;
-        held_ack *a = bmem_alloc(b, cap * sizeof *a);
+        held_ack *a = bk_mem_alloc(b, cap * sizeof *a);
         if (!a) {
-            bmem_free(b, copy);
+            bk_mem_free(b, copy);
             return false;
         }
         for (uint32_t i = 0; i < c->acks_count; i++)
             a[i] = c->acks[(c->acks_head + i) % c->acks_cap];
-        bmem_free(b, c->acks);
+        bk_mem_free(b, c->acks);
         c->acks = a;
         c->acks_cap = cap;
         c->acks_head = 0;
@@ -542,143 +558,35 @@ static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
     return true;
 }
 
-bool ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                      uint64_t gate_seq)
+bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                         uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return send_simple(b, c, type, packet_id);
+        return bk_send_simple(b, c, type, packet_id);
     return hold(b, c, type, packet_id, NULL, 0, gate_seq);
 }
 
-bool suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                         uint32_t ncodes, uint64_t gate_seq)
+bool bk_suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                            uint32_t ncodes, uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return send_suback(b, c, packet_id, codes, ncodes);
+        return bk_send_suback(b, c, packet_id, codes, ncodes);
     return hold(b, c, MQTT_SUBACK, packet_id, codes, ncodes, gate_seq);
 }
 
-void journal_free(broker *b)
+void bk_journal_free(broker *b)
 {
     journal *j = &b->jr;
     if (j->open) {
-        bmem_free(b, j->open->data);
-        bmem_free(b, j->open);
+        bk_mem_free(b, j->open->data);
+        bk_mem_free(b, j->open);
         j->open = NULL;
     }
     while (j->taken) {
         jbatch *o = j->taken;
         j->taken = o->next;
-        bmem_free(b, o->data);
-        bmem_free(b, o);
+        bk_mem_free(b, o->data);
+        bk_mem_free(b, o);
     }
     j->taken_tail = NULL;
-}
-
-/* ---- decoding (the store's reader) ------------------------------------- */
-
-typedef struct jr_reader {
-    const uint8_t *p;
-    size_t len, pos;
-    bool bad;
-} jr_reader;
-
-static uint64_t get_uint(jr_reader *r, unsigned n)
-{
-    uint64_t v = 0;
-    if (r->bad || r->len - r->pos < n) {
-        r->bad = true;
-        return 0;
-    }
-    for (unsigned i = 0; i < n; i++)
-        v = v << 8 | r->p[r->pos++];
-    return v;
-}
-
-static journal_bytes get_bytes(jr_reader *r)
-{
-    journal_bytes out = {NULL, 0};
-    uint32_t n = (uint32_t)get_uint(r, 4);
-    if (r->bad || r->len - r->pos < n) {
-        r->bad = true;
-        return out;
-    }
-    out.p = r->p + r->pos;
-    out.len = n;
-    r->pos += n;
-    return out;
-}
-
-int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
-{
-    if (*pos >= len)
-        return 0;
-    jr_reader r = {data, len, *pos, false};
-    memset(out, 0, sizeof *out);
-    out->type = (journal_type)get_uint(&r, 1);
-    switch (out->type) {
-    case J_RETAIN_SET:
-        out->topic = get_bytes(&r);
-        out->payload = get_bytes(&r);
-        out->qos = (uint8_t)get_uint(&r, 1);
-        break;
-    case J_RETAIN_DEL:
-        out->topic = get_bytes(&r);
-        break;
-    case J_SESSION_PUT:
-        out->client_id = get_bytes(&r);
-        out->identity = get_bytes(&r);
-        out->flags = (uint8_t)get_uint(&r, 1);
-        break;
-    case J_SESSION_DEL:
-        out->client_id = get_bytes(&r);
-        break;
-    case J_SUB_PUT:
-    case J_SUB_DEL:
-        out->client_id = get_bytes(&r);
-        out->topic = get_bytes(&r);
-        if (out->type == J_SUB_PUT)
-            out->qos = (uint8_t)get_uint(&r, 1);
-        break;
-    case J_MSG_PUT:
-        out->msg_id = get_uint(&r, 8);
-        out->topic = get_bytes(&r);
-        out->payload = get_bytes(&r);
-        out->qos = (uint8_t)get_uint(&r, 1);
-        out->flags = (uint8_t)get_uint(&r, 1);
-        break;
-    case J_MSG_DEL:
-        out->msg_id = get_uint(&r, 8);
-        break;
-    case J_QUEUE_PUT:
-        out->client_id = get_bytes(&r);
-        out->seq = get_uint(&r, 8);
-        out->msg_id = get_uint(&r, 8);
-        out->qos = (uint8_t)get_uint(&r, 1);
-        out->flags = (uint8_t)get_uint(&r, 1);
-        break;
-    case J_QUEUE_STATE:
-        out->client_id = get_bytes(&r);
-        out->seq = get_uint(&r, 8);
-        out->state = (uint8_t)get_uint(&r, 1);
-        out->packet_id = (uint16_t)get_uint(&r, 2);
-        break;
-    case J_QUEUE_DEL:
-        out->client_id = get_bytes(&r);
-        out->seq = get_uint(&r, 8);
-        break;
-    case J_INQOS2_PUT:
-    case J_INQOS2_DEL:
-        out->client_id = get_bytes(&r);
-        out->packet_id = (uint16_t)get_uint(&r, 2);
-        break;
-    case J_RESET:
-        break;
-    default:
-        return -1;
-    }
-    if (r.bad)
-        return -1;
-    *pos = r.pos;
-    return 1;
 }

@@ -7,7 +7,9 @@
  * checks the tag, which turns a double free or a wild pointer into a clear
  * panic instead of silent heap corruption.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/mem.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,7 @@ static void raw_free(broker *b, void *p)
         free(p);
 }
 
-void *bmem_alloc(broker *b, size_t size)
+void *bk_mem_alloc(broker *b, size_t size)
 {
     if (size > SIZE_MAX - sizeof(mem_header))
         return NULL;
@@ -55,18 +57,18 @@ void *bmem_alloc(broker *b, size_t size)
     return h + 1;
 }
 
-void *bmem_calloc(broker *b, size_t size)
+void *bk_mem_calloc(broker *b, size_t size)
 {
-    void *p = bmem_alloc(b, size);
+    void *p = bk_mem_alloc(b, size);
     if (p)
         memset(p, 0, size);
     return p;
 }
 
-void *bmem_realloc(broker *b, void *p, size_t size)
+void *bk_mem_realloc(broker *b, void *p, size_t size)
 {
     if (!p)
-        return bmem_alloc(b, size);
+        return bk_mem_alloc(b, size);
     if (size > SIZE_MAX - sizeof(mem_header))
         return NULL;
     mem_header *h = (mem_header *)p - 1;
@@ -80,7 +82,7 @@ void *bmem_realloc(broker *b, void *p, size_t size)
     return n + 1;
 }
 
-void bmem_free(broker *b, void *p)
+void bk_mem_free(broker *b, void *p)
 {
     if (!p)
         return;
@@ -92,12 +94,12 @@ void bmem_free(broker *b, void *p)
     raw_free(b, h);
 }
 
-char *bmem_strdup(broker *b, const char *s)
+char *bk_mem_strdup(broker *b, const char *s)
 {
     if (!s)
         return NULL;
     size_t n = strlen(s) + 1;
-    char *d = bmem_alloc(b, n);
+    char *d = bk_mem_alloc(b, n);
     if (d)
         memcpy(d, s, n);
     return d;

@@ -2,15 +2,17 @@
  * msg.c - application messages: topic and payload in one allocation, shared
  * by reference between the retained store, session queues and wills.
  */
-#include "broker/internal.h"
+#include "broker/base.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
 
 #include <string.h>
 
-msg *msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *payload,
-             size_t payload_len, uint8_t qos, bool retain)
+msg *bk_msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *payload,
+                size_t payload_len, uint8_t qos, bool retain)
 {
     ALWAYS(topic_len <= UINT16_MAX && payload_len <= UINT32_MAX && qos <= 2);
-    msg *m = bmem_alloc(b, sizeof *m + topic_len + payload_len);
+    msg *m = bk_mem_alloc(b, sizeof *m + topic_len + payload_len);
     if (!m)
         return NULL;
     m->refs = 1;
@@ -27,11 +29,11 @@ msg *msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *p
     return m;
 }
 
-void msg_unref(broker *b, msg *m)
+void bk_msg_unref(broker *b, msg *m)
 {
     if (!m)
         return;
     ALWAYS(m->refs > 0);
     if (--m->refs == 0)
-        bmem_free(b, m);
+        bk_mem_free(b, m);
 }

@@ -2,7 +2,15 @@
  * restore.c - rebuilding the core from committed store records at start
  * (journal.h). Nothing here produces records: the state already is on disk.
  */
-#include "broker/internal.h"
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/journal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/session.h"
+#include "broker/tree.h"
+#include "mqtt/mqtt.h"
 
 #include <string.h>
 
@@ -15,7 +23,7 @@ typedef struct restore_state {
 static restore_state *rs_get(broker *b)
 {
     if (!b->restore) {
-        b->restore = bmem_calloc(b, sizeof *b->restore);
+        b->restore = bk_mem_calloc(b, sizeof *b->restore);
         if (b->restore)
             b->restoring = true;
     }
@@ -43,7 +51,7 @@ static int rs_add(broker *b, restore_state *r, msg *m)
 {
     if ((r->count + 1) * 2 > r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 256;
-        msg **tab = bmem_calloc(b, cap * sizeof *tab);
+        msg **tab = bk_mem_calloc(b, cap * sizeof *tab);
         if (!tab)
             return -1;
         msg **old = r->tab;
@@ -58,7 +66,7 @@ static int rs_add(broker *b, restore_state *r, msg *m)
                 j = (j + 1) & (cap - 1);
             tab[j] = old[i];
         }
-        bmem_free(b, old);
+        bk_mem_free(b, old);
     }
     size_t j = slot_of(r, m->store_id);
     while (r->tab[j])
@@ -75,11 +83,11 @@ int broker_restore_retained(broker *b, const uint8_t *topic, size_t tlen,
     if (!r || tlen == 0 || tlen > UINT16_MAX || qos > 2 ||
         !mqtt_topic_name_valid(topic, tlen))
         return -1;
-    msg *m = msg_new(b, topic, tlen, payload, plen, qos, true);
+    msg *m = bk_msg_new(b, topic, tlen, payload, plen, qos, true);
     if (!m)
         return -1;
-    int rc = tree_set_retained(b, &b->tree, topic, tlen, m);
-    msg_unref(b, m);
+    int rc = bk_tree_set_retained(b, &b->tree, topic, tlen, m);
+    bk_msg_unref(b, m);
     if (rc == 0)
         r->retained++;
     return rc;
@@ -89,22 +97,22 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
                            size_t identity_len, bool is_operator)
 {
     restore_state *r = rs_get(b);
-    if (!r || idlen > UINT16_MAX || session_find(&b->sessions, id, idlen))
+    if (!r || idlen > UINT16_MAX || bk_session_find(&b->sessions, id, idlen))
         return -1;
-    session *s = session_create(b, &b->sessions, id, idlen, false);
+    session *s = bk_session_create(b, &b->sessions, id, idlen, false);
     if (!s)
         return -1;
     if (identity_len) {
-        s->identity = bmem_alloc(b, identity_len + 1);
+        s->identity = bk_mem_alloc(b, identity_len + 1);
         if (!s->identity) {
-            session_destroy(b, s);
+            bk_session_destroy(b, s);
             return -1;
         }
         memcpy(s->identity, identity, identity_len);
         s->identity[identity_len] = '\0';
     }
     s->is_operator = is_operator;
-    session_set_offline(b, s, b->now_ms);
+    bk_session_set_offline(b, s, b->now_ms);
     r->sessions++;
     return 0;
 }
@@ -112,15 +120,18 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
 int broker_restore_sub(broker *b, const uint8_t *id, size_t idlen, const uint8_t *filter,
                        size_t flen, uint8_t qos)
 {
-    session *s = session_find(&b->sessions, id, idlen);
+    session *s = bk_session_find(&b->sessions, id, idlen);
     bool is_new;
-    if (!rs_get(b) || !s || qos > 2 || !mqtt_topic_filter_valid(filter, flen))
+    /* No filter longer than SUBSCRIBE can carry enters the tree
+     * (TREE_FILTER_MAX): only a damaged store holds one. */
+    if (!rs_get(b) || !s || qos > 2 || flen > TREE_FILTER_MAX ||
+        !mqtt_topic_filter_valid(filter, flen))
         return -1;
-    sub *x = tree_subscribe(b, &b->tree, s, filter, flen, qos, &is_new);
+    sub *x = bk_tree_subscribe(b, &b->tree, s, filter, flen, qos, &is_new);
     if (!x)
         return -1;
-    x->acl_check = acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)filter,
-                                            flen);
+    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)filter,
+                                               flen);
     return 0;
 }
 
@@ -133,12 +144,12 @@ int broker_restore_msg(broker *b, uint64_t msg_id, const uint8_t *topic, size_t 
     if (!r || msg_id == 0 || tlen == 0 || tlen > UINT16_MAX || qos > 2 ||
         !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id))
         return -1;
-    msg *m = msg_new(b, topic, tlen, payload, plen, qos, retain);
+    msg *m = bk_msg_new(b, topic, tlen, payload, plen, qos, retain);
     if (!m)
         return -1;
     m->store_id = msg_id;
     if (rs_add(b, r, m) != 0) {
-        msg_unref(b, m);
+        bk_msg_unref(b, m);
         return -1;
     }
     if (msg_id >= b->jr.next_msg_id)
@@ -151,7 +162,7 @@ int broker_restore_queued(broker *b, const uint8_t *id, size_t idlen, uint64_t s
                           uint16_t packet_id)
 {
     restore_state *r = rs_get(b);
-    session *s = session_find(&b->sessions, id, idlen);
+    session *s = bk_session_find(&b->sessions, id, idlen);
     if (!r || !s || qos == 0 || qos > 2 || state > JOURNAL_Q_WAIT_PUBCOMP)
         return -1;
     msg *m = NULL;
@@ -171,7 +182,7 @@ int broker_restore_queued(broker *b, const uint8_t *id, size_t idlen, uint64_t s
         }
         state = JOURNAL_Q_QUEUED;
     }
-    if (!session_restore_entry(b, s, m, seq, qos, retain, state, packet_id))
+    if (!bk_session_restore_entry(b, s, m, seq, qos, retain, state, packet_id))
         return -1;
     if (m)
         m->store_refs++;
@@ -183,12 +194,12 @@ int broker_restore_queued(broker *b, const uint8_t *id, size_t idlen, uint64_t s
 
 int broker_restore_inqos2(broker *b, const uint8_t *id, size_t idlen, uint16_t packet_id)
 {
-    session *s = session_find(&b->sessions, id, idlen);
+    session *s = bk_session_find(&b->sessions, id, idlen);
     if (!rs_get(b) || !s || packet_id == 0)
         return -1;
-    if (session_in_qos2_has(s, packet_id))
+    if (bk_session_in_qos2_has(s, packet_id))
         return 0;
-    return session_in_qos2_add(b, s, packet_id);
+    return bk_session_in_qos2_add(b, s, packet_id);
 }
 
 void broker_restore_done(broker *b)
@@ -199,14 +210,14 @@ void broker_restore_done(broker *b)
         return;
     for (size_t i = 0; i < r->cap; i++)
         if (r->tab[i])
-            msg_unref(b, r->tab[i]); /* queue entries hold their own refs */
-    blog(b, BROKER_LOG_INFO,
-         "restored %zu persistent sessions, %zu queued messages, %zu retained messages%s",
-         r->sessions, r->queued, r->retained, r->dropped ? " (some entries lacked data)" : "");
+            bk_msg_unref(b, r->tab[i]); /* queue entries hold their own refs */
+    bk_log(b, BROKER_LOG_INFO,
+           "restored %zu persistent sessions, %zu queued messages, %zu retained messages%s",
+           r->sessions, r->queued, r->retained, r->dropped ? " (some entries lacked data)" : "");
     if (r->dropped)
-        blog(b, BROKER_LOG_WARN, "store: %zu queued entries could not be restored",
-             r->dropped);
-    bmem_free(b, r->tab);
-    bmem_free(b, r);
+        bk_log(b, BROKER_LOG_WARN, "store: %zu queued entries could not be restored",
+               r->dropped);
+    bk_mem_free(b, r->tab);
+    bk_mem_free(b, r);
     b->restore = NULL;
 }

@@ -8,8 +8,16 @@
  * acknowledged out of order becomes a hole that disappears once the front
  * reaches it. One ring gives one bound: max_inflight + max_queued entries.
  */
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/flow.h"
 #include "broker/hash.h"
-#include "broker/internal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/tree.h"
 
 #include <string.h>
 
@@ -20,28 +28,28 @@ static uint32_t id_hash(const session_table *st, const uint8_t *id, size_t len)
     return table_hash(st->key, 0, id, len); /* keyed: see hash.h */
 }
 
-int sessions_init(broker *b, session_table *st)
+int bk_sessions_init(broker *b, session_table *st)
 {
     memset(st, 0, sizeof *st);
     st->key[0] = b->hash_key[0];
     st->key[1] = b->hash_key[1];
-    st->table = bmem_calloc(b, TABLE_MIN * sizeof *st->table);
+    st->table = bk_mem_calloc(b, TABLE_MIN * sizeof *st->table);
     if (!st->table)
         return -1;
     st->size = TABLE_MIN;
     return 0;
 }
 
-void sessions_free(broker *b, session_table *st)
+void bk_sessions_free(broker *b, session_table *st)
 {
     for (size_t i = 0; i < st->size; i++)
         while (st->table[i])
-            session_destroy(b, st->table[i]);
-    bmem_free(b, st->table);
+            bk_session_destroy(b, st->table[i]);
+    bk_mem_free(b, st->table);
     memset(st, 0, sizeof *st);
 }
 
-session *session_find(session_table *st, const uint8_t *id, size_t len)
+session *bk_session_find(session_table *st, const uint8_t *id, size_t len)
 {
     uint32_t h = id_hash(st, id, len);
     for (session *s = st->table[h & (st->size - 1)]; s; s = s->hnext)
@@ -53,7 +61,7 @@ session *session_find(session_table *st, const uint8_t *id, size_t len)
 static void table_grow(broker *b, session_table *st)
 {
     size_t size = st->size * 2;
-    session **table = bmem_calloc(b, size * sizeof *table);
+    session **table = bk_mem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* longer chains, still correct */
     for (size_t i = 0; i < st->size; i++) {
@@ -66,15 +74,15 @@ static void table_grow(broker *b, session_table *st)
             s = next;
         }
     }
-    bmem_free(b, st->table);
+    bk_mem_free(b, st->table);
     st->table = table;
     st->size = size;
 }
 
-session *session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean)
+session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean)
 {
     ALWAYS(len <= UINT16_MAX);
-    session *s = bmem_calloc(b, sizeof *s + len + 1);
+    session *s = bk_mem_calloc(b, sizeof *s + len + 1);
     if (!s)
         return NULL;
     s->hashv = id_hash(st, id, len);
@@ -109,7 +117,7 @@ static void offline_unlink(session_table *st, session *s)
     st->offline_count--;
 }
 
-void session_destroy(broker *b, session *s)
+void bk_session_destroy(broker *b, session *s)
 {
     session_table *st = &b->sessions;
     ALWAYS(s->conn == NULL);
@@ -119,40 +127,40 @@ void session_destroy(broker *b, session *s)
     *pp = s->hnext;
     st->count--;
     offline_unlink(st, s);
-    flow_session_gone(b, s);
-    j_session_del(b, s); /* the store drops the session's rows with it */
+    bk_flow_session_gone(b, s);
+    bk_journal_session_del(b, s); /* the store drops the session's rows with it */
     while (s->subs) {
         sub *x = s->subs;
         s->subs = x->sess_next;
-        tree_remove_sub(b, &b->tree, x);
+        bk_tree_remove_sub(b, &b->tree, x);
     }
     for (uint32_t i = 0; i < s->q_count; i++) {
-        qentry *e = session_entry(s, i);
+        qentry *e = bk_session_entry(s, i);
         if (e->state == Q_DONE || !e->m)
             continue;
-        if (journaled(b, s) && e->qos > 0)
-            j_msg_unref(b, e->m);
-        msg_unref(b, e->m);
+        if (bk_journaled(b, s) && e->qos > 0)
+            bk_journal_msg_unref(b, e->m);
+        bk_msg_unref(b, e->m);
     }
-    bmem_free(b, s->q);
-    bmem_free(b, s->in_qos2);
-    bmem_free(b, s->identity);
-    bmem_free(b, s);
+    bk_mem_free(b, s->q);
+    bk_mem_free(b, s->in_qos2);
+    bk_mem_free(b, s->identity);
+    bk_mem_free(b, s);
 }
 
-bool session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
-                 broker_acl_access access)
+bool bk_session_may(const broker *b, const session *s, const uint8_t *topic, size_t len,
+                    broker_acl_access access)
 {
     bool reads_sys = b->sys_public && access == BROKER_ACL_READ;
     return broker_acl_check(b->acl, s->identity, s->id, s->is_operator || reads_sys,
                             (const char *)topic, len, access);
 }
 
-void session_set_offline(broker *b, session *s, uint64_t now_ms)
+void bk_session_set_offline(broker *b, session *s, uint64_t now_ms)
 {
     session_table *st = &b->sessions;
     s->conn = NULL;
-    flow_session_gone(b, s); /* offline sessions hold no publishers */
+    bk_flow_session_gone(b, s); /* offline sessions hold no publishers */
     s->expires_at = b->lim.session_expiry_s
                         ? now_ms + (uint64_t)b->lim.session_expiry_s * 1000u
                         : UINT64_MAX;
@@ -164,7 +172,7 @@ void session_set_offline(broker *b, session *s, uint64_t now_ms)
     st->offline_count++;
 }
 
-void session_set_online(broker *b, session *s, broker_conn *c)
+void bk_session_set_online(broker *b, session *s, broker_conn *c)
 {
     offline_unlink(&b->sessions, s);
     s->conn = c;
@@ -176,12 +184,12 @@ static int q_grow(broker *b, session *s, uint32_t limit)
     uint32_t cap = s->q_cap ? s->q_cap * 2 : 8;
     if (cap > limit)
         cap = limit;
-    qentry *q = bmem_alloc(b, (size_t)cap * sizeof *q);
+    qentry *q = bk_mem_alloc(b, (size_t)cap * sizeof *q);
     if (!q)
         return -1;
     for (uint32_t i = 0; i < s->q_count; i++)
-        q[i] = *session_entry(s, i);
-    bmem_free(b, s->q);
+        q[i] = *bk_session_entry(s, i);
+    bk_mem_free(b, s->q);
     s->q = q;
     s->q_cap = cap;
     s->q_head = 0;
@@ -199,8 +207,8 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
         return false;
     if (s->q_count == s->q_cap && q_grow(b, s, ring_limit(b)) != 0)
         return false;
-    qentry *e = session_entry(s, s->q_count);
-    e->m = msg_ref(m);
+    qentry *e = bk_session_entry(s, s->q_count);
+    e->m = bk_msg_ref(m);
     e->seq = s->next_seq++;
     e->packet_id = 0;
     e->qos = qos;
@@ -210,21 +218,21 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     e->jseq = 0;
     s->q_count++;
     s->q_bytes += m->payload_len;
-    if (journaled(b, s) && qos > 0) {
-        j_msg_ref(b, m);
-        j_queue_put(b, s, e);
+    if (bk_journaled(b, s) && qos > 0) {
+        bk_journal_msg_ref(b, m);
+        bk_journal_queue_put(b, s, e);
     }
     return true;
 }
 
-bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
-                           bool retain, uint8_t state, uint16_t packet_id)
+bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
+                              bool retain, uint8_t state, uint16_t packet_id)
 {
     /* Restored entries were within the limits when stored: no bound here. */
     if (s->q_count == s->q_cap && q_grow(b, s, UINT32_MAX) != 0)
         return false;
-    qentry *e = session_entry(s, s->q_count);
-    e->m = m ? msg_ref(m) : NULL;
+    qentry *e = bk_session_entry(s, s->q_count);
+    e->m = m ? bk_msg_ref(m) : NULL;
     e->seq = seq;
     e->packet_id = packet_id;
     e->qos = qos;
@@ -242,7 +250,7 @@ bool session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t 
     return true;
 }
 
-bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
 {
     uint32_t unsent = s->q_count - s->q_sent;
     if (unsent >= b->lim.max_queued || s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
@@ -250,12 +258,12 @@ bool session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     return push_entry(b, s, m, qos, retain);
 }
 
-bool session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
+bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
 {
     return push_entry(b, s, m, qos, true);
 }
 
-qentry *session_find_sent(session *s, uint16_t packet_id)
+qentry *bk_session_find_sent(session *s, uint16_t packet_id)
 {
     /* The sent entries are [q_head, q_head + q_sent) around the ring: scan
      * them as (at most) two runs, without an index division per entry. This
@@ -274,7 +282,7 @@ qentry *session_find_sent(session *s, uint16_t packet_id)
 
 static void drop_done_head(broker *b, session *s)
 {
-    while (s->q_count > 0 && session_entry(s, 0)->state == Q_DONE) {
+    while (s->q_count > 0 && bk_session_entry(s, 0)->state == Q_DONE) {
         s->q_head = (s->q_head + 1) % s->q_cap;
         s->q_count--;
         s->q_sent--;
@@ -284,31 +292,31 @@ static void drop_done_head(broker *b, session *s)
     if (s->q_count == 0 && s->q) {
         /* An idle session holds no ring: idle memory per client matters
          * more than one allocation per burst. */
-        bmem_free(b, s->q);
+        bk_mem_free(b, s->q);
         s->q = NULL;
         s->q_cap = 0;
         s->q_head = 0;
     }
 }
 
-void session_complete(broker *b, session *s, qentry *e)
+void bk_session_complete(broker *b, session *s, qentry *e)
 {
     ALWAYS(e->state != Q_DONE && e->state != Q_QUEUED && s->inflight > 0);
-    j_queue_del(b, s, e);
-    if (e->m && journaled(b, s))
-        j_msg_unref(b, e->m);
+    bk_journal_queue_del(b, s, e);
+    if (e->m && bk_journaled(b, s))
+        bk_journal_msg_unref(b, e->m);
     e->state = Q_DONE;
-    msg_unref(b, e->m);
+    bk_msg_unref(b, e->m);
     e->m = NULL;
     s->inflight--;
     drop_done_head(b, s);
 }
 
-void session_sent_qos0(broker *b, session *s, qentry *e)
+void bk_session_sent_qos0(broker *b, session *s, qentry *e)
 {
     ALWAYS(e->qos == 0 && e->state == Q_QUEUED);
     e->state = Q_DONE;
-    msg_unref(b, e->m);
+    bk_msg_unref(b, e->m);
     e->m = NULL;
     ALWAYS(s->q_wire == s->q_sent); /* sent only when nothing before it waits */
     s->q_sent++;
@@ -316,19 +324,19 @@ void session_sent_qos0(broker *b, session *s, qentry *e)
     drop_done_head(b, s);
 }
 
-uint16_t session_next_packet_id(session *s)
+uint16_t bk_session_next_packet_id(session *s)
 {
     for (;;) {
         uint16_t id = s->next_packet_id;
         s->next_packet_id = (uint16_t)(id == UINT16_MAX ? 1 : id + 1);
         /* An id is free unless an unacknowledged entry still holds it. With
          * ids handed out in sequence this scan almost never finds one. */
-        if (!session_find_sent(s, id))
+        if (!bk_session_find_sent(s, id))
             return id;
     }
 }
 
-bool session_in_qos2_has(const session *s, uint16_t id)
+bool bk_session_in_qos2_has(const session *s, uint16_t id)
 {
     for (uint32_t i = 0; i < s->in_qos2_count; i++)
         if (s->in_qos2[i] == id)
@@ -336,28 +344,28 @@ bool session_in_qos2_has(const session *s, uint16_t id)
     return false;
 }
 
-int session_in_qos2_add(broker *b, session *s, uint16_t id)
+int bk_session_in_qos2_add(broker *b, session *s, uint16_t id)
 {
     if (s->in_qos2_count >= b->lim.max_inbound_qos2)
         return -1;
     if (s->in_qos2_count == s->in_qos2_cap) {
         uint32_t cap = s->in_qos2_cap ? s->in_qos2_cap * 2 : 4;
-        uint16_t *a = bmem_realloc(b, s->in_qos2, cap * sizeof *a);
+        uint16_t *a = bk_mem_realloc(b, s->in_qos2, cap * sizeof *a);
         if (!a)
             return -1;
         s->in_qos2 = a;
         s->in_qos2_cap = cap;
     }
     s->in_qos2[s->in_qos2_count++] = id;
-    j_inqos2(b, s, id, true);
+    bk_journal_inqos2(b, s, id, true);
     return 0;
 }
 
-void session_in_qos2_del(broker *b, session *s, uint16_t id)
+void bk_session_in_qos2_del(broker *b, session *s, uint16_t id)
 {
     for (uint32_t i = 0; i < s->in_qos2_count; i++) {
         if (s->in_qos2[i] == id) {
-            j_inqos2(b, s, id, false);
+            bk_journal_inqos2(b, s, id, false);
             s->in_qos2[i] = s->in_qos2[--s->in_qos2_count];
             return;
         }

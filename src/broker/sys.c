@@ -3,15 +3,18 @@
  * messages every sys_interval_s. Names follow Mosquitto's where it has one,
  * so existing dashboards work; $SYS/broker/memory/used is tern's own.
  */
-#include "broker/internal.h"
+#include "broker/broker-t.h"
+#include "broker/deliver.h"
+#include "broker/journal.h"
+#include "broker/sys.h"
 
 #include <stdio.h>
 #include <string.h>
 
 static void put(broker *b, const char *topic, const char *value)
 {
-    route_publish(b, (const uint8_t *)topic, strlen(topic), (const uint8_t *)value,
-                  strlen(value), 0, true, NULL);
+    bk_route_publish(b, (const uint8_t *)topic, strlen(topic), (const uint8_t *)value,
+                     strlen(value), 0, true, NULL);
 }
 
 static void put_u64(broker *b, const char *topic, uint64_t v)
@@ -72,7 +75,7 @@ void broker_set_store_status(broker *b, const broker_store_status *st)
         put_store_state(b);
 }
 
-void sys_publish(broker *b, uint64_t now_ms)
+void bk_sys_publish(broker *b, uint64_t now_ms)
 {
     sys_state *st = &b->sys;
     broker_stats s;

@@ -12,8 +12,13 @@
  * Matching and walks are iterative with an explicit stack kept in the tree:
  * a topic may have thousands of levels and the kernel's stacks are small.
  */
+#include "broker/base.h"
+#include "broker/broker-t.h"
 #include "broker/hash.h"
-#include "broker/internal.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/session-t.h"
+#include "broker/tree.h"
 
 #include <string.h>
 
@@ -29,7 +34,7 @@ static uint32_t seg_hash(const tree *t, const tnode *parent, const uint8_t *s, s
 
 static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, uint32_t h)
 {
-    tnode *n = bmem_calloc(b, sizeof *n + len);
+    tnode *n = bk_mem_calloc(b, sizeof *n + len);
     if (!n)
         return NULL;
     n->parent = parent;
@@ -40,18 +45,18 @@ static tnode *node_new(broker *b, tnode *parent, const uint8_t *s, size_t len, u
     return n;
 }
 
-int tree_init(broker *b, tree *t)
+int bk_tree_init(broker *b, tree *t)
 {
     memset(t, 0, sizeof *t);
     t->key[0] = b->hash_key[0];
     t->key[1] = b->hash_key[1];
     t->root = node_new(b, NULL, NULL, 0, 0);
-    t->table = bmem_calloc(b, TABLE_MIN * sizeof *t->table);
+    t->table = bk_mem_calloc(b, TABLE_MIN * sizeof *t->table);
     if (!t->root || !t->table) {
-        /* The caller still runs tree_free() (broker_destroy): leave nothing
+        /* The caller still runs bk_tree_free() (broker_destroy): leave nothing
          * dangling for it to free a second time. */
-        bmem_free(b, t->root);
-        bmem_free(b, t->table);
+        bk_mem_free(b, t->root);
+        bk_mem_free(b, t->table);
         t->root = NULL;
         t->table = NULL;
         return -1;
@@ -73,7 +78,7 @@ static tnode *child_find(const tree *t, const tnode *parent, const uint8_t *s, s
 static void table_grow(broker *b, tree *t)
 {
     size_t size = t->table_size * 2;
-    tnode **table = bmem_calloc(b, size * sizeof *table);
+    tnode **table = bk_mem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* keep the old table: slower chains, still correct */
     for (size_t i = 0; i < t->table_size; i++) {
@@ -86,7 +91,7 @@ static void table_grow(broker *b, tree *t)
             n = next;
         }
     }
-    bmem_free(b, t->table);
+    bk_mem_free(b, t->table);
     t->table = table;
     t->table_size = size;
 }
@@ -149,7 +154,7 @@ static void prune(broker *b, tree *t, tnode *n)
                 n->next_sibling->prev_sibling = n->prev_sibling;
             t->node_count--;
         }
-        bmem_free(b, n);
+        bk_mem_free(b, n);
         n = parent;
     }
 }
@@ -198,13 +203,13 @@ static tnode *path_find(const tree *t, const uint8_t *s, size_t len)
     }
 }
 
-sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
-                    uint8_t qos, bool *is_new)
+sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
+                       uint8_t qos, bool *is_new)
 {
     tnode *n = path_get(b, t, f, flen);
     if (!n)
         return NULL;
-    tree_forget_last(t);
+    bk_tree_forget_last(t);
     for (sub *s = sess->subs; s; s = s->sess_next) {
         if (s->node == n) {
             s->qos = qos;
@@ -212,7 +217,7 @@ sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t 
             return s;
         }
     }
-    sub *s = bmem_calloc(b, sizeof *s);
+    sub *s = bk_mem_calloc(b, sizeof *s);
     if (!s) {
         prune(b, t, n);
         return NULL;
@@ -234,7 +239,7 @@ sub *tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t 
 static void unlink_sub(broker *b, tree *t, sub *s)
 {
     tnode *n = s->node;
-    tree_forget_last(t);
+    bk_tree_forget_last(t);
     if (s->node_prev)
         s->node_prev->node_next = s->node_next;
     else
@@ -243,11 +248,11 @@ static void unlink_sub(broker *b, tree *t, sub *s)
         s->node_next->node_prev = s->node_prev;
     ALWAYS(b->stats.subscriptions_count > 0);
     b->stats.subscriptions_count--;
-    bmem_free(b, s);
+    bk_mem_free(b, s);
     prune(b, t, n);
 }
 
-bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
+bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
 {
     tnode *n = path_find(t, f, flen);
     if (!n)
@@ -263,7 +268,7 @@ bool tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_
     return false;
 }
 
-void tree_remove_sub(broker *b, tree *t, sub *s)
+void bk_tree_remove_sub(broker *b, tree *t, sub *s)
 {
     /* The caller has already taken s out of its session's list. */
     unlink_sub(b, t, s);
@@ -273,7 +278,7 @@ static int stack_push(broker *b, tree *t, size_t *depth, tnode *n, size_t pos)
 {
     if (*depth == t->stack_cap) {
         size_t cap = t->stack_cap ? t->stack_cap * 2 : 64;
-        struct tstack *s = bmem_realloc(b, t->stack, cap * sizeof *s);
+        struct tstack *s = bk_mem_realloc(b, t->stack, cap * sizeof *s);
         if (!s)
             return -1;
         t->stack = s;
@@ -300,7 +305,7 @@ static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
         }
         if (*count == t->matches_cap) {
             size_t cap = t->matches_cap ? t->matches_cap * 2 : 64;
-            match *nm = bmem_realloc(b, t->matches, cap * sizeof *nm);
+            match *nm = bk_mem_realloc(b, t->matches, cap * sizeof *nm);
             if (!nm)
                 return -1;
             t->matches = nm;
@@ -316,7 +321,7 @@ static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
     return 0;
 }
 
-long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out)
+long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out)
 {
     size_t count = 0, depth = 0;
     bool dollar = tlen > 0 && topic[0] == '$';
@@ -364,7 +369,7 @@ long tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **o
     return (long)count;
 }
 
-int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m)
+int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m)
 {
     tnode *n;
     if (!m) {
@@ -372,7 +377,7 @@ int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg
         if (!n || !n->retained)
             return 0;
         b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
-        msg_unref(b, n->retained);
+        bk_msg_unref(b, n->retained);
         n->retained = NULL;
         ALWAYS(b->stats.retained_count > 0);
         b->stats.retained_count--;
@@ -384,16 +389,16 @@ int tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg
         return -1;
     if (n->retained) {
         b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
-        msg_unref(b, n->retained);
+        bk_msg_unref(b, n->retained);
     } else {
         b->stats.retained_count++;
     }
     b->stats.retained_bytes += m->topic_len + m->payload_len;
-    n->retained = msg_ref(m);
+    n->retained = bk_msg_ref(m);
     return 0;
 }
 
-uint64_t tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen)
+uint64_t bk_tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen)
 {
     const tnode *n = path_find(t, topic, tlen);
     return n && n->retained ? (uint64_t)n->retained->topic_len + n->retained->payload_len : 0;
@@ -430,8 +435,8 @@ static void walk_subtree(broker *b, tree *t, tnode *start, bool skip_dollar, ret
     }
 }
 
-int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
-                      void *ctx)
+int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
+                         void *ctx)
 {
     size_t depth = 0;
     if (stack_push(b, t, &depth, t->root, 0) != 0)
@@ -466,7 +471,7 @@ int tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retaine
     return 0;
 }
 
-size_t tree_filter_text(const tnode *n, char *buf, size_t cap)
+size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap)
 {
     /* Measure first, then fill from the end backwards. */
     size_t len = 0;
@@ -484,7 +489,7 @@ size_t tree_filter_text(const tnode *n, char *buf, size_t cap)
     return len;
 }
 
-int tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx)
+int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx)
 {
     walk_subtree(b, t, t->root, false, fn, ctx);
     return 0;
@@ -506,23 +511,23 @@ static void free_subtree(broker *b, tnode *n)
             continue;
         }
         tnode *parent = n->parent;
-        msg_unref(b, n->retained);
+        bk_msg_unref(b, n->retained);
         while (n->subs) {
             sub *s = n->subs;
             n->subs = s->node_next;
-            bmem_free(b, s);
+            bk_mem_free(b, s);
         }
-        bmem_free(b, n);
+        bk_mem_free(b, n);
         n = parent;
     }
 }
 
-void tree_free(broker *b, tree *t)
+void bk_tree_free(broker *b, tree *t)
 {
     /* Sessions (and their subscription lists) are freed before the tree. */
     free_subtree(b, t->root);
-    bmem_free(b, t->table);
-    bmem_free(b, t->matches);
-    bmem_free(b, t->stack);
+    bk_mem_free(b, t->table);
+    bk_mem_free(b, t->matches);
+    bk_mem_free(b, t->stack);
     memset(t, 0, sizeof *t);
 }

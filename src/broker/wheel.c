@@ -6,17 +6,18 @@
  * again, so a busy connection costs O(1) per keepalive period, not per
  * packet. Deadlines fire up to one tick (WHEEL_TICK_MS) late.
  */
-#include "broker/internal.h"
+#include "broker/conn.h"
+#include "broker/wheel.h"
 
 #include <string.h>
 
-void wheel_init(wheel *w, uint64_t now_ms)
+void bk_wheel_init(wheel *w, uint64_t now_ms)
 {
     memset(w, 0, sizeof *w);
     w->next_tick = now_ms / WHEEL_TICK_MS;
 }
 
-void wheel_remove(wheel *w, broker_conn *c)
+void bk_wheel_remove(wheel *w, broker_conn *c)
 {
     if (!c->in_wheel)
         return;
@@ -32,9 +33,9 @@ void wheel_remove(wheel *w, broker_conn *c)
     w->count--;
 }
 
-void wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms)
+void bk_wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms)
 {
-    wheel_remove(w, c);
+    bk_wheel_remove(w, c);
     /* A deadline already past is filed in the next tick to process. */
     uint64_t tick = deadline_ms / WHEEL_TICK_MS;
     if (tick < w->next_tick) {
@@ -52,7 +53,7 @@ void wheel_set(wheel *w, broker_conn *c, uint64_t deadline_ms)
     w->count++;
 }
 
-void wheel_advance(broker *b, wheel *w, uint64_t now_ms)
+void bk_wheel_advance(broker *b, wheel *w, uint64_t now_ms)
 {
     /* Process only ticks that are wholly in the past, so every entry of a
      * processed slot whose tick is current has a deadline <= now. */
@@ -71,14 +72,14 @@ void wheel_advance(broker *b, wheel *w, uint64_t now_ms)
             c->in_wheel = false;
             w->count--;
             if (c->deadline_ms <= now_ms)
-                conn_timeout(b, c, now_ms);
+                bk_conn_timeout(b, c, now_ms);
             else
-                wheel_set(w, c, c->deadline_ms);
+                bk_wheel_set(w, c, c->deadline_ms);
         }
     }
 }
 
-uint64_t wheel_next_deadline(const wheel *w)
+uint64_t bk_wheel_next_deadline(const wheel *w)
 {
     if (w->count == 0)
         return UINT64_MAX;

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "broker/limits_default.h"
 #include "config/addr.h"
 
 /* Values longer than this are cut in messages so the line stays readable. */
@@ -51,7 +52,7 @@ static const key_def key_table[] = {
     {"listener.plain", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_plain)},
     {"log.level", KIND_LOG_LEVEL, 0, 0, offsetof(tern_config, log_level)},
     LIMIT("max_connections", max_connections, 1, UINT32_MAX),
-    LIMIT("max_packet_size", max_packet_size, 16, 268435460u),
+    LIMIT("max_packet_size", max_packet_size, 16, MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER),
     LIMIT("max_inflight", max_inflight, 1, 65535),
     LIMIT("max_queued", max_queued, 1, UINT32_MAX),
     LIMIT("max_queued_bytes", max_queued_bytes, 1, UINT32_MAX),
@@ -659,20 +660,22 @@ void tern_config_defaults(tern_config *cfg)
     cfg->version = TERN_CONFIG_VERSION;
     cfg->listener_plain.family = TERN_ADDR_NONE;
     cfg->log_level = BROKER_LOG_INFO;
-    cfg->limits.max_connections = 100000;
-    cfg->limits.max_packet_size = 268435460u;
-    cfg->limits.max_inflight = 32;
-    cfg->limits.max_queued = 1000;
-    cfg->limits.max_queued_bytes = 16777216u;
-    cfg->limits.max_out_bytes = 1048576u;
-    cfg->limits.max_inbound_qos2 = 1024;
-    cfg->limits.connect_timeout_s = 10;
-    cfg->limits.max_retained = 100000;
-    cfg->limits.max_retained_bytes = 256u << 20;
-    cfg->limits.work_budget = 256;
-    cfg->limits.publisher_hold_s = 2;
-    cfg->session_expiry_s = 0;
-    cfg->sys_interval_s = 10;
+    /* The core's defaults (limits_default.h): a key left out means what a
+     * limit left at 0 means to the core. */
+    cfg->limits.max_connections = TERN_DEFAULT_MAX_CONNECTIONS;
+    cfg->limits.max_packet_size = TERN_DEFAULT_MAX_PACKET_SIZE;
+    cfg->limits.max_inflight = TERN_DEFAULT_MAX_INFLIGHT;
+    cfg->limits.max_queued = TERN_DEFAULT_MAX_QUEUED;
+    cfg->limits.max_queued_bytes = TERN_DEFAULT_MAX_QUEUED_BYTES;
+    cfg->limits.max_out_bytes = TERN_DEFAULT_MAX_OUT_BYTES;
+    cfg->limits.max_inbound_qos2 = TERN_DEFAULT_MAX_INBOUND_QOS2;
+    cfg->limits.connect_timeout_s = TERN_DEFAULT_CONNECT_TIMEOUT_S;
+    cfg->limits.max_retained = TERN_DEFAULT_MAX_RETAINED;
+    cfg->limits.max_retained_bytes = TERN_DEFAULT_MAX_RETAINED_BYTES;
+    cfg->limits.work_budget = TERN_DEFAULT_WORK_BUDGET;
+    cfg->limits.publisher_hold_s = TERN_DEFAULT_PUBLISHER_HOLD_S;
+    cfg->session_expiry_s = 0; /* forever, as in the core */
+    cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;
     cfg->sys_public = false;
     cfg->store_path[0] = '\0'; /* no persistence */

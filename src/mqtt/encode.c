@@ -74,6 +74,14 @@ size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, 
     return w.len;
 }
 
+size_t mqtt_suback_size(uint8_t level, size_t count)
+{
+    (void)level;
+    if (count > MQTT_MAX_REMAINING - 2)
+        return 0;
+    return packet_size(2 + count); /* packet id, then one code per filter */
+}
+
 size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
                           const uint8_t *codes, size_t count)
 {
@@ -83,7 +91,7 @@ size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t pack
     for (size_t i = 0; i < count; i++)
         MQTT_INVARIANT(codes[i] <= 2 || codes[i] == MQTT_SUBACK_FAILURE);
 
-    size_t size = count > MQTT_MAX_REMAINING ? 0 : packet_size(2 + count);
+    size_t size = mqtt_suback_size(level, count);
     mqtt_writer w = { out, cap, 0 };
     if (size == 0 || cap < size || wr_header(&w, MQTT_SUBACK << 4, 2 + count) ||
         wr_u16(&w, packet_id) || wr_raw(&w, codes, count))

@@ -204,6 +204,7 @@ size_t mqtt_encode_connack(uint8_t *out, size_t cap, uint8_t level, bool session
                            uint8_t return_code);
 /* PUBACK, PUBREC, PUBREL (flags 0x2 applied), PUBCOMP, UNSUBACK: 4 bytes. */
 size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, uint16_t packet_id);
+size_t mqtt_suback_size(uint8_t level, size_t count); /* count return codes */
 size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
                           const uint8_t *codes, size_t count);
 /* PINGREQ, PINGRESP, DISCONNECT: 2 bytes. */

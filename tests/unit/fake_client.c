@@ -281,9 +281,14 @@ void fc_connect(fworld *w, fclient *c, const char *id, bool clean, uint16_t keep
 
 void fc_subscribe(fworld *w, fclient *c, uint16_t id, const char *filter, uint8_t qos)
 {
-    uint8_t buf[512];
+    /* Sized to the filter: tests subscribe to filters of any length. */
     mqtt_bytes f = {(const uint8_t *)filter, strlen(filter)};
-    send_buf(w, c, buf, mqtt_encode_subscribe(buf, sizeof buf, c->level, id, &f, &qos, 1));
+    size_t cap = f.len + 16;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        abort();
+    send_buf(w, c, buf, mqtt_encode_subscribe(buf, cap, c->level, id, &f, &qos, 1));
+    free(buf);
 }
 
 void fc_unsubscribe(fworld *w, fclient *c, uint16_t id, const char *filter)

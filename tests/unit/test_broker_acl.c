@@ -4,9 +4,11 @@
  * SUBSCRIBE, PUBLISH, delivery, wills and $SYS.
  */
 #include "broker/acl.h"
+#include "broker/journal.h"
 #include "fake_client.h"
 #include "test.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static broker_acl *parse(const char *text, char *err, size_t errsz)
@@ -267,4 +269,91 @@ TEST(new_acl_applies_to_a_topic_just_routed)
     fc_publish(&w, root, "alice/open", "open", 0, false, 0);
     CHECK(fc_next(a, &pk));
     fw_free(&w);
+}
+
+/* Subscription records in the batches a durable broker hands out. */
+typedef struct sub_records {
+    int puts, dels, empty; /* empty: records with an empty filter */
+    size_t longest_put;
+    bool malformed;
+} sub_records;
+
+/* Take and commit every pending batch, counting its subscription records:
+ * the test's store is the journal's record stream itself. */
+static void commit_counting_subs(fworld *w, sub_records *r)
+{
+    broker_store_batch batch;
+    while (broker_store_take(w->b, &batch)) {
+        size_t pos = 0;
+        journal_rec rec;
+        int rc;
+        while ((rc = journal_next(batch.data, batch.len, &pos, &rec)) == 1) {
+            if (rec.type != J_SUB_PUT && rec.type != J_SUB_DEL)
+                continue;
+            if (rec.topic.len == 0)
+                r->empty++;
+            if (rec.type == J_SUB_DEL) {
+                r->dels++;
+            } else {
+                r->puts++;
+                if (rec.topic.len > r->longest_put)
+                    r->longest_put = rec.topic.len;
+            }
+        }
+        if (rc != 0)
+            r->malformed = true;
+        broker_store_done(w->b, batch.seq, true);
+    }
+    fw_drain(w);
+}
+
+TEST(same_acl_again_keeps_a_2000_byte_filter_in_memory_and_in_the_journal)
+{
+    /* A reload (SIGHUP) re-checks every filter; one longer than a fixed
+     * rendering buffer used to read as "denied": dropped from memory and
+     * journalled as the delete of an empty filter, which the store could
+     * not match, so memory and disk disagreed. */
+    enum { FILTER_LEN = 2000 };
+    const char *acl = "topic readwrite long/#\n";
+    char *filter = malloc(FILTER_LEN + 1);
+    char *topic = malloc(FILTER_LEN + 1);
+    CHECK(filter && topic);
+    memcpy(filter, "long/", 5);
+    memset(filter + 5, 'x', FILTER_LEN - 7);
+    memcpy(filter + FILTER_LEN - 2, "/+", 3);
+    memcpy(topic, filter, FILTER_LEN);
+    topic[FILTER_LEN - 1] = 't';
+    topic[FILTER_LEN] = '\0';
+    CHECK_EQ(strlen(filter), FILTER_LEN);
+
+    fworld w;
+    fw_init_durable(&w, NULL);
+    install(&w, acl);
+    fclient *s = fw_connect_as(&w, "long-sub", false);
+    fc_subscribe(&w, s, 1, filter, 1);
+    sub_records before = {0};
+    commit_counting_subs(&w, &before);
+    mqtt_packet pk;
+    CHECK(fc_next_is(s, MQTT_SUBACK, &pk));
+    CHECK_EQ(before.puts, 1);
+    CHECK_EQ(before.longest_put, FILTER_LEN);
+
+    install(&w, acl); /* the same rules again */
+    sub_records after = {0};
+    commit_counting_subs(&w, &after);
+    CHECK(!after.malformed);
+    CHECK_EQ(after.dels, 0);
+    CHECK_EQ(after.empty, 0);
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.subscriptions_count, 1);
+
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, p, topic, "still here", 0, false, 0);
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+    CHECK_EQ(pk.u.publish.topic.len, FILTER_LEN);
+    CHECK(fc_payload_is(&pk, "still here"));
+    fw_free(&w);
+    free(filter);
+    free(topic);
 }

@@ -653,7 +653,7 @@ TEST(subscription_changes_apply_to_a_topic_just_routed)
 
 TEST(qos0_fanout_gives_every_subscriber_the_same_packet)
 {
-    /* route_publish encodes a QoS 0 PUBLISH once and copies it to the
+    /* bk_route_publish encodes a QoS 0 PUBLISH once and copies it to the
      * other subscribers: check the copies, with 3.1 and 3.1.1 clients, a
      * slow reader whose copy is dropped, and output already pending. */
     broker_limits lim = {.max_out_bytes = 1024};

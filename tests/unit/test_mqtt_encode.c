@@ -95,6 +95,23 @@ TEST(mqtt_encode_publish_remaining_length_bytes_and_sizes)
     CHECK_EQ(mqtt_publish_size(4, 1, (size_t)-1, 0), 0);
 }
 
+/* SUBACK sizes across the Remaining Length boundaries (packet id + codes),
+ * equal to what the encoder writes. */
+TEST(mqtt_suback_size_matches_the_encoder_at_each_length_boundary)
+{
+    static uint8_t b[20000];
+    static uint8_t codes[16384];
+    const size_t counts[] = { 1, 125, 126, 16381, 16382 };
+    const size_t sizes[] = { 1 + 1 + 3, 1 + 1 + 127, 1 + 2 + 128, 1 + 2 + 16383, 1 + 3 + 16384 };
+    for (size_t i = 0; i < sizeof counts / sizeof counts[0]; i++) {
+        CHECK_EQ(mqtt_suback_size(4, counts[i]), sizes[i]);
+        CHECK_EQ(mqtt_encode_suback(b, sizeof b, 4, 1, codes, counts[i]), sizes[i]);
+    }
+    CHECK_EQ(mqtt_suback_size(3, MQTT_MAX_REMAINING - 2), 1 + 4 + MQTT_MAX_REMAINING);
+    CHECK_EQ(mqtt_suback_size(4, MQTT_MAX_REMAINING - 1), 0);
+    CHECK_EQ(mqtt_suback_size(4, (size_t)-1), 0);
+}
+
 TEST(mqtt_encode_connect_exact_bytes_at_both_levels)
 {
     uint8_t b[64];

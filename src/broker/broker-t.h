@@ -1,0 +1,78 @@
+/*
+ * broker-t.h - the broker object itself: everything the core owns, in one
+ * struct the platform holds by pointer (broker.h). Ownership in one
+ * picture:
+ *   broker ── owns ──> sessions (hash by client id), connections (list),
+ *                      topic tree (subscriptions + retained messages)
+ *   session ── owns ──> its subscriptions, its outbound queue entries
+ *   conn ──── owns ──> its input tail, output buffer, will message ref
+ *   msg ───── shared by reference count: tree (retained), queues, wills
+ * Types only.
+ */
+#ifndef TERN_BROKER_BROKER_T_H
+#define TERN_BROKER_BROKER_T_H
+
+#include "broker/acl.h"
+#include "broker/broker.h"
+#include "broker/journal.h"
+#include "broker/persist-t.h"
+#include "broker/session-t.h"
+#include "broker/sys-t.h"
+#include "broker/tree-t.h"
+#include "broker/wheel-t.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Size classes of pooled output buffers (deliver.c). */
+#define OUT_POOL_CLASSES 4
+
+struct restore_state; /* restore.c */
+
+struct broker {
+    broker_limits lim;
+    broker_allocator alloc;
+    broker_log_fn log;
+    void *log_ctx;
+    broker_log_level log_level;
+    uint64_t (*memory_used)(void *ctx); /* broker_config.memory_used, may be NULL */
+    void *memory_ctx;
+    uint64_t hash_key[2];     /* broker_config.hash_key */
+    bool allow_anonymous;
+    bool sys_public;
+    char *version;
+    uint64_t start_ms;
+    uint64_t now_ms;          /* time of the event being handled */
+    broker_acl *acl;          /* owned; NULL = no ACL */
+    bool durable;             /* journal records and gate acknowledgements */
+    bool restoring;           /* broker_restore_*: no records */
+    journal jr;
+    broker_store_status store_status;
+    bool has_store_status;
+    struct restore_state *restore; /* only between restore calls */
+    broker_conn *conns;
+    broker_conn *dirty_head, *dirty_tail;
+    broker_conn *publisher;   /* whose PUBLISH is being routed, else NULL */
+    /* Connections held by slow sessions (flow.c): unordered, grown on
+     * demand, freed when empty. */
+    struct hold { broker_conn *c; session *s; } *holds;
+    uint32_t holds_count, holds_cap;
+    uint64_t holds_deadline;  /* no hold times out before this; UINT64_MAX = none */
+    session_table sessions;
+    tree tree;
+    wheel wheel;
+    sys_state sys;
+    broker_stats stats;
+    uint64_t next_expiry_check_ms;
+    /* Drained output buffers kept for reuse (deliver.c): a free list per
+     * size class (4, 8, 16, 32 KiB), linked through the buffers, 4 MiB in
+     * all, emptied when unused for a second or when no connection is left. */
+    uint8_t *out_pool[OUT_POOL_CLASSES];
+    size_t out_pool_bytes;
+    uint64_t out_pool_used_ms;
+    uint32_t conn_count;      /* open transport connections */
+    uint64_t auto_id_counter;
+};
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * conn-t.h - the type of one client connection inside the core: its
+ * protocol state, input tail, output buffer, timers, and the
+ * acknowledgements it holds for a store commit. Types only; the calls are
+ * in conn.h (packets, end of a connection) and deliver.h (output).
+ */
+#ifndef TERN_BROKER_CONN_T_H
+#define TERN_BROKER_CONN_T_H
+
+#include "broker/broker.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct msg msg;
+typedef struct session session;
+struct held_ack; /* persist-t.h */
+
+/* [MQTT-3.1.2-24]: a client silent for one and a half keepalive periods is
+ * disconnected. Milliseconds of silence allowed per second of keepalive. */
+#define KEEPALIVE_GRACE_MS_PER_S 1500u
+
+typedef enum conn_state {
+    CONN_NEW = 0,     /* waiting for CONNECT */
+    CONN_ACTIVE,      /* CONNECT accepted */
+    CONN_CLOSING,     /* ended: flushing output, then the platform closes */
+} conn_state;
+
+struct broker_conn {
+    broker_conn *prev, *next;       /* all connections */
+    broker_conn *dirty_prev, *dirty_next; /* dirty list */
+    broker_conn *wheel_prev, *wheel_next; /* timer wheel slot */
+    void *ctx;                      /* platform handle */
+    session *sess;                  /* set while ACTIVE */
+    msg *will;                      /* owned reference, NULL when none */
+    /* Input tail: bytes of an incomplete packet, owned. */
+    uint8_t *in;
+    uint32_t in_len, in_cap;
+    /* Output: bytes [out_head, out_len) are pending, owned. */
+    uint8_t *out;
+    uint32_t out_head, out_len, out_cap;
+    uint64_t last_rx_ms;
+    uint64_t deadline_ms;           /* keepalive / connect timeout; 0 = none */
+    uint32_t in_pause_at;           /* output bytes that pause input */
+    uint16_t keepalive_s;
+    uint8_t level;                  /* protocol level from CONNECT */
+    uint8_t state;                  /* conn_state */
+    bool in_dirty;
+    bool in_wheel;
+    bool is_operator;
+    /* Output buffer sizing (deliver.c), in what was padding: the most bytes
+     * pending in this buffer's life, and log2 of the size the next buffer
+     * starts at (0 = the minimum). */
+    uint8_t out_next_log2;
+    uint32_t out_peak;
+    /* Acknowledgements waiting for a store commit, in order: owned ring. */
+    struct held_ack *acks;
+    uint32_t acks_head, acks_count, acks_cap;
+    broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
+    bool in_ackw;
+    bool wire_wait;                 /* its session has entries waiting for a commit */
+    bool connack_held;              /* CONNACK waits for a commit: send nothing else */
+    uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
+    char *peer;                     /* owned, for logs */
+    char *identity;                 /* owned, TLS identity or NULL */
+};
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * deliver.h - the outbound path (deliver.c): connection output buffers and
+ * the dirty list, routing a PUBLISH to the sessions it matches, and moving
+ * a session's queue onto the wire.
+ */
+#ifndef TERN_BROKER_DELIVER_H
+#define TERN_BROKER_DELIVER_H
+
+#include "broker/broker.h"
+#include "broker/conn-t.h"
+#include "broker/msg-t.h"
+#include "broker/session-t.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reserve n bytes at the end of c's output; NULL on allocation failure. The
+ * caller writes exactly n bytes then calls bk_out_commit(). */
+uint8_t *bk_out_reserve(broker *b, broker_conn *c, size_t n);
+void bk_out_commit(broker *b, broker_conn *c, size_t n);
+/* Everything pending was written: free the buffer, remember its peak. */
+void bk_out_drained(broker *b, broker_conn *c);
+/* Free every pooled output buffer. */
+void bk_out_pool_trim(broker *b);
+/* Trim the pool if it went unused for a while (broker_tick). */
+void bk_out_pool_tick(broker *b, uint64_t now_ms);
+/* When bk_out_pool_tick next releases an unused pool (UINT64_MAX: empty). */
+uint64_t bk_out_pool_next_deadline(const broker *b);
+size_t bk_out_pending(const broker_conn *c);
+/* Put c on the dirty list the platform drains (once until popped). */
+void bk_conn_mark_dirty(broker *b, broker_conn *c);
+/* Deliver a message to a session (live or queued). */
+void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Send what the session's queue and the connection's room allow. */
+void bk_session_pump(broker *b, session *s);
+/* Resend unacknowledged messages after a reconnect. */
+void bk_session_resend(broker *b, session *s);
+/* Put entries [q_wire, q_sent) on the wire, in order, as far as their
+ * commits and the connection's room allow. */
+void bk_session_transmit(broker *b, session *s);
+/* Route a PUBLISH to every matching subscription (retained handling
+ * included). m may be NULL when the caller has only views; then a msg is
+ * built only if someone needs one. */
+void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                      size_t plen, uint8_t qos, bool retain, msg *m);
+
+#endif

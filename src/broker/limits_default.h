@@ -1,0 +1,117 @@
+/*
+ * limits_default.h - the default of every tunable limit of the broker, each
+ * defined once (the model is lwIP's opt.h). The core applies them to a
+ * broker_limits field left at 0 (broker_create); the configuration parser
+ * (src/config) starts from them, so a key left out of the file means the
+ * same as in the core. docs/CONFIG.md states the same values for operators.
+ *
+ * Each may be overridden at build time (-DTERN_DEFAULT_MAX_INFLIGHT=64):
+ * a build for a small machine can lower them all in one place. Values are
+ * in the unit of the configuration file (seconds, bytes, counts); the core
+ * converts to milliseconds where it counts in them.
+ */
+#ifndef TERN_BROKER_LIMITS_DEFAULT_H
+#define TERN_BROKER_LIMITS_DEFAULT_H
+
+#include "mqtt/mqtt.h"
+
+#include <stdint.h>
+
+/* Connections open at once; more are accepted and closed at once. High
+ * enough not to be what limits a large server; the daemon warns at start
+ * when the process's open-file limit allows fewer. */
+#ifndef TERN_DEFAULT_MAX_CONNECTIONS
+#define TERN_DEFAULT_MAX_CONNECTIONS 100000u
+#endif
+
+/* Bytes of one inbound packet, fixed header included. The protocol maximum
+ * (a Remaining Length of 268,435,455 plus a 5-byte fixed header): the
+ * broker refuses nothing a client may legally send unless told to. */
+#ifndef TERN_DEFAULT_MAX_PACKET_SIZE
+#define TERN_DEFAULT_MAX_PACKET_SIZE (MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER)
+#endif
+
+/* Outbound QoS 1/2 messages sent to one session and not yet acknowledged;
+ * more wait in its queue. Enough to keep a link with some latency busy
+ * without letting one slow client hold many messages on the wire. At most
+ * 65535: packet ids are 16 bits. */
+#ifndef TERN_DEFAULT_MAX_INFLIGHT
+#define TERN_DEFAULT_MAX_INFLIGHT 32u
+#endif
+
+/* QoS 1/2 messages waiting for one session (offline, or its inflight
+ * window full); beyond it new ones are dropped and counted. Bounds the
+ * memory an absent persistent client can make the broker hold. */
+#ifndef TERN_DEFAULT_MAX_QUEUED
+#define TERN_DEFAULT_MAX_QUEUED 1000u
+#endif
+
+/* Payload bytes waiting for one session, the same bound in bytes (16 MiB),
+ * so a thousand large messages cannot hold gigabytes. */
+#ifndef TERN_DEFAULT_MAX_QUEUED_BYTES
+#define TERN_DEFAULT_MAX_QUEUED_BYTES (16u << 20)
+#endif
+
+/* Bytes pending in one connection's output buffer (1 MiB); QoS 0 messages
+ * beyond it are dropped (counted), and input from a client that does not
+ * read what it is sent pauses at twice this. */
+#ifndef TERN_DEFAULT_MAX_OUT_BYTES
+#define TERN_DEFAULT_MAX_OUT_BYTES (1u << 20)
+#endif
+
+/* Inbound QoS 2 packet ids awaiting PUBREL per session: each is remembered
+ * until released, so a client cannot make the broker remember unbounded
+ * ids. */
+#ifndef TERN_DEFAULT_MAX_INBOUND_QOS2
+#define TERN_DEFAULT_MAX_INBOUND_QOS2 1024u
+#endif
+
+/* Seconds from a connection's open to its CONNECT before it is closed, so
+ * idle sockets cannot pile up. */
+#ifndef TERN_DEFAULT_CONNECT_TIMEOUT_S
+#define TERN_DEFAULT_CONNECT_TIMEOUT_S 10u
+#endif
+
+/* Seconds between two refreshes of the $SYS topics (Mosquitto's default). */
+#ifndef TERN_DEFAULT_SYS_INTERVAL_S
+#define TERN_DEFAULT_SYS_INTERVAL_S 10u
+#endif
+
+/* Retained messages kept; at the limit a retained message on a new topic is
+ * delivered but not kept. */
+#ifndef TERN_DEFAULT_MAX_RETAINED
+#define TERN_DEFAULT_MAX_RETAINED 100000u
+#endif
+
+/* Topic and payload bytes of all retained messages together (256 MiB). */
+#ifndef TERN_DEFAULT_MAX_RETAINED_BYTES
+#define TERN_DEFAULT_MAX_RETAINED_BYTES (256u << 20)
+#endif
+
+/* Packets handled from one connection per broker_input call before the
+ * others are served, so one busy client cannot starve the rest. */
+#ifndef TERN_DEFAULT_WORK_BUDGET
+#define TERN_DEFAULT_WORK_BUDGET 256u
+#endif
+
+/* Seconds a subscriber may hold its publishers (back-pressure, ADR-028)
+ * while nothing is sent to it, before it releases them. */
+#ifndef TERN_DEFAULT_PUBLISHER_HOLD_S
+#define TERN_DEFAULT_PUBLISHER_HOLD_S 2u
+#endif
+
+/* What the conversions and fields above rely on. */
+_Static_assert(TERN_DEFAULT_MAX_INFLIGHT >= 1 && TERN_DEFAULT_MAX_INFLIGHT <= UINT16_MAX,
+               "max_inflight: packet ids are 16 bits");
+_Static_assert(TERN_DEFAULT_MAX_PACKET_SIZE <= MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER,
+               "max_packet_size: beyond the protocol maximum");
+_Static_assert(TERN_DEFAULT_CONNECT_TIMEOUT_S >= 1 &&
+                   TERN_DEFAULT_CONNECT_TIMEOUT_S <= UINT32_MAX / 1000u,
+               "connect_timeout: the core counts it in 32-bit milliseconds");
+_Static_assert(TERN_DEFAULT_PUBLISHER_HOLD_S >= 1 &&
+                   TERN_DEFAULT_PUBLISHER_HOLD_S < UINT32_MAX / 1000u,
+               "publisher_hold: 32-bit milliseconds in the core, UINT32_MAX meaning never");
+_Static_assert(TERN_DEFAULT_SYS_INTERVAL_S >= 1 && TERN_DEFAULT_SYS_INTERVAL_S < UINT32_MAX,
+               "sys_interval: 0 and UINT32_MAX mean off");
+
+#endif

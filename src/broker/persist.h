@@ -1,0 +1,62 @@
+/*
+ * persist.h - the core's side of persistence (journal.c): recording each
+ * change to durable state, the gate an acknowledgement waits for, and
+ * holding acknowledgements until their batch is committed. The contract
+ * with the store (batches, restore) is journal.h.
+ */
+#ifndef TERN_BROKER_PERSIST_H
+#define TERN_BROKER_PERSIST_H
+
+#include "broker/broker.h"
+#include "broker/msg-t.h"
+#include "broker/persist-t.h"
+#include "broker/session-t.h"
+#include "mqtt/mqtt.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Is this session's state persisted? */
+bool bk_journaled(const broker *b, const session *s);
+void bk_journal_free(broker *b);
+/* Records of durable changes; each does nothing when b or s is not durable. */
+void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                           size_t plen, uint8_t qos);
+void bk_journal_retain_del(broker *b, const uint8_t *topic, size_t tlen);
+void bk_journal_session_put(broker *b, const session *s);
+void bk_journal_session_del(broker *b, const session *s);
+/* flen must be 1..TREE_FILTER_MAX: an empty filter is a bug (panic). */
+void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
+                    bool put);
+void bk_journal_queue_put(broker *b, const session *s, const qentry *e);
+void bk_journal_queue_state(broker *b, const session *s, const qentry *e);
+void bk_journal_queue_del(broker *b, const session *s, const qentry *e);
+void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put);
+/* A persisted reference to m was added / dropped (emits MSG_PUT / MSG_DEL). */
+void bk_journal_msg_ref(broker *b, msg *m);
+void bk_journal_msg_unref(broker *b, msg *m);
+/* The batch an acknowledgement must wait for, given how many records
+ * existed before the packet was handled; 0 = no wait. */
+uint64_t bk_journal_gate(const broker *b, uint64_t records_before);
+/* The gate for a packet that may or may not have changed durable state:
+ * 0 when it recorded nothing (and nothing was lost), else bk_journal_gate(). */
+uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t records_before);
+/* May a queue entry recorded with gate jseq (bk_journal_gate) go on the wire?
+ * No while the disk is being repaired after a failed batch: the batch
+ * numbers committed since then do not cover what the failed one held. */
+bool bk_journal_committed(const broker *b, uint64_t jseq);
+/* Send an acknowledgement now, or hold it behind earlier held ones. False on
+ * allocation failure. */
+bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                         uint64_t gate_seq);
+/* The same for a SUBACK with its return codes (copied when held). */
+bool bk_suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
+                            uint32_t ncodes, uint64_t gate_seq);
+/* Forget a closing connection's held acknowledgements and commit waits. */
+void bk_acks_drop(broker *b, broker_conn *c);
+/* c's session has an entry waiting for a commit: transmit again after the
+ * next successful one. */
+void bk_commit_wait(broker *b, broker_conn *c);
+
+#endif

@@ -1,0 +1,87 @@
+/*
+ * session-t.h - the types of MQTT sessions (session.c): the table by client
+ * id, and each session's ordered outbound queue of QoS 1/2 messages.
+ * Types only; the calls are in session.h.
+ */
+#ifndef TERN_BROKER_SESSION_T_H
+#define TERN_BROKER_SESSION_T_H
+
+#include "broker/broker.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct msg msg;
+typedef struct sub sub;
+typedef struct session session;
+
+typedef enum qentry_state {
+    Q_QUEUED = 0,     /* not sent yet */
+    Q_WAIT_PUBACK,    /* QoS 1 sent */
+    Q_WAIT_PUBREC,    /* QoS 2 sent */
+    Q_WAIT_PUBCOMP,   /* QoS 2 PUBREL sent */
+    Q_DONE,           /* acknowledged; a hole until the head passes it */
+} qentry_state;
+
+/* One outbound QoS 1/2 message for a session, in delivery order. */
+typedef struct qentry {
+    msg *m;
+    uint64_t seq;     /* per-session, increasing: its key in the store */
+    uint16_t packet_id;
+    uint8_t qos;
+    uint8_t state;    /* qentry_state */
+    bool retain;      /* deliver with the retain flag (retained on subscribe) */
+    bool sent;        /* transmitted at least once (resends carry DUP) */
+    /* Batch that must commit before this entry's current state may go on
+     * the wire (0 = no wait). Set for QoS 2 only: a QoS 2 receiver knows
+     * a message by its packet id, so the id must be on disk before the
+     * receiver sees it, and a PUBREL before the PUBLISH can be forgotten. */
+    uint64_t jseq;
+} qentry;
+
+struct session {
+    session *hnext;           /* chain in the session hash table */
+    session *off_prev, *off_next; /* list of offline persistent sessions */
+    broker_conn *conn;        /* NULL while offline */
+    sub *subs;
+    /* Outbound ring: entries [head, head+count), sent ones first. */
+    qentry *q;
+    uint32_t q_cap, q_head, q_count;
+    uint32_t q_sent;          /* entries at the front given a packet id (incl. holes) */
+    /* Entries at the front whose current state went out on the current
+     * connection; q_wire <= q_sent. The gap holds entries waiting for their
+     * batch to commit (qentry.jseq), sent in order once it has. */
+    uint32_t q_wire;
+    uint32_t inflight;        /* sent and not yet fully acknowledged */
+    uint64_t q_bytes;         /* payload bytes of queued, unsent entries */
+    uint16_t next_packet_id;
+    uint64_t next_seq;        /* seq of the next queue entry */
+    /* Inbound QoS 2 packet ids delivered and awaiting PUBREL. */
+    uint16_t *in_qos2;
+    uint32_t in_qos2_count, in_qos2_cap;
+    uint64_t expires_at;      /* ms, offline persistent sessions; 0 = never */
+    uint64_t match_epoch;     /* bk_tree_match dedup stamp */
+    uint32_t match_idx;
+    uint32_t hashv;
+    bool clean;
+    bool is_operator;         /* of the identity that last connected */
+    /* Back-pressure (flow.c), in what was padding: */
+    bool holding;             /* may hold publishers (b->holds has entries for it) */
+    bool stalled;             /* held them without progress: holds no one now */
+    uint32_t progress_ms;     /* low 32 bits of the time it last sent, while holding */
+    char *identity;           /* owned; NULL = anonymous */
+    uint16_t id_len;
+    char id[];                /* client id, NUL-terminated */
+};
+
+typedef struct session_table {
+    uint64_t key[2];          /* hash key (broker_config.hash_key) */
+    session **table;
+    size_t size;              /* power of two */
+    size_t count;
+    session *offline;         /* persistent sessions without a connection */
+    size_t offline_count;
+} session_table;
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * session.h - the calls of session.c: the session table, a session's
+ * outbound queue (appending, acknowledging, packet ids) and its inbound
+ * QoS 2 packet ids. Moving the queue onto the wire is deliver.h's.
+ */
+#ifndef TERN_BROKER_SESSION_H
+#define TERN_BROKER_SESSION_H
+
+#include "broker/broker.h"
+#include "broker/session-t.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int bk_sessions_init(broker *b, session_table *st);
+void bk_sessions_free(broker *b, session_table *st);
+session *bk_session_find(session_table *st, const uint8_t *id, size_t len);
+session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean);
+/* Remove and free a session with its subscriptions and queue. */
+void bk_session_destroy(broker *b, session *s);
+void bk_session_set_offline(broker *b, session *s, uint64_t now_ms);
+void bk_session_set_online(broker *b, session *s, broker_conn *c);
+/* Append an outbound entry; false when the session's bounds refuse it.
+ * QoS 0 entries are queued only while a connection waits for its CONNACK. */
+bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Append a retained message sent for a new subscription (any QoS). These
+ * are bounded by max_retained rather than max_queued: a subscriber to '#'
+ * expects every retained message, not the first max_queued of them. */
+bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos);
+/* Entry holding packet_id among the sent ones, or NULL. */
+qentry *bk_session_find_sent(session *s, uint16_t packet_id);
+/* Mark an entry acknowledged and drop holes at the head. */
+void bk_session_complete(broker *b, session *s, qentry *e);
+uint16_t bk_session_next_packet_id(session *s);
+/* The i-th entry of the outbound ring, counted from its head. */
+static inline qentry *bk_session_entry(const session *s, uint32_t i)
+{
+    return &s->q[(s->q_head + i) % s->q_cap];
+}
+/* Mark a sent QoS 0 entry (retained-on-subscribe) finished. */
+void bk_session_sent_qos0(broker *b, session *s, qentry *e);
+/* Inbound QoS 2 ids. */
+bool bk_session_in_qos2_has(const session *s, uint16_t id);
+int bk_session_in_qos2_add(broker *b, session *s, uint16_t id);
+void bk_session_in_qos2_del(broker *b, session *s, uint16_t id);
+/* Append a restored entry in any state (restore.c). */
+bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8_t qos,
+                              bool retain, uint8_t state, uint16_t packet_id);
+
+#endif

@@ -1,0 +1,48 @@
+/*
+ * tree.h - the topic tree's calls (tree.c): subscribing, matching a topic
+ * to the sessions subscribed to it, and retained messages by topic.
+ */
+#ifndef TERN_BROKER_TREE_H
+#define TERN_BROKER_TREE_H
+
+#include "broker/broker.h"
+#include "broker/tree-t.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+int bk_tree_init(broker *b, tree *t);
+void bk_tree_free(broker *b, tree *t);
+/* Add or update sess's subscription to filter f. *is_new tells if it was
+ * added. Returns the sub, or NULL on allocation failure. */
+sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
+                       uint8_t qos, bool *is_new);
+/* Remove sess's subscription to f; false when there was none. */
+bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
+/* Remove one subscription (session teardown). */
+void bk_tree_remove_sub(broker *b, tree *t, sub *s);
+/* Sessions subscribed to topic, deduplicated, each at its highest QoS.
+ * Returns the count; *out points into tree scratch valid until the next
+ * call (callers must not change it). -1 on allocation failure. */
+long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
+/* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
+ * Takes a reference on m. Returns 0, or -1 on allocation failure. */
+int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m);
+/* The filter text of node n written to buf (not terminated); 0 when it does
+ * not fit in cap. */
+size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap);
+/* Topic + payload bytes of the message retained on topic (0 = none). */
+uint64_t bk_tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
+/* Call fn for every retained message matching filter f. */
+int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
+                         void *ctx);
+/* Something a match result depends on changed outside tree.c: forget the
+ * last result. bk_tree_subscribe and every removal do it themselves, so
+ * setting acl_check on the sub bk_tree_subscribe just returned needs nothing
+ * more; changing it later (a new ACL) does. */
+static inline void bk_tree_forget_last(tree *t) { t->last_valid = false; }
+/* Call fn for every retained message, '$' topics included. */
+int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
+
+#endif
