@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "broker/limits_default.h"
+#include "conn/tunables.h"
 #include "config/addr.h"
 
 /* Values longer than this are cut in messages so the line stays readable. */
@@ -63,6 +64,8 @@ static const key_def key_table[] = {
     LIMIT("max_retained_bytes", max_retained_bytes, 1024, UINT32_MAX),
     LIMIT("work_budget", work_budget, 1, UINT32_MAX),
     LIMIT("publisher_hold", publisher_hold_s, 0, 3600),
+    LIMIT("max_handshakes", max_handshakes, 1, 1000000),
+    LIMIT("max_handshakes_per_address", max_handshakes_per_address, 1, 1000000),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -674,6 +677,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_retained_bytes = TERN_DEFAULT_MAX_RETAINED_BYTES;
     cfg->limits.work_budget = TERN_DEFAULT_WORK_BUDGET;
     cfg->limits.publisher_hold_s = TERN_DEFAULT_PUBLISHER_HOLD_S;
+    cfg->limits.max_handshakes = CONN_DEFAULT_MAX_HANDSHAKES;
+    cfg->limits.max_handshakes_per_address = CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;

@@ -60,6 +60,21 @@
 #define CONN_REFUSAL_LOG_MS 10000u
 #endif
 
+/* Defaults of limits.max_handshakes and limits.max_handshakes_per_address
+ * (the platforms pass the configured values in conn_server_config).
+ * 1024 handshakes are about half a second of one core's handshake work
+ * (~0.5 ms each): more running at once would mostly time out in the queue,
+ * and what unauthenticated connections may hold stays bounded whatever
+ * limits.max_connections is. 128 from one address leaves room for a fleet
+ * behind one NAT reconnecting at once while a single host cannot take the
+ * whole budget. */
+#ifndef CONN_DEFAULT_MAX_HANDSHAKES
+#define CONN_DEFAULT_MAX_HANDSHAKES 1024u
+#endif
+#ifndef CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS
+#define CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS 128u
+#endif
+
 /* Longest "address:port" text of a peer, for log lines. */
 #ifndef CONN_PEER_TEXT
 #define CONN_PEER_TEXT 64u

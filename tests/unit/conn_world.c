@@ -14,8 +14,13 @@ static void quiet(void *ctx, broker_log_level level, const char *msg)
         fprintf(stderr, "  [conn %d] %s\n", (int)level, msg);
 }
 
-bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
-             tern_tls_server *tls)
+static void counting(void *ctx, broker_log_level level, const char *msg)
+{
+    (*(int *)ctx)++;
+    quiet(NULL, level, msg);
+}
+
+static bool init(cworld *w, const broker_limits *lim, const conn_server_config *extra)
 {
     broker_config cfg;
     conn_server_config cc;
@@ -34,13 +39,32 @@ bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
     memset(&cc, 0, sizeof cc);
     cc.b = w->b;
     cc.io = &fake_transport;
-    cc.tls_ops = tls_ops;
-    cc.tls = tls;
+    cc.tls_ops = extra->tls_ops;
+    cc.tls = extra->tls;
     cc.handshake_timeout_ms = 3000;
-    cc.log = quiet;
+    cc.max_handshakes = extra->max_handshakes;
+    cc.max_handshakes_per_address = extra->max_handshakes_per_address;
+    cc.log = extra->log ? extra->log : quiet;
+    cc.log_ctx = extra->log_ctx;
     cc.log_level = BROKER_LOG_DEBUG;
     w->cs = w->b ? conn_server_create(&cc) : NULL;
     return w->cs != NULL;
+}
+
+bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
+             tern_tls_server *tls)
+{
+    conn_server_config extra = {.tls_ops = tls_ops, .tls = tls};
+    return init(w, lim, &extra);
+}
+
+bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tls,
+                     uint32_t max_handshakes, uint32_t per_address, int *log_lines)
+{
+    conn_server_config extra = {.tls_ops = tls_ops, .tls = tls, .max_handshakes = max_handshakes,
+                                .max_handshakes_per_address = per_address,
+                                .log = log_lines ? counting : NULL, .log_ctx = log_lines};
+    return init(w, NULL, &extra);
 }
 
 void cw_free(cworld *w, fake_link **links, int n)

@@ -139,6 +139,20 @@ static void fake_peer(void *ctx, const conn *c, char *buf, size_t n)
     snprintf(buf, n, "%s", l->peer ? l->peer : "fake");
 }
 
+/* The address is the peer text's first bytes: links with the same peer
+ * text share an address. */
+static size_t fake_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
+{
+    const fake_link *l = fake_link_of((conn *)c);
+    const char *peer = l->peer ? l->peer : "fake";
+    size_t n = strlen(peer);
+
+    (void)ctx;
+    n = n < cap ? n : cap;
+    memcpy(buf, peer, n);
+    return n;
+}
+
 static const char *fake_identity(void *ctx, const conn *c, bool *is_operator)
 {
     const fake_link *l = fake_link_of((conn *)c);
@@ -156,5 +170,6 @@ const conn_transport fake_transport = {
     .interest = fake_interest,
     .close = fake_close,
     .peer = fake_peer,
+    .peer_addr = fake_peer_addr,
     .identity = fake_identity,
 };

@@ -664,3 +664,24 @@ TEST(config_store_bad_values_are_refused_with_what_is_expected)
     CHECK(rejects("config_version = 1\nstore.pth = a.db\n", err));
     CHECK(strstr(err, "did you mean 'store.path'") != NULL);
 }
+
+TEST(config_handshake_limits_have_defaults_ranges_and_reach_the_config)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\n", &cfg, err));
+    CHECK_EQ(cfg.limits.max_handshakes, 1024);
+    CHECK_EQ(cfg.limits.max_handshakes_per_address, 128);
+    CHECK(parse_text("config_version = 1\nlimits.max_handshakes = 5\n"
+                     "limits.max_handshakes_per_address = 2\n",
+                     &cfg, err));
+    CHECK_EQ(cfg.limits.max_handshakes, 5);
+    CHECK_EQ(cfg.limits.max_handshakes_per_address, 2);
+    CHECK(!parse_text("config_version = 1\nlimits.max_handshakes = 0\n", &cfg, err));
+    CHECK(strcmp(err, "t.conf:2: limits.max_handshakes: expected an integer 1..1000000, "
+                      "got '0'") == 0);
+    CHECK(!parse_text("config_version = 1\nlimits.max_handshakes_per_address = 1000001\n", &cfg,
+                      err));
+    CHECK(strstr(err, "limits.max_handshakes_per_address") != NULL);
+}

@@ -218,3 +218,63 @@ TEST(conn_tls_close_during_a_flush_sends_close_notify_after_the_output)
     tern_tls_client_release(cl);
     free(t);
 }
+
+/* A link whose peer address is `addr` (the fake transport's address is the
+ * peer text), opened as a TLS connection; false when refused. */
+static bool open_from(cworld *w, fake_link *l, const char *addr)
+{
+    fake_link_init(l);
+    l->peer = addr;
+    return conn_open(w->cs, &l->c, true, w->now);
+}
+
+TEST(conn_tls_handshakes_from_one_address_are_bounded_and_others_still_get_in)
+{
+    enum { N = 10 };
+    cworld w;
+    fake_link l[N], other, again;
+    fake_link *links[N + 2];
+    conn_stats st;
+    int logs = 0;
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), 100, 4, &logs));
+    int opened = 0;
+    for (int i = 0; i < N; i++) {
+        links[i] = &l[i];
+        if (open_from(&w, &l[i], "10.0.0.66"))
+            opened++;
+        else
+            l[i].closed = true; /* refused: never the layer's */
+    }
+    CHECK_EQ(opened, 4);
+    CHECK(open_from(&w, &other, "10.0.0.7")); /* another address still gets in */
+    links[N] = &other;
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshakes_refused, N - 4);
+    CHECK(logs <= 2); /* one refusal line per interval, whatever the flood */
+    /* A handshake that ends frees its address's slot. */
+    conn_failed(w.cs, &l[0].c, w.now);
+    CHECK(open_from(&w, &again, "10.0.0.66"));
+    links[N + 1] = &again;
+    CHECK(!open_from(&w, &l[N - 1], "10.0.0.66"));
+    l[N - 1].closed = true;
+    cw_free(&w, links, N + 2);
+}
+
+TEST(conn_tls_handshakes_in_all_are_bounded)
+{
+    cworld w;
+    fake_link a, b, c;
+    fake_link *links[] = {&a, &b, &c};
+    char addr[3][16] = {"10.0.0.1", "10.0.0.2", "10.0.0.3"};
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), 2, 2, NULL));
+    CHECK(open_from(&w, &a, addr[0]));
+    CHECK(open_from(&w, &b, addr[1]));
+    CHECK(!open_from(&w, &c, addr[2]));
+    c.closed = true;
+    /* Timed out handshakes make room again. */
+    w.now += 3000;
+    cw_turn(&w, links, 2);
+    CHECK(a.closed && b.closed);
+    CHECK(open_from(&w, &c, addr[2]));
+    cw_free(&w, links, 3);
+}

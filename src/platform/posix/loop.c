@@ -265,6 +265,13 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.tls = assets->tls; /* the layer holds the reference now */
     assets->tls = NULL;
     cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;
+    cc.max_handshakes = l->cfg.limits.max_handshakes;
+    cc.max_handshakes_per_address = l->cfg.limits.max_handshakes_per_address;
+    /* A random key for the per-address table (as for the core's). */
+    if (getrandom(cc.hash_key, sizeof cc.hash_key, 0) != (ssize_t)sizeof cc.hash_key) {
+        tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));
+        return false;
+    }
     cc.log = tern_log_broker;
     cc.log_ctx = l->log;
     cc.log_level = l->log->level;
@@ -295,12 +302,16 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     l->sig.fd = -1;
 
     fd_limit = raise_fd_limit(log);
-    l->by_fd_len = (size_t)cfg->limits.max_connections + FD_SLACK;
+    /* Connections still in their TLS handshake have descriptors of their
+     * own (limits.max_handshakes), so they cannot take the ones
+     * authenticated clients need. */
+    l->by_fd_len = (size_t)cfg->limits.max_connections +
+                   (assets->tls != NULL ? (size_t)cfg->limits.max_handshakes : 0) + FD_SLACK;
     if (l->by_fd_len > fd_limit) {
         tern_logf(log, BROKER_LOG_WARN,
                   "the open-file limit (%zu) allows fewer connections than "
-                  "limits.max_connections (%u)",
-                  fd_limit, cfg->limits.max_connections);
+                  "limits.max_connections (%u) plus limits.max_handshakes (%u)",
+                  fd_limit, cfg->limits.max_connections, cfg->limits.max_handshakes);
         l->by_fd_len = fd_limit;
     }
     /* Pages of the table that no descriptor reaches are never touched. */

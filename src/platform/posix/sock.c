@@ -119,6 +119,26 @@ static void sock_peer(void *ctx, const conn *c, char *buf, size_t n)
         tern_net_format((const struct sockaddr *)&ss, buf, n);
 }
 
+static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
+{
+    const tern_sock *k = tern_sock_of((conn *)c);
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+
+    (void)ctx;
+    if (getpeername(k->fd, (struct sockaddr *)&ss, &len) != 0 || cap < 16)
+        return 0;
+    if (ss.ss_family == AF_INET) {
+        memcpy(buf, &((const struct sockaddr_in *)&ss)->sin_addr, 4);
+        return 4;
+    }
+    if (ss.ss_family == AF_INET6) {
+        memcpy(buf, &((const struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+        return 16;
+    }
+    return 0;
+}
+
 const conn_transport tern_sock_transport = {
     .read = sock_read,
     .write = sock_write,
@@ -128,6 +148,7 @@ const conn_transport tern_sock_transport = {
     .interest = sock_interest,
     .close = sock_close,
     .peer = sock_peer,
+    .peer_addr = sock_peer_addr,
 };
 
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now)

@@ -175,9 +175,15 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         .b = s->b, .io = &kconn_transport, .io_ctx = s,
         .tls_ops = &conn_tls, .tls = assets->tls,
         .handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u,
+        .max_handshakes = cfg->limits.max_handshakes,
+        .max_handshakes_per_address = cfg->limits.max_handshakes_per_address,
+        .hash_key = {0, 0},
         .allocator = bc.allocator, .log = core_log, .log_ctx = s, .log_level = bc.log_level,
     };
     assets->tls = NULL;
+    /* Its own random key for the per-address handshake table (unkeyed
+     * only where the core's is too). */
+    (void)rng_bytes(cc.hash_key, sizeof cc.hash_key);
     s->cs = conn_server_create(&cc);
     if (!s->cs) {
         kprintf("tern: mqtt: cannot create the connection layer (out of memory)\n");

@@ -382,12 +382,26 @@ static void tcp_peer_op(void *ctx, const conn *c, char *buf, size_t n)
 }
 
 /* No identity of its own: plaintext clients are anonymous. */
+static size_t tcp_peer_addr_op(void *ctx, const conn *c, uint8_t *buf, size_t cap)
+{
+    const struct kconn *kc = kconn_of((conn *)c);
+    (void)ctx;
+    if (!kc->pcb || cap < 4)
+        return 0;
+    const ip_addr_t *a = &kc->pcb->remote_ip;
+    buf[0] = ip4_addr1(a);
+    buf[1] = ip4_addr2(a);
+    buf[2] = ip4_addr3(a);
+    buf[3] = ip4_addr4(a);
+    return 4;
+}
+
 const conn_transport kconn_transport = {
     .read = tcp_read_op,         .write = tcp_write_op,
     .write_room = tcp_room_op,   .push = tcp_push_op,
     .ack_now = tcp_ack_now_op,
     .interest = tcp_interest_op, .close = tcp_close_op,
-    .peer = tcp_peer_op,
+    .peer = tcp_peer_op,         .peer_addr = tcp_peer_addr_op,
 };
 
 /* ---- the turn's events ---------------------------------------------------- */
