@@ -160,7 +160,8 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             conni_ready_add(s, c); /* its share of this turn is read */
             return true;
         }
-        n = s->io->read(s->io_ctx, c, s->rbuf, budget < CONN_READ_BUF_SIZE ? budget : CONN_READ_BUF_SIZE);
+        n = s->io->read(s->io_ctx, c, s->rbuf,
+                        budget < CONN_READ_BUF_SIZE ? budget : CONN_READ_BUF_SIZE);
         if (n == CONN_IO_AGAIN)
             return true;
         if (n == CONN_IO_EOF) {
