@@ -1,0 +1,435 @@
+"""The kernel tests' harness: no tests of its own.
+
+QEMU launching with the serial console collected in the background and
+waits for lines on it, host ports forwarded to the guest, the build's
+kernel and ISO paths, the configurations and the development PKI the
+broker tests boot with (and boot bundles made by the image builder),
+screen readback (QMP screendump read with the kernel's own font), and the
+runner: the test registry collected from the test modules, -k selection,
+parallel jobs and the timing report.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import re
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+OVMF = "/usr/share/ovmf/OVMF.fd"
+BANNER = b"tern: booting"
+# The whole line: a test that stops reading at its start may cut it short.
+READY = re.compile(rb"tern: ready \(boot (\w+)[^\n]*\n")
+KAT_PASSED = rb"tern: crypto self-tests passed in [\d.]+ ms: sha-256 hmac-drbg aes-128-gcm " \
+             rb"aes-256-gcm x25519 ecdsa-p256-verify ecdsa-p256-sign"
+
+
+class Failure(Exception):
+    pass
+
+
+def show(out):
+    """Serial output (bytes) as text for a failure message."""
+    return out.decode("utf-8", "replace")
+
+
+def expect_lines(out, wants):
+    """Fail, showing the serial output, unless every pattern is in it."""
+    for want in wants:
+        if not re.search(want, out):
+            raise Failure(f"{want!r} not in:\n{show(out)}")
+
+
+def ready_line(out):
+    """The kernel's ready line (there must be one), without its line end."""
+    return READY.search(out).group(0).decode().strip()
+
+
+def scratch():
+    """A temporary directory for one test, removed when the test is done."""
+    return tempfile.TemporaryDirectory(prefix="tern-kt-", ignore_cleanup_errors=True)
+
+
+def write_file(tmp, name, data):
+    path = os.path.join(tmp, name)
+    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
+        f.write(data)
+    return path
+
+
+# ---- QEMU ---------------------------------------------------------------
+
+class Vm:
+    """A QEMU process whose serial output is collected in the background;
+    as a context manager, killed on leaving the block."""
+
+    def __init__(self, args):
+        cmd = ["qemu-system-x86_64", "-M", "q35", "-m", "256", "-display", "none",
+               "-serial", "stdio", "-monitor", "none", "-no-user-config"] + args
+        self.start = time.monotonic()
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        self.out = bytearray()
+        self.lock = threading.Lock()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def _read(self):
+        while True:
+            chunk = self.proc.stdout.read1(4096)
+            if not chunk:
+                return
+            with self.lock:
+                self.out += chunk
+
+    def text(self):
+        with self.lock:
+            return bytes(self.out)
+
+    def wait_for(self, predicate, timeout):
+        """Wait until predicate(output) is true; returns seconds taken or None."""
+        deadline = self.start + timeout
+        while time.monotonic() < deadline:
+            if predicate(self.text()):
+                return time.monotonic() - self.start
+            if self.proc.poll() is not None:
+                self.reader.join(1)
+                return time.monotonic() - self.start if predicate(self.text()) else None
+            time.sleep(0.05)
+        return None
+
+    def wait_ready(self, timeout):
+        """Seconds to the ready line and the output by then; fails without it."""
+        took = self.wait_for(lambda o: READY.search(o) is not None, timeout)
+        out = self.text()
+        if took is None:
+            raise Failure("no ready line:\n" + show(out[-1500:]))
+        return took, out
+
+    def expect_no_fatal(self):
+        out = self.text()
+        if b"FATAL" in out:
+            raise Failure("fatal report:\n" + show(out))
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+        self.proc.wait()
+        self.reader.join(2)
+
+
+def run_vm(args, predicate, timeout, what):
+    """Boot, wait for predicate(serial output), stop; seconds and output."""
+    with Vm(args) as vm:
+        took = vm.wait_for(predicate, timeout)
+        out = vm.text()
+    if took is None:
+        raise Failure(f"{what} not seen within {timeout} s; serial output ends:\n"
+                      f"{show(out[-1500:])}")
+    return took, out
+
+
+def run_ready(args, timeout):
+    return run_vm(args, lambda o: READY.search(o) is not None, timeout, "ready line")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def nic(user_opts, device_opts=""):
+    """QEMU user networking with a virtio-net device. -device (not -nic):
+    QEMU 7.2 gives a NIC made by -nic no MSI-X capability, one made by
+    -device has it (vectors=0 takes it away again)."""
+    return ["-netdev", "user,id=n0" + (f",{user_opts}" if user_opts else ""),
+            "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts else "")]
+
+
+def module_vm(kernel, module, net, extra=()):
+    """kernel with a boot module (a configuration or a bundle, by -initrd,
+    which PVH passes in its module list), virtio-rng and the network net."""
+    return Vm(["-kernel", kernel, "-initrd", module, "-device", "virtio-rng-pci"] +
+              list(extra) + net)
+
+
+class Build:
+    """What `make kernel image` leaves in the build directory."""
+
+    def __init__(self, build):
+        self.dir = build
+        self.elf = os.path.join(build, "kernel", "tern.elf")
+        self.test_elf = os.path.join(build, "kernel", "tern-test.elf")
+        self.debug_elf = os.path.join(build, "kernel", "tern-debug.elf")
+        self.iso = os.path.join(build, "tern.iso")
+
+
+# ---- configurations, the development PKI and boot bundles ---------------
+
+MQTT_CONF = b"""config_version = 1
+listener.plain = 0.0.0.0:1883
+auth.allow_anonymous = true
+sys.public = true
+sys.interval = 1
+"""
+MTLS_CONF = """config_version = 1
+listener.tls = 0.0.0.0:8883
+tls.cert = pki/server.crt
+tls.key = pki/server.key
+tls.client_ca = pki/ca.crt
+tls.operator_ca = pki/operator-ca.crt
+tls.handshake_timeout = 3
+acl.file = tern.acl
+sys.interval = 1
+"""
+MTLS_ACL = """topic readwrite test/#
+topic readwrite will/#
+topic readwrite sync
+topic readwrite paho/#
+topic readwrite idle/#
+pattern readwrite clients/%u/#
+"""
+
+
+def broker_vm(kernel, conf, tmp):
+    """The broker from a plaintext configuration (bytes) as the boot
+    module, a free host port forwarded to the guest's 1883; VM and port."""
+    port = free_port()
+    vm = module_vm(kernel, write_file(tmp, "tern.conf", conf),
+                   nic(f"hostfwd=tcp:127.0.0.1:{port}-:1883"))
+    return vm, port
+
+
+def tls_vm(kernel, module, guest_port=8883):
+    """The broker from a boot bundle, a free host port forwarded to the
+    guest's 8883 (a -nic NIC: no MSI-X); VM and port."""
+    port = free_port()
+    vm = module_vm(kernel, module, ["-nic", f"user,model=virtio-net-pci,"
+                                    f"hostfwd=tcp:127.0.0.1:{port}-:{guest_port}"])
+    return vm, port
+
+
+class Pki:
+    """The development PKI (scripts/pki.sh build/pki, made by make image):
+    mosquitto arguments per identity, and Python ssl contexts."""
+
+    def __init__(self, build):
+        self.dir = os.path.abspath(os.path.join(build, "pki"))
+        if not os.path.exists(os.path.join(self.dir, "dev-client.crt")):
+            subprocess.run([os.path.join(REPO, "scripts", "pki.sh"), self.dir], check=True,
+                           capture_output=True)
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def args(self, who=None):
+        a = ["--cafile", self.path("ca.crt")]
+        if who:
+            a += ["--cert", self.path(f"{who}.crt"), "--key", self.path(f"{who}.key")]
+        return a
+
+    def context(self, who="dev-client"):
+        ctx = ssl.create_default_context(cafile=self.path("ca.crt"))
+        ctx.load_cert_chain(self.path(f"{who}.crt"), self.path(f"{who}.key"))
+        return ctx
+
+
+def make_bundle(build, tmp, conf, acl=MTLS_ACL):
+    """conf and acl next to a link to the PKI, turned into a boot bundle by
+    the image builder's tern-bundle (which checks them as the kernel will)."""
+    write_file(tmp, "tern.conf", conf)
+    write_file(tmp, "tern.acl", acl)
+    os.symlink(os.path.abspath(os.path.join(build, "pki")), os.path.join(tmp, "pki"))
+    out = os.path.join(tmp, "tern.bundle")
+    r = subprocess.run([os.path.join(build, "rel", "tern-bundle"),
+                        os.path.join(tmp, "tern.conf"), out], capture_output=True)
+    if r.returncode != 0:
+        raise Failure("tern-bundle: " + show(r.stdout + r.stderr))
+    return out
+
+
+# ---- the framebuffer console, read back ---------------------------------
+
+FONT_C = os.path.join(REPO, "src", "platform", "kernel", "dev", "font8x8.c")
+CONSOLE_LINE = re.compile(rb"tern: console: serial and framebuffer (\d+)x(\d+) "
+                          rb"\((\d+) x (\d+) characters\)")
+
+
+def load_font():
+    """The kernel's glyphs, read from the drawing in font8x8.c: eight
+    glyphs per band, rows of '#' (ink) and '.' (paper), from 0x20; the
+    last slot (0x7F) is the box for unprintable bytes."""
+    with open(FONT_C) as f:
+        text = f.read()
+    rows = re.findall(r'"([.#]{8}(?: [.#]{8}){7})"', text)
+    if len(rows) != 96:
+        raise Failure(f"font8x8.c: {len(rows)} glyph rows, expected 96")
+    glyphs = {}
+    for g in range(96):
+        band, slot = divmod(g, 8)
+        cell = tuple(rows[band * 8 + r][slot * 9:slot * 9 + 8] for r in range(8))
+        glyphs[cell] = chr(0x20 + g) if g < 95 else "\x7f"
+    return glyphs
+
+
+class Qmp:
+    """Just enough of QEMU's machine protocol: stop and screendump."""
+
+    def __init__(self, path, timeout=10):
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.settimeout(timeout)
+                self.sock.connect(path)
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise Failure(f"QMP socket {path} never answered")
+                time.sleep(0.05)
+        self.buf = b""
+        self._reply()  # the greeting
+        self.cmd("qmp_capabilities")
+
+    def _reply(self):
+        while True:
+            while b"\n" not in self.buf:
+                chunk = self.sock.recv(65536)
+                if not chunk:
+                    raise Failure("QMP connection closed")
+                self.buf += chunk
+            line, self.buf = self.buf.split(b"\n", 1)
+            msg = json.loads(line)
+            if "event" not in msg:
+                return msg
+
+    def cmd(self, name, **args):
+        self.sock.sendall(json.dumps({"execute": name, "arguments": args}).encode() + b"\n")
+        msg = self._reply()
+        if "error" in msg and name != "qmp_capabilities":
+            raise Failure(f"QMP {name}: {msg['error']}")
+        return msg
+
+    def close(self):
+        self.sock.close()
+
+
+def qmp_args(tmp):
+    """QEMU arguments for a QMP socket in tmp, and its path."""
+    sock = os.path.join(tmp, "qmp")
+    return ["-qmp", f"unix:{sock},server=on,wait=off"], sock
+
+
+def read_screen(path, glyphs, cols, rows, scale):
+    """The text on a screendump (PPM), cell by cell: a cell whose pixels
+    (black = paper, anything else = ink) are not exactly one glyph of the
+    font reads as NUL, so stray or misdrawn pixels fail the comparison."""
+    with open(path, "rb") as f:
+        data = f.read()
+    parts = data.split(b"\n", 3)
+    if parts[0] != b"P6" or parts[2] != b"255":
+        raise Failure(f"screendump is not a binary 8-bit PPM: {data[:20]!r}")
+    w, h = map(int, parts[1].split())
+    pix = parts[3]
+    cell = 8 * scale
+    if cols * cell > w or rows * cell > h:
+        raise Failure(f"screen {w}x{h} smaller than {cols} x {rows} cells")
+    lines = []
+    for r in range(rows):
+        bands = []
+        for y in range(8):
+            off = ((r * cell + y * scale) * w) * 3
+            row = pix[off:off + w * 3]
+            bands.append("".join("." if row[x * 3 * scale:x * 3 * scale + 3] == b"\0\0\0"
+                                 else "#" for x in range(cols * 8)))
+        lines.append("".join(glyphs.get(tuple(b[c * 8:c * 8 + 8] for b in bands), "\0")
+                             for c in range(cols)))
+    return lines
+
+
+def on_screen(lines, text, cols):
+    """1 if text (one console line, wrapped at cols) is on consecutive rows."""
+    chunks = [text[i:i + cols] for i in range(0, len(text), cols)] or [""]
+    for i in range(len(lines) - len(chunks) + 1):
+        if all(lines[i + k].rstrip() == chunks[k].rstrip() for k in range(len(chunks))):
+            return True
+    return False
+
+
+class Screen:
+    """The framebuffer console of a (stopped) VM: its size from the
+    console line on serial (out), its text from a screendump into tmp."""
+
+    def __init__(self, qmp, out, tmp):
+        c = CONSOLE_LINE.search(out)
+        if not c:
+            raise Failure("no framebuffer console:\n" + show(out))
+        self.console = c.group(0).decode()
+        self.width, self.height, self.cols, self.rows = (int(x) for x in c.groups())
+        shot = os.path.join(tmp, "screen.ppm")
+        qmp.cmd("screendump", filename=shot)
+        qmp.close()
+        self.lines = read_screen(shot, load_font(), self.cols, self.rows,
+                                 2 if self.width >= 1600 else 1)
+
+    def expect(self, text):
+        """Fail, showing what the screen reads, unless text is on it."""
+        if not on_screen(self.lines, text, self.cols):
+            shown = "\n".join(l.rstrip() for l in self.lines if l.strip())
+            raise Failure(f"{text!r} not on the screen, which reads:\n{shown}")
+
+
+# ---- the runner -----------------------------------------------------------
+
+def collect(modules, build):
+    """name -> check (a function returning a note or raising Failure; None:
+    skipped), from each module's cases(build), in module order."""
+    tests = {}
+    for m in modules:
+        for name, check in m.cases(build).items():
+            if name in tests:
+                raise SystemExit(f"{m.__name__}: test {name} defined twice")
+            tests[name] = check
+    return tests
+
+
+def main(modules):
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("-k", default="", help="run tests whose name contains this")
+    ap.add_argument("-j", type=int, default=max(1, min(4, os.cpu_count() or 1)))
+    a = ap.parse_args()
+    selected = {n: f for n, f in collect(modules, Build(a.build)).items() if a.k in n}
+    failed = 0
+    start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
+        futures = {n: pool.submit(f) for n, f in selected.items() if f}
+        for name in selected:
+            if selected[name] is None:
+                print(f"SKIP {name} ({OVMF} missing: apt-get install ovmf)")
+                continue
+            try:
+                print(f"ok   {name}: {futures[name].result()}")
+            except Failure as e:
+                failed += 1
+                print(f"FAIL {name}: {e}")
+            sys.stdout.flush()
+    total = len([f for f in selected.values() if f])
+    print(f"kernel tests: {total - failed} passed, {failed} failed "
+          f"({time.monotonic() - start:.0f} s)")
+    return 1 if failed else 0

@@ -1,0 +1,135 @@
+"""The broker over mutual TLS in the kernel: the production kernel with a
+boot bundle made by the image builder (tern-bundle) from a configuration,
+an ACL and the dev PKI (build/pki), a host port forwarded to the guest's
+8883, driven by mosquitto_pub/sub, Paho and Python's ssl with client
+certificates: QoS 0/1/2, a 300 kB message, the ACL, retained, will,
+operator-only $SYS, a certificate-less client refused, 200 sequential
+handshakes, 200 idle connections and their memory, and a garbage and a
+stalled client that disturb nobody.
+"""
+import re
+import socket
+import time
+
+from clients import (CORE_MEMORY, Clients, expect_closed, expect_pings, mosq, paho,
+                     settle_memory, sys_memory, tls_client)
+from harness import (KAT_PASSED, MTLS_CONF, Failure, Pki, expect_lines, make_bundle, scratch,
+                     show, tls_vm)
+
+
+def mtls_test(kernel, build):
+    """The image's mutual-TLS broker with unmodified clients: QoS 0/1/2,
+    a 300 kB message, retained, will, Paho over TLS, operator $SYS, a
+    non-operator and a certificate-less client refused, the ACL, 200
+    sequential handshakes, 200 idle connections with their memory, and a
+    garbage and a stalled client that disturb nobody."""
+    def check():
+        notes = []
+        with scratch() as tmp:
+            pki = Pki(build)
+            vm, port = tls_vm(kernel, make_bundle(build, tmp, MTLS_CONF))
+            with vm, Clients(port, pki.args("dev-client")) as cl:
+                try:
+                    serve(vm, tmp, pki, cl, notes)
+                except OSError as e:  # socket and TLS errors: show what the guest said
+                    raise Failure(f"{e!r} after: {'; '.join(notes)}; serial output ends:\n" +
+                                  show(vm.text()[-3000:]))
+        return "; ".join(notes)
+    return check
+
+
+def serve(vm, tmp, pki, cl, notes):
+    """mtls_test's checks against the booted VM, through cl (dev-client's
+    clients); notes for the report."""
+    port, client, operator = cl.port, cl.tls, pki.args("dev-operator")
+    took, out = vm.wait_ready(60)
+    expect_lines(out, (rb"tern: config: bundle with 6 files from boot module \(\d+ bytes\); "
+                       rb"configuration tern\.conf", KAT_PASSED,
+                       rb"tern: config: ACL tern\.acl loaded",
+                       rb"tern: mqtt: mutual TLS port 8883, 0 connections"))
+    notes.append(f"ready {took:.1f} s")
+
+    # 300 kB: many records in, records out limited by lwIP's send buffer.
+    sub = cl.pubsub(tmp, 60)
+
+    # The ACL: a topic outside it is neither delivered nor subscribable.
+    r = mosq("mosquitto_sub", port, "-t", "other/#", "-W", "5", tls=client, check=False)
+    if b"denied" not in r.stdout + r.stderr:
+        raise Failure(f"subscription outside the ACL: {r.stdout + r.stderr!r}")
+
+    cl.retained("test/ret", "test/ret")
+    cl.will()
+    # Paho (system Python) over mutual TLS: persistent session, QoS 2.
+    notes.append("paho over mTLS ok" if paho(port, pki.path("ca.crt"), pki.path("dev-client.crt"),
+                                              pki.path("dev-client.key"))
+                 else "paho not installed, skipped")
+
+    # $SYS: the operator reads it, a client is refused it.
+    sys_memory(port, operator)
+    r = mosq("mosquitto_sub", port, "-t", "$SYS/#", "-W", "5", "-v", tls=client, check=False)
+    if b"$SYS" in r.stdout or b"denied" not in r.stdout + r.stderr:
+        raise Failure(f"non-operator and $SYS: {(r.stdout + r.stderr)!r}")
+
+    # No client certificate: refused in the handshake, logged as such.
+    r = mosq("mosquitto_pub", port, "-t", "test/x", "-m", "x", tls=pki.args(None), check=False)
+    if r.returncode == 0:
+        raise Failure("a client without a certificate was served")
+    vm.wait_for(lambda o: b"failed: no client certificate" in o, 20)
+    if b"failed: no client certificate" not in vm.text():
+        raise Failure("the refusal of a certificate-less client was not logged")
+
+    # 200 sequential full handshakes (no resumption), CONNECT/CONNACK each.
+    ctx = pki.context("dev-client")
+    t0 = time.monotonic()
+    for i in range(200):
+        c = tls_client(ctx, port, f"seq-{i:03d}")
+        c.sendall(b"\xe0\x00")  # DISCONNECT
+        c.close()
+    seq = time.monotonic() - t0
+    notes.append(f"200 sequential mTLS handshakes+CONNECT in {seq:.1f} s ({200 / seq:.0f}/s)")
+
+    # 200 idle connections: memory per connection from $SYS.
+    m0 = settle_memory(port, operator)
+    core0 = settle_memory(port, operator, CORE_MEMORY)
+    t0 = time.monotonic()
+    for i in range(200):
+        cl.socks.append(tls_client(ctx, port, f"idle-{i:03d}"))
+    opened = time.monotonic() - t0
+    m1 = settle_memory(port, operator)
+    core1 = settle_memory(port, operator, CORE_MEMORY)
+    per, core_per = (m1 - m0) / 200, (core1 - core0) / 200
+    notes.append(f"200 idle mTLS connections opened in {opened:.1f} s; memory/used "
+                 f"{m0} -> {m1}: {per:.0f} bytes per connection (core {core_per:.0f})")
+
+    # A garbage client and a stalled handshake disturb nobody: while both
+    # are open, a subscriber still gets a message and every idle
+    # connection still answers.
+    stalled = socket.create_connection(("127.0.0.1", port), timeout=20)
+    stalled.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")  # half a ClientHello
+    bad = socket.create_connection(("127.0.0.1", port), timeout=20)
+    bad.sendall(b"\xff\xffthis is not TLS\r\n" * 50)
+    expect_closed(bad, "garbage client")
+    bad.close()
+    cl.pub("-t", "test/during", "-m", "fine", "-q", "1")
+    sub.wait(lambda ls: "1 0 test/during fine" in ls, 20, "delivery beside bad clients")
+    expect_pings(cl.socks)
+    expect_closed(stalled, "stalled handshake", 15)
+    stalled.close()
+    text = vm.text()
+    if b"timed out after 3 s" not in text:
+        raise Failure("no log line for the stalled handshake")
+    if not re.search(rb"TLS handshake with [\d.:]+ failed: not TLS", text):
+        raise Failure("no log line for the garbage client:\n" + show(text[-2000:]))
+    notes.append("garbage closed at once, stalled handshake by its 3 s deadline, "
+                 "others served meanwhile")
+
+    cl.close_socks()
+    m2 = settle_memory(port, operator)
+    notes.append(f"memory/used {m2} after closing them")
+    if m2 - m0 > 4096:
+        raise Failure(f"memory/used {m0} before, {m2} after 200 connections closed")
+    vm.expect_no_fatal()
+
+
+def cases(b):
+    return {"mqtt-mtls": mtls_test(b.elf, b.dir)}

@@ -1,0 +1,105 @@
+"""Fatal faults: a deliberate fault in the test build (tern.test=NAME: page
+fault, #GP, stack overflow, a write to text, execution of data) prints a
+report with its cause and no addresses, holds, resets, and the kernel
+boots again (its banner a second time); the debug build adds a register
+dump; a test ISO that faults puts the report on the framebuffer as well
+as on serial.
+"""
+import os
+import re
+import shutil
+import subprocess
+
+from harness import BANNER, Failure, Qmp, Screen, Vm, qmp_args, run_vm, scratch, show
+
+
+def reset_report(kernel, name):
+    """Boot kernel with tern.test=name through a report and a reboot; the
+    seconds taken and the text of the first boot."""
+    args = ["-kernel", kernel, "-append", f"tern.test={name}"]
+    took, out = run_vm(args, lambda o: o.count(BANNER) >= 2, 30,
+                       "fatal report followed by a reboot")
+    return took, show(out.split(BANNER)[1])
+
+
+def fault_test(kernel, name, exception, cause):
+    """A deliberate fault must print the report, hold, reset and boot again."""
+    def check():
+        took, text = reset_report(kernel, name)
+        if f"*** tern: FATAL: CPU exception: {exception}" not in text:
+            raise Failure(f"no '{exception}' report in:\n{text}")
+        if cause and f"*** tern: cause: {cause}" not in text:
+            raise Failure(f"no cause '{cause}' in:\n{text}")
+        if "*** tern: resetting in 1 s" not in text or "*** tern: reset" not in text:
+            raise Failure(f"no hold-and-reset in:\n{text}")
+        report = [l for l in text.splitlines() if l.startswith("***")]
+        for line in report:
+            # Production-style reports carry no addresses or register values.
+            if re.search(r"0x|[0-9a-fA-F]{8,}", line):
+                raise Failure(f"report line carries an address: {line}")
+        return f"{took:.1f} s to reset and reboot"
+    return check
+
+
+def debug_dump_test(kernel):
+    """Debug builds add a register dump to the report."""
+    def check():
+        took, text = reset_report(kernel, "gpfault")
+        if not re.search(r"rip [0-9a-f]{16}", text) or "general protection" not in text:
+            raise Failure(f"no register dump in:\n{text}")
+        return f"{took:.1f} s"
+    return check
+
+
+def fatal_screen_test(test_elf):
+    """A5 on the framebuffer: a test ISO (the test kernel, a page fault
+    requested on its command line) must put the fatal report on the screen
+    as well as on serial. The VM is stopped when serial shows the report,
+    before the short test-build hold ends in a reset."""
+    def check():
+        with scratch() as tmp:
+            root = os.path.join(tmp, "iso")
+            os.makedirs(os.path.join(root, "boot", "grub"))
+            shutil.copy(test_elf, os.path.join(root, "boot", "tern.elf"))
+            with open(os.path.join(root, "boot", "grub", "grub.cfg"), "w") as f:
+                f.write("serial --unit=0 --speed=115200\nterminal_output serial\n"
+                        "insmod all_video\nset timeout=0\n"
+                        "menuentry fault {\n  multiboot2 /boot/tern.elf tern.test=pagefault\n}\n")
+            iso = os.path.join(tmp, "fault.iso")
+            r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
+            if r.returncode != 0:
+                raise Failure("grub-mkrescue: " + show(r.stderr))
+            qmp, sock = qmp_args(tmp)
+            with Vm(["-cdrom", iso] + qmp) as vm:
+                q = Qmp(sock)
+                took = vm.wait_for(lambda o: b"*** tern: resetting in" in o, 60)
+                if took is None:
+                    raise Failure("no fatal report:\n" + show(vm.text()))
+                q.cmd("stop")
+                out = vm.text()
+                screen = Screen(q, out, tmp)
+                for e in ("*** tern: FATAL: CPU exception: page fault (#PF)",
+                          "*** tern: cause: null pointer dereference",
+                          "*** tern: resetting in 1 s"):
+                    if e not in show(out):
+                        raise Failure(f"{e!r} not on serial")
+                    screen.expect(e)
+        return f"{took:.1f} s to the report; on serial and on the screen"
+    return check
+
+
+def cases(b):
+    return {
+        "fault-pagefault": fault_test(b.test_elf, "pagefault", "page fault (#PF)",
+                                      "null pointer dereference"),
+        "fault-gpfault": fault_test(b.test_elf, "gpfault", "general protection fault (#GP)",
+                                    None),
+        "fault-stackoverflow": fault_test(b.test_elf, "stackoverflow", "page fault (#PF)",
+                                          "stack overflow into a guard page"),
+        "fault-write-text": fault_test(b.test_elf, "write-text", "page fault (#PF)",
+                                       "write to read-only memory (W^X)"),
+        "fault-exec-data": fault_test(b.test_elf, "exec-data", "page fault (#PF)",
+                                      "execution of non-executable memory (NX)"),
+        "debug-register-dump": debug_dump_test(b.debug_elf),
+        "fatal-report-on-framebuffer": fatal_screen_test(b.test_elf),
+    }
