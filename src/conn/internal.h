@@ -106,6 +106,13 @@ void conni_drop_input(conn_server *s, conn *c);
  * when the transport failed (c has been ended). */
 bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_t *taken,
                  uint64_t now);
+/* Bytes bound for the transport: the core's output, or ciphertext. */
+typedef struct conni_source {
+    const uint8_t *(*peek)(conn_server *s, conn *c, size_t *len);
+    void (*consume)(conn_server *s, conn *c, size_t n);
+} conni_source;
+/* Write src's bytes until it is empty or the transport is full. */
+bool conni_write_all(conn_server *s, conn *c, const conni_source *src, uint64_t now);
 /* Write what c has now, as far as the transport takes it, then push. */
 bool conni_write_out(conn_server *s, conn *c, uint64_t now);
 /* Tell the transport what c waits for now. False when c was ended. */

@@ -38,26 +38,39 @@ bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_
     return true;
 }
 
-static bool write_plain(conn_server *s, conn *c, uint64_t now)
+bool conni_write_all(conn_server *s, conn *c, const conni_source *src, uint64_t now)
 {
     for (;;) {
         size_t len = 0, n = 0;
-        const uint8_t *out = broker_out_peek(c->bc, &len);
+        const uint8_t *out = src->peek(s, c, &len);
 
         if (len == 0)
             return true;
         if (!conni_write(s, c, out, len, &n, now))
             return false;
-        broker_out_consume(s->b, c->bc, n); /* the core refills from the session's queue */
+        src->consume(s, c, n);
         if (n < len)
             return true; /* the transport is full: wait for conn_writable */
     }
 }
 
+static const uint8_t *core_peek(conn_server *s, conn *c, size_t *len)
+{
+    (void)s;
+    return broker_out_peek(c->bc, len);
+}
+
+static void core_consume(conn_server *s, conn *c, size_t n)
+{
+    broker_out_consume(s->b, c->bc, n); /* the core refills from the session's queue */
+}
+
+static const conni_source core_output = {core_peek, core_consume};
+
 bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 {
     bool alive = c->tls != NULL ? s->tls_ops->flush(s, c, now)
-                                : c->bc == NULL || write_plain(s, c, now);
+                                : c->bc == NULL || conni_write_all(s, c, &core_output, now);
 
     if (alive && s->io->push != NULL)
         s->io->push(s->io_ctx, c);

@@ -24,21 +24,24 @@
 
 #include <stdio.h>
 
+static const uint8_t *cipher_peek(conn_server *s, conn *c, size_t *len)
+{
+    (void)s;
+    return tern_tls_out_peek(c->tls, len);
+}
+
+static void cipher_consume(conn_server *s, conn *c, size_t n)
+{
+    (void)s;
+    tern_tls_out_consume(c->tls, n);
+}
+
+static const conni_source ciphertext = {cipher_peek, cipher_consume};
+
 /* Queued ciphertext to the transport, as far as it takes it. */
 static bool send_queued(conn_server *s, conn *c, uint64_t now)
 {
-    for (;;) {
-        size_t len = 0, n = 0;
-        const uint8_t *out = tern_tls_out_peek(c->tls, &len);
-
-        if (len == 0)
-            return true;
-        if (!conni_write(s, c, out, len, &n, now))
-            return false;
-        tern_tls_out_consume(c->tls, n);
-        if (n < len)
-            return true; /* full: conn_writable brings us back */
-    }
+    return conni_write_all(s, c, &ciphertext, now);
 }
 
 /* The session failed: say why, one try to send the alert, close. */

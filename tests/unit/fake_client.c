@@ -98,7 +98,7 @@ void fw_free(fworld *w)
     drop_all(w);
     broker_destroy(w->b);
     for (int i = 0; i < w->nclients; i++) {
-        free(w->clients[i]->rx);
+        fake_bytes_free(&w->clients[i]->inbox);
         fake_link_free(&w->clients[i]->link);
         free(w->clients[i]);
     }
@@ -142,24 +142,12 @@ fclient *fw_open_as(fworld *w, const char *identity, bool is_operator)
     return c;
 }
 
-/* What the broker wrote, into the client's receive buffer. */
+/* What the broker wrote, into the client's inbox. */
 static size_t collect(fclient *c)
 {
     fake_bytes *q = &c->link.down;
     size_t len = q->len;
-    if (len == 0)
-        return 0;
-    if (c->rx_len + len > c->rx_cap) {
-        size_t cap = c->rx_cap ? c->rx_cap : 4096;
-        while (cap < c->rx_len + len)
-            cap *= 2;
-        c->rx = realloc(c->rx, cap);
-        if (!c->rx)
-            abort();
-        c->rx_cap = cap;
-    }
-    memcpy(c->rx + c->rx_len, fake_bytes_data(q), len);
-    c->rx_len += len;
+    fake_bytes_put(&c->inbox, fake_bytes_data(q), len);
     fake_bytes_take(q, len);
     return len;
 }
@@ -327,10 +315,10 @@ void fc_disconnect(fworld *w, fclient *c)
 bool fc_next(fclient *c, mqtt_packet *p)
 {
     size_t n;
-    if (c->rx_pos == c->rx_len)
+    if (c->rx_pos == c->inbox.len)
         return false;
-    mqtt_err e = mqtt_decode(c->rx + c->rx_pos, c->rx_len - c->rx_pos, MQTT_FROM_SERVER,
-                             c->level, 0, p, &n);
+    mqtt_err e = mqtt_decode(fake_bytes_data(&c->inbox) + c->rx_pos, c->inbox.len - c->rx_pos,
+                             MQTT_FROM_SERVER, c->level, 0, p, &n);
     if (e != MQTT_OK) {
         fprintf(stderr, "  fake client: cannot decode broker output: %s\n", mqtt_err_str(e));
         abort();
@@ -341,7 +329,7 @@ bool fc_next(fclient *c, mqtt_packet *p)
 
 void fc_clear(fclient *c)
 {
-    c->rx_pos = c->rx_len;
+    c->rx_pos = c->inbox.len;
 }
 
 int fc_count_publish(fclient *c)
@@ -357,7 +345,7 @@ fclient *fw_connect_as(fworld *w, const char *id, bool clean)
 {
     fclient *c = fw_open(w);
     fc_connect(w, c, id, clean, 0);
-    if (w->durable && c->rx_pos == c->rx_len) {
+    if (w->durable && c->rx_pos == c->inbox.len) {
         if (w->commit) {
             w->commit(w);
         } else {

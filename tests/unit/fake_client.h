@@ -17,8 +17,8 @@
 typedef struct fclient {
     fake_link link;       /* its transport; bytes not read yet wait in link.up */
     broker_conn *conn;    /* the core's side; NULL once closed */
-    uint8_t *rx;          /* bytes the broker sent, owned */
-    size_t rx_len, rx_pos, rx_cap;
+    fake_bytes inbox;     /* every byte the broker sent */
+    size_t rx_pos;        /* how far fc_next has decoded it */
     bool closed;          /* the connection was closed */
     bool reading;         /* false: the transport takes nothing (slow reader) */
     uint8_t level;

@@ -163,13 +163,7 @@ static const char *fake_identity(void *ctx, const conn *c, bool *is_operator)
 }
 
 const conn_transport fake_transport = {
-    .read = fake_read,
-    .write = fake_write,
-    .write_room = fake_room,
-    .push = fake_push,
-    .interest = fake_interest,
-    .close = fake_close,
-    .peer = fake_peer,
-    .peer_addr = fake_peer_addr,
-    .identity = fake_identity,
+    .read = fake_read,           .write = fake_write,         .write_room = fake_room,
+    .push = fake_push,           .interest = fake_interest,   .close = fake_close,
+    .peer = fake_peer,           .peer_addr = fake_peer_addr, .identity = fake_identity,
 };

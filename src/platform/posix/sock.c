@@ -139,16 +139,12 @@ static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
     return 0;
 }
 
+/* The socket cannot tell its room, and every send goes out by itself:
+ * no write_room, no push. */
 const conn_transport tern_sock_transport = {
-    .read = sock_read,
-    .write = sock_write,
-    .write_room = NULL,
-    .push = NULL,
-    .ack_now = sock_ack_now,
-    .interest = sock_interest,
-    .close = sock_close,
-    .peer = sock_peer,
-    .peer_addr = sock_peer_addr,
+    .read = sock_read,          .write = sock_write,   .ack_now = sock_ack_now,
+    .interest = sock_interest,  .close = sock_close,
+    .peer = sock_peer,          .peer_addr = sock_peer_addr,
 };
 
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now)
