@@ -179,6 +179,11 @@ bool broker_wants_close(const broker_conn *c);
  * (the core marks a released connection dirty). */
 bool broker_input_paused(const broker_conn *c);
 
+/* Bytes the core holds for c's unfinished packet (the tail broker_input
+ * keeps until the rest arrives), for the platform's budget of buffered
+ * input across connections. */
+size_t broker_input_held(const broker_conn *c);
+
 void *broker_conn_ctx(const broker_conn *c);
 
 /* Counters, for $SYS and the platform's own reporting. */

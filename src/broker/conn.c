@@ -497,7 +497,11 @@ static void decode_error(broker *b, broker_conn *c, mqtt_err err)
     protocol_error(b, c, mqtt_err_str(err));
 }
 
-static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
+/* Append to the input tail, growing it by doubling but never beyond
+ * `limit` (the packet's whole size once its header is known): a packet
+ * still arriving costs at most its own size, which the platform's input
+ * budget counts (broker_input_held). */
+static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n, size_t limit)
 {
     if (n > UINT32_MAX - c->in_len)
         return -1;
@@ -506,6 +510,8 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
         size_t cap = c->in_cap ? c->in_cap : 256;
         while (cap < need)
             cap *= 2;
+        if (cap > limit && limit >= need)
+            cap = limit;
         if (cap > UINT32_MAX)
             return -1;
         uint8_t *in = bk_mem_realloc(b, c->in, cap);
@@ -550,6 +556,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
         uint32_t size;
         size_t want;
         mqtt_err err = mqtt_frame_size(c->in, c->in_len, b->lim.max_packet_size, &size);
+        size_t limit = SIZE_MAX;
         if (err == MQTT_NEED_MORE) {
             want = 1; /* the header is at most 5 bytes: go byte by byte */
         } else if (err != MQTT_OK) {
@@ -557,6 +564,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
             return -1;
         } else {
             want = size - c->in_len;
+            limit = size;
         }
         if (want == 0) {
             *whole = true;
@@ -565,7 +573,7 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
         if (taken == len)
             return (long)taken;
         size_t n = want < len - taken ? want : len - taken;
-        if (tail_append(b, c, data + taken, n) != 0) {
+        if (tail_append(b, c, data + taken, n, limit) != 0) {
             bk_conn_end(b, c, true, "out of memory for input", b->now_ms);
             return -1;
         }
@@ -588,6 +596,11 @@ bool broker_input_paused(const broker_conn *c)
     return c->state != CONN_CLOSING &&
            (c->out_len - c->out_head >= c->in_pause_at || c->acks_count >= MAX_HELD_ACKS ||
             c->connack_held || c->hold_idx != 0);
+}
+
+size_t broker_input_held(const broker_conn *c)
+{
+    return c->in_cap;
 }
 
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms)
@@ -624,7 +637,12 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
         if (!one_packet(b, c, data + used, len - used, &n, &need_more))
             goto ended;
         if (need_more) {
-            if (tail_append(b, c, data + used, len - used) != 0) {
+            uint32_t size;
+            size_t limit = mqtt_frame_size(data + used, len - used, b->lim.max_packet_size,
+                                           &size) == MQTT_OK
+                               ? size
+                               : SIZE_MAX;
+            if (tail_append(b, c, data + used, len - used, limit) != 0) {
                 bk_conn_end(b, c, true, "out of memory for input", now_ms);
                 goto ended;
             }

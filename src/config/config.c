@@ -66,6 +66,7 @@ static const key_def key_table[] = {
     LIMIT("publisher_hold", publisher_hold_s, 0, 3600),
     LIMIT("max_handshakes", max_handshakes, 1, 1000000),
     LIMIT("max_handshakes_per_address", max_handshakes_per_address, 1, 1000000),
+    LIMIT("max_input_bytes", max_input_bytes, 65536, UINT32_MAX),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -605,6 +606,29 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
     return true;
 }
 
+/* The input budget must hold one packet of the largest allowed size, or
+ * such a packet could never arrive: left at its default it grows to it,
+ * set lower it is refused. */
+static bool check_input_budget(tern_config *cfg, const size_t *key_lines, const char *file,
+                               msgbuf *m)
+{
+    size_t line = line_of(key_lines, "limits.max_input_bytes");
+
+    if (cfg->limits.max_input_bytes >= cfg->limits.max_packet_size)
+        return true;
+    if (line == 0) {
+        cfg->limits.max_input_bytes = cfg->limits.max_packet_size;
+        return true;
+    }
+    msg_begin(m, file, line);
+    msg_str(m, "limits.max_input_bytes (");
+    msg_uint(m, cfg->limits.max_input_bytes);
+    msg_str(m, ") is below limits.max_packet_size (");
+    msg_uint(m, cfg->limits.max_packet_size);
+    msg_str(m, "): a packet of the largest allowed size could never arrive");
+    return false;
+}
+
 static void msg_ipv4(msgbuf *m, const uint8_t a[4])
 {
     for (int i = 0; i < 4; i++) {
@@ -679,6 +703,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.publisher_hold_s = TERN_DEFAULT_PUBLISHER_HOLD_S;
     cfg->limits.max_handshakes = CONN_DEFAULT_MAX_HANDSHAKES;
     cfg->limits.max_handshakes_per_address = CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS;
+    cfg->limits.max_input_bytes = CONN_DEFAULT_MAX_INPUT_BYTES;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;
@@ -737,7 +762,8 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         msg_str(&m, "missing 'config_version = 1' (it must be the first setting)");
         goto done;
     }
-    if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m))
+    if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m) ||
+        !check_input_budget(&parsed, key_lines, file, &m))
         goto done;
     *cfg = parsed;
     ok = true;

@@ -58,6 +58,7 @@ typedef struct tern_config_limits {
     uint32_t publisher_hold_s; /* 0 = never hold publishers */
     uint32_t max_handshakes;             /* TLS handshakes running at once */
     uint32_t max_handshakes_per_address; /* of those, from one address */
+    uint32_t max_input_bytes;            /* input buffered across connections */
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths

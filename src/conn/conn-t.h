@@ -36,6 +36,7 @@ typedef enum conn_timer_list {
     CONN_TIMER_NONE = 0,
     CONN_TIMER_HANDSHAKE, /* TLS handshake running: tls.handshake_timeout */
     CONN_TIMER_LINGER,    /* the core wants it closed: CONN_LINGER_MS */
+    CONN_TIMER_INPUT,     /* waiting for the input budget: CONN_INPUT_WAIT_MS */
 } conn_timer_list;
 
 struct conn {
@@ -57,6 +58,7 @@ struct conn {
     uint8_t input_blocked;         /* the core paused input: not reading */
     uint8_t peer_eof;              /* the peer finished sending (EOF or close_notify) */
     uint32_t peer_hash;            /* keyed hash of the peer's address, while handshaking */
+    uint32_t held;                 /* input bytes counted against the server's budget */
 };
 
 /* Counters, for logs and the platform's own reports. */
@@ -68,6 +70,9 @@ typedef struct conn_stats {
     uint64_t refused;           /* by the core (limits) or for want of memory */
     uint64_t handshakes_refused; /* TLS connections refused: too many handshakes running
                                     (in all, or from one address) */
+    uint64_t input_waits;       /* connections not read for a while: input budget spent */
+    uint64_t input_closes;      /* ... and closed because the budget stayed spent */
+    uint64_t input_held;        /* input bytes buffered now, across connections */
 } conn_stats;
 
 typedef struct conn_server_config {
@@ -86,6 +91,10 @@ typedef struct conn_server_config {
     uint32_t max_handshakes;
     uint32_t max_handshakes_per_address;
     uint64_t hash_key[2];          /* keys the per-address table (random from the platform) */
+    /* Input buffered across all connections (limits.max_input_bytes): the
+     * core's unfinished packets and input it has not taken yet. While it
+     * is spent, connections holding the most are not read. 0 = no limit. */
+    uint64_t max_input_bytes;
     broker_allocator allocator;    /* NULL members: malloc/realloc/free */
     broker_log_fn log;             /* may be NULL */
     void *log_ctx;

@@ -12,6 +12,15 @@
  * publishes to is behind) nothing is read: the bytes stay in the
  * transport, whose window pushes back on the client.
  *
+ * The input budget (limits.max_input_bytes): what every connection holds
+ * of unfinished input (the core's tail of a packet still arriving, input
+ * the core has not taken yet) is counted; while the sum is at the budget,
+ * a connection holding at least the average is not read (it waits on the
+ * input_wait list, interest off) until the sum is down to three quarters.
+ * Connections holding little keep being read, so small packets still flow
+ * and finish; one that waits CONN_INPUT_WAIT_MS while the budget stays
+ * spent is closed, so holders cannot wait for each other for ever.
+ *
  * The end of input (EOF, or TLS close_notify) is acted on only once every
  * byte before it reached the core: then the answers are written once and
  * the connection closes gracefully, so a DISCONNECT followed by a close
@@ -31,6 +40,90 @@ void conni_drop_input(conn_server *s, conn *c)
     conni_free(s, c->pending);
     c->pending = NULL;
     c->pending_off = c->pending_len = 0;
+}
+
+/* What c holds now: the core's unfinished packet and input the core has
+ * not taken. */
+static size_t held_by(const conn *c)
+{
+    return (c->bc != NULL ? broker_input_held(c->bc) : 0) + c->pending_len;
+}
+
+static uint64_t low_water(const conn_server *s)
+{
+    return s->max_input - s->max_input / 4;
+}
+
+void conni_account(conn_server *s, conn *c, size_t held)
+{
+    uint32_t now_held = held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
+
+    s->input_held = s->input_held - c->held + now_held;
+    if (c->held == 0 && now_held > 0)
+        s->input_holders++;
+    else if (c->held > 0 && now_held == 0)
+        s->input_holders--;
+    c->held = now_held;
+    /* Budget back below the low mark: everyone waiting is read again. */
+    while (s->input_wait.head != NULL && s->input_held <= low_water(s)) {
+        conn *w = s->input_wait.head;
+
+        conni_timer_clear(s, w);
+        conni_ready_add(s, w);
+    }
+}
+
+static bool budget_spent(const conn_server *s)
+{
+    return s->max_input != 0 && s->input_held >= s->max_input;
+}
+
+/* Lines about the input budget: at most one per CONN_REFUSAL_LOG_MS. */
+static bool input_log_due(conn_server *s, uint64_t now)
+{
+    if (s->input_log_ms != 0 && now - s->input_log_ms < CONN_REFUSAL_LOG_MS)
+        return false;
+    s->input_log_ms = now;
+    return true;
+}
+
+/* The budget is spent and c holds at least the average: wait. */
+static bool input_wait(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    s->stats.input_waits++;
+    if (input_log_due(s, now)) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_WARN,
+                  "input budget spent (%llu bytes buffered, limits.max_input_bytes %llu): "
+                  "not reading %s, which holds %u, until it frees up",
+                  (unsigned long long)s->input_held, (unsigned long long)s->max_input, peer,
+                  (unsigned)c->held);
+    }
+    conni_ready_remove(s, c);
+    conni_timer_set(s, c, CONN_TIMER_INPUT, now + CONN_INPUT_WAIT_MS);
+    return conni_update_interest(s, c, now);
+}
+
+void conni_input_expired(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    conni_timer_clear(s, c);
+    if (!budget_spent(s)) {
+        conni_ready_add(s, c);
+        return;
+    }
+    s->stats.input_closes++;
+    if (input_log_due(s, now)) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_WARN,
+                  "closing %s: it holds %u bytes of unfinished input and the input budget "
+                  "(limits.max_input_bytes) stayed spent for %u s",
+                  peer, (unsigned)c->held, (unsigned)(CONN_INPUT_WAIT_MS / 1000u));
+    }
+    (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
 }
 
 /* Keep data[0..len) for later: by taking over one of the server's buffers
@@ -69,10 +162,12 @@ static bool keep(conn_server *s, conn *c, const uint8_t *data, size_t off, size_
 bool conni_deliver(conn_server *s, conn *c, const uint8_t *data, size_t len, uint64_t now)
 {
     size_t taken = len == 0 ? 0 : broker_input(s->b, c->bc, data, len, now);
+    bool alive = taken >= len || broker_wants_close(c->bc) ||
+                 keep(s, c, data, taken, len - taken, now);
 
-    if (taken >= len || broker_wants_close(c->bc))
-        return true;
-    return keep(s, c, data, taken, len - taken, now);
+    if (alive)
+        conni_account(s, c, held_by(c));
+    return alive;
 }
 
 /* One broker_input call for the pending plaintext. */
@@ -82,10 +177,11 @@ static void serve_pending(conn_server *s, conn *c, uint64_t now)
 
     if (n >= c->pending_len || broker_wants_close(c->bc)) {
         conni_drop_input(s, c);
-        return;
+    } else {
+        c->pending_off += (uint32_t)n;
+        c->pending_len -= (uint32_t)n;
     }
-    c->pending_off += (uint32_t)n;
-    c->pending_len -= (uint32_t)n;
+    conni_account(s, c, held_by(c));
 }
 
 /* The core paused c's input: stop reading until its output drains
@@ -160,10 +256,13 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             conni_ready_add(s, c); /* its share of this turn is read */
             return true;
         }
+        if (c->bc != NULL && c->held > 0 && budget_spent(s) &&
+            (uint64_t)c->held * s->input_holders >= s->input_held)
+            return input_wait(s, c, now);
         n = s->io->read(s->io_ctx, c, s->rbuf,
                         budget < CONN_READ_BUF_SIZE ? budget : CONN_READ_BUF_SIZE);
-        if (n == CONN_IO_AGAIN)
-            return true;
+        if (n == CONN_IO_AGAIN) /* (read again after a wait: interest back on) */
+            return c->want_read || conni_update_interest(s, c, now);
         if (n == CONN_IO_EOF) {
             c->peer_eof = 1;
             continue;
@@ -190,7 +289,8 @@ bool conn_readable(conn_server *s, conn *c, uint64_t now)
 {
     /* Served from the ready list, or not reading until something else
      * happens (output drains, the linger ends). */
-    if (c->on_ready || c->input_blocked || c->timer == CONN_TIMER_LINGER)
+    if (c->on_ready || c->input_blocked || c->timer == CONN_TIMER_LINGER ||
+        c->timer == CONN_TIMER_INPUT)
         return true;
     return pump(s, c, now);
 }
@@ -199,7 +299,7 @@ bool conn_hangup(conn_server *s, conn *c, uint64_t now)
 {
     if (c->on_ready)
         return true; /* reads what is left, then the EOF, next turn */
-    if (!c->input_blocked && c->timer != CONN_TIMER_LINGER)
+    if (!c->input_blocked && c->timer != CONN_TIMER_LINGER && c->timer != CONN_TIMER_INPUT)
         return pump(s, c, now);
     return conni_end(s, c, CONN_CLOSE_ABORT, now); /* nothing more can move */
 }

@@ -29,6 +29,7 @@ struct conn_server {
     conn_list ready;             /* served at the start of the next turn */
     conn_list handshakes;        /* deadline order (one timeout for all) */
     conn_list lingering;         /* deadline order (one linger for all) */
+    conn_list input_wait;        /* waiting for the input budget, deadline order */
     uint8_t *rbuf;               /* CONN_READ_BUF_SIZE: every read lands here */
     uint8_t *pbuf;               /* CONN_READ_BUF_SIZE: decrypted input; NULL without TLS */
     conn_stats stats;
@@ -42,6 +43,11 @@ struct conn_server {
     uint32_t peers_mask;      /* capacity - 1 (a power of two) */
     uint64_t refusal_log_ms;  /* last refusal line: they are rate-limited */
     uint64_t refusals_unlogged;
+    /* The input budget (input.c). */
+    uint64_t max_input;       /* 0: none */
+    uint64_t input_held;      /* sum of every connection's held */
+    uint32_t input_holders;   /* connections with held > 0 */
+    uint64_t input_log_ms;    /* budget lines are rate-limited too */
 };
 
 /* The TLS half (tls.c): the generic code calls these only for
@@ -100,6 +106,12 @@ bool conni_deliver(conn_server *s, conn *c, const uint8_t *data, size_t len, uin
 bool conni_has_input(const conn_server *s, const conn *c);
 /* Forget input the core has not taken (the connection is closing). */
 void conni_drop_input(conn_server *s, conn *c);
+/* Count what c holds now against the input budget (after the core took
+ * input, or c's input was dropped); held is 0 once c is released. */
+void conni_account(conn_server *s, conn *c, size_t held);
+/* Connections whose wait for the input budget ended (server.c's expiry):
+ * closed when the budget is still spent, else read again. */
+void conni_input_expired(conn_server *s, conn *c, uint64_t now);
 
 /* output.c */
 /* Write len bytes to the transport: *taken set to what it took. False

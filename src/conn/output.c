@@ -79,7 +79,8 @@ bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 
 bool conni_update_interest(conn_server *s, conn *c, uint64_t now)
 {
-    bool r = !c->input_blocked && c->timer != CONN_TIMER_LINGER && !c->peer_eof;
+    bool r = !c->input_blocked && c->timer != CONN_TIMER_LINGER &&
+             c->timer != CONN_TIMER_INPUT && !c->peer_eof;
     bool w = conn_out_pending(s, c) > 0;
     char peer[CONN_PEER_TEXT];
 
@@ -107,6 +108,7 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
         }
         if (c->timer != CONN_TIMER_LINGER) {
             conni_drop_input(s, c);
+            conni_account(s, c, broker_input_held(c->bc));
             conni_ready_remove(s, c);
             conni_timer_set(s, c, CONN_TIMER_LINGER, now + CONN_LINGER_MS);
         }
@@ -145,6 +147,7 @@ static void release(conn_server *s, conn *c)
 {
     conni_ready_remove(s, c);
     conni_timer_clear(s, c);
+    conni_account(s, c, 0);
     if (c->tls != NULL)
         s->tls_ops->free(c->tls);
     c->tls = NULL;

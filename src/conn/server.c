@@ -107,7 +107,9 @@ void conni_ready_remove(conn_server *s, conn *c)
 
 static conn_list *timer_list(conn_server *s, conn_timer_list which)
 {
-    return which == CONN_TIMER_HANDSHAKE ? &s->handshakes : &s->lingering;
+    return which == CONN_TIMER_HANDSHAKE ? &s->handshakes
+           : which == CONN_TIMER_LINGER  ? &s->lingering
+                                         : &s->input_wait;
 }
 
 void conni_timer_clear(conn_server *s, conn *c)
@@ -165,6 +167,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
     s->max_handshakes = cfg->max_handshakes;
     s->max_per_address = cfg->max_handshakes_per_address;
+    s->max_input = cfg->max_input_bytes;
     s->hash_key[0] = cfg->hash_key[0];
     s->hash_key[1] = cfg->hash_key[1];
     s->rbuf = conni_alloc(s, CONN_READ_BUF_SIZE);
@@ -198,6 +201,7 @@ void conn_server_set_tls(conn_server *s, tern_tls_server *tls)
 void conn_server_get_stats(const conn_server *s, conn_stats *out)
 {
     *out = s->stats;
+    out->input_held = s->input_held;
 }
 
 /* ---- the turn --------------------------------------------------------- */
@@ -234,6 +238,8 @@ static void expire(conn_server *s, uint64_t now)
         s->stats.linger_timeouts++;
         (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
+    while (s->input_wait.head != NULL && s->input_wait.head->deadline_ms <= now)
+        conni_input_expired(s, s->input_wait.head, now);
     while (s->handshakes.head != NULL && s->handshakes.head->deadline_ms <= now) {
         conn *c = s->handshakes.head;
 
@@ -266,6 +272,8 @@ uint64_t conn_next_deadline(const conn_server *s)
         d = s->lingering.head->deadline_ms;
     if (s->handshakes.head != NULL && s->handshakes.head->deadline_ms < d)
         d = s->handshakes.head->deadline_ms;
+    if (s->input_wait.head != NULL && s->input_wait.head->deadline_ms < d)
+        d = s->input_wait.head->deadline_ms;
     return d;
 }
 

@@ -75,6 +75,24 @@
 #define CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS 128u
 #endif
 
+/* Default of limits.max_input_bytes: input buffered across all connections
+ * (unfinished packets the core holds, input it has not taken yet). 64 MiB
+ * takes a few large messages arriving at once while a crowd of clients
+ * sending unfinished giant packets cannot take the machine's memory. It
+ * must be at least limits.max_packet_size (config.c checks), or a packet of
+ * the largest allowed size could never arrive. */
+#ifndef CONN_DEFAULT_MAX_INPUT_BYTES
+#define CONN_DEFAULT_MAX_INPUT_BYTES (64u * 1024u * 1024u)
+#endif
+
+/* How long a connection may wait for the input budget (not read, because
+ * it holds the most while the budget is spent) before it is closed to
+ * free what it holds: without this, connections that all hold unfinished
+ * packets could wait for each other for ever. */
+#ifndef CONN_INPUT_WAIT_MS
+#define CONN_INPUT_WAIT_MS 10000u
+#endif
+
 /* Longest "address:port" text of a peer, for log lines. */
 #ifndef CONN_PEER_TEXT
 #define CONN_PEER_TEXT 64u

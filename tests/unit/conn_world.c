@@ -44,6 +44,7 @@ static bool init(cworld *w, const broker_limits *lim, const conn_server_config *
     cc.handshake_timeout_ms = 3000;
     cc.max_handshakes = extra->max_handshakes;
     cc.max_handshakes_per_address = extra->max_handshakes_per_address;
+    cc.max_input_bytes = extra->max_input_bytes;
     cc.log = extra->log ? extra->log : quiet;
     cc.log_ctx = extra->log_ctx;
     cc.log_level = BROKER_LOG_DEBUG;
@@ -64,6 +65,12 @@ bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tl
     conn_server_config extra = {.tls_ops = tls_ops, .tls = tls, .max_handshakes = max_handshakes,
                                 .max_handshakes_per_address = per_address,
                                 .log = log_lines ? counting : NULL, .log_ctx = log_lines};
+    return init(w, NULL, &extra);
+}
+
+bool cw_init_input_budget(cworld *w, uint64_t max_input_bytes)
+{
+    conn_server_config extra = {.max_input_bytes = max_input_bytes};
     return init(w, NULL, &extra);
 }
 

@@ -685,3 +685,25 @@ TEST(config_handshake_limits_have_defaults_ranges_and_reach_the_config)
                       err));
     CHECK(strstr(err, "limits.max_handshakes_per_address") != NULL);
 }
+
+TEST(config_input_budget_follows_the_largest_packet_unless_set_below_it)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 1048576\n", &cfg, err));
+    CHECK_EQ(cfg.limits.max_input_bytes, 64u << 20);
+    /* Left at its default, it grows to hold one packet of the largest size. */
+    CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 100000000\n", &cfg, err));
+    CHECK_EQ(cfg.limits.max_input_bytes, 100000000u);
+    CHECK(parse_text("config_version = 1\nlimits.max_input_bytes = 2000000\n"
+                     "limits.max_packet_size = 1000000\n",
+                     &cfg, err));
+    CHECK_EQ(cfg.limits.max_input_bytes, 2000000u);
+    CHECK(!parse_text("config_version = 1\nlimits.max_packet_size = 1000000\n"
+                      "limits.max_input_bytes = 999999\n",
+                      &cfg, err));
+    CHECK(strcmp(err, "t.conf:3: limits.max_input_bytes (999999) is below "
+                      "limits.max_packet_size (1000000): a packet of the largest allowed size "
+                      "could never arrive") == 0);
+}

@@ -250,3 +250,107 @@ TEST(conn_paused_input_is_not_read_until_output_drains)
     free(a);
 }
 
+
+/* The start of a QoS 0 PUBLISH to "big" declaring `declared` bytes after
+ * its fixed header, and `sent` bytes of it. */
+static void put_partial_publish(fake_link *l, uint32_t declared, size_t sent)
+{
+    uint8_t hdr[8];
+    size_t n = 0;
+    hdr[n++] = 0x30;
+    for (uint32_t v = declared;; v >>= 7) {
+        hdr[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        if (v <= 0x7f)
+            break;
+    }
+    fake_bytes_put(&l->up, hdr, n);
+    static const uint8_t topic[] = {0, 3, 'b', 'i', 'g'};
+    fake_bytes_put(&l->up, topic, sizeof topic);
+    static uint8_t zeros[65536];
+    for (size_t left = sent - sizeof topic; left > 0;) {
+        size_t k = left < sizeof zeros ? left : sizeof zeros;
+        fake_bytes_put(&l->up, zeros, k);
+        left -= k;
+    }
+}
+
+TEST(conn_input_budget_stops_reading_the_biggest_holders_and_closes_them_in_time)
+{
+    enum { BIG = 4, BUDGET = 256 * 1024 };
+    cworld w;
+    fake_link *big[BIG], *small = cw_link();
+    fake_link *links[BIG + 1];
+    conn_stats st;
+    CHECK(small && cw_init_input_budget(&w, BUDGET));
+    for (int i = 0; i < BIG; i++) {
+        big[i] = cw_link();
+        CHECK(big[i] && conn_open(w.cs, &big[i]->c, false, w.now));
+        links[i] = big[i];
+        cw_put_connect(big[i], i == 0 ? "b0" : i == 1 ? "b1" : i == 2 ? "b2" : "b3", NULL);
+        put_partial_publish(big[i], 1000000, 600000); /* 60% of a 1 MB packet */
+    }
+    CHECK(conn_open(w.cs, &small->c, false, w.now));
+    links[BIG] = small;
+    cw_put_connect(small, "small", NULL);
+    for (int t = 0; t < 20; t++)
+        cw_turn(&w, links, BIG + 1);
+    conn_server_get_stats(w.cs, &st);
+    /* Bounded: the budget plus what one read and the tail's growth (it
+     * doubles, up to the packet's size) add per holder. */
+    CHECK(st.input_held <= 2 * (BUDGET + BIG * (uint64_t)CONN_READ_BUF_SIZE));
+    CHECK(st.input_waits >= 1);
+    int waiting = 0;
+    for (int i = 0; i < BIG; i++)
+        waiting += !big[i]->want_read && big[i]->up.len > 0;
+    CHECK(waiting >= 1);
+    /* A client sending small packets is still served meanwhile. */
+    uint8_t ping[2] = {0xc0, 0x00};
+    fake_bytes_put(&small->up, ping, 2);
+    cw_turn(&w, links, BIG + 1);
+    CHECK_EQ(cw_count(fake_bytes_data(&small->down), small->down.len, MQTT_PINGRESP, NULL), 1);
+    /* The budget stays spent: after CONN_INPUT_WAIT_MS the waiting holders
+     * are closed, and what they held is free again. */
+    w.now += CONN_INPUT_WAIT_MS;
+    cw_turn(&w, links, BIG + 1);
+    conn_server_get_stats(w.cs, &st);
+    CHECK(st.input_closes >= 1);
+    CHECK(st.input_held < BUDGET);
+    CHECK(!small->closed);
+    cw_free(&w, links, BIG + 1);
+    for (int i = 0; i <= BIG; i++)
+        free(links[i]);
+}
+
+TEST(conn_input_budget_resumes_the_waiting_when_a_holder_leaves)
+{
+    enum { BUDGET = 200 * 1024 };
+    cworld w;
+    fake_link *a = cw_link(), *b = cw_link();
+    fake_link *links[] = {a, b};
+    conn_stats st;
+    CHECK(a && b && cw_init_input_budget(&w, BUDGET));
+    CHECK(conn_open(w.cs, &a->c, false, w.now) && conn_open(w.cs, &b->c, false, w.now));
+    cw_put_connect(a, "a", NULL);
+    cw_put_connect(b, "b", NULL);
+    put_partial_publish(b, 150000, 120000); /* unfinished, held first */
+    for (int t = 0; t < 3; t++)
+        cw_turn(&w, links, 2);
+    put_partial_publish(a, 150000, 150000); /* whole: 150,000 bytes after the header */
+    a->read_max = 20000;
+    for (int t = 0; t < 30; t++)
+        cw_turn(&w, links, 2);
+    conn_server_get_stats(w.cs, &st);
+    CHECK(st.input_waits >= 1);
+    CHECK(a->up.len > 0 || b->up.len > 0); /* someone waits */
+    /* b leaves: its bytes are freed, a is read again and finishes. */
+    conn_failed(w.cs, &b->c, w.now);
+    for (int t = 0; t < 30 && a->up.len > 0; t++)
+        cw_turn(&w, links, 2);
+    CHECK_EQ(a->up.len, 0);
+    CHECK(!a->closed);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.input_held, 0);
+    cw_free(&w, links, 2);
+    free(a);
+    free(b);
+}

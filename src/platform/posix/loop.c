@@ -90,7 +90,11 @@ static void signal_event(tern_loop *l)
 
 static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
 {
-    uint8_t kind = *(const uint8_t *)ev->data.ptr;
+    uint8_t kind;
+
+    if (ev->data.ptr == NULL)
+        return; /* its connection was closed earlier in this turn */
+    kind = *(const uint8_t *)ev->data.ptr;
 
     switch (kind) {
     case TERN_HANDLE_CONN:
@@ -170,9 +174,13 @@ int tern_loop_run(tern_loop *l)
             break;
         }
         now = tern_loop_now_ms();
+        l->events = events;
+        l->nevents = n;
+        l->next_event = 0;
         conn_turn_begin(l->cs, now);
-        for (int i = 0; i < n; i++)
-            dispatch(l, &events[i], now);
+        while (l->next_event < n)
+            dispatch(l, &events[l->next_event++], now);
+        l->nevents = 0; /* the batch is done: closes below have nothing to clear */
         if (l->accept_paused && now >= l->accept_resume_ms)
             tern_loop_set_accepting(l, true);
         conn_turn_end(l->cs, now);
@@ -267,6 +275,7 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;
     cc.max_handshakes = l->cfg.limits.max_handshakes;
     cc.max_handshakes_per_address = l->cfg.limits.max_handshakes_per_address;
+    cc.max_input_bytes = l->cfg.limits.max_input_bytes;
     /* A random key for the per-address table (as for the core's). */
     if (getrandom(cc.hash_key, sizeof cc.hash_key, 0) != (ssize_t)sizeof cc.hash_key) {
         tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));

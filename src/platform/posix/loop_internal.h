@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 
 #include "broker/acl.h"
@@ -69,6 +70,11 @@ struct tern_loop {
     size_t by_fd_len;
     size_t nconns;
     int stop_signal;            /* 0 while serving */
+    /* The turn's epoll batch, while it is handled: a connection closed
+     * during the turn takes its events still waiting here with it
+     * (sock.c), so nothing reaches freed memory. */
+    struct epoll_event *events;
+    int nevents, next_event;
     struct tern_storeq *store;  /* owned; NULL without store.path */
 };
 

@@ -100,6 +100,10 @@ static void sock_close(void *ctx, conn *c, conn_close_how how)
     tern_sock *k = tern_sock_of(c);
 
     (void)how;
+    /* Events of this turn's batch not handled yet must not reach k. */
+    for (int i = l->next_event; i < l->nevents; i++)
+        if (l->events[i].data.ptr == k)
+            l->events[i].data.ptr = NULL;
     l->by_fd[k->fd] = NULL;
     l->nconns--;
     if (close(k->fd) != 0)

@@ -177,6 +177,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         .handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u,
         .max_handshakes = cfg->limits.max_handshakes,
         .max_handshakes_per_address = cfg->limits.max_handshakes_per_address,
+        .max_input_bytes = cfg->limits.max_input_bytes,
         .hash_key = {0, 0},
         .allocator = bc.allocator, .log = core_log, .log_ctx = s, .log_level = bc.log_level,
     };
