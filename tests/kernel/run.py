@@ -22,6 +22,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
+  test_broker_limits.py limits against one client over mutual TLS (input
+                        budget, handshakes per address)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
 
@@ -31,6 +33,7 @@ import sys
 
 import harness
 import test_boot
+import test_broker_limits
 import test_broker_mtls
 import test_broker_plain
 import test_config
@@ -42,7 +45,7 @@ import test_pci_acpi
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_broker_plain, test_net, test_faults, test_pci_acpi,
+MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
            test_crypto, test_config)
 
 if __name__ == "__main__":
