@@ -1,8 +1,9 @@
 # tests/fuzz/fuzz.mk - libFuzzer targets (SPEC H3): decode (MQTT codec),
 # topic (validation and matching), config (config parser), core (the whole
-# broker core over fake connections), journal (the core's persistence
-# records and restore), devices (the kernel's ACPI, PCI capability and
-# framebuffer parsers), bundle (the unikernel's boot bundle). Included from
+# broker core and the connection layer over the fake transport), journal
+# (the core's persistence records and restore), devices (the kernel's ACPI,
+# PCI capability and framebuffer parsers), bundle (the unikernel's boot
+# bundle). Included from
 # the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -25,7 +26,8 @@ FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
 
 # Code under test plus the daemon's tern_panic (stderr + abort), which is what
 # a fuzzer should see when an ALWAYS() invariant breaks.
-FUZZ_LIB_SRC := $(CORE_SRC) src/platform/posix/panic.c tests/sim/alloc_track.c
+FUZZ_LIB_SRC := $(CORE_SRC) src/platform/posix/panic.c tests/sim/alloc_track.c \
+                tests/unit/fake_transport.c
 FUZZ_INC     := $(INC) -Itests
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer

@@ -1,7 +1,8 @@
 /*
  * fuzz_core.c - libFuzzer target for the whole broker core (src/broker/ with
- * the codec), driven the way a platform drives it, over up to four fake
- * connections.
+ * the codec) and the connection layer above it (src/conn), driven the way
+ * a platform drives them, over up to four connections on the fake
+ * transport (tests/unit/fake_transport.c).
  *
  * The input is a small script. Byte 0 picks the configuration (bit 0 tiny
  * limits, 1 $SYS, 2 session expiry, 3 no anonymous access) and, with bit 4,
@@ -11,17 +12,25 @@
  *   3 bytes: next two bytes are a length  4 time passes: next byte * (100 << arg) ms
  *   5 toggle whether the client reads its output (slow reader, back-pressure)
  *   6 fail the next arg+1 allocations     7 read only next-byte bytes of output
- * After every step all output is drained like a platform would.
+ * After every step the layer runs turns until nothing moves, as a
+ * platform's loop would: input is read, output written to the clients that
+ * read, connections closed (a slow reader's close lingers until time
+ * passes).
  *
  * Checked after every step, beyond sanitizers and the core's own ALWAYS():
  *   - every byte the broker sends decodes as a server packet;
  *   - the core's memory_used equals what its allocator actually holds;
- * and at the end, after broker_destroy, nothing is left allocated.
+ * and at the end, after broker_destroy, nothing is left allocated. Reads
+ * leave the rest of the layer's read buffer poisoned, so ASan catches the
+ * core reading past what it was handed.
  */
 #include "broker/broker.h"
+#include "conn/conn.h"
 #include "mqtt/mqtt.h"
 #include "sim/alloc_track.h"
+#include "unit/fake_transport.h"
 
+#include <sanitizer/asan_interface.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,15 +41,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 enum { NCONN = 4 };
 
 typedef struct fconn {
-    broker_conn *conn;
-    bool reading;
-    uint8_t level;       /* level used to decode what the broker sends */
-    uint8_t rx[8192];    /* incomplete packet from the broker */
-    size_t rx_len;
+    fake_link link;      /* the transport; bytes not read yet wait in link.up */
+    bool open;           /* the layer has it */
+    bool reading;        /* false: the transport takes nothing (slow reader) */
+    fake_bytes rx;       /* incomplete packet from the broker */
 } fconn;
 
 typedef struct fworld {
     broker *b;
+    conn_server *cs;
     alloc_track at;
     uint64_t now;
     fconn c[NCONN];
@@ -56,67 +65,82 @@ static uint8_t next_byte(script *s)
     return s->pos < s->len ? s->p[s->pos++] : 0;
 }
 
-/* Decode every whole packet the client holds; anything else is a core bug.
+/* The fake transport's read, leaving the rest of the buffer poisoned. */
+static long poisoning_read(void *ctx, conn *c, uint8_t *buf, size_t cap)
+{
+    ASAN_UNPOISON_MEMORY_REGION(buf, cap);
+    long n = fake_transport.read(ctx, c, buf, cap);
+    if (n > 0)
+        ASAN_POISON_MEMORY_REGION(buf + n, cap - (size_t)n);
+    return n;
+}
+
+static conn_transport transport;
+
+static void on_close(fake_link *l)
+{
+    ((fconn *)l->owner)->open = false;
+}
+
+/* Decode every whole packet the client holds; anything else is a bug.
  * A 3.1 client's packets decode under 3.1 rules, so try both levels. */
 static void check_rx(fconn *fc)
 {
     size_t pos = 0;
-    for (;;) {
-        mqtt_packet p;
+    fake_bytes_put(&fc->rx, fake_bytes_data(&fc->link.down), fc->link.down.len);
+    fake_bytes_take(&fc->link.down, fc->link.down.len);
+    while (pos < fc->rx.len) {
+        const uint8_t *p = fake_bytes_data(&fc->rx) + pos;
+        mqtt_packet pk;
         size_t used = 0;
-        mqtt_err e = mqtt_decode(fc->rx + pos, fc->rx_len - pos, MQTT_FROM_SERVER,
-                                 MQTT_LEVEL_311, 0, &p, &used);
+        mqtt_err e = mqtt_decode(p, fc->rx.len - pos, MQTT_FROM_SERVER, MQTT_LEVEL_311, 0,
+                                 &pk, &used);
         if (e != MQTT_OK && e != MQTT_NEED_MORE)
-            e = mqtt_decode(fc->rx + pos, fc->rx_len - pos, MQTT_FROM_SERVER, MQTT_LEVEL_31, 0,
-                            &p, &used);
+            e = mqtt_decode(p, fc->rx.len - pos, MQTT_FROM_SERVER, MQTT_LEVEL_31, 0, &pk,
+                            &used);
         if (e == MQTT_NEED_MORE)
             break;
         FUZZ_ASSERT(e == MQTT_OK);
         pos += used;
     }
-    memmove(fc->rx, fc->rx + pos, fc->rx_len - pos);
-    fc->rx_len -= pos;
+    fake_bytes_take(&fc->rx, fc->open ? pos : fc->rx.len);
 }
 
-/* Take up to `max` bytes of c's output into the client. */
-static void take_output(fworld *w, fconn *fc, size_t max)
+/* One turn; whether anything moved or waits. */
+static bool turn(fworld *w)
 {
-    size_t len;
-    const uint8_t *p = broker_out_peek(fc->conn, &len);
-    FUZZ_ASSERT(len == broker_out_pending(fc->conn));
-    while (len > 0 && max > 0) {
-        size_t n = len < max ? len : max;
-        size_t room = sizeof fc->rx - fc->rx_len;
-        if (n > room)
-            n = room;
-        FUZZ_ASSERT(n > 0); /* no server packet here is larger than rx */
-        memcpy(fc->rx + fc->rx_len, p, n);
-        fc->rx_len += n;
-        broker_out_consume(w->b, fc->conn, n);
-        check_rx(fc);
-        max -= n;
-        p = broker_out_peek(fc->conn, &len);
+    size_t up[NCONN];
+    bool open[NCONN], moved = conn_next_deadline(w->cs) == 0;
+    for (int i = 0; i < NCONN; i++) {
+        fconn *fc = &w->c[i];
+        up[i] = fc->link.up.len;
+        open[i] = fc->open;
+        if (fc->reading)
+            fc->link.room = SIZE_MAX;
+        else if (fc->link.room == SIZE_MAX)
+            fc->link.room = 0;
     }
+    conn_turn_begin(w->cs, w->now);
+    for (int i = 0; i < NCONN; i++) {
+        fconn *fc = &w->c[i];
+        if (fc->open && fc->link.want_read && fc->link.up.len > 0)
+            (void)conn_readable(w->cs, &fc->link.c, w->now);
+    }
+    conn_turn_end(w->cs, w->now);
+    for (int i = 0; i < NCONN; i++) {
+        fconn *fc = &w->c[i];
+        moved |= fc->link.up.len != up[i] || fc->open != open[i] || fc->link.down.len > 0 ||
+                 (fc->open && fc->link.want_read && fc->link.up.len > 0);
+        check_rx(fc);
+    }
+    return moved || conn_next_deadline(w->cs) == 0;
 }
 
-static void close_conn(fworld *w, fconn *fc)
-{
-    broker_closed(w->b, fc->conn, w->now);
-    fc->conn = NULL;
-    fc->rx_len = 0;
-}
-
+/* Turns until nothing moves, as a platform's loop would run them. */
 static void drain(fworld *w)
 {
-    broker_conn *bc;
-    while ((bc = broker_next_dirty(w->b)) != NULL) {
-        fconn *fc = broker_conn_ctx(bc);
-        FUZZ_ASSERT(fc && fc->conn == bc);
-        if (fc->reading)
-            take_output(w, fc, SIZE_MAX);
-        if (broker_wants_close(bc) && (broker_out_pending(bc) == 0 || !fc->reading))
-            close_conn(w, fc);
-    }
+    while (turn(w))
+        ;
 }
 
 static void check_memory(fworld *w)
@@ -124,28 +148,6 @@ static void check_memory(fworld *w)
     broker_stats st;
     broker_get_stats(w->b, &st);
     FUZZ_ASSERT(st.memory_used == w->at.live_bytes);
-}
-
-static void feed(fworld *w, fconn *fc, script *s, size_t n)
-{
-    if (n > s->len - s->pos)
-        n = s->len - s->pos;
-    const uint8_t *p = s->p + s->pos;
-    s->pos += n;
-    size_t off = 0;
-    /* Copy so ASan catches reads past what was handed over. */
-    uint8_t *buf = malloc(n ? n : 1);
-    FUZZ_ASSERT(buf != NULL);
-    memcpy(buf, p, n);
-    while (fc->conn && off < n) {
-        size_t used = broker_input(w->b, fc->conn, buf + off, n - off, w->now);
-        FUZZ_ASSERT(used <= n - off);
-        off += used;
-        drain(w);
-        if (used == 0)
-            break; /* paused by back-pressure, or nothing more taken */
-    }
-    free(buf);
 }
 
 static void configure(broker_config *cfg, uint8_t sel)
@@ -171,6 +173,28 @@ static void configure(broker_config *cfg, uint8_t sel)
     cfg->version = "fuzz";
 }
 
+static void open_conn(fworld *w, fconn *fc, unsigned arg)
+{
+    fake_link_free(&fc->link);
+    fake_link_init(&fc->link);
+    fc->link.owner = fc;
+    fc->link.on_close = on_close;
+    fc->link.peer = "fuzz:1";
+    fc->link.identity = (arg & 1) ? "fuzz-identity" : NULL;
+    fc->link.is_operator = (arg & 2) != 0;
+    fake_bytes_take(&fc->rx, fc->rx.len);
+    fc->reading = true;
+    fc->open = conn_open(w->cs, &fc->link.c, false, w->now);
+}
+
+static void feed(fconn *fc, script *s, size_t n)
+{
+    if (n > s->len - s->pos)
+        n = s->len - s->pos;
+    fake_bytes_put(&fc->link.up, s->p + s->pos, n);
+    s->pos += n;
+}
+
 static void step(fworld *w, script *s)
 {
     uint8_t op = next_byte(s);
@@ -178,30 +202,22 @@ static void step(fworld *w, script *s)
     unsigned kind = (op >> 2) & 7, arg = op >> 5;
     switch (kind) {
     case 0:
-        if (!fc->conn) {
-            broker_conn_info info = {
-                .peer = "fuzz:1",
-                .identity = (arg & 1) ? "fuzz-identity" : NULL,
-                .is_operator = (arg & 2) != 0,
-            };
-            fc->rx_len = 0;
-            fc->reading = true;
-            fc->conn = broker_open(w->b, fc, &info, w->now);
-        }
+        if (!fc->open)
+            open_conn(w, fc, arg);
         break;
     case 1:
-        if (fc->conn)
-            close_conn(w, fc);
+        if (fc->open)
+            conn_failed(w->cs, &fc->link.c, w->now);
         break;
     case 2:
-        if (fc->conn)
-            feed(w, fc, s, next_byte(s));
+        if (fc->open)
+            feed(fc, s, next_byte(s));
         break;
     case 3: {
         size_t n = (size_t)next_byte(s) << 8;
         n |= next_byte(s);
-        if (fc->conn)
-            feed(w, fc, s, n);
+        if (fc->open)
+            feed(fc, s, n);
         break;
     }
     case 4:
@@ -217,8 +233,11 @@ static void step(fworld *w, script *s)
         break;
     case 7: {
         size_t n = next_byte(s);
-        if (fc->conn && !fc->reading)
-            take_output(w, fc, n);
+        if (fc->open && !fc->reading) {
+            fc->link.room = n;
+            (void)conn_writable(w->cs, &fc->link.c, w->now);
+            fc->link.room = 0;
+        }
         break;
     }
     }
@@ -248,6 +267,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     w.at.fail_at = 0;
     check_memory(&w);
+    /* The layer's own memory comes from malloc: the tracked allocator
+     * accounts for the core's alone. */
+    transport = fake_transport;
+    transport.read = poisoning_read;
+    conn_server_config cc;
+    memset(&cc, 0, sizeof cc);
+    cc.b = w.b;
+    cc.io = &transport;
+    w.cs = conn_server_create(&cc);
+    FUZZ_ASSERT(w.cs != NULL);
 
     script s = {data, size, 1};
     while (s.pos < s.len)
@@ -255,11 +284,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     w.at.fail_next = 0;
     for (int i = 0; i < NCONN; i++)
-        if (w.c[i].conn)
-            close_conn(&w, &w.c[i]);
+        if (w.c[i].open)
+            conn_failed(w.cs, &w.c[i].link.c, w.now);
     drain(&w);
     check_memory(&w);
+    conn_server_destroy(w.cs);
     broker_destroy(w.b);
     FUZZ_ASSERT(w.at.live_bytes == 0 && w.at.live_blocks == 0);
+    for (int i = 0; i < NCONN; i++) {
+        fake_link_free(&w.c[i].link);
+        fake_bytes_free(&w.c[i].rx);
+    }
     return 0;
 }

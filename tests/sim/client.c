@@ -227,6 +227,10 @@ void client_disconnect(world *w, int i)
     net_write(w, cl->conn, buf, mqtt_encode_empty(buf, sizeof buf, MQTT_DISCONNECT), m);
     w->conns[cl->conn].expect_close = true;
     cl->st = CS_DISCONNECTING;
+    /* Half the clients also end their sending (EOF) and read until the
+     * broker closes; the others wait for the broker to close first. */
+    if (rng_pct(&w->r, 50))
+        net_fin(w, cl->conn);
 }
 
 void client_closed(world *w, int k)

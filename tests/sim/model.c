@@ -179,8 +179,8 @@ void model_apply(world *w, int k, const mark *m)
         c->inc = cur;
         return;
     }
-    if (c->ended && c->bc && broker_wants_close(c->bc))
-        return; /* input still fed to a connection the core is closing */
+    if (c->ended && sconn_core(c) && broker_wants_close(sconn_core(c)))
+        return; /* the rest of a read the core took whole with the packet closing it */
     if (c->inc < 0 || !w->inc[c->inc].alive || w->inc[c->inc].conn != k) {
         sim_fail(w, "model: conn %d sent a packet without a session", k);
         return;

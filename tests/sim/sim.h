@@ -1,11 +1,12 @@
 /*
- * sim.h - the deterministic simulator of the broker core (SPEC H5): types
+ * sim.h - the deterministic simulator of the broker core (SPEC H5), driven
+ * through the connection layer (src/conn) as a platform drives it: types
  * shared by its files.
  *
  *   rng.c     the seeded PRNG every random choice comes from
- *   bytes.c   byte FIFOs (the simulated network's pipes)
- *   net.c     connections: pipes both ways, feeding the core, collecting
- *             its output, closes
+ *   net.c     connections: the connection layer (src/conn) over the fake
+ *             transport (tests/unit/fake_transport.c), network faults, and
+ *             which packets the core has handled
  *   client.c  simulated MQTT clients: protocol state, acks, retries
  *   model.c   the oracle: which session should get which message, and the
  *             invariants checked against what the clients saw
@@ -17,15 +18,16 @@
  * (alloc_fail.c, the allocation-failure loop, is a separate program.)
  *
  * Per seed the configuration varies too: inflight window and work budget,
- * one seed in three small output buffers (QoS 0 may then be dropped, QoS
- * 1/2 never), one in four session expiry (sessions a tick removes must be
+ * one seed in three small output buffers and small transport buffers (QoS 0
+ * may then be dropped, QoS 1/2 never), one in four session expiry (sessions a tick removes must be
  * exactly the ones due), one in four tiny back-pressure watermarks
  * (publishers held for slow subscribers; when nothing else moves, time
  * passes until holds time out).
  *
  * One seed drives everything, so a failing seed replays exactly. The broker
- * lives in world.b and is reached only through broker.h, so a "broker
- * restart" event (destroy, re-create from the durable store) is possible:
+ * lives in world.b with the layer over it in world.cs, and is reached only
+ * through broker.h and conn.h, so a "broker restart" event (drop every
+ * link, destroy both, re-create from the durable store) is possible:
  * one seed in three is durable (store.c): batches are committed late or
  * fail, and the broker crashes and is restored from what was committed.
  */
@@ -35,7 +37,9 @@
 #include "alloc_track.h"
 #include "broker/broker.h"
 #include "broker/journal.h"
+#include "conn/conn.h"
 #include "mqtt/mqtt.h"
+#include "../unit/fake_transport.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -69,15 +73,6 @@ uint64_t rng_next(rng *r);
 uint32_t rng_below(rng *r, uint32_t n); /* 0..n-1, n > 0 */
 bool rng_pct(rng *r, uint32_t percent);
 
-/* ---- bytes.c ---- */
-typedef struct bytes_q {
-    uint8_t *p;
-    size_t len, cap;
-} bytes_q;
-void bq_push(bytes_q *q, const uint8_t *p, size_t n);
-void bq_pop(bytes_q *q, size_t n);
-void bq_free(bytes_q *q);
-
 /* ---- connections (net.c) ---- */
 typedef enum mark_kind {
     MK_CONNECT,
@@ -103,24 +98,44 @@ typedef struct mark {
     int32_t arg; /* message index (PUBLISH, -1 = retained clear), filter */
 } mark;
 
+/*
+ * One connection: the client's end, and the broker's end on the connection
+ * layer (src/conn) over the fake transport (tests/unit/fake_transport.h).
+ * Client to broker, bytes are first in flight (`up`), then arrive in the
+ * transport (`link.up`), from which the layer reads them and gives them to
+ * the core, keeping what the core leaves (link.c.pending_len). Broker to
+ * client, the layer writes into `link.down` as far as `link.room` lets it
+ * and the client reads from there.
+ */
 typedef struct sconn {
-    broker_conn *bc;        /* NULL once the transport is closed */
+    fake_link link;         /* the transport; link.owner is the world */
     int client;             /* client reading it, -1 once orphaned or closed */
     int owner;              /* client that opened it */
-    bytes_q up, down;       /* in flight: client->broker, broker->client */
-    uint64_t up_written, up_fed;
+    fake_bytes up;          /* in flight client->broker, not arrived yet */
+    uint64_t up_written;    /* bytes the client wrote */
+    uint64_t up_arrived;    /* ... of which reached the transport */
+    uint64_t up_consumed;   /* ... of which the core took: marks applied up to here */
     mark *marks;
     size_t nmarks, marks_head, marks_cap;
     int inc;                /* session incarnation the model attached, or -1 */
+    bool open;              /* the layer has it: opened, neither closed nor dropped */
     bool ended;             /* the model has ended this connection */
     bool expect_close;      /* DISCONNECT sent, orphaned, or dropped */
     bool pred_sp;           /* session present the model predicts */
     bool connack_seen;
-    bool blocked;           /* the transport took only part of the output */
-    bool eof;               /* closed: the client sees EOF once down drains */
-    uint8_t *rx;            /* client side: bytes of an incomplete packet */
-    size_t rx_len, rx_cap;
+    bool fin;               /* the client sent its last byte: EOF follows them */
+    bool silent;            /* abandoned by a peer that acknowledges nothing more */
+    bool paused;            /* the layer stopped reading it (counted once a pause) */
+    bool closing;           /* the core wants it closed: no more marks apply */
+    bool eof;               /* closed: the client sees EOF once link.down drains */
+    fake_bytes rx;          /* client side: bytes of an incomplete packet */
 } sconn;
+
+/* The core's side of connection c, NULL once the layer closed or dropped it. */
+static inline broker_conn *sconn_core(const sconn *c)
+{
+    return conn_core(&c->link.c);
+}
 
 /* ---- clients (client.c) ---- */
 typedef enum cstate { CS_OFF, CS_CONNECTING, CS_READY, CS_DISCONNECTING } cstate;
@@ -210,6 +225,17 @@ typedef struct world {
     uint32_t expiry_s;         /* session expiry limit, 0 = kept forever */
     uint64_t step;
     broker *b;
+    conn_server *cs;           /* the connection layer over b (net.c) */
+    size_t sndbuf;             /* bytes a transport holds for a client that has not read them */
+    /* The layer call in progress may feed the core these connections, in
+     * this order, whose transports had been read feed_reads[] times before
+     * it; marks are applied for feed[0 .. fed) (net.c). */
+    int feed[SIM_MAX_CONNS];
+    unsigned feed_reads[SIM_MAX_CONNS];
+    int nfeed, fed;
+    /* The core's bytes_received before the call, and the bytes of input
+     * the marks applied since account for: the two must agree. */
+    uint64_t feed_rx, feed_taken;
     broker_config cfg;         /* kept to re-create the broker after a crash */
     /* Durable seeds (store.c): batches taken and not yet done, each with
      * the model's live incarnations when it was taken (whose records they
@@ -241,29 +267,54 @@ typedef struct world {
     /* counters for the summary */
     uint64_t n_delivered, n_dups, n_drops, n_takeovers, n_reconnects, n_qos0_dropped,
         n_paused, n_expired, n_commits, n_failed, n_crashes;
+    /* ... of the connection layer: input it kept for the core after a
+     * feeding call, closes by kind, lingers that ran out */
+    uint64_t n_kept, n_graceful, n_aborts, n_lingers;
 } world;
 
 void sim_fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_trace(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* net.c */
+/* The connection layer over w->b: after broker_create, and again after a
+ * crash's restart. */
+void net_start(world *w);
+/* The layer goes with the broker (a crash, the end of a run): every link is
+ * dropped without telling the core, then the layer is destroyed. */
+void net_stop(world *w);
+void net_free(world *w);
 int net_open(world *w, int client);
 void net_write(world *w, int k, const uint8_t *p, size_t n, mark m);
-/* Feed up to n bytes of k's upstream pipe to the core. */
-void net_feed(world *w, int k, size_t n);
-/* Hand up to n bytes of k's downstream pipe to its client. */
+/* The client sends nothing more on k: EOF follows what it wrote. */
+void net_fin(world *w, int k);
+/* A turn of the layer: leftover input first; at the end the core's timers
+ * (expiry judged by the model), every connection's output, lingers. */
+void net_turn_begin(world *w);
+void net_turn_end(world *w);
+/* broker_tick now; the model judges the sessions it removed. */
+void net_tick(world *w);
+/* How much output each transport takes during this step. */
+void net_refill(world *w);
+/* n bytes of k's in-flight upstream reach the transport. */
+void net_arrive(world *w, int k, size_t n);
+/* k has something to read (bytes, EOF or an error) that the layer wants to
+ * hear about; net_readable tells the layer. */
+bool net_has_readable(const sconn *c);
+void net_readable(world *w, int k);
+/* Hand up to n bytes of k's downstream to its client. */
 void net_deliver(world *w, int k, size_t n);
-/* Pull the core's output of every dirty connection; close what it wants. */
-void net_collect(world *w);
-/* The transport became writable again. */
-void net_unblock(world *w, int k);
-/* Abrupt loss of the transport. */
+/* The layer waits for room on k and there is some; net_writable tells it. */
+bool net_has_writable(const sconn *c);
+void net_writable(world *w, int k);
+/* The client loses k: a reset, an error the layer finds later, or its
+ * socket closed without DISCONNECT (EOF). */
 void net_drop(world *w, int k);
 /* The client abandons k without closing it (takeover). */
 void net_orphan(world *w, int k);
-/* The transport vanishes with the broker (crash): no broker_closed. */
-void net_lost(world *w, int k);
-void net_free(world *w);
+/* Input waits on k while the core holds it (back-pressure). */
+bool net_input_held(const sconn *c);
+/* The core wants k closed and the layer still has it (lingering). */
+bool net_closing(const sconn *c);
 
 /* client.c */
 void client_init(world *w, int i);

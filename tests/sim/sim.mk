@@ -18,9 +18,10 @@ SEED_START ?= 1
 SIM_TEST_SEEDS := 200
 
 # alloc_fail.c has its own main(); every other file belongs to the simulator.
-# The durable store model is the unit tests' (tests/unit/model_store.c).
+# The durable store model and the fake transport under the connection layer
+# (src/conn, in CORE_SRC) are the unit tests' (tests/unit/).
 SIM_SRC  := $(filter-out tests/sim/alloc_fail.c,$(sort $(wildcard tests/sim/*.c))) \
-            tests/unit/model_store.c
+            tests/unit/model_store.c tests/unit/fake_transport.c
 SIM_OBJ  := $(call obj,asan,$(SIM_SRC) src/platform/posix/panic.c)
 AF_OBJ   := $(call obj,asan,tests/sim/alloc_fail.c tests/sim/alloc_track.c \
                             src/platform/posix/panic.c)

@@ -140,8 +140,7 @@ int store_commit(world *w, int n)
         w->n_commits++;
     }
     drop_oldest(w, n);
-    net_collect(w);
-    return n;
+    return n; /* the answers it released go out at the end of the turn */
 }
 
 void store_fail(world *w)
@@ -160,12 +159,11 @@ void store_fail(world *w)
      * for it their sessions are offline from now (the expiry clock runs),
      * though the transport closes only once their output is flushed. */
     for (int k = 0; k < w->nconns; k++) {
-        if (w->conns[k].bc && broker_wants_close(w->conns[k].bc)) {
+        if (net_closing(&w->conns[k])) {
             w->conns[k].expect_close = true;
             model_conn_end(w, k);
         }
     }
-    net_collect(w);
 }
 
 void store_crash(world *w)
@@ -174,8 +172,7 @@ void store_crash(world *w)
         return;
     sim_trace(w, "CRASH: %d batches lost", w->npend);
     w->npend = 0;
-    for (int k = 0; k < w->nconns; k++)
-        net_lost(w, k);
+    net_stop(w); /* every link dropped, the layer destroyed */
     broker_destroy(w->b);
     w->b = NULL;
     if (w->at.live_bytes != 0 || w->at.live_blocks != 0) {
@@ -186,6 +183,7 @@ void store_crash(world *w)
     w->b = broker_create(&w->cfg, w->now);
     if (!w->b)
         abort();
+    net_start(w);
     if (!ms_load(w->ms, w->b)) {
         sim_fail(w, "crash: restoring from the store failed");
         return;

@@ -66,6 +66,8 @@ static long fake_read(void *ctx, conn *c, uint8_t *buf, size_t cap)
     l->reads++;
     if (l->closed)
         abort(); /* the layer used a link it closed */
+    if (l->on_read)
+        l->on_read(l);
     if (l->fail_read)
         return CONN_IO_ERROR;
     if (l->read_max && n > l->read_max)
@@ -103,6 +105,8 @@ static size_t fake_room(void *ctx, const conn *c)
 static void fake_push(void *ctx, conn *c)
 {
     (void)ctx;
+    if (fake_link_of(c)->closed)
+        abort(); /* the layer used a link it closed */
     fake_link_of(c)->pushes++;
 }
 
@@ -111,6 +115,8 @@ static bool fake_interest(void *ctx, conn *c, bool read, bool write)
     fake_link *l = fake_link_of(c);
 
     (void)ctx;
+    if (l->closed)
+        abort(); /* the layer used a link it closed */
     l->want_read = read;
     l->want_write = write;
     l->interest_calls++;

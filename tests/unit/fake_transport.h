@@ -22,9 +22,10 @@ typedef struct fake_bytes {
 void fake_bytes_put(fake_bytes *q, const void *data, size_t n);
 /* Drop the first n bytes (n <= len). */
 void fake_bytes_take(fake_bytes *q, size_t n);
+/* The bytes queued (NULL while nothing ever was). */
 static inline const uint8_t *fake_bytes_data(const fake_bytes *q)
 {
-    return q->p + q->off;
+    return q->p != NULL ? q->p + q->off : NULL;
 }
 void fake_bytes_free(fake_bytes *q);
 
@@ -49,6 +50,9 @@ struct fake_link {
     void *owner;          /* the test's */
     /* Called when the layer closes the link (may be NULL). */
     void (*on_close)(fake_link *l);
+    /* Called before every read (may be NULL): the simulator varies
+     * read_max here, so each read returns a size of its choosing. */
+    void (*on_read)(fake_link *l);
 };
 
 /* The transport; its context is unused. */
