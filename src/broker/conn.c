@@ -119,7 +119,7 @@ static void make_auto_id(broker *b, char *out, size_t cap)
 static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 {
     char auto_id[32];
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     const uint8_t *id = cp->client_id.p;
     size_t id_len = cp->client_id.len;
 
@@ -218,7 +218,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
      * never see the old session again after a crash (it has dropped its
      * half, so a resent QoS 2 message would reach it twice). Until then
      * its input waits and nothing else is sent to it. */
-    uint64_t gate = bk_journal_gate_if_changed(b, records_before);
+    uint64_t gate = bk_journal_gate_if_changed(b, mark);
     c->connack_held = gate != 0;
     if (!bk_ack_send_or_hold(b, c, MQTT_CONNACK,
                              (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {
@@ -232,7 +232,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     b->stats.msgs_received++;
     bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
@@ -255,17 +255,22 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
                                  p->retain, NULL);
         }
         /* Durability contract (D1): acknowledge only once what this
-         * message changed is committed. */
+         * message changed is committed, and a resend only once what the
+         * first one changed is. A message with no durable consequence is
+         * acknowledged at once, also while the disk fails. */
         if (!bk_ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
-                                 bk_journal_gate(b, records_before)))
+                                 bk_journal_gate_session(b, s, mark)))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         return;
     }
     if (allowed)
         bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
                          p->retain, NULL);
+    /* QoS 1 leaves no state of its own behind: the PUBACK waits only for
+     * what routing recorded (a retained value, queue rows of persistent
+     * sessions). */
     if (p->qos == 1 && !bk_ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
-                                            bk_journal_gate(b, records_before)))
+                                            bk_journal_gate_if_changed(b, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -309,7 +314,7 @@ bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t
 
 static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     session *s = c->sess;
     uint8_t codes_small[32];
     uint8_t *codes = codes_small;
@@ -348,7 +353,7 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     /* SUBACK once a persistent session's new subscriptions are on disk:
      * acknowledged, they must survive a crash. */
     if (!bk_suback_send_or_hold(b, c, l->packet_id, codes, l->count,
-                                bk_journal_gate_if_changed(b, records_before))) {
+                                bk_journal_gate_if_changed(b, mark))) {
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
         goto done;
     }
@@ -372,16 +377,17 @@ done:
 
 static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     size_t pos = 0;
     mqtt_bytes f;
     while (mqtt_unsubscribe_next(l, &pos, &f))
         if (bk_tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
             bk_journal_sub(b, c->sess, f.p, f.len, 0, false);
     /* UNSUBACK once the removal is on disk: a subscription the client was
-     * told is gone must not come back after a crash. */
+     * told is gone must not come back after a crash (also when an earlier,
+     * not yet committed UNSUBSCRIBE removed it). */
     if (!bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
-                             bk_journal_gate_if_changed(b, records_before)))
+                             bk_journal_gate_session(b, c->sess, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -397,13 +403,13 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
     case MQTT_PUBREC: {
         /* Braced: a declaration right after a case label is C23, and clang
          * rejects it in C17 mode (the fuzz build). */
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         if (e && e->state == Q_WAIT_PUBREC) {
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
             bk_journal_queue_state(b, s, e);
             if (bk_journaled(b, s)) {
-                e->jseq = bk_journal_gate(b, records_before);
+                e->jseq = bk_journal_gate(b, mark);
                 bk_journal_msg_unref(b, e->m);
             }
             bk_msg_unref(b, e->m);
@@ -414,7 +420,7 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
          * PUBREL waits for the state change to be on disk: after a restart
          * we must not send the PUBLISH again for an id the receiver has
          * already released. */
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate(b, records_before))) {
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate_session(b, s, mark))) {
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return;
         }
@@ -461,10 +467,10 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
     case MQTT_PUBREL: {
         /* PUBCOMP only once the id's removal is on disk: a stored id would
          * make the broker drop the client's next message with that id. */
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         bk_session_in_qos2_del(b, c->sess, pkt->u.packet_id);
         if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
-                                 bk_journal_gate(b, records_before)))
+                                 bk_journal_gate_session(b, c->sess, mark)))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     }

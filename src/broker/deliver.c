@@ -334,7 +334,7 @@ void bk_session_pump(broker *b, session *s)
         }
         if (s->inflight >= b->lim.max_inflight)
             break;
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         e->packet_id = bk_session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
         s->q_bytes -= e->m->payload_len;
@@ -346,7 +346,7 @@ void bk_session_pump(broker *b, session *s)
          * give its id to another message). A QoS 1 one may leave at once: a
          * receiver may see it again after a crash anyway. */
         bk_journal_queue_state(b, s, e);
-        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, records_before) : 0;
+        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, mark) : 0;
         bk_session_transmit(b, s);
     }
     if (s->q_count - s->q_sent < unsent_before)
