@@ -87,7 +87,9 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
                              w->qos, w->retain, w);
         }
     } else {
-        bk_log(b, BROKER_LOG_DEBUG, "connection %s closed: %s", conn_name(c), why);
+        /* Never a client: refusals of a CONNECT, timeouts, garbage. */
+        bk_log_limited(b, BK_LOGK_CONNECT_FAILED, BROKER_LOG_DEBUG, "connection %s closed: %s",
+                       conn_name(c), why);
     }
     bk_msg_unref(b, c->will);
     c->will = NULL;
@@ -102,7 +104,8 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
 static void protocol_error(broker *b, broker_conn *c, const char *what)
 {
     b->stats.protocol_errors++;
-    bk_log(b, BROKER_LOG_INFO, "client %s: protocol error: %s", conn_name(c), what);
+    bk_log_limited(b, BK_LOGK_PROTOCOL, BROKER_LOG_INFO, "client %s: protocol error: %s",
+                   conn_name(c), what);
     bk_conn_end(b, c, true, "protocol error", b->now_ms);
 }
 
@@ -238,8 +241,9 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
     if (!allowed) {
         /* Not delivered, but still acknowledged as 3.1.1 allows. */
         b->stats.acl_denied++;
-        bk_log(b, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied", s->id,
-               (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p);
+        bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied",
+                       s->id, (int)(p->topic.len > 200 ? 200 : p->topic.len),
+                       (const char *)p->topic.p);
     }
 
     if (p->qos == 2) {
@@ -290,7 +294,9 @@ static void send_retained(broker *b, void *ctx, msg *m)
     /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
      * the retain flag. They queue behind the SUBACK like any message. */
     if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
-        b->stats.publish_dropped++;
+        bk_dropped(b, rc->sess, q, bk_msg_topic(m), m->topic_len,
+                   "retained message for a new subscription: its queue is full or memory "
+                   "ran out");
         return;
     }
     bk_session_pump(b, rc->sess);
@@ -333,15 +339,17 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
         bool is_new;
         if (!bk_session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
             b->stats.acl_denied++;
-            bk_log(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
-                   (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
+            bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_INFO,
+                           "client %s: subscription to '%.*s' denied", s->id,
+                           (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
             codes[i++] = MQTT_SUBACK_FAILURE;
             continue;
         }
         sub *x = bk_tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
         codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
         if (!x)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                           "client %s: out of memory subscribing", s->id);
         else
             bk_journal_sub(b, s, f.p, f.len, qos, true);
         if (x)
@@ -367,8 +375,8 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
                            bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
                                                        (const char *)f.p, f.len)};
         if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
-                   s->id);
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                           "client %s: out of memory sending retained messages", s->id);
     }
 done:
     if (codes != codes_small)
@@ -434,8 +442,8 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
         ALWAYS(0);
     }
     if (!e)
-        bk_log(b, BROKER_LOG_DEBUG, "client %s: acknowledgement for unknown packet id %u", s->id,
-               id);
+        bk_log_limited(b, BK_LOGK_UNKNOWN_ACK, BROKER_LOG_DEBUG,
+                       "client %s: acknowledgement for unknown packet id %u", s->id, id);
     bk_session_pump(b, s);
 }
 

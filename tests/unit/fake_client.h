@@ -40,6 +40,9 @@ typedef struct fworld {
      * without being stored. */
     void (*commit)(struct fworld *w);
     void *commit_ctx;
+    /* Optional: sees every line the broker core logs (set after fw_init). */
+    void (*log_hook)(void *ctx, broker_log_level level, const char *msg);
+    void *log_hook_ctx;
 } fworld;
 
 /* Create a broker with the given limits (NULL = defaults), $SYS off unless
