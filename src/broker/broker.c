@@ -67,6 +67,17 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
+    if (b->lim.max_packet_size > b->lim.max_queued_bytes) {
+        /* A larger message would be accepted and acknowledged but could
+         * never be queued for a QoS 1/2 subscriber: lost without a word.
+         * The configuration parser refuses such a file; a platform that
+         * sets limits itself gets them made consistent here. */
+        bk_log(b, BROKER_LOG_WARN,
+               "limits.max_packet_size (%u) is above limits.max_queued_bytes (%u): lowered to "
+               "%u, so that every message accepted can be queued for a subscriber",
+               b->lim.max_packet_size, b->lim.max_queued_bytes, b->lim.max_queued_bytes);
+        b->lim.max_packet_size = b->lim.max_queued_bytes;
+    }
     b->memory_used = cfg->memory_used;
     b->memory_ctx = cfg->memory_ctx;
     b->hash_key[0] = cfg->hash_key[0];

@@ -502,6 +502,28 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
     }
 }
 
+/* A packet above limits.max_packet_size, refused as soon as its fixed
+ * header shows its size, before the rest is read or buffered. MQTT 3.1.1
+ * has no negative acknowledgement: a server that does not accept a PUBLISH
+ * must either acknowledge it positively or close the network connection
+ * [MQTT-3.3.5-2]. Acknowledging would tell the client its message was taken
+ * care of when it is dropped, so the connection is closed (the client
+ * keeps the message; it sees the refusal as a lost connection), said with
+ * the client and the sizes, and counted. */
+static void refuse_too_large(broker *b, broker_conn *c, const uint8_t *buf, size_t len)
+{
+    uint32_t size = 0;
+    (void)mqtt_frame_size(buf, len, 0, &size); /* the header was read: the size is known */
+    unsigned type = len > 0 ? buf[0] >> 4 : 0;
+    b->stats.packets_too_large++;
+    bk_log_limited(b, BK_LOGK_TOO_LARGE, BROKER_LOG_WARN,
+                   "client %s: %s of %u bytes refused: above limits.max_packet_size (%u); "
+                   "connection closed",
+                   conn_name(c), type == MQTT_PUBLISH ? "PUBLISH" : "packet", size,
+                   b->lim.max_packet_size);
+    bk_conn_end(b, c, true, "packet too large", b->now_ms);
+}
+
 static void decode_error(broker *b, broker_conn *c, mqtt_err err)
 {
     if (err == MQTT_ERR_BAD_PROTOCOL_LEVEL && c->state == CONN_NEW) {
@@ -544,6 +566,10 @@ static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len
     *need_more = err == MQTT_NEED_MORE;
     if (*need_more)
         return true;
+    if (err == MQTT_ERR_TOO_LARGE) {
+        refuse_too_large(b, c, buf, len);
+        return false;
+    }
     if (err != MQTT_OK) {
         decode_error(b, c, err);
         return false;
@@ -566,6 +592,9 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
         mqtt_err err = mqtt_frame_size(c->in, c->in_len, b->lim.max_packet_size, &size);
         if (err == MQTT_NEED_MORE) {
             want = 1; /* the header is at most 5 bytes: go byte by byte */
+        } else if (err == MQTT_ERR_TOO_LARGE) {
+            refuse_too_large(b, c, c->in, c->in_len);
+            return -1;
         } else if (err != MQTT_OK) {
             decode_error(b, c, err);
             return -1;

@@ -602,6 +602,50 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
     return true;
 }
 
+/* "KEY (VALUE, line N)" or "KEY (VALUE, the default)". */
+static void msg_limit(msgbuf *m, const size_t *key_lines, const char *key, uint32_t value)
+{
+    size_t line = line_of(key_lines, key);
+
+    msg_str(m, key);
+    msg_str(m, " (");
+    msg_uint(m, value);
+    if (line != 0) {
+        msg_str(m, ", line ");
+        msg_uint(m, line);
+    } else {
+        msg_str(m, ", the default");
+    }
+    msg_putc(m, ')');
+}
+
+/*
+ * Limits that must agree: every message the broker accepts must be one it
+ * can deliver under its own bounds. A PUBLISH is at most max_packet_size
+ * bytes and its payload must fit a session's queue (max_queued_bytes), or
+ * it would be acknowledged and never reach a QoS 1/2 subscriber. (The
+ * output buffer bound, max_out_bytes, delays a large message but never
+ * refuses it: it is checked before a message is added, not after.)
+ */
+static bool check_limits(const tern_config *cfg, const size_t *key_lines, const char *file,
+                         msgbuf *m)
+{
+    const tern_config_limits *l = &cfg->limits;
+    size_t line = line_of(key_lines, "limits.max_packet_size");
+
+    if (l->max_packet_size <= l->max_queued_bytes)
+        return true;
+    if (line == 0)
+        line = line_of(key_lines, "limits.max_queued_bytes");
+    msg_begin(m, file, line);
+    msg_limit(m, key_lines, "limits.max_packet_size", l->max_packet_size);
+    msg_str(m, " is above ");
+    msg_limit(m, key_lines, "limits.max_queued_bytes", l->max_queued_bytes);
+    msg_str(m, ": a message that large could never be queued for a QoS 1/2 subscriber; "
+               "lower the first or raise the second");
+    return false;
+}
+
 static void msg_ipv4(msgbuf *m, const uint8_t a[4])
 {
     for (int i = 0; i < 4; i++) {
@@ -732,7 +776,8 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         msg_str(&m, "missing 'config_version = 1' (it must be the first setting)");
         goto done;
     }
-    if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m))
+    if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m) ||
+        !check_limits(&parsed, key_lines, file, &m))
         goto done;
     *cfg = parsed;
     ok = true;

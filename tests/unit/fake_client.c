@@ -78,6 +78,16 @@ void fw_init(fworld *w, const broker_limits *lim)
     init_cfg(w, lim, false);
 }
 
+void fw_init_logged(fworld *w, const broker_limits *lim,
+                    void (*hook)(void *ctx, broker_log_level level, const char *msg), void *ctx)
+{
+    memset(w, 0, sizeof *w);
+    w->now = 1000000;
+    w->log_hook = hook;
+    w->log_hook_ctx = ctx;
+    init_cfg(w, lim, false);
+}
+
 void fw_init_durable(fworld *w, const broker_limits *lim)
 {
     memset(w, 0, sizeof *w);

@@ -49,6 +49,10 @@ typedef struct fworld {
  * limits say otherwise. */
 void fw_init(fworld *w, const broker_limits *lim);
 void fw_free(fworld *w);
+/* The same with a hook that sees every line the core logs, from
+ * broker_create on (see fworld.log_hook). */
+void fw_init_logged(fworld *w, const broker_limits *lim,
+                    void (*hook)(void *ctx, broker_log_level level, const char *msg), void *ctx);
 /* The same with broker_config.durable: the test drives the store. */
 void fw_init_durable(fworld *w, const broker_limits *lim);
 /* Simulate a crash and restart: a fresh durable broker, clients closed. The
