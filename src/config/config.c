@@ -87,7 +87,8 @@ static const key_def key_table[] = {
 
 #define KEY_COUNT (sizeof key_table / sizeof key_table[0])
 
-_Static_assert(KEY_COUNT <= 64, "duplicate detection uses a 64-bit mask");
+_Static_assert(KEY_COUNT <= 64 && KEY_COUNT <= TERN_CONFIG_KEYS_MAX,
+               "duplicate detection uses a 64-bit mask; tern_config.key_line has room");
 
 /* A view into the caller's text. */
 typedef struct span {
@@ -779,12 +780,22 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
     if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m) ||
         !check_limits(&parsed, key_lines, file, &m))
         goto done;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        parsed.key_line[i] = key_lines[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)key_lines[i];
     *cfg = parsed;
     ok = true;
 done:
     if (ok && err_size > 0)
         err[0] = '\0';
     return ok;
+}
+
+size_t tern_config_line(const tern_config *cfg, const char *key)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (strcmp(key_table[i].name, key) == 0)
+            return cfg->key_line[i];
+    return 0;
 }
 
 void tern_config_to_broker(const tern_config *cfg, broker_config *out)
