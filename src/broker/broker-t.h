@@ -15,6 +15,7 @@
 #include "broker/acl.h"
 #include "broker/broker.h"
 #include "broker/journal.h"
+#include "broker/log-t.h"
 #include "broker/persist-t.h"
 #include "broker/session-t.h"
 #include "broker/sys-t.h"
@@ -36,6 +37,7 @@ struct broker {
     broker_log_fn log;
     void *log_ctx;
     broker_log_level log_level;
+    bk_log_state logs;        /* rate-limited lines (log.c) */
     uint64_t (*memory_used)(void *ctx); /* broker_config.memory_used, may be NULL */
     void *memory_ctx;
     uint64_t hash_key[2];     /* broker_config.hash_key */

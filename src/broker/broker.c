@@ -20,8 +20,6 @@
 #include "broker/wheel.h"
 #include "mqtt/mqtt.h"
 
-#include <stdarg.h>
-#include <stdio.h>
 #include <string.h>
 
 #define EXPIRY_CHECK_MS 1000u
@@ -53,18 +51,6 @@ static void apply_defaults(broker_limits *l)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
 }
 
-void bk_log(broker *b, broker_log_level level, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    if (!b->log || level > b->log_level)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    b->log(b->log_ctx, level, line);
-}
-
 broker *broker_create(const broker_config *cfg, uint64_t now_ms)
 {
     broker tmp;
@@ -81,6 +67,17 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
+    if (b->lim.max_packet_size > b->lim.max_queued_bytes) {
+        /* A larger message would be accepted and acknowledged but could
+         * never be queued for a QoS 1/2 subscriber: lost without a word.
+         * The configuration parser refuses such a file; a platform that
+         * sets limits itself gets them made consistent here. */
+        bk_log(b, BROKER_LOG_WARN,
+               "limits.max_packet_size (%u) is above limits.max_queued_bytes (%u): lowered to "
+               "%u, so that every message accepted can be queued for a subscriber",
+               b->lim.max_packet_size, b->lim.max_queued_bytes, b->lim.max_queued_bytes);
+        b->lim.max_packet_size = b->lim.max_queued_bytes;
+    }
     b->memory_used = cfg->memory_used;
     b->memory_ctx = cfg->memory_ctx;
     b->hash_key[0] = cfg->hash_key[0];
@@ -89,6 +86,7 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->sys_public = cfg->sys_public;
     b->durable = cfg->durable;
     b->holds_deadline = UINT64_MAX;
+    bk_log_init(b);
     b->jr.next_seq = 1;
     b->jr.next_msg_id = 1;
     b->start_ms = now_ms;
@@ -159,6 +157,7 @@ void broker_destroy(broker *b)
     bk_journal_free(b);
     if (b->restore)
         broker_restore_done(b);
+    bk_log_flush(b);
     broker tmp = *b;
     bk_mem_free(&tmp, b);
 }
@@ -167,8 +166,9 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
 {
     b->now_ms = now_ms;
     if (b->conn_count >= b->lim.max_connections) {
-        bk_log(b, BROKER_LOG_WARN, "connection from %s refused: max_connections (%u) reached",
-               info && info->peer ? info->peer : "?", b->lim.max_connections);
+        bk_log_limited(b, BK_LOGK_CONN_REFUSED, BROKER_LOG_WARN,
+                       "connection from %s refused: max_connections (%u) reached",
+                       info && info->peer ? info->peer : "?", b->lim.max_connections);
         return NULL;
     }
     broker_conn *c = bk_mem_calloc(b, sizeof *c);
@@ -234,7 +234,7 @@ static void expire_sessions(broker *b, uint64_t now_ms)
     while (s) {
         session *next = s->off_next;
         if (s->expires_at <= now_ms) {
-            bk_log(b, BROKER_LOG_INFO, "session %s expired", s->id);
+            bk_log_limited(b, BK_LOGK_EXPIRED, BROKER_LOG_INFO, "session %s expired", s->id);
             bk_session_destroy(b, s);
         }
         s = next;
@@ -247,6 +247,7 @@ void broker_tick(broker *b, uint64_t now_ms)
     bk_wheel_advance(b, &b->wheel, now_ms);
     bk_flow_tick(b, now_ms);
     bk_out_pool_tick(b, now_ms);
+    bk_log_tick(b, now_ms);
     if (now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         if (b->lim.session_expiry_s)
@@ -271,6 +272,9 @@ uint64_t broker_next_deadline(const broker *b)
      * nothing else to wake it. */
     if (bk_out_pool_next_deadline(b) < d)
         d = bk_out_pool_next_deadline(b);
+    /* So is a count of suppressed log lines, even when the flood stopped. */
+    if (bk_log_next_deadline(b) < d)
+        d = bk_log_next_deadline(b);
     return d;
 }
 

@@ -63,7 +63,9 @@ typedef void (*broker_log_fn)(void *ctx, broker_log_level level, const char *msg
  * the configuration parser, where each says what it bounds and why. */
 typedef struct broker_limits {
     uint32_t max_connections;      /* connections open at once */
-    uint32_t max_packet_size;      /* inbound, whole packet; the default is the protocol max */
+    uint32_t max_packet_size;      /* inbound, whole packet; a larger one closes the
+                                      connection. At most max_queued_bytes (lowered to it,
+                                      with a warning, by broker_create) */
     uint32_t max_inflight;         /* outbound QoS 1/2 unacknowledged per session */
     uint32_t max_queued;           /* QoS 1/2 messages waiting per session (offline or window
                                       full) */
@@ -201,6 +203,7 @@ typedef struct broker_stats {
     uint64_t subscriptions_count;
     uint64_t memory_used;         /* bytes allocated by the core, live */
     uint64_t protocol_errors;     /* connections closed for malformed input */
+    uint64_t packets_too_large;   /* connections closed for a packet above max_packet_size */
     uint64_t acl_denied;          /* publishes and subscriptions refused by access rules */
     uint64_t publishers_held;     /* times a publisher's input was held for a slow subscriber */
     uint64_t hold_timeouts;       /* times a subscriber released its publishers unsent to */

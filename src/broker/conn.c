@@ -87,7 +87,9 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
                              w->qos, w->retain, w);
         }
     } else {
-        bk_log(b, BROKER_LOG_DEBUG, "connection %s closed: %s", conn_name(c), why);
+        /* Never a client: refusals of a CONNECT, timeouts, garbage. */
+        bk_log_limited(b, BK_LOGK_CONNECT_FAILED, BROKER_LOG_DEBUG, "connection %s closed: %s",
+                       conn_name(c), why);
     }
     bk_msg_unref(b, c->will);
     c->will = NULL;
@@ -102,7 +104,8 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
 static void protocol_error(broker *b, broker_conn *c, const char *what)
 {
     b->stats.protocol_errors++;
-    bk_log(b, BROKER_LOG_INFO, "client %s: protocol error: %s", conn_name(c), what);
+    bk_log_limited(b, BK_LOGK_PROTOCOL, BROKER_LOG_INFO, "client %s: protocol error: %s",
+                   conn_name(c), what);
     bk_conn_end(b, c, true, "protocol error", b->now_ms);
 }
 
@@ -119,7 +122,7 @@ static void make_auto_id(broker *b, char *out, size_t cap)
 static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 {
     char auto_id[32];
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     const uint8_t *id = cp->client_id.p;
     size_t id_len = cp->client_id.len;
 
@@ -218,7 +221,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
      * never see the old session again after a crash (it has dropped its
      * half, so a resent QoS 2 message would reach it twice). Until then
      * its input waits and nothing else is sent to it. */
-    uint64_t gate = bk_journal_gate_if_changed(b, records_before);
+    uint64_t gate = bk_journal_gate_if_changed(b, mark);
     c->connack_held = gate != 0;
     if (!bk_ack_send_or_hold(b, c, MQTT_CONNACK,
                              (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {
@@ -232,14 +235,15 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     b->stats.msgs_received++;
     bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
         /* Not delivered, but still acknowledged as 3.1.1 allows. */
         b->stats.acl_denied++;
-        bk_log(b, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied", s->id,
-               (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p);
+        bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied",
+                       s->id, (int)(p->topic.len > 200 ? 200 : p->topic.len),
+                       (const char *)p->topic.p);
     }
 
     if (p->qos == 2) {
@@ -255,17 +259,22 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
                                  p->retain, NULL);
         }
         /* Durability contract (D1): acknowledge only once what this
-         * message changed is committed. */
+         * message changed is committed, and a resend only once what the
+         * first one changed is. A message with no durable consequence is
+         * acknowledged at once, also while the disk fails. */
         if (!bk_ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
-                                 bk_journal_gate(b, records_before)))
+                                 bk_journal_gate_session(b, s, mark)))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         return;
     }
     if (allowed)
         bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
                          p->retain, NULL);
+    /* QoS 1 leaves no state of its own behind: the PUBACK waits only for
+     * what routing recorded (a retained value, queue rows of persistent
+     * sessions). */
     if (p->qos == 1 && !bk_ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
-                                            bk_journal_gate(b, records_before)))
+                                            bk_journal_gate_if_changed(b, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -285,7 +294,9 @@ static void send_retained(broker *b, void *ctx, msg *m)
     /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
      * the retain flag. They queue behind the SUBACK like any message. */
     if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
-        b->stats.publish_dropped++;
+        bk_dropped(b, rc->sess, q, bk_msg_topic(m), m->topic_len,
+                   "retained message for a new subscription: its queue is full or memory "
+                   "ran out");
         return;
     }
     bk_session_pump(b, rc->sess);
@@ -309,7 +320,7 @@ bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t
 
 static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     session *s = c->sess;
     uint8_t codes_small[32];
     uint8_t *codes = codes_small;
@@ -328,15 +339,17 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
         bool is_new;
         if (!bk_session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
             b->stats.acl_denied++;
-            bk_log(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
-                   (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
+            bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_INFO,
+                           "client %s: subscription to '%.*s' denied", s->id,
+                           (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
             codes[i++] = MQTT_SUBACK_FAILURE;
             continue;
         }
         sub *x = bk_tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
         codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
         if (!x)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                           "client %s: out of memory subscribing", s->id);
         else
             bk_journal_sub(b, s, f.p, f.len, qos, true);
         if (x)
@@ -348,7 +361,7 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
     /* SUBACK once a persistent session's new subscriptions are on disk:
      * acknowledged, they must survive a crash. */
     if (!bk_suback_send_or_hold(b, c, l->packet_id, codes, l->count,
-                                bk_journal_gate_if_changed(b, records_before))) {
+                                bk_journal_gate_if_changed(b, mark))) {
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
         goto done;
     }
@@ -362,8 +375,8 @@ static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
                            bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
                                                        (const char *)f.p, f.len)};
         if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
-                   s->id);
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                           "client %s: out of memory sending retained messages", s->id);
     }
 done:
     if (codes != codes_small)
@@ -372,16 +385,17 @@ done:
 
 static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
 {
-    uint64_t records_before = b->jr.records;
+    uint64_t mark = bk_journal_mark(b);
     size_t pos = 0;
     mqtt_bytes f;
     while (mqtt_unsubscribe_next(l, &pos, &f))
         if (bk_tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
             bk_journal_sub(b, c->sess, f.p, f.len, 0, false);
     /* UNSUBACK once the removal is on disk: a subscription the client was
-     * told is gone must not come back after a crash. */
+     * told is gone must not come back after a crash (also when an earlier,
+     * not yet committed UNSUBSCRIBE removed it). */
     if (!bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
-                             bk_journal_gate_if_changed(b, records_before)))
+                             bk_journal_gate_session(b, c->sess, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
@@ -397,13 +411,13 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
     case MQTT_PUBREC: {
         /* Braced: a declaration right after a case label is C23, and clang
          * rejects it in C17 mode (the fuzz build). */
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         if (e && e->state == Q_WAIT_PUBREC) {
             /* The receiver owns the message now; keep only the id. */
             e->state = Q_WAIT_PUBCOMP;
             bk_journal_queue_state(b, s, e);
             if (bk_journaled(b, s)) {
-                e->jseq = bk_journal_gate(b, records_before);
+                e->jseq = bk_journal_gate(b, mark);
                 bk_journal_msg_unref(b, e->m);
             }
             bk_msg_unref(b, e->m);
@@ -414,7 +428,7 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
          * PUBREL waits for the state change to be on disk: after a restart
          * we must not send the PUBLISH again for an id the receiver has
          * already released. */
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate(b, records_before))) {
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate_session(b, s, mark))) {
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return;
         }
@@ -428,8 +442,8 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
         ALWAYS(0);
     }
     if (!e)
-        bk_log(b, BROKER_LOG_DEBUG, "client %s: acknowledgement for unknown packet id %u", s->id,
-               id);
+        bk_log_limited(b, BK_LOGK_UNKNOWN_ACK, BROKER_LOG_DEBUG,
+                       "client %s: acknowledgement for unknown packet id %u", s->id, id);
     bk_session_pump(b, s);
 }
 
@@ -461,10 +475,10 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
     case MQTT_PUBREL: {
         /* PUBCOMP only once the id's removal is on disk: a stored id would
          * make the broker drop the client's next message with that id. */
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         bk_session_in_qos2_del(b, c->sess, pkt->u.packet_id);
         if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
-                                 bk_journal_gate(b, records_before)))
+                                 bk_journal_gate_session(b, c->sess, mark)))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     }
@@ -486,6 +500,28 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         protocol_error(b, c, "unexpected packet type");
         break;
     }
+}
+
+/* A packet above limits.max_packet_size, refused as soon as its fixed
+ * header shows its size, before the rest is read or buffered. MQTT 3.1.1
+ * has no negative acknowledgement: a server that does not accept a PUBLISH
+ * must either acknowledge it positively or close the network connection
+ * [MQTT-3.3.5-2]. Acknowledging would tell the client its message was taken
+ * care of when it is dropped, so the connection is closed (the client
+ * keeps the message; it sees the refusal as a lost connection), said with
+ * the client and the sizes, and counted. */
+static void refuse_too_large(broker *b, broker_conn *c, const uint8_t *buf, size_t len)
+{
+    uint32_t size = 0;
+    (void)mqtt_frame_size(buf, len, 0, &size); /* the header was read: the size is known */
+    unsigned type = len > 0 ? buf[0] >> 4 : 0;
+    b->stats.packets_too_large++;
+    bk_log_limited(b, BK_LOGK_TOO_LARGE, BROKER_LOG_WARN,
+                   "client %s: %s of %u bytes refused: above limits.max_packet_size (%u); "
+                   "connection closed",
+                   conn_name(c), type == MQTT_PUBLISH ? "PUBLISH" : "packet", size,
+                   b->lim.max_packet_size);
+    bk_conn_end(b, c, true, "packet too large", b->now_ms);
 }
 
 static void decode_error(broker *b, broker_conn *c, mqtt_err err)
@@ -536,6 +572,10 @@ static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len
     *need_more = err == MQTT_NEED_MORE;
     if (*need_more)
         return true;
+    if (err == MQTT_ERR_TOO_LARGE) {
+        refuse_too_large(b, c, buf, len);
+        return false;
+    }
     if (err != MQTT_OK) {
         decode_error(b, c, err);
         return false;
@@ -559,6 +599,9 @@ static long complete_tail(broker *b, broker_conn *c, const uint8_t *data, size_t
         size_t limit = SIZE_MAX;
         if (err == MQTT_NEED_MORE) {
             want = 1; /* the header is at most 5 bytes: go byte by byte */
+        } else if (err == MQTT_ERR_TOO_LARGE) {
+            refuse_too_large(b, c, c->in, c->in_len);
+            return -1;
         } else if (err != MQTT_OK) {
             decode_error(b, c, err);
             return -1;

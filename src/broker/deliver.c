@@ -24,6 +24,7 @@
 #include "broker/tree.h"
 #include "mqtt/mqtt.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* Output buffers are freed once drained, so an idle connection costs no
@@ -304,7 +305,8 @@ void bk_session_transmit(broker *b, session *s)
         bool ok = e->state == Q_WAIT_PUBCOMP ? send_ack(b, c, MQTT_PUBREL, e->packet_id)
                                              : send_entry(b, c, e, e->sent);
         if (!ok) {
-            bk_log(b, BROKER_LOG_WARN, "client %s: out of memory sending", s->id);
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_WARN, "client %s: out of memory sending",
+                           s->id);
             return; /* retried on the next pump */
         }
         e->sent = true;
@@ -334,7 +336,7 @@ void bk_session_pump(broker *b, session *s)
         }
         if (s->inflight >= b->lim.max_inflight)
             break;
-        uint64_t records_before = b->jr.records;
+        uint64_t mark = bk_journal_mark(b);
         e->packet_id = bk_session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
         s->q_bytes -= e->m->payload_len;
@@ -346,7 +348,7 @@ void bk_session_pump(broker *b, session *s)
          * give its id to another message). A QoS 1 one may leave at once: a
          * receiver may see it again after a crash anyway. */
         bk_journal_queue_state(b, s, e);
-        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, records_before) : 0;
+        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, mark) : 0;
         bk_session_transmit(b, s);
     }
     if (s->q_count - s->q_sent < unsent_before)
@@ -362,10 +364,43 @@ void bk_session_resend(broker *b, session *s)
     bk_session_pump(b, s);
 }
 
+void bk_dropped(broker *b, const session *s, uint8_t qos, const uint8_t *topic, size_t tlen,
+                const char *why)
+{
+    b->stats.publish_dropped++;
+    const broker_conn *p = b->publisher;
+    /* QoS 0 may be lost by design (a slow reader's full buffer): said at
+     * INFO. A QoS 1/2 message its publisher saw acknowledged: WARN. */
+    bk_log_limited(b, qos ? BK_LOGK_DROPPED : BK_LOGK_DROPPED_QOS0,
+                   qos ? BROKER_LOG_WARN : BROKER_LOG_INFO,
+                   "client %s: QoS %u message on '%.*s' from %s not delivered: %s", s->id, qos,
+                   (int)(tlen > 200 ? 200 : tlen), (const char *)topic,
+                   p && p->sess ? p->sess->id : "no client (a retained message, will or $SYS)",
+                   why);
+}
+
+const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, char *buf,
+                               size_t size)
+{
+    if (s->q_count - s->q_sent >= b->lim.max_queued)
+        snprintf(buf, size, "its queue holds limits.max_queued (%u) messages",
+                 b->lim.max_queued);
+    else if (s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
+        snprintf(buf, size,
+                 "%llu payload bytes queued for it, %u more would exceed "
+                 "limits.max_queued_bytes (%u)",
+                 (unsigned long long)s->q_bytes, m->payload_len, b->lim.max_queued_bytes);
+    else
+        snprintf(buf, size, "its queue is full (%u entries) or memory ran out", s->q_count);
+    return buf;
+}
+
 void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
 {
     if (!bk_session_enqueue(b, s, m, qos, retain)) {
-        b->stats.publish_dropped++;
+        char why[160];
+        bk_dropped(b, s, qos, bk_msg_topic(m), m->topic_len,
+                   bk_enqueue_refusal(b, s, m, why, sizeof why));
         return;
     }
     bk_session_pump(b, s);
@@ -398,21 +433,32 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
      * the message it replaces are given back, and replacing an existing
      * value stays allowed at the count limit. Nothing changes when refused. */
     uint64_t held = bk_tree_retained_size(&b->tree, topic, tlen);
+    const broker_conn *p = b->publisher;
+    const char *who = p && p->sess ? "client " : "";
+    const char *from = p && p->sess ? p->sess->id : "a will or $SYS";
+    int shown = (int)(tlen > 200 ? 200 : tlen);
     if (held == 0 && b->stats.retained_count >= b->lim.max_retained) {
-        bk_log(b, BROKER_LOG_WARN, "retained message limit (%u) reached: not retained",
-               b->lim.max_retained);
+        bk_log_limited(b, BK_LOGK_RETAINED, BROKER_LOG_WARN,
+                       "retained message on '%.*s' from %s%s delivered but not kept: "
+                       "limits.max_retained (%u) reached",
+                       shown, (const char *)topic, who, from, b->lim.max_retained);
         b->stats.publish_dropped++;
         return;
     }
     if (b->stats.retained_bytes - held + tlen + plen > b->lim.max_retained_bytes) {
-        bk_log(b, BROKER_LOG_WARN, "retained bytes limit (%u) reached: not retained",
-               b->lim.max_retained_bytes);
+        bk_log_limited(b, BK_LOGK_RETAINED, BROKER_LOG_WARN,
+                       "retained message on '%.*s' (%zu bytes) from %s%s delivered but not "
+                       "kept: limits.max_retained_bytes (%u) reached",
+                       shown, (const char *)topic, tlen + plen, who, from,
+                       b->lim.max_retained_bytes);
         b->stats.publish_dropped++;
         return;
     }
     if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
         bk_tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
-        bk_log(b, BROKER_LOG_ERROR, "out of memory: retained message not stored");
+        bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                       "out of memory: retained message on '%.*s' from %s%s not stored", shown,
+                       (const char *)topic, who, from);
         b->stats.publish_dropped++;
         return;
     }
@@ -429,7 +475,9 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
     match *matches;
     long n = bk_tree_match(b, &b->tree, topic, tlen, &matches);
     if (n < 0) {
-        bk_log(b, BROKER_LOG_ERROR, "out of memory matching a PUBLISH: not delivered");
+        bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                       "out of memory matching a PUBLISH on '%.*s': not delivered",
+                       (int)(tlen > 200 ? 200 : tlen), (const char *)topic);
         b->stats.publish_dropped++;
         n = 0;
     }
@@ -450,16 +498,18 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
                 if (msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain))
                     bk_deliver(b, s, m, 0, false);
                 else
-                    b->stats.publish_dropped++;
+                    bk_dropped(b, s, 0, topic, tlen, "out of memory");
                 continue;
             }
-            if (bk_out_pending(c) >= b->lim.max_out_bytes ||
-                !send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
-                b->stats.publish_dropped++;
+            if (bk_out_pending(c) >= b->lim.max_out_bytes)
+                bk_dropped(b, s, 0, topic, tlen,
+                           "its output buffer holds limits.max_out_bytes (a slow reader)");
+            else if (!send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
+                bk_dropped(b, s, 0, topic, tlen, "out of memory");
             continue;
         }
         if (!msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain)) {
-            b->stats.publish_dropped++;
+            bk_dropped(b, s, q, topic, tlen, "out of memory");
             continue;
         }
         bk_deliver(b, s, m, q, false);

@@ -30,6 +30,13 @@ uint64_t bk_out_pool_next_deadline(const broker *b);
 size_t bk_out_pending(const broker_conn *c);
 /* Put c on the dirty list the platform drains (once until popped). */
 void bk_conn_mark_dirty(broker *b, broker_conn *c);
+/* A message (on topic) was not delivered to s: count it and say so, with
+ * its publisher and why (rate-limited: log.c). */
+void bk_dropped(broker *b, const session *s, uint8_t qos, const uint8_t *topic, size_t tlen,
+                const char *why);
+/* Why bk_session_enqueue() refused m for s, in words naming the limit. */
+const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, char *buf,
+                               size_t size);
 /* Deliver a message to a session (live or queued). */
 void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain);
 /* Send what the session's queue and the connection's room allow. */

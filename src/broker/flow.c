@@ -136,8 +136,8 @@ void bk_flow_progress(broker *b, session *s)
         return;
     if (s->stalled) {
         s->stalled = false;
-        bk_log(b, BROKER_LOG_INFO, "client %s: queue drained: it may hold publishers again",
-               s->id);
+        bk_log_limited(b, BK_LOGK_HOLD, BROKER_LOG_INFO,
+                       "client %s: queue drained: it may hold publishers again", s->id);
     }
     if (s->holding)
         release_all(b, s);
@@ -176,11 +176,11 @@ void bk_flow_tick(broker *b, uint64_t now_ms)
         }
         s->stalled = true;
         b->stats.hold_timeouts++;
-        bk_log(b, BROKER_LOG_WARN,
-               "client %s: nothing sent to it for %u ms while it held publishers: they are "
-               "released, and messages beyond max_queued for it are dropped until its queue "
-               "drains",
-               s->id, b->lim.publisher_hold_ms);
+        bk_log_limited(b, BK_LOGK_HOLD, BROKER_LOG_WARN,
+                       "client %s: nothing sent to it for %u ms while it held publishers: they "
+                       "are released, and messages beyond max_queued for it are dropped until "
+                       "its queue drains",
+                       s->id, b->lim.publisher_hold_ms);
         release_all(b, s);
         i = 0; /* entries moved: start over (each pass releases one session) */
         next = UINT64_MAX;

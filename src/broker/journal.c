@@ -138,8 +138,10 @@ static bool emit(broker *b, journal_type t, const jfield *f, size_t nf)
     for (size_t i = 0; i < nf; i++)
         size += field_size(&f[i]);
     uint8_t *p = reserve(b, size);
-    if (!p)
+    if (!p) {
+        b->jr.lost++; /* moves the mark: the packet's gate waits for the snapshot */
         return false;
+    }
     jw w = {p, 0, size};
     put_uint(&w, (uint8_t)t, 1);
     for (size_t i = 0; i < nf; i++)
@@ -501,25 +503,54 @@ void broker_store_done(broker *b, uint64_t seq, bool ok)
     j->broken = true;
 }
 
-uint64_t bk_journal_gate(const broker *b, uint64_t records_before)
+uint64_t bk_journal_mark(const broker *b)
+{
+    return b->jr.records + b->jr.lost;
+}
+
+uint64_t bk_journal_gate(const broker *b, uint64_t mark)
 {
     const journal *j = &b->jr;
     if (!b->durable)
         return 0;
     if (j->broken)
         return j->next_seq; /* the batch that will carry the snapshot */
-    if (j->records != records_before && j->open)
+    if (bk_journal_mark(b) != mark && j->open)
         return j->open->seq;
     if (j->reset_seq > j->committed_seq)
         return j->reset_seq; /* the disk is being repaired */
     return 0;
 }
 
-uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t records_before)
+uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t mark)
 {
-    if (b->jr.records == records_before && !b->jr.broken)
+    /* Nothing recorded, nothing lost: nothing of this packet must reach
+     * the disk, whatever state the disk is in. */
+    if (bk_journal_mark(b) == mark)
         return 0;
-    return bk_journal_gate(b, records_before);
+    return bk_journal_gate(b, mark);
+}
+
+/* The batch after whose commit everything recorded so far is on disk. */
+static uint64_t gate_all(const broker *b)
+{
+    const journal *j = &b->jr;
+    if (!b->durable)
+        return 0;
+    if (j->broken)
+        return j->next_seq;
+    if (j->open && j->open->records > 0)
+        return j->open->seq;
+    if (j->taken_tail)
+        return j->taken_tail->seq; /* the repairing snapshot is at or before it */
+    return 0;
+}
+
+uint64_t bk_journal_gate_session(const broker *b, const session *s, uint64_t mark)
+{
+    if (bk_journal_mark(b) != mark)
+        return bk_journal_gate(b, mark);
+    return bk_journaled(b, s) ? gate_all(b) : 0;
 }
 
 /* Append to c's held ring; codes (SUBACK) are copied. */

@@ -24,11 +24,19 @@
 #define TERN_DEFAULT_MAX_CONNECTIONS 100000u
 #endif
 
-/* Bytes of one inbound packet, fixed header included. The protocol maximum
- * (a Remaining Length of 268,435,455 plus a 5-byte fixed header): the
- * broker refuses nothing a client may legally send unless told to. */
+/* Bytes of one inbound packet, fixed header included (1 MiB). A PUBLISH is
+ * buffered whole before it is handled, so this is what one connection can
+ * make the broker hold for a packet it has not finished sending: with the
+ * protocol's maximum (256 MiB), four clients each sending 200 MB of a
+ * declared 256 MB packet held 1 GB. 1 MiB is EMQX's default
+ * (mqtt.max_packet_size), above the payload limits of the large hosted
+ * MQTT services (AWS IoT Core 128 KB, Azure IoT Hub 256 KB) and what the
+ * benchmarks configure for Mosquitto and tern alike (PERFORMANCE.md); a
+ * larger packet closes the connection (docs/CONFIG.md). It must fit
+ * max_queued_bytes, so that every message the broker accepts can be
+ * queued for a QoS 1/2 subscriber: 16 of the largest fit one queue. */
 #ifndef TERN_DEFAULT_MAX_PACKET_SIZE
-#define TERN_DEFAULT_MAX_PACKET_SIZE (MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER)
+#define TERN_DEFAULT_MAX_PACKET_SIZE (1u << 20)
 #endif
 
 /* Outbound QoS 1/2 messages sent to one session and not yet acknowledged;
@@ -103,8 +111,12 @@
 /* What the conversions and fields above rely on. */
 _Static_assert(TERN_DEFAULT_MAX_INFLIGHT >= 1 && TERN_DEFAULT_MAX_INFLIGHT <= UINT16_MAX,
                "max_inflight: packet ids are 16 bits");
-_Static_assert(TERN_DEFAULT_MAX_PACKET_SIZE <= MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER,
-               "max_packet_size: beyond the protocol maximum");
+_Static_assert(TERN_DEFAULT_MAX_PACKET_SIZE >= 16 &&
+                   TERN_DEFAULT_MAX_PACKET_SIZE <= MQTT_MAX_REMAINING + MQTT_MAX_FIXED_HEADER,
+               "max_packet_size: 16 (the configuration's minimum) up to the protocol maximum");
+_Static_assert(TERN_DEFAULT_MAX_PACKET_SIZE <= TERN_DEFAULT_MAX_QUEUED_BYTES,
+               "max_packet_size: a message the broker accepts must fit a session's queue "
+               "(max_queued_bytes), or it could never reach a QoS 1/2 subscriber");
 _Static_assert(TERN_DEFAULT_CONNECT_TIMEOUT_S >= 1 &&
                    TERN_DEFAULT_CONNECT_TIMEOUT_S <= UINT32_MAX / 1000u,
                "connect_timeout: the core counts it in 32-bit milliseconds");

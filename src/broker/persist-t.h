@@ -40,6 +40,8 @@ typedef struct journal {
     uint64_t committed_seq;       /* every batch up to this one is on disk */
     uint64_t reset_seq;           /* batch holding the latest snapshot */
     uint64_t records;             /* records appended, ever */
+    uint64_t lost;                /* records that could not be appended (out of
+                                     memory): each broke the journal */
     size_t pending_bytes;
     bool broken;                  /* a record was lost: snapshot at next append */
     uint64_t next_msg_id;

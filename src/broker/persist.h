@@ -36,12 +36,29 @@ void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put
 /* A persisted reference to m was added / dropped (emits MSG_PUT / MSG_DEL). */
 void bk_journal_msg_ref(broker *b, msg *m);
 void bk_journal_msg_unref(broker *b, msg *m);
-/* The batch an acknowledgement must wait for, given how many records
- * existed before the packet was handled; 0 = no wait. */
-uint64_t bk_journal_gate(const broker *b, uint64_t records_before);
-/* The gate for a packet that may or may not have changed durable state:
- * 0 when it recorded nothing (and nothing was lost), else bk_journal_gate(). */
-uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t records_before);
+/*
+ * The gate: which batch must commit before a packet that tells a client
+ * something durable may go out (ADR-019), 0 = none. Only what reaches the
+ * disk waits: a packet whose handling recorded nothing (a clean session's
+ * message to clean subscribers, a message nobody subscribes to) has no
+ * durable consequence and is answered at once, also while the disk fails
+ * and is being repaired (docs/STORE.md).
+ *
+ * Callers take a mark before handling the packet; what it records, or
+ * fails to record, moves the mark.
+ */
+uint64_t bk_journal_mark(const broker *b);
+/* For a packet that recorded something (queue entries of journaled
+ * sessions): the batch that carries it, or the repairing snapshot. */
+uint64_t bk_journal_gate(const broker *b, uint64_t mark);
+/* 0 when the packet recorded nothing, else bk_journal_gate(). */
+uint64_t bk_journal_gate_if_changed(const broker *b, uint64_t mark);
+/* For a packet of s's QoS 2 flows (PUBREC, PUBREL, PUBCOMP), which may
+ * also vouch for state recorded by an earlier packet (a resent PUBLISH
+ * whose id is already known, a second PUBREL): when it recorded nothing
+ * and s is journaled, every batch not yet committed, else as
+ * bk_journal_gate_if_changed(). */
+uint64_t bk_journal_gate_session(const broker *b, const session *s, uint64_t mark);
 /* May a queue entry recorded with gate jseq (bk_journal_gate) go on the wire?
  * No while the disk is being repaired after a failed batch: the batch
  * numbers committed since then do not cover what the failed one held. */

@@ -108,6 +108,7 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/bytes/sent", s.bytes_sent);
     put_u64(b, "$SYS/broker/subscriptions/count", s.subscriptions_count);
     put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
+    put_u64(b, "$SYS/broker/connections/packets_too_large", s.packets_too_large);
     put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);
     put_load(b, "$SYS/broker/load/publish/sent/1min", st->load_sent);
     if (b->has_store_status)

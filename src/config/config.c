@@ -91,7 +91,8 @@ static const key_def key_table[] = {
 
 #define KEY_COUNT (sizeof key_table / sizeof key_table[0])
 
-_Static_assert(KEY_COUNT <= 64, "duplicate detection uses a 64-bit mask");
+_Static_assert(KEY_COUNT <= 64 && KEY_COUNT <= TERN_CONFIG_KEYS_MAX,
+               "duplicate detection uses a 64-bit mask; tern_config.key_line has room");
 
 /* A view into the caller's text. */
 typedef struct span {
@@ -629,6 +630,50 @@ static bool check_input_budget(tern_config *cfg, const size_t *key_lines, const 
     return false;
 }
 
+/* "KEY (VALUE, line N)" or "KEY (VALUE, the default)". */
+static void msg_limit(msgbuf *m, const size_t *key_lines, const char *key, uint32_t value)
+{
+    size_t line = line_of(key_lines, key);
+
+    msg_str(m, key);
+    msg_str(m, " (");
+    msg_uint(m, value);
+    if (line != 0) {
+        msg_str(m, ", line ");
+        msg_uint(m, line);
+    } else {
+        msg_str(m, ", the default");
+    }
+    msg_putc(m, ')');
+}
+
+/*
+ * Limits that must agree: every message the broker accepts must be one it
+ * can deliver under its own bounds. A PUBLISH is at most max_packet_size
+ * bytes and its payload must fit a session's queue (max_queued_bytes), or
+ * it would be acknowledged and never reach a QoS 1/2 subscriber. (The
+ * output buffer bound, max_out_bytes, delays a large message but never
+ * refuses it: it is checked before a message is added, not after.)
+ */
+static bool check_limits(const tern_config *cfg, const size_t *key_lines, const char *file,
+                         msgbuf *m)
+{
+    const tern_config_limits *l = &cfg->limits;
+    size_t line = line_of(key_lines, "limits.max_packet_size");
+
+    if (l->max_packet_size <= l->max_queued_bytes)
+        return true;
+    if (line == 0)
+        line = line_of(key_lines, "limits.max_queued_bytes");
+    msg_begin(m, file, line);
+    msg_limit(m, key_lines, "limits.max_packet_size", l->max_packet_size);
+    msg_str(m, " is above ");
+    msg_limit(m, key_lines, "limits.max_queued_bytes", l->max_queued_bytes);
+    msg_str(m, ": a message that large could never be queued for a QoS 1/2 subscriber; "
+               "lower the first or raise the second");
+    return false;
+}
+
 static void msg_ipv4(msgbuf *m, const uint8_t a[4])
 {
     for (int i = 0; i < 4; i++) {
@@ -763,14 +808,25 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         goto done;
     }
     if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m) ||
+        !check_limits(&parsed, key_lines, file, &m) ||
         !check_input_budget(&parsed, key_lines, file, &m))
         goto done;
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        parsed.key_line[i] = key_lines[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)key_lines[i];
     *cfg = parsed;
     ok = true;
 done:
     if (ok && err_size > 0)
         err[0] = '\0';
     return ok;
+}
+
+size_t tern_config_line(const tern_config *cfg, const char *key)
+{
+    for (size_t i = 0; i < KEY_COUNT; i++)
+        if (strcmp(key_table[i].name, key) == 0)
+            return cfg->key_line[i];
+    return 0;
 }
 
 void tern_config_to_broker(const tern_config *cfg, broker_config *out)

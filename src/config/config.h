@@ -27,6 +27,9 @@
 /* Enough for any message the parser writes (longer ones are cut short). */
 #define TERN_CONFIG_ERR_SIZE 256u
 
+/* Most keys a release knows (the parser tracks each with one bit). */
+#define TERN_CONFIG_KEYS_MAX 64u
+
 typedef enum tern_addr_family {
     TERN_ADDR_NONE = 0, /* listener not configured */
     TERN_ADDR_IPV4,
@@ -130,6 +133,9 @@ typedef struct tern_config {
     bool allow_anonymous;
     bool sys_public;           /* every client may read $SYS (development) */
     tern_config_net net;
+    /* Where each key was set, for messages about its value found later
+     * (a certificate that does not load): read with tern_config_line(). */
+    uint32_t key_line[TERN_CONFIG_KEYS_MAX];
 } tern_config;
 
 /* Fill cfg with the defaults of every key (no listener). */
@@ -145,6 +151,12 @@ void tern_config_defaults(tern_config *cfg);
  */
 bool tern_config_parse(tern_config *cfg, const char *file, const char *text, size_t len,
                        char *err, size_t err_size);
+
+/*
+ * The line of `key` (e.g. "tls.cert") in the file cfg was parsed from; 0
+ * when the file did not set it (its default) or cfg was not parsed.
+ */
+size_t tern_config_line(const tern_config *cfg, const char *key);
 
 /*
  * Translate the parsed settings into the broker core's terms (limits, log

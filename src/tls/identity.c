@@ -248,7 +248,8 @@ static bool is_blank(char ch)
     return ch == ' ' || ch == '\t';
 }
 
-bool tls_operators_set(tern_tls_server *s, const char *list, char *err, size_t err_size)
+bool tls_operators_set(tern_tls_server *s, const char *list, const char *prefix, char *err,
+                       size_t err_size)
 {
     size_t list_len, used = 0;
     const char *p;
@@ -263,7 +264,7 @@ bool tls_operators_set(tern_tls_server *s, const char *list, char *err, size_t e
      * its comma (the last gets one extra byte). */
     s->operators = malloc(list_len + 1);
     if (s->operators == NULL) {
-        tls_message(err, err_size, "operators: ", "out of memory", 0);
+        tls_message(err, err_size, prefix, "out of memory", 0);
         return false;
     }
     p = list;
@@ -276,7 +277,7 @@ bool tls_operators_set(tern_tls_server *s, const char *list, char *err, size_t e
         while (b > a && is_blank(b[-1]))
             b--;
         if (!identity_text_ok(a, (size_t)(b - a))) {
-            tls_message(err, err_size, "operators: ",
+            tls_message(err, err_size, prefix,
                         a == b ? "empty identity in the list"
                                : "an identity is too long or not printable UTF-8",
                         0);

@@ -89,7 +89,8 @@ tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
                                        tern_tls_identity_source src, char **out);
 
 /* Parse the comma-separated operators list into s. False with a message. */
-bool tls_operators_set(tern_tls_server *s, const char *list, char *err, size_t err_size);
+bool tls_operators_set(tern_tls_server *s, const char *list, const char *prefix, char *err,
+                       size_t err_size);
 bool tls_operator_listed(const tern_tls_server *s, const char *identity);
 
 /* Map a wolfSSL error code to a failure category. */

@@ -18,34 +18,51 @@
 #include <wolfssl/wolfcrypt/asn_public.h>
 #include <wolfssl/wolfcrypt/error-crypt.h>
 
-/* Is the first certificate of the PEM chain an ECDSA P-256 one? */
-static bool server_cert_is_p256(const tern_tls_bytes *chain, char *err, size_t err_size)
+/* For a failure about input `in`: the prefix of its message, the input's
+ * name, unless the caller names it (cfg->failed, which is then set). Call
+ * only once the input has failed. */
+static const char *about(const tern_tls_server_config *cfg, tern_tls_server_input in,
+                         const char *name)
 {
+    if (cfg->failed == NULL)
+        return name;
+    *cfg->failed = in;
+    return "";
+}
+
+/* Is the first certificate of the PEM chain an ECDSA P-256 one? */
+static bool server_cert_is_p256(const tern_tls_server_config *cfg, char *err, size_t err_size)
+{
+    const tern_tls_bytes *chain = &cfg->cert_chain;
     DecodedCert *dc = NULL;
     uint8_t *der = NULL;
     int der_len;
     bool ok = false;
 
     if (chain->len == 0 || chain->len > INT32_MAX) {
-        tls_message(err, err_size, "server certificate: ", "empty or too large", 0);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
+                    "empty or too large", 0);
         return false;
     }
     der = malloc(chain->len); /* DER is always shorter than its PEM */
     dc = malloc(sizeof *dc);
     if (der == NULL || dc == NULL) {
-        tls_message(err, err_size, "server certificate: ", "out of memory", 0);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
+                    "out of memory", 0);
         goto done;
     }
     der_len = wc_CertPemToDer(chain->data, (int)chain->len, der, (int)chain->len, CERT_TYPE);
     if (der_len <= 0) {
-        tls_message(err, err_size, "server certificate: ", "no PEM certificate found", der_len);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
+                    "no PEM certificate found", der_len);
         goto done;
     }
     wc_InitDecodedCert(dc, der, (word32)der_len, NULL);
     if (wc_ParseCert(dc, CERT_TYPE, NO_VERIFY, NULL) != 0)
-        tls_message(err, err_size, "server certificate: ", "cannot parse it", 0);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
+                    "cannot parse it", 0);
     else if (dc->keyOID != ECDSAk || dc->pkCurveOID != ECC_SECP256R1_OID)
-        tls_message(err, err_size, "server certificate: ",
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
                     "must have an ECDSA P-256 key (scripts/pki.sh makes one)", 0);
     else
         ok = true;
@@ -61,29 +78,32 @@ static bool load_identity(tern_tls_server *s, const tern_tls_server_config *cfg,
 {
     int rc;
 
-    if (!server_cert_is_p256(&cfg->cert_chain, err, err_size))
+    if (!server_cert_is_p256(cfg, err, err_size))
         return false;
     rc = wolfSSL_CTX_use_certificate_chain_buffer_format(s->ctx, cfg->cert_chain.data,
                                                          (long)cfg->cert_chain.len,
                                                          WOLFSSL_FILETYPE_PEM);
     if (rc != WOLFSSL_SUCCESS) {
-        tls_message(err, err_size, "server certificate: ", "cannot load the chain", rc);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CERT, "server certificate: "),
+                    "cannot load the chain", rc);
         return false;
     }
     if (cfg->key.len == 0 || cfg->key.len > INT32_MAX) {
-        tls_message(err, err_size, "server key: ", "empty or too large", 0);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_KEY, "server key: "),
+                    "empty or too large", 0);
         return false;
     }
     rc = wolfSSL_CTX_use_PrivateKey_buffer(s->ctx, cfg->key.data, (long)cfg->key.len,
                                            WOLFSSL_FILETYPE_PEM);
     if (rc != WOLFSSL_SUCCESS) {
-        tls_message(err, err_size, "server key: ",
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_KEY, "server key: "),
                     "cannot load it (PEM, unencrypted, ECDSA P-256 expected)", rc);
         return false;
     }
     rc = wolfSSL_CTX_check_private_key(s->ctx);
     if (rc != WOLFSSL_SUCCESS) {
-        tls_message(err, err_size, "server key: ", "does not match the server certificate", rc);
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_KEY, "server key: "),
+                    "does not match the server certificate", rc);
         return false;
     }
     return true;
@@ -105,14 +125,20 @@ static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char
     int rc;
 
     if (cfg->client_ca.len > INT32_MAX || cfg->operator_ca.len > INT32_MAX) {
-        tls_message(err, err_size, "CA bundle: ", "too large", 0);
+        tls_message(err, err_size,
+                    about(cfg,
+                          cfg->client_ca.len > INT32_MAX ? TERN_TLS_INPUT_CLIENT_CA
+                                                         : TERN_TLS_INPUT_OPERATOR_CA,
+                          "CA bundle: "),
+                    "too large", 0);
         return false;
     }
     if (cfg->client_ca.len > 0) {
         rc = wolfSSL_CTX_load_verify_buffer(s->ctx, cfg->client_ca.data,
                                             (long)cfg->client_ca.len, WOLFSSL_FILETYPE_PEM);
         if (rc != WOLFSSL_SUCCESS) {
-            tls_message(err, err_size, "client CA: ", ca_load_problem(rc), rc);
+            tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CLIENT_CA, "client CA: "),
+                        ca_load_problem(rc), rc);
             return false;
         }
     }
@@ -130,12 +156,13 @@ static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char
                                                        WOLFSSL_FILETYPE_PEM);
         }
         if (rc != WOLFSSL_SUCCESS) {
-            tls_message(err, err_size, "operator CA: ", ca_load_problem(rc), rc);
+            tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_OPERATOR_CA, "operator CA: "),
+                        ca_load_problem(rc), rc);
             return false;
         }
     }
     if (cfg->require_client_cert && cfg->client_ca.len == 0 && cfg->operator_ca.len == 0) {
-        tls_message(err, err_size, "client CA: ",
+        tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CLIENT_CA, "client CA: "),
                     "required when client certificates are required", 0);
         return false;
     }
@@ -174,9 +201,12 @@ tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char 
     s->require_client_cert = cfg->require_client_cert;
     s->ctx = tls_ctx_new(true, cfg->min_version, TERN_TLS_1_3, err, err_size);
     if (s->ctx == NULL || !load_identity(s, cfg, err, err_size) ||
-        !load_cas(s, cfg, err, err_size) ||
-        !tls_operators_set(s, cfg->operators, err, err_size))
+        !load_cas(s, cfg, err, err_size))
         goto fail;
+    if (!tls_operators_set(s, cfg->operators, cfg->failed ? "" : "operators: ", err, err_size)) {
+        (void)about(cfg, TERN_TLS_INPUT_OPERATORS, "");
+        goto fail;
+    }
     /* Ask for a certificate whenever there is a CA to check it against;
      * without one (and not required) ask for none. */
     if (cfg->client_ca.len == 0 && cfg->operator_ca.len == 0)

@@ -76,6 +76,18 @@ typedef struct tern_tls_bytes {
     size_t len;
 } tern_tls_bytes;
 
+/* The input of a server context an error is about (tern_tls_server_config
+ * .failed), so a caller can name it in its own terms (a configuration key
+ * and its line). */
+typedef enum tern_tls_server_input {
+    TERN_TLS_INPUT_NONE = 0,   /* none in particular (library, memory) */
+    TERN_TLS_INPUT_CERT,       /* cert_chain */
+    TERN_TLS_INPUT_KEY,        /* key */
+    TERN_TLS_INPUT_CLIENT_CA,  /* client_ca */
+    TERN_TLS_INPUT_OPERATOR_CA, /* operator_ca */
+    TERN_TLS_INPUT_OPERATORS,  /* operators */
+} tern_tls_server_input;
+
 typedef struct tern_tls_server_config {
     tern_tls_bytes cert_chain;  /* PEM: server certificate (ECDSA P-256), then intermediates */
     tern_tls_bytes key;         /* PEM: its private key */
@@ -88,12 +100,17 @@ typedef struct tern_tls_server_config {
     tern_tls_version min_version;
     bool require_client_cert;
     tern_tls_identity_source identity;
+    /* Optional (NULL = unused): on failure, set to the input err is about;
+     * err then holds only what is wrong with it, for the caller to name
+     * the input ("tls.key: FILE: does not match the server certificate"). */
+    tern_tls_server_input *failed;
 } tern_tls_server_config;
 
 /*
  * Build a server context. NULL on failure with one line in err naming what
- * is wrong ("server certificate: ...", "client CA: ...", ...). Nothing of
- * cfg is referenced afterwards. The caller holds one reference.
+ * is wrong ("server certificate: ...", "client CA: ...", ...; without the
+ * input's name when cfg->failed is set). Nothing of cfg is referenced
+ * afterwards. The caller holds one reference.
  */
 tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char *err,
                                         size_t err_size);

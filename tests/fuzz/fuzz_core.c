@@ -159,7 +159,7 @@ static void configure(broker_config *cfg, uint8_t sel)
             .max_packet_size = 256,
             .max_inflight = 2,
             .max_queued = 4,
-            .max_queued_bytes = 64,
+            .max_queued_bytes = 256, /* >= max_packet_size, or the core lowers that */
             .max_out_bytes = 256,
             .max_inbound_qos2 = 2,
             .connect_timeout_ms = 2000,

@@ -57,6 +57,22 @@ def test_bad_value_exits_2_naming_file_line_and_key(tmp_path, key, value):
     assert key in err, err
 
 
+def test_packet_size_above_queue_bytes_exits_2_naming_both_keys(tmp_path):
+    """Issue 16 item 7: a message within limits.max_packet_size must fit a
+    session's queue (limits.max_queued_bytes), or the broker would accept
+    and acknowledge it but never deliver it to a QoS 1/2 subscriber."""
+    lines = _base(free_port()) + ["limits.max_queued_bytes = 65536"]
+    path, rc, err = _run(tmp_path, lines)
+    assert rc == 2, err
+    assert ("%s:3: limits.max_packet_size (1048576, the default) is above "
+            "limits.max_queued_bytes (65536, line 3)" % path) in err, err
+    lines = _base(free_port()) + ["limits.max_packet_size = 200000000"]
+    path, rc, err = _run(tmp_path, lines)
+    assert rc == 2, err
+    assert ("%s:3: limits.max_packet_size (200000000, line 3) is above "
+            "limits.max_queued_bytes (16777216, the default)" % path) in err, err
+
+
 def test_bad_listener_address_exits_2(tmp_path):
     lines = ["config_version = 1", "listener.plain = 127.0.0.1:99999"]
     path, rc, err = _run(tmp_path, lines)

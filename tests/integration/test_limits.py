@@ -1,6 +1,7 @@
 """Limits and back-pressure (SPEC C4)."""
 
 import socket
+import subprocess
 import time
 
 import pytest
@@ -318,3 +319,81 @@ def test_connection_without_connect_is_closed_after_connect_timeout(broker):
         start = time.monotonic()
         assert c.wait_closed(timeout=4) == []
         assert time.monotonic() - start >= 0.9
+
+
+# --------------------------------------------------------------------------
+# A message the broker cannot deliver under its own bounds (issue 16 item 7).
+
+
+def _sys_reaches(b, topic, want, timeout=5):
+    """Whether the $SYS topic shows `want` within timeout (refreshed every
+    sys.interval)."""
+    c = R.RawClient(b.host, b.port)
+    try:
+        assert c.connect(client_id="sys-reader").return_code == 0
+        c.send(R.subscribe(1, [(topic, 0)]))
+        c.expect(R.SUBACK)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if c.expect(R.PUBLISH, timeout=deadline - time.monotonic()).payload == want:
+                    return True
+            except TimeoutError:
+                break
+        return False
+    finally:
+        c.close()
+
+
+@pytest.mark.tern_only
+def test_a_100_mb_qos1_publish_is_refused_not_acknowledged_and_lost(broker, tmp_path):
+    """With the default limits, a 100 MB retained QoS 1 PUBLISH from
+    mosquitto_pub is refused as soon as its fixed header arrives: the
+    connection is closed (MQTT 3.1.1 has no negative PUBACK, and
+    [MQTT-3.3.5-2] allows closing), nothing is acknowledged, retained or
+    delivered, and the refusal is logged with the client id and counted.
+    Before, the default maximum was the protocol's 256 MiB: the message was
+    acknowledged, kept as retained and silently dropped for the QoS 1
+    subscriber (above max_queued_bytes)."""
+    b = broker(sys_interval=1)  # otherwise default limits
+    sub = PahoClient(b.port, client_id="big-sub")
+    sub.connect()
+    sub.subscribe("big/#", 1)
+    big = tmp_path / "100mb"
+    with open(big, "wb") as f:
+        f.truncate(100 * 1000 * 1000)
+    started = time.monotonic()
+    res = subprocess.run(["mosquitto_pub", "-h", b.host, "-p", str(b.port), "-i", "big-pub",
+                          "-t", "big/t", "-q", "1", "-r", "-f", str(big)],
+                         capture_output=True, timeout=120)
+    assert res.returncode != 0, "mosquitto_pub saw its 100 MB message acknowledged"
+    assert time.monotonic() - started < 30
+    wait_until(lambda: "client big-pub: PUBLISH of" in b.stderr_text(), 5,
+               what="the refusal logged")
+    assert ("client big-pub: PUBLISH of 100000014 bytes refused: above "
+            "limits.max_packet_size (1048576); connection closed") in b.stderr_text()
+    # Not delivered, not retained; the subscriber is still served.
+    sub.publish("big/small", b"after", qos=1)
+    assert [m.payload for m in sub.wait_messages(1)] == [b"after"]
+    late = PahoClient(b.port, client_id="late")
+    late.connect()
+    late.subscribe("big/t", 1)
+    time.sleep(0.5)
+    assert late.messages == []
+    late.disconnect()
+    sub.disconnect()
+    assert _sys_reaches(b, "$SYS/broker/connections/packets_too_large", b"1")
+
+
+@pytest.mark.tern_only
+def test_a_declared_oversized_packet_is_refused_before_it_is_read(broker):
+    """The refusal comes from the fixed header alone: a client declaring a
+    200 MB PUBLISH is closed after a few bytes, not after 200 MB."""
+    b = broker(limits_max_packet_size=65536)
+    with R.RawClient(b.host, b.port) as c:
+        assert c.connect(client_id="declares-200mb").return_code == 0
+        rl = 200 * 1000 * 1000
+        c.send(bytes([0x32]) + R.varint(rl) + b"\x00\x05big/t\x00\x01" + b"x" * 1000)
+        assert c.wait_closed(timeout=5) == []
+    assert ("client declares-200mb: PUBLISH of 200000005 bytes refused: above "
+            "limits.max_packet_size (65536)") in b.stderr_text()

@@ -8,7 +8,8 @@
 - Fault injection (test hook TERN_TEST_STORE_FAULT, docs/STORE.md): while
   the disk "fails", a durable PUBLISH gets no PUBACK and its publisher is
   disconnected, other clients keep being served; once writes work again the
-  publisher's resend is acknowledged and everything is on disk.
+  publisher's resend is acknowledged and everything is on disk. Messages
+  with no durable consequence are acknowledged at once meanwhile.
 """
 
 import os
@@ -162,6 +163,76 @@ def test_store_fault_withholds_the_puback_and_recovers(broker, tmp_path, monkeyp
 
     b2 = broker(config={"store.path": db})
     assert retained(b2, "r/#") == {"r/1": b"before", "r/2": b"during"}
+
+
+def test_store_fault_gates_only_what_must_reach_the_disk(broker, tmp_path, monkeypatch):
+    """Issue 16 item 4: while the disk fails (and the broker keeps trying
+    to repair it), a message with no durable consequence - a clean
+    publisher's message to a clean subscriber, a QoS 1 message nobody
+    subscribes to - is acknowledged at once and its publisher stays
+    connected. A retained message, or one queued for a persistent session,
+    is still withheld and its publisher closed (ADR-019, docs/STORE.md)."""
+    control = str(tmp_path / "fault")
+    monkeypatch.setenv(FAULT_ENV, control)
+    b = broker(config={"store.path": str(tmp_path / "tern.db")})
+    assert_hook_active(b)
+    keeper, _ = raw(b, "keeper", clean=False)
+    assert keeper.subscribe([("keep/#", 1)]) == [1]
+    keeper.send(rm.disconnect())
+    keeper.close()
+    sub, _ = raw(b, "clean-sub")
+    assert sub.subscribe([("clean/#", 2)]) == [2]
+    pub, _ = raw(b, "clean-pub")
+    lone, _ = raw(b, "lone-pub")
+
+    with open(control, "w") as f:
+        f.write("full")
+    # A retained message starts the failure: withheld, its publisher closed.
+    r, _ = raw(b, "retainer")
+    r.send(rm.publish("r/1", b"lost for now", qos=1, retain=True, pid=1))
+    assert [p for p in r.wait_closed(timeout=10) if p.type == rm.PUBACK] == []
+
+    # Over several failed repairs (retries paced 50 ms doubling to 2 s).
+    started = time.monotonic()
+    pid = 0
+    while time.monotonic() - started < 4.5:
+        pid += 1
+        pub.send(rm.publish("clean/t", b"q1-%d" % pid, qos=1, pid=pid))
+        assert pub.expect(rm.PUBACK, timeout=1).pid == pid
+        pkt = sub.expect(rm.PUBLISH)
+        assert (pkt.payload, pkt.qos) == (b"q1-%d" % pid, 1)
+        sub.send(rm.puback(pkt.pid))
+
+        pub.send(rm.publish("clean/t", b"q2-%d" % pid, qos=2, pid=pid))
+        assert pub.expect(rm.PUBREC, timeout=1).pid == pid
+        pub.send(rm.pubrel(pid))
+        assert pub.expect(rm.PUBCOMP, timeout=1).pid == pid
+        pkt = sub.expect(rm.PUBLISH)
+        assert (pkt.payload, pkt.qos) == (b"q2-%d" % pid, 2)
+        sub.send(rm.pubrec(pkt.pid))
+        assert sub.expect(rm.PUBREL).pid == pkt.pid
+        sub.send(rm.pubcomp(pkt.pid))
+
+        lone.send(rm.publish("nobody/listens", b"x", qos=1, pid=pid))
+        assert lone.expect(rm.PUBACK, timeout=1).pid == pid
+        time.sleep(0.1)
+    assert b.stderr_text().count("failed; withholding") >= 3  # the repair kept failing
+    for c in (pub, sub, lone):
+        assert c.is_open_after_ping()
+    assert "acknowledgement withheld" not in b.stderr_text().replace(
+        "client retainer disconnected: store failure: acknowledgement withheld", "")
+
+    # What must reach the disk still waits for it.
+    q, _ = raw(b, "to-keeper")
+    q.send(rm.publish("keep/a", b"for a persistent session", qos=1, pid=1))
+    assert [p for p in q.wait_closed(timeout=10) if p.type == rm.PUBACK] == []
+    r, _ = raw(b, "retainer-2")
+    r.send(rm.publish("r/2", b"retained", qos=2, retain=True, pid=1))
+    assert [p for p in r.wait_closed(timeout=10) if p.type == rm.PUBREC] == []
+    for c in (pub, sub, lone):
+        c.close()
+    os.unlink(control)
+    assert b.stop() == []
 
 
 def test_store_shutdown_while_the_disk_fails_is_clean_and_bounded(broker, tmp_path,

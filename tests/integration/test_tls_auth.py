@@ -125,6 +125,39 @@ def test_check_validates_the_tls_files(tls, tmp_path):
                     % (tls.pki.path("server.crt"), tls.pki.cert("alice")[1], tls.pki.ca))
     res = subprocess.run([TERN_BIN, "--check", "-c", str(conf)], capture_output=True, timeout=30)
     assert res.returncode == 1
-    assert b"TLS: server key: does not match the server certificate" in res.stderr
+    # The key, its line and the file are named (issue 16 item 10).
+    key_file = tls.pki.cert("alice")[1]
+    assert ("%s:4: tls.key: %s: does not match the server certificate"
+            % (conf, key_file)).encode() in res.stderr, res.stderr
     res = subprocess.run([TERN_BIN, "-c", str(conf)], capture_output=True, timeout=30)
     assert res.returncode == 2
+
+
+def test_certificate_and_key_errors_name_the_key_line_and_file(tls, tmp_path):
+    """Issue 16 item 10: an unreadable or unusable certificate or key is
+    reported as "CONFIG:LINE: KEY: FILE: reason", like the parser's own
+    messages, at start (exit status 2) and by --check (exit status 1)."""
+    import subprocess
+    from conftest import TERN_BIN
+    conf = tmp_path / "tern.conf"
+    missing = str(tmp_path / "no-such.crt")
+    not_a_cert = tls.pki.path("server.key")
+    cases = [
+        ("tls.cert = %s\ntls.key = %s\n" % (missing, tls.pki.path("server.key")),
+         "%s:3: tls.cert: %s: No such file or directory" % (conf, missing)),
+        ("tls.cert = %s\ntls.key = %s\n" % (not_a_cert, tls.pki.path("server.key")),
+         "%s:3: tls.cert: %s: no PEM certificate found" % (conf, not_a_cert)),
+        ("tls.key = %s\ntls.cert = %s\n" % (tls.pki.ca, tls.pki.path("server.crt")),
+         "%s:3: tls.key: %s: cannot load it" % (conf, tls.pki.ca)),
+    ]
+    for files, want in cases:
+        conf.write_text("config_version = 1\nlistener.tls = 127.0.0.1:0\n" + files +
+                        "tls.client_ca = %s\n" % tls.pki.ca)
+        res = subprocess.run([TERN_BIN, "-c", str(conf)], capture_output=True, timeout=30,
+                             stdin=subprocess.DEVNULL)
+        assert res.returncode == 2, res.stderr
+        assert want.encode() in res.stderr, res.stderr
+        res = subprocess.run([TERN_BIN, "--check", "-c", str(conf)], capture_output=True,
+                             timeout=30)
+        assert res.returncode == 1, res.stderr
+        assert want.encode() in res.stderr, res.stderr

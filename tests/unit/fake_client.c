@@ -12,7 +12,9 @@
 
 static void quiet_log(void *ctx, broker_log_level level, const char *msg)
 {
-    (void)ctx;
+    const fworld *w = ctx;
+    if (w && w->log_hook)
+        w->log_hook(w->log_hook_ctx, level, msg);
     if (getenv("TERN_TEST_LOG"))
         fprintf(stderr, "  [broker %d] %s\n", (int)level, msg);
 }
@@ -40,6 +42,7 @@ static void init_cfg(fworld *w, const broker_limits *lim, bool durable)
     if (!cfg.limits.sys_interval_s)
         cfg.limits.sys_interval_s = UINT32_MAX;
     cfg.log = quiet_log;
+    cfg.log_ctx = w; /* the core's lines reach w->log_hook */
     cfg.log_level = BROKER_LOG_DEBUG;
     cfg.version = "tern-test";
     cfg.allow_anonymous = true;
@@ -72,6 +75,16 @@ void fw_init(fworld *w, const broker_limits *lim)
 {
     memset(w, 0, sizeof *w);
     w->now = 1000000;
+    init_cfg(w, lim, false);
+}
+
+void fw_init_logged(fworld *w, const broker_limits *lim,
+                    void (*hook)(void *ctx, broker_log_level level, const char *msg), void *ctx)
+{
+    memset(w, 0, sizeof *w);
+    w->now = 1000000;
+    w->log_hook = hook;
+    w->log_hook_ctx = ctx;
     init_cfg(w, lim, false);
 }
 

@@ -40,12 +40,19 @@ typedef struct fworld {
      * without being stored. */
     void (*commit)(struct fworld *w);
     void *commit_ctx;
+    /* Optional: sees every line the broker core logs (set after fw_init). */
+    void (*log_hook)(void *ctx, broker_log_level level, const char *msg);
+    void *log_hook_ctx;
 } fworld;
 
 /* Create a broker with the given limits (NULL = defaults), $SYS off unless
  * limits say otherwise. */
 void fw_init(fworld *w, const broker_limits *lim);
 void fw_free(fworld *w);
+/* The same with a hook that sees every line the core logs, from
+ * broker_create on (see fworld.log_hook). */
+void fw_init_logged(fworld *w, const broker_limits *lim,
+                    void (*hook)(void *ctx, broker_log_level level, const char *msg), void *ctx);
 /* The same with broker_config.durable: the test drives the store. */
 void fw_init_durable(fworld *w, const broker_limits *lim);
 /* Simulate a crash and restart: a fresh durable broker, clients closed. The

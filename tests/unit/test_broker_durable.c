@@ -472,3 +472,166 @@ TEST(suback_and_unsuback_of_a_persistent_session_wait_for_their_commit)
     fw_free(&w);
     free(ms);
 }
+
+/* ---- the gate only for what must reach the disk (issue 16 item 4) ----- */
+
+/* Take every pending batch and report it failed (disk full). A failure
+ * makes the next batch a snapshot: that one is left pending. */
+static void fail_all(fworld *w)
+{
+    broker_store_batch batch;
+    uint64_t seqs[8];
+    int n = 0;
+    while (n < 8 && broker_store_take(w->b, &batch))
+        seqs[n++] = batch.seq;
+    for (int i = 0; i < n; i++)
+        broker_store_done(w->b, seqs[i], false);
+    fw_drain(w);
+}
+
+/* A retained message whose batch fails: its publisher is closed and the
+ * broker starts repairing the disk (the next batch is a snapshot). */
+static void make_the_disk_fail(fworld *w)
+{
+    fclient *r = fw_connect_as(w, "retainer", true);
+    fc_publish(w, r, "r/1", "kept", 1, true, 1);
+    fail_all(w);
+    CHECK(r->closed);
+}
+
+TEST(disk_failure_does_not_gate_a_clean_message_to_a_clean_subscriber)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *s = fw_connect_as(&w, "sub", true);
+    fc_subscribe(&w, s, 1, "t", 2);
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_clear(s);
+    make_the_disk_fail(&w);
+    mqtt_packet pk;
+
+    /* Straight after the failure (the journal is broken until the next
+     * batch is taken), and while the repairing snapshot is being written. */
+    fc_publish(&w, p, "t", "one", 1, false, 5);
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK_EQ(pk.u.packet_id, 5);
+    broker_store_batch repair;
+    CHECK(broker_store_take(w.b, &repair));
+    fc_publish(&w, p, "t", "two", 1, false, 6);
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK_EQ(pk.u.packet_id, 6);
+    fc_publish(&w, p, "t", "three", 2, false, 7);
+    CHECK(fc_next_is(p, MQTT_PUBREC, &pk));
+    fc_ack(&w, p, MQTT_PUBREL, 7);
+    CHECK(fc_next_is(p, MQTT_PUBCOMP, &pk));
+    CHECK_EQ(pk.u.packet_id, 7);
+
+    /* The subscriber got all three at once, and acknowledges them. */
+    const char *want[] = {"one", "two", "three"};
+    for (int i = 0; i < 3; i++) {
+        CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+        CHECK(fc_payload_is(&pk, want[i]));
+        uint16_t id = pk.u.publish.packet_id;
+        if (pk.u.publish.qos == 1) {
+            fc_ack(&w, s, MQTT_PUBACK, id);
+        } else {
+            fc_ack(&w, s, MQTT_PUBREC, id);
+            CHECK(fc_next_is(s, MQTT_PUBREL, &pk));
+            fc_ack(&w, s, MQTT_PUBCOMP, id);
+        }
+    }
+
+    /* The repair fails too: neither client is closed for it. */
+    broker_store_done(w.b, repair.seq, false);
+    fail_all(&w);
+    CHECK(!p->closed);
+    CHECK(!s->closed);
+    fc_publish(&w, p, "t", "four", 1, false, 8);
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK(fc_next_is(s, MQTT_PUBLISH, &pk));
+
+    /* Once the disk works, the snapshot puts the retained message there. */
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'R'), 1);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(disk_failure_does_not_gate_a_qos1_message_nobody_subscribes_to)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    /* A persistent publisher: its own session does not make its QoS 1
+     * messages durable, only where they go does. */
+    fclient *p = fw_connect_as(&w, "pub", false);
+    make_the_disk_fail(&w);
+    mqtt_packet pk;
+    fc_publish(&w, p, "nobody/listens", "x", 1, false, 3);
+    CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
+    CHECK_EQ(pk.u.packet_id, 3);
+    fail_all(&w);
+    fail_all(&w);
+    CHECK(!p->closed);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(disk_failure_still_withholds_retained_and_persistent_session_messages)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *keeper = fw_connect_as(&w, "keeper", false);
+    fc_subscribe(&w, keeper, 1, "q", 1);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    fc_disconnect(&w, keeper);
+    ms_commit_all(ms, w.b);
+    fclient *p1 = fw_connect_as(&w, "p1", true);
+    fclient *p2 = fw_connect_as(&w, "p2", true);
+    fclient *p3 = fw_connect_as(&w, "p3", true);
+    make_the_disk_fail(&w);
+    mqtt_packet pk;
+    fc_publish(&w, p1, "r/2", "retained", 1, true, 1); /* a retained value */
+    fc_publish(&w, p2, "q", "queued", 1, false, 1);    /* a persistent session's queue */
+    fc_publish(&w, p3, "q", "queued", 2, false, 1);    /* the same, QoS 2 */
+    CHECK(!fc_next(p1, &pk));
+    CHECK(!fc_next(p2, &pk));
+    CHECK(!fc_next(p3, &pk));
+    fail_all(&w);
+    CHECK(p1->closed);
+    CHECK(p2->closed);
+    CHECK(p3->closed);
+    fw_free(&w);
+    free(ms);
+}
+
+/* A resent QoS 2 PUBLISH (its id already known) vouches for what the
+ * first one recorded: its PUBREC waits for that, even though it records
+ * nothing itself. */
+TEST(pubrec_of_a_resent_qos2_publish_waits_for_the_first_ones_commit)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *p = fw_connect_as(&w, "pub", false);
+    fc_publish(&w, p, "t", "x", 2, false, 9);
+    mqtt_packet pk;
+    CHECK(!fc_next(p, &pk)); /* the inbound id is not on disk yet */
+    fw_drop(&w, p);
+    fclient *p2 = fw_open(&w);
+    fc_connect(&w, p2, "pub", false, 0);
+    CHECK(fc_next_is(p2, MQTT_CONNACK, &pk));
+    CHECK(pk.u.connack.session_present);
+    fc_publish(&w, p2, "t", "x", 2, false, 9); /* the resend, id still known */
+    CHECK(!fc_next(p2, &pk));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(p2, MQTT_PUBREC, &pk));
+    CHECK_EQ(pk.u.packet_id, 9);
+    CHECK_EQ(ms_count(ms, 'I'), 1);
+    fw_free(&w);
+    free(ms);
+}

@@ -31,7 +31,7 @@ TEST(config_full_file_sets_every_key)
                        "limits.max_packet_size = 16\n"
                        "limits.max_inflight = 65535\n"
                        "limits.max_queued = 7\n"
-                       "limits.max_queued_bytes = 8\n"
+                       "limits.max_queued_bytes = 16\n"
                        "limits.max_out_bytes = 1024\n"
                        "limits.max_inbound_qos2 = 9\n"
                        "limits.connect_timeout = 11\n"
@@ -57,7 +57,7 @@ TEST(config_full_file_sets_every_key)
     CHECK_EQ(cfg.limits.max_packet_size, 16);
     CHECK_EQ(cfg.limits.max_inflight, 65535);
     CHECK_EQ(cfg.limits.max_queued, 7);
-    CHECK_EQ(cfg.limits.max_queued_bytes, 8);
+    CHECK_EQ(cfg.limits.max_queued_bytes, 16);
     CHECK_EQ(cfg.limits.max_out_bytes, 1024);
     CHECK_EQ(cfg.limits.max_inbound_qos2, 9);
     CHECK_EQ(cfg.limits.connect_timeout_s, 11);
@@ -79,7 +79,7 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.listener_plain.family, TERN_ADDR_NONE);
     CHECK_EQ(cfg.log_level, BROKER_LOG_INFO);
     CHECK_EQ(cfg.limits.max_connections, 100000);
-    CHECK_EQ(cfg.limits.max_packet_size, 268435460u);
+    CHECK_EQ(cfg.limits.max_packet_size, 1048576); /* limits_default.h says why */
     CHECK_EQ(cfg.limits.max_inflight, 32);
     CHECK_EQ(cfg.limits.max_queued, 1000);
     CHECK_EQ(cfg.limits.max_queued_bytes, 16777216);
@@ -566,6 +566,34 @@ TEST(config_tls_listener_needs_certificate_and_key)
     CHECK(strcmp(err, "t.conf:2: listener.tls needs tls.key") == 0);
 }
 
+/* Issue 16 item 7: a message within max_packet_size must fit a session's
+ * queue, or it is acknowledged and never delivered to a QoS 1/2
+ * subscriber. The message names both keys, their values and lines. */
+TEST(config_packet_size_above_queue_bytes_is_refused_naming_both_keys)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(rejects("config_version = 1\nlimits.max_packet_size = 2000\n"
+                  "limits.max_queued_bytes = 1000\n",
+                  err));
+    CHECK(strcmp(err, "t.conf:2: limits.max_packet_size (2000, line 2) is above "
+                      "limits.max_queued_bytes (1000, line 3): a message that large could "
+                      "never be queued for a QoS 1/2 subscriber; lower the first or raise the "
+                      "second") == 0);
+    /* The default packet size counts too. */
+    CHECK(rejects("config_version = 1\n\nlimits.max_queued_bytes = 65536\n", err));
+    CHECK(strstr(err, "t.conf:3: limits.max_packet_size (1048576, the default) is above "
+                      "limits.max_queued_bytes (65536, line 3): ") == err);
+    CHECK(rejects("config_version = 1\nlimits.max_packet_size = 268435460\n", err));
+    CHECK(strstr(err, "t.conf:2: limits.max_packet_size (268435460, line 2) is above "
+                      "limits.max_queued_bytes (16777216, the default): ") == err);
+    /* Equal is fine. */
+    CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 65536\n"
+                     "limits.max_queued_bytes = 65536\n",
+                     &cfg, err));
+}
+
 TEST(config_tls_required_client_certificates_need_a_ca)
 {
     char err[TERN_CONFIG_ERR_SIZE];
@@ -694,7 +722,9 @@ TEST(config_input_budget_follows_the_largest_packet_unless_set_below_it)
     CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 1048576\n", &cfg, err));
     CHECK_EQ(cfg.limits.max_input_bytes, 64u << 20);
     /* Left at its default, it grows to hold one packet of the largest size. */
-    CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 100000000\n", &cfg, err));
+    CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 100000000\n"
+                     "limits.max_queued_bytes = 100000000\n",
+                     &cfg, err));
     CHECK_EQ(cfg.limits.max_input_bytes, 100000000u);
     CHECK(parse_text("config_version = 1\nlimits.max_input_bytes = 2000000\n"
                      "limits.max_packet_size = 1000000\n",

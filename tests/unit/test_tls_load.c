@@ -77,21 +77,98 @@ TEST(tls_load_builds_a_server_from_the_tls_keys)
 
 TEST(tls_load_names_the_missing_file_and_the_bad_key)
 {
-    char err[TERN_LOAD_ERR_SIZE], conf[256], want[320];
+    char err[TERN_LOAD_ERR_SIZE], conf[256], want[640];
     tern_tls_server *s = NULL;
     tern_config cfg;
 
     config_path(conf, sizeof conf);
-    tls_config(&cfg);
+    tls_config(&cfg); /* not parsed from a file: no lines to name */
     strcpy(cfg.tls.client_ca, "tls/no-such-ca.crt");
     CHECK(!tern_load_tls(&cfg, conf, &s, err, sizeof err));
     CHECK(s == NULL);
-    snprintf(want, sizeof want, "%s/tls/no-such-ca.crt: No such file", data_dir());
+    snprintf(want, sizeof want, "%s: tls.client_ca: %s/tls/no-such-ca.crt: No such file", conf,
+             data_dir());
     CHECK(strstr(err, want) == err);
     tls_config(&cfg);
     strcpy(cfg.tls.key, "tls/dev-client.key");
     CHECK(!tern_load_tls(&cfg, conf, &s, err, sizeof err));
-    snprintf(want, sizeof want, "%s: TLS: server key: does not match", conf);
+    snprintf(want, sizeof want,
+             "%s: tls.key: %s/tls/dev-client.key: does not match the server certificate", conf,
+             data_dir());
+    CHECK(strstr(err, want) == err);
+}
+
+/* Issue 16 item 10: certificate and key errors name the key, the line it
+ * is set on and the file, like the parser's own messages. */
+static bool load_parsed(const char *text, char *err)
+{
+    char conf[256], perr[TERN_CONFIG_ERR_SIZE];
+    tern_tls_server *s = NULL;
+    tern_config cfg;
+
+    config_path(conf, sizeof conf);
+    if (!tern_config_parse(&cfg, conf, text, strlen(text), perr, sizeof perr)) {
+        snprintf(err, TERN_LOAD_ERR_SIZE, "parse: %s", perr);
+        return true;
+    }
+    if (tern_load_tls(&cfg, conf, &s, err, TERN_LOAD_ERR_SIZE)) {
+        tern_tls_server_release(s);
+        return true;
+    }
+    return false;
+}
+
+TEST(tls_load_errors_name_the_key_its_line_and_the_file)
+{
+    char err[TERN_LOAD_ERR_SIZE], conf[256], want[640];
+    const char *head = "config_version = 1\n"
+                       "listener.tls = 127.0.0.1:0\n";
+    char text[512];
+
+    config_path(conf, sizeof conf);
+    snprintf(text, sizeof text,
+             "%stls.cert = tls/server.crt\n# the client's key by mistake\n"
+             "tls.key = tls/dev-client.key\ntls.client_ca = tls/ca.crt\n",
+             head);
+    CHECK(!load_parsed(text, err));
+    snprintf(want, sizeof want,
+             "%s:5: tls.key: %s/tls/dev-client.key: does not match the server certificate",
+             conf, data_dir());
+    CHECK(strstr(err, want) == err);
+
+    snprintf(text, sizeof text,
+             "%stls.key = tls/server.key\ntls.cert = tls/server.key\ntls.client_ca = tls/ca.crt\n",
+             head);
+    CHECK(!load_parsed(text, err));
+    snprintf(want, sizeof want, "%s:4: tls.cert: %s/tls/server.key: no PEM certificate found",
+             conf, data_dir());
+    CHECK(strstr(err, want) == err);
+
+    snprintf(text, sizeof text,
+             "%stls.cert = tls/p384-server.crt\ntls.key = tls/p384-server.key\n"
+             "tls.client_ca = tls/ca.crt\n",
+             head);
+    CHECK(!load_parsed(text, err));
+    snprintf(want, sizeof want,
+             "%s:3: tls.cert: %s/tls/p384-server.crt: must have an ECDSA P-256 key", conf,
+             data_dir());
+    CHECK(strstr(err, want) == err);
+
+    snprintf(text, sizeof text,
+             "%stls.cert = tls/server.crt\ntls.key = tls/server.key\n"
+             "tls.client_ca = tls/missing.crt\n",
+             head);
+    CHECK(!load_parsed(text, err));
+    snprintf(want, sizeof want, "%s:5: tls.client_ca: %s/tls/missing.crt: No such file", conf,
+             data_dir());
+    CHECK(strstr(err, want) == err);
+
+    snprintf(text, sizeof text,
+             "%stls.cert = tls/server.crt\ntls.key = tls/server.key\n"
+             "tls.client_ca = tls/ca.crt\ntls.operator_ca = tls/server.key\n",
+             head);
+    CHECK(!load_parsed(text, err));
+    snprintf(want, sizeof want, "%s:6: tls.operator_ca: %s/tls/server.key: ", conf, data_dir());
     CHECK(strstr(err, want) == err);
 }
 

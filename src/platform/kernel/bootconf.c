@@ -167,12 +167,33 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     sc.require_client_cert = cfg->tls.require_client_cert;
     sc.identity = tern_tls_identity_from_config(cfg->tls.identity);
     char why[TERN_TLS_ERR_SIZE];
+    tern_tls_server_input failed = TERN_TLS_INPUT_NONE;
+    sc.failed = &failed;
     out->tls = tern_tls_server_create(&sc, why, sizeof why);
     /* wolfSSL holds its own copy now (or nothing): the image's copy goes. */
     if (sc.key.data)
         secure_zero((void *)sc.key.data, sc.key.len);
     if (!out->tls) {
-        snprintf(msg, sizeof msg, "%s: TLS: %s", config_name, why);
+        /* Name the key, its line and the file, as the parser would:
+         * "tern.conf:7: tls.key: server.key: does not match ...". */
+        static const tern_tls_server_input inputs[] = {
+            [CONF_FILE_TLS_CERT] = TERN_TLS_INPUT_CERT,
+            [CONF_FILE_TLS_KEY] = TERN_TLS_INPUT_KEY,
+            [CONF_FILE_TLS_CLIENT_CA] = TERN_TLS_INPUT_CLIENT_CA,
+            [CONF_FILE_TLS_OPERATOR_CA] = TERN_TLS_INPUT_OPERATOR_CA,
+        };
+        unsigned f = 0;
+        while (f < sizeof inputs / sizeof inputs[0] && inputs[f] != failed)
+            f++;
+        if (f < sizeof inputs / sizeof inputs[0])
+            snprintf(msg, sizeof msg, "%s:%zu: %s: %s: %s", config_name,
+                     tern_config_line(cfg, conf_file_key(f)), conf_file_key(f),
+                     conf_file_value(cfg, f), why);
+        else if (failed == TERN_TLS_INPUT_OPERATORS)
+            snprintf(msg, sizeof msg, "%s:%zu: tls.operators: %s", config_name,
+                     tern_config_line(cfg, "tls.operators"), why);
+        else
+            snprintf(msg, sizeof msg, "%s: TLS: %s", config_name, why);
         refuse(msg);
     }
 }

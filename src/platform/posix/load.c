@@ -18,20 +18,38 @@ enum {
     PEM_MAX_BYTES = 1024 * 1024,
 };
 
-/* One file named by a key: resolved path, contents (owned by the caller). */
-static bool read_named(const char *config_path, const char *key, const char *value,
-                       size_t max_len, char **data, size_t *len, char *err, size_t err_size)
+/* Messages about a key's value start "CONFIG:LINE: KEY: " like the
+ * parser's own (the line where the key was set), or "CONFIG: KEY: " when
+ * the key was not set in a file. */
+static void key_message(char *err, size_t err_size, const tern_config *cfg,
+                        const char *config_path, const char *key, const char *text)
+{
+    size_t line = tern_config_line(cfg, key);
+    int n = line != 0 ? snprintf(err, err_size, "%s:%zu: %s: %s", config_path, line, key, text)
+                      : snprintf(err, err_size, "%s: %s: %s", config_path, key, text);
+    if (n < 0 && err_size > 0)
+        err[0] = '\0';
+}
+
+/* One file named by a key: resolved path, contents (owned by the caller).
+ * A failure names the key, its line and the file. */
+static bool read_named(const tern_config *cfg, const char *config_path, const char *key,
+                       const char *value, size_t max_len, char **data, size_t *len, char *err,
+                       size_t err_size)
 {
     char path[TERN_CONFIG_PATH_MAX * 2];
+    char why[TERN_LOAD_ERR_SIZE];
 
     *data = NULL;
     *len = 0;
     if (!tern_path_resolve(config_path, value, path, sizeof path)) {
-        if (snprintf(err, err_size, "%s: %s: path too long", config_path, key) < 0)
-            err[0] = '\0';
+        key_message(err, err_size, cfg, config_path, key, "path too long");
         return false;
     }
-    return tern_read_file(path, max_len, data, len, err, err_size);
+    if (tern_read_file(path, max_len, data, len, why, sizeof why))
+        return true;
+    key_message(err, err_size, cfg, config_path, key, why); /* why: "PATH: reason" */
+    return false;
 }
 
 bool tern_load_acl(const tern_config *cfg, const char *config_path, broker_acl **out, char *err,
@@ -45,7 +63,7 @@ bool tern_load_acl(const tern_config *cfg, const char *config_path, broker_acl *
     *out = NULL;
     if (cfg->acl_file[0] == '\0')
         return true;
-    if (!read_named(config_path, "acl.file", cfg->acl_file, ACL_MAX_BYTES, &text, &len, err,
+    if (!read_named(cfg, config_path, "acl.file", cfg->acl_file, ACL_MAX_BYTES, &text, &len, err,
                     err_size))
         return false;
     /* read_named resolved it already; again for the parser's messages. */
@@ -61,19 +79,23 @@ bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_ser
     const tern_config_tls *t = &cfg->tls;
     /* Files by key; the private key is at index 1 (wiped after use). */
     const char *keys[4] = {"tls.cert", "tls.key", "tls.client_ca", "tls.operator_ca"};
+    static const tern_tls_server_input inputs[4] = {TERN_TLS_INPUT_CERT, TERN_TLS_INPUT_KEY,
+                                                    TERN_TLS_INPUT_CLIENT_CA,
+                                                    TERN_TLS_INPUT_OPERATOR_CA};
     const char *values[4] = {t->cert, t->key, t->client_ca, t->operator_ca};
     char *data[4] = {NULL, NULL, NULL, NULL};
     size_t len[4] = {0, 0, 0, 0};
     tern_tls_server_config sc;
     char why[TERN_TLS_ERR_SIZE];
+    tern_tls_server_input failed = TERN_TLS_INPUT_NONE;
     bool ok = false;
 
     *out = NULL;
     if (cfg->listener_tls.family == TERN_ADDR_NONE)
         return true;
     for (size_t i = 0; i < 4; i++) {
-        if (values[i][0] != '\0' && !read_named(config_path, keys[i], values[i], PEM_MAX_BYTES,
-                                                &data[i], &len[i], err, err_size))
+        if (values[i][0] != '\0' && !read_named(cfg, config_path, keys[i], values[i],
+                                                PEM_MAX_BYTES, &data[i], &len[i], err, err_size))
             goto done;
     }
     memset(&sc, 0, sizeof sc);
@@ -85,10 +107,29 @@ bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_ser
     sc.min_version = t->min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2 : TERN_TLS_1_3;
     sc.require_client_cert = t->require_client_cert;
     sc.identity = tern_tls_identity_from_config(t->identity);
+    sc.failed = &failed;
     *out = tern_tls_server_create(&sc, why, sizeof why);
     if (*out == NULL) {
-        if (snprintf(err, err_size, "%s: TLS: %s", config_path, why) < 0)
+        /* Name the key (and its line) and the file the problem is in:
+         * "tern.conf:7: tls.key: /etc/tern/server.key: does not match the
+         * server certificate". */
+        char text[TERN_LOAD_ERR_SIZE], path[TERN_CONFIG_PATH_MAX * 2];
+        size_t k = 0;
+
+        while (k < 4 && inputs[k] != failed)
+            k++;
+        if (k < 4 && values[k][0] != '\0' &&
+            tern_path_resolve(config_path, values[k], path, sizeof path)) {
+            if (snprintf(text, sizeof text, "%s: %s", path, why) < 0)
+                text[0] = '\0';
+            key_message(err, err_size, cfg, config_path, keys[k], text);
+        } else if (k < 4) {
+            key_message(err, err_size, cfg, config_path, keys[k], why);
+        } else if (failed == TERN_TLS_INPUT_OPERATORS) {
+            key_message(err, err_size, cfg, config_path, "tls.operators", why);
+        } else if (snprintf(err, err_size, "%s: TLS: %s", config_path, why) < 0) {
             err[0] = '\0';
+        }
         goto done;
     }
     ok = true;
