@@ -48,6 +48,9 @@ static void apply_defaults(broker_limits *l)
     /* Not a constant: half of what max_queued came to (broker.h). */
     DEF(hold_queued, l->max_queued / 2 ? l->max_queued / 2 : 1u);
     DEF(publisher_hold_ms, TERN_DEFAULT_PUBLISHER_HOLD_S * 1000u);
+    DEF(max_subscriptions, TERN_DEFAULT_MAX_SUBSCRIPTIONS);
+    DEF(max_topic_levels, TERN_DEFAULT_MAX_TOPIC_LEVELS);
+    DEF(max_topic_length, TERN_DEFAULT_MAX_TOPIC_LENGTH);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
@@ -353,15 +356,14 @@ void broker_set_acl(broker *b, broker_acl *acl)
     }
     for (size_t i = 0; i < b->sessions.size; i++) {
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
-            sub **pp = &s->subs;
-            while (*pp) {
-                sub *x = *pp;
+            sub *next;
+            for (sub *x = s->subs; x; x = next) {
+                next = x->sess_next;
                 size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
                 ALWAYS(flen > 0); /* every filter in the tree fits */
                 if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
                     bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                            s->id);
-                    *pp = x->sess_next;
                     bk_journal_sub(b, s, (const uint8_t *)filter, flen, 0, false);
                     bk_tree_remove_sub(b, &b->tree, x);
                     continue;
@@ -369,7 +371,6 @@ void broker_set_acl(broker *b, broker_acl *acl)
                 x->acl_check =
                     bk_acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
                 bk_tree_forget_last(&b->tree);
-                pp = &x->sess_next;
             }
         }
     }

@@ -14,6 +14,7 @@
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/session.h"
+#include "broker/subscribe.h"
 #include "broker/tree.h"
 #include "broker/wheel.h"
 #include "mqtt/mqtt.h"
@@ -93,6 +94,7 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
     c->will = NULL;
     bk_flow_conn_gone(b, c);
     bk_acks_drop(b, c); /* a held acknowledgement dies with its connection */
+    bk_list_drop(b, c);
     bk_mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
@@ -139,6 +141,18 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     if (!c->identity && !b->allow_anonymous) {
         send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
         bk_conn_end(b, c, false, "anonymous clients not allowed", b->now_ms);
+        return;
+    }
+    const char *over =
+        cp->will_flag ? bk_topic_over_limits(b, cp->will_topic.p, cp->will_topic.len) : NULL;
+    if (over) {
+        /* No CONNACK return code says "will topic refused": close without
+         * one [MQTT-3.2.2-6], as for a PUBLISH to such a topic. */
+        b->stats.topics_refused++;
+        bk_log(b, BROKER_LOG_INFO, "connection %s: will topic '%.*s' refused: beyond limits.%s",
+               conn_name(c), (int)(cp->will_topic.len > 200 ? 200 : cp->will_topic.len),
+               (const char *)cp->will_topic.p, over);
+        bk_conn_end(b, c, false, "will topic beyond the limits", b->now_ms);
         return;
     }
 
@@ -229,10 +243,31 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         bk_session_resend(b, s);
 }
 
+/* A topic beyond limits.max_topic_levels or max_topic_length: 3.1.1 has no
+ * negative acknowledgement of a PUBLISH, and a server that will not take
+ * one must acknowledge it as usual or close the connection
+ * [MQTT-3.3.5-2]. Acknowledging a message nobody will ever be sent would
+ * lose it without a word, so the connection is closed (the will fires:
+ * the client did not end it). */
+static bool publish_topic_refused(broker *b, broker_conn *c, const mqtt_publish *p)
+{
+    const char *over = bk_topic_over_limits(b, p->topic.p, p->topic.len);
+    if (!over)
+        return false;
+    b->stats.topics_refused++;
+    bk_log(b, BROKER_LOG_INFO, "client %s: publish to '%.*s' refused: topic beyond limits.%s",
+           conn_name(c), (int)(p->topic.len > 200 ? 200 : p->topic.len),
+           (const char *)p->topic.p, over);
+    bk_conn_end(b, c, true, "topic beyond the limits", b->now_ms);
+    return true;
+}
+
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
     uint64_t records_before = b->jr.records;
+    if (publish_topic_refused(b, c, p))
+        return;
     b->stats.msgs_received++;
     bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
@@ -269,28 +304,6 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
-typedef struct retained_ctx {
-    session *sess;
-    uint8_t qos;
-    bool acl_check;
-} retained_ctx;
-
-static void send_retained(broker *b, void *ctx, msg *m)
-{
-    const retained_ctx *rc = ctx;
-    uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
-    if (rc->acl_check &&
-        !bk_session_may(b, rc->sess, bk_msg_topic(m), m->topic_len, BROKER_ACL_READ))
-        return;
-    /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
-     * the retain flag. They queue behind the SUBACK like any message. */
-    if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
-        b->stats.publish_dropped++;
-        return;
-    }
-    bk_session_pump(b, rc->sess);
-}
-
 bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
                     uint32_t ncodes)
 {
@@ -305,84 +318,6 @@ bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
     return true;
-}
-
-static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
-{
-    uint64_t records_before = b->jr.records;
-    session *s = c->sess;
-    uint8_t codes_small[32];
-    uint8_t *codes = codes_small;
-    if (l->count > sizeof codes_small) {
-        codes = bk_mem_alloc(b, l->count);
-        if (!codes) {
-            bk_conn_end(b, c, true, "out of memory", b->now_ms);
-            return;
-        }
-    }
-    size_t pos = 0;
-    uint32_t i = 0;
-    mqtt_bytes f;
-    uint8_t qos;
-    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
-        bool is_new;
-        if (!bk_session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
-            b->stats.acl_denied++;
-            bk_log(b, BROKER_LOG_INFO, "client %s: subscription to '%.*s' denied", s->id,
-                   (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
-            codes[i++] = MQTT_SUBACK_FAILURE;
-            continue;
-        }
-        sub *x = bk_tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
-        codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
-        if (!x)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory subscribing", s->id);
-        else
-            bk_journal_sub(b, s, f.p, f.len, qos, true);
-        if (x)
-            x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                       (const char *)f.p, f.len);
-    }
-    ALWAYS(i == l->count);
-
-    /* SUBACK once a persistent session's new subscriptions are on disk:
-     * acknowledged, they must survive a crash. */
-    if (!bk_suback_send_or_hold(b, c, l->packet_id, codes, l->count,
-                                bk_journal_gate_if_changed(b, records_before))) {
-        bk_conn_end(b, c, true, "out of memory", b->now_ms);
-        goto done;
-    }
-
-    pos = 0;
-    i = 0;
-    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
-        if (codes[i++] == MQTT_SUBACK_FAILURE)
-            continue;
-        retained_ctx rc = {s, qos,
-                           bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                       (const char *)f.p, f.len)};
-        if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
-            bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
-                   s->id);
-    }
-done:
-    if (codes != codes_small)
-        bk_mem_free(b, codes);
-}
-
-static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
-{
-    uint64_t records_before = b->jr.records;
-    size_t pos = 0;
-    mqtt_bytes f;
-    while (mqtt_unsubscribe_next(l, &pos, &f))
-        if (bk_tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
-            bk_journal_sub(b, c->sess, f.p, f.len, 0, false);
-    /* UNSUBACK once the removal is on disk: a subscription the client was
-     * told is gone must not come back after a crash. */
-    if (!bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
-                             bk_journal_gate_if_changed(b, records_before)))
-        bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
 static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
@@ -433,16 +368,25 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
     bk_session_pump(b, s);
 }
 
-/* Handle one decoded packet. The connection may be CLOSING afterwards. */
-static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
+/* Handle one decoded packet that starts at base, spending *budget. The
+ * connection may be CLOSING afterwards. False when the packet (a SUBSCRIBE
+ * or UNSUBSCRIBE) is not finished: see bk_list_start(). */
+static bool handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt, const uint8_t *base,
+                          uint32_t *budget)
 {
+    if (pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE) {
+        if (c->state == CONN_ACTIVE)
+            return bk_list_start(b, c, pkt, base, budget);
+    } else {
+        (*budget)--; /* one unit, whatever else the packet costs */
+    }
     if (c->state == CONN_NEW) {
         if (pkt->type != MQTT_CONNECT) {
             protocol_error(b, c, "first packet is not CONNECT");
-            return;
+            return true;
         }
         handle_connect(b, c, &pkt->u.connect);
-        return;
+        return true;
     }
     switch (pkt->type) {
     case MQTT_CONNECT:
@@ -468,12 +412,6 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     }
-    case MQTT_SUBSCRIBE:
-        handle_subscribe(b, c, &pkt->u.subscribe);
-        break;
-    case MQTT_UNSUBSCRIBE:
-        handle_unsubscribe(b, c, &pkt->u.unsubscribe);
-        break;
     case MQTT_PINGREQ:
         if (!bk_send_simple(b, c, MQTT_PINGRESP, 0))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
@@ -486,6 +424,7 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         protocol_error(b, c, "unexpected packet type");
         break;
     }
+    return true;
 }
 
 static void decode_error(broker *b, broker_conn *c, mqtt_err err)
@@ -519,11 +458,23 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Decode and handle one packet from buf; returns false when the connection
- * ended. */
+/* Decode and handle one packet from buf, spending *budget; returns false
+ * when the connection ended. *pending: the packet (a SUBSCRIBE or
+ * UNSUBSCRIBE with more work than the budget) is not finished and its
+ * bytes must be kept (c->job). */
 static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len, size_t *used,
-                       bool *need_more)
+                       bool *need_more, uint32_t *budget, bool *pending)
 {
+    *pending = false;
+    *need_more = false;
+    if (c->job) {
+        /* The rest of a packet begun in an earlier call, decoded (and so
+         * checked) then and kept whole in the input tail since. */
+        ALWAYS(buf == c->in && len == bk_list_size(c->job));
+        *used = len;
+        *pending = !bk_list_resume(b, c, buf, budget);
+        return c->state != CONN_CLOSING;
+    }
     mqtt_packet pkt;
     mqtt_err err = mqtt_decode(buf, len, MQTT_FROM_CLIENT, c->level, b->lim.max_packet_size,
                                &pkt, used);
@@ -534,7 +485,7 @@ static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len
         decode_error(b, c, err);
         return false;
     }
-    handle_packet(b, c, &pkt);
+    *pending = !handle_packet(b, c, &pkt, buf, budget);
     return c->state != CONN_CLOSING;
 }
 
@@ -594,7 +545,7 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
 {
     size_t used = 0;
     uint32_t budget = b->lim.work_budget;
-    bool need_more;
+    bool need_more, pending;
 
     b->now_ms = now_ms;
     if (c->state == CONN_CLOSING)
@@ -612,16 +563,23 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
         if (!whole)
             goto out;
         size_t n;
-        bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more);
+        bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more, &budget, &pending);
         ALWAYS(!ok || (!need_more && n == c->in_len));
-        tail_clear(b, c);
         if (!ok)
             goto ended;
-        budget--;
+        if (pending) {
+            /* Not finished: keep the packet, and give its last byte back
+             * so the platform calls again (broker.h). This call took it. */
+            ALWAYS(used > 0);
+            c->in_len--;
+            used--;
+            goto out;
+        }
+        tail_clear(b, c);
     }
     while (used < len && budget > 0 && !broker_input_paused(c)) {
         size_t n;
-        if (!one_packet(b, c, data + used, len - used, &n, &need_more))
+        if (!one_packet(b, c, data + used, len - used, &n, &need_more, &budget, &pending))
             goto ended;
         if (need_more) {
             if (tail_append(b, c, data + used, len - used) != 0) {
@@ -631,8 +589,16 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
             used = len;
             break;
         }
+        if (pending) {
+            /* Keep the packet but its last byte, as above. */
+            if (tail_append(b, c, data + used, n - 1) != 0) {
+                bk_conn_end(b, c, true, "out of memory for input", now_ms);
+                goto ended;
+            }
+            used += n - 1;
+            break;
+        }
         used += n;
-        budget--;
     }
 out:
     b->stats.bytes_received += used;

@@ -56,6 +56,9 @@ typedef struct tern_config_limits {
     uint32_t max_retained_bytes;
     uint32_t work_budget;
     uint32_t publisher_hold_s; /* 0 = never hold publishers */
+    uint32_t max_subscriptions;
+    uint32_t max_topic_levels;
+    uint32_t max_topic_length;
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths
