@@ -110,11 +110,13 @@
 #endif
 
 /* Levels of a topic name or filter. Every level of a filter or retained
- * topic is a node of the topic tree (about 120 bytes with its table slot),
- * so levels multiply memory: 400 filters of 30,000 levels made 1.3 GB.
- * Real hierarchies have under a dozen levels (AWS IoT allows 8); 64 leaves
- * ample room and keeps one session's worst case near 77 MB. Mosquitto's
- * fixed limit is 200: raise it to that for topics only Mosquitto took. */
+ * topic is a node of the topic tree (about 110 bytes with its table slot,
+ * measured), so levels multiply memory: 400 filters of 30,000 levels made
+ * 1.3 GB. Real hierarchies have under a dozen levels (AWS IoT allows 8);
+ * 64 leaves ample room and keeps one session's worst case near 70 MB
+ * (max_subscriptions filters of 64 new levels each; 200 levels would allow
+ * 215 MB). Mosquitto's fixed limit is 200: raise it to that for topics
+ * only Mosquitto took. */
 #ifndef TERN_DEFAULT_MAX_TOPIC_LEVELS
 #define TERN_DEFAULT_MAX_TOPIC_LEVELS 64u
 #endif
