@@ -150,12 +150,12 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
  * protocol violation makes the connection want to close.
  *
  * The budget (broker_limits.work_budget) counts packets, and a SUBSCRIBE
- * or UNSUBSCRIBE one unit per filter (and per retained message it sends):
- * one with more filters than the budget is worked through over several
- * calls. The core then keeps the packet itself and leaves its last byte
- * untaken until the packet is finished, so the platform comes back; such
- * a call may take 0 bytes without the connection being paused. Nothing
- * after that packet is handled before it is finished.
+ * or UNSUBSCRIBE one unit per filter: one with more filters than the
+ * budget is worked through over several calls (its retained messages
+ * counting too). The core then keeps the packet itself and leaves its last
+ * byte untaken until the packet is finished, so the platform comes back;
+ * such a call may take 0 bytes without the connection being paused.
+ * Nothing after that packet is handled before it is finished.
  */
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms);
 

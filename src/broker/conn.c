@@ -369,24 +369,22 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
 }
 
 /* Handle one decoded packet that starts at base, spending *budget. The
- * connection may be CLOSING afterwards. False when the packet (a SUBSCRIBE
- * or UNSUBSCRIBE) is not finished: see bk_list_start(). */
-static bool handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt, const uint8_t *base,
-                          uint32_t *budget)
+ * connection may be CLOSING afterwards. A SUBSCRIBE or UNSUBSCRIBE may be
+ * left unfinished or not begun: see bk_list_start(). */
+static bk_list_result handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt,
+                                    const uint8_t *base, uint32_t *budget)
 {
-    if (pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE) {
-        if (c->state == CONN_ACTIVE)
-            return bk_list_start(b, c, pkt, base, budget);
-    } else {
-        (*budget)--; /* one unit, whatever else the packet costs */
-    }
+    if ((pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE) &&
+        c->state == CONN_ACTIVE)
+        return bk_list_start(b, c, pkt, base, budget);
+    (*budget)--; /* one unit, whatever else the packet costs */
     if (c->state == CONN_NEW) {
         if (pkt->type != MQTT_CONNECT) {
             protocol_error(b, c, "first packet is not CONNECT");
-            return true;
+            return BK_LIST_DONE;
         }
         handle_connect(b, c, &pkt->u.connect);
-        return true;
+        return BK_LIST_DONE;
     }
     switch (pkt->type) {
     case MQTT_CONNECT:
@@ -424,7 +422,7 @@ static bool handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt, con
         protocol_error(b, c, "unexpected packet type");
         break;
     }
-    return true;
+    return BK_LIST_DONE;
 }
 
 static void decode_error(broker *b, broker_conn *c, mqtt_err err)
@@ -460,8 +458,9 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
 
 /* Decode and handle one packet from buf, spending *budget; returns false
  * when the connection ended. *pending: the packet (a SUBSCRIBE or
- * UNSUBSCRIBE with more work than the budget) is not finished and its
- * bytes must be kept (c->job). */
+ * UNSUBSCRIBE with more filters than the budget) is not finished and its
+ * bytes must be kept (c->job). A packet left for the next call (deferred)
+ * is reported as 0 bytes used, the budget spent. */
 static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len, size_t *used,
                        bool *need_more, uint32_t *budget, bool *pending)
 {
@@ -472,7 +471,7 @@ static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len
          * checked) then and kept whole in the input tail since. */
         ALWAYS(buf == c->in && len == bk_list_size(c->job));
         *used = len;
-        *pending = !bk_list_resume(b, c, buf, budget);
+        *pending = bk_list_resume(b, c, buf, budget) == BK_LIST_PENDING;
         return c->state != CONN_CLOSING;
     }
     mqtt_packet pkt;
@@ -485,7 +484,12 @@ static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len
         decode_error(b, c, err);
         return false;
     }
-    *pending = !handle_packet(b, c, &pkt, buf, budget);
+    bk_list_result r = handle_packet(b, c, &pkt, buf, budget);
+    if (r == BK_LIST_DEFERRED) {
+        *used = 0;
+        *budget = 0;
+    }
+    *pending = r == BK_LIST_PENDING;
     return c->state != CONN_CLOSING;
 }
 
@@ -564,6 +568,7 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
             goto out;
         size_t n;
         bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more, &budget, &pending);
+        /* First with a whole budget: never deferred. */
         ALWAYS(!ok || (!need_more && n == c->in_len));
         if (!ok)
             goto ended;

@@ -7,16 +7,19 @@
  * second sends the retained messages of each granted filter, behind the
  * SUBACK. An UNSUBSCRIBE has the first pass only, ending with the UNSUBACK.
  *
- * Every filter of a pass and every retained message sent costs one unit of
- * the caller's work budget, as a whole packet does. A packet whose work
- * outlasts the budget stops between two filters and goes on in the next
- * broker_input call: its state is a list_job, its bytes wait in the
- * connection's input tail (conn.c), and nothing else from that client is
- * handled meanwhile. So a client's 150,000-filter SUBSCRIBE delays the
- * others by one budget per loop turn, and its SUBACK still goes out once,
- * with every return code in order. Messages other clients publish may
- * reach the new subscriptions before the SUBACK, which 3.1.1 permits
- * (section 3.8.4).
+ * Each filter costs one unit of the caller's work budget, as a whole
+ * packet does. A packet with no more filters than the budget has left is
+ * handled whole, like any other (one that needs a fresh budget waits for
+ * the next call). One with more filters than a whole budget is worked
+ * through in slices: every filter of either pass and every retained
+ * message sent costs a unit, and when the budget is spent it stops
+ * between two filters and goes on in the next broker_input call. Its
+ * state is a list_job, its bytes wait in the connection's input tail
+ * (conn.c), and nothing else from that client is handled meanwhile. So a
+ * client's 150,000-filter SUBSCRIBE delays the others by one budget per
+ * loop turn, and its SUBACK still goes out once, with every return code in
+ * order. Messages other clients publish may reach its first subscriptions
+ * before the SUBACK, which 3.1.1 permits (section 3.8.4).
  */
 #include "broker/access.h"
 #include "broker/base.h"
@@ -48,6 +51,7 @@ struct list_job {
     uint16_t packet_id;
     uint8_t type;              /* MQTT_SUBSCRIBE or MQTT_UNSUBSCRIBE */
     uint8_t pass;
+    bool sliced;               /* stops when the budget is spent */
     /* For the packet's one log line: refusals by cause, and the first
      * refused filter (offset in the packet, length, cause). */
     uint32_t denied, over_limits, no_memory;
@@ -172,7 +176,14 @@ static void send_retained(broker *b, void *ctx, msg *m)
     bk_session_pump(b, rc->sess);
 }
 
-/* Work on j until it is finished (true) or the budget runs out (false). */
+/* Spend n units of the budget (it stops at 0). */
+static void spend(uint32_t *budget, uint32_t n)
+{
+    *budget -= n < *budget ? n : *budget;
+}
+
+/* Work on j until it is finished (true) or, sliced, the budget is spent
+ * (false). */
 static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uint32_t *budget)
 {
     session *s = c->sess;
@@ -183,9 +194,9 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
 
     if (j->pass == PASS_FILTERS) {
         for (; j->index < j->count; j->index++) {
-            if (*budget == 0)
+            if (j->sliced && *budget == 0)
                 return false;
-            (*budget)--;
+            spend(budget, 1);
             bool more = is_sub ? mqtt_subscribe_next(&l, &j->pos, &f, &qos)
                                : mqtt_unsubscribe_next(&l, &j->pos, &f);
             ALWAYS(more); /* the decoder counted them */
@@ -214,9 +225,9 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
     for (; j->index < j->count; j->index++) {
         if (c->state == CONN_CLOSING)
             return true;
-        if (*budget == 0)
+        if (j->sliced && *budget == 0)
             return false;
-        (*budget)--;
+        spend(budget, 1);
         bool more = mqtt_subscribe_next(&l, &j->pos, &f, &qos);
         ALWAYS(more);
         if (j->codes[j->index] == MQTT_SUBACK_FAILURE)
@@ -228,15 +239,21 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
         if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
             bk_log(b, BROKER_LOG_ERROR, "client %s: out of memory sending retained messages",
                    s->id);
-        *budget -= rc.sent < *budget ? rc.sent : *budget;
+        spend(budget, rc.sent);
     }
     return true;
 }
 
-bool bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt, const uint8_t *base,
-                   uint32_t *budget)
+bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt,
+                             const uint8_t *base, uint32_t *budget)
 {
     const mqtt_list *l = pkt->type == MQTT_SUBSCRIBE ? &pkt->u.subscribe : &pkt->u.unsubscribe;
+    /* A packet that fits a whole budget is never split: most are small,
+     * and whole they keep the order in which every effect of a packet is
+     * seen at once. One that fits only a fresh budget waits for it. */
+    bool sliced = l->count > *budget;
+    if (sliced && *budget < b->lim.work_budget)
+        return BK_LIST_DEFERRED;
     list_job j;
     memset(&j, 0, sizeof j);
     j.size = pkt->size;
@@ -251,38 +268,39 @@ bool bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt, const uint
         j.codes = bk_mem_alloc(b, j.count);
         if (!j.codes) {
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
-            return true;
+            return BK_LIST_DONE;
         }
     }
     /* While it runs the job is on this stack, not in c->job: a connection
      * that ends meanwhile has nothing of it to free. */
+    j.sliced = sliced;
     if (run(b, c, &j, base, budget) || c->state == CONN_CLOSING) {
         if (j.codes != j.small)
             bk_mem_free(b, j.codes);
-        return true;
+        return BK_LIST_DONE;
     }
     list_job *h = bk_mem_alloc(b, sizeof *h);
     if (!h) {
         if (j.codes != j.small)
             bk_mem_free(b, j.codes);
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
-        return true;
+        return BK_LIST_DONE;
     }
     *h = j;
     if (j.codes == j.small)
         h->codes = h->small;
     c->job = h;
-    return false;
+    return BK_LIST_PENDING;
 }
 
-bool bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget)
+bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget)
 {
     list_job *j = c->job;
     c->job = NULL; /* as in bk_list_start: ours while it runs */
     if (run(b, c, j, base, budget) || c->state == CONN_CLOSING) {
         job_free(b, j);
-        return true;
+        return BK_LIST_DONE;
     }
     c->job = j;
-    return false;
+    return BK_LIST_PENDING;
 }

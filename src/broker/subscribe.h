@@ -19,17 +19,31 @@
  * "max_topic_levels"), or NULL when it is within both. */
 const char *bk_topic_over_limits(const broker *b, const uint8_t *t, size_t len);
 
+typedef enum bk_list_result {
+    BK_LIST_DONE,      /* the packet is finished (or the connection ended) */
+    BK_LIST_PENDING,   /* it continues: c->job holds where it stopped, and
+                          the caller keeps the packet's bytes, unchanged,
+                          for bk_list_resume() */
+    BK_LIST_DEFERRED,  /* nothing done: it fits a whole budget but not what
+                          is left of this one; hand it over again later */
+} bk_list_result;
+
 /* Handle a decoded SUBSCRIBE or UNSUBSCRIBE of an active connection, the
- * packet starting at base (its list points into it), spending *budget: one
- * unit per filter handled, per filter searched for retained messages and
- * per retained message sent. True when the packet is finished. False when
- * it continues: c->job holds where it stopped, and the caller keeps the
- * packet's bytes, unchanged, for bk_list_resume(). The connection may be
- * CLOSING after either. */
-bool bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt, const uint8_t *base,
-                   uint32_t *budget);
-/* Continue c->job on its packet at base (size bk_list_size()). */
-bool bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget);
+ * packet starting at base (its list points into it), spending *budget (the
+ * caller's work budget, b->lim.work_budget when whole).
+ *
+ * A packet costs one unit per filter. One with no more filters than
+ * *budget is handled whole, at once, as any packet is (its retained
+ * messages then cost a unit each after the fact). One with more filters
+ * than a whole budget is worked through in slices: per call, a unit for
+ * each filter handled, each filter searched for retained messages and each
+ * retained message sent, until *budget is spent. One in between is
+ * deferred. The connection may be CLOSING afterwards. */
+bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt,
+                             const uint8_t *base, uint32_t *budget);
+/* Continue c->job, on its packet at base (size bk_list_size()): DONE or
+ * PENDING. */
+bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget);
 /* Bytes of the packet c->job works on. */
 uint32_t bk_list_size(const struct list_job *j);
 /* Forget c->job (the connection ends). */

@@ -299,6 +299,42 @@ TEST(large_subscribe_is_worked_through_in_slices_other_clients_served_between)
     broker_destroy(b);
 }
 
+TEST(subscribe_that_fits_a_budget_is_never_split_but_waits_for_a_fresh_one)
+{
+    /* Budget 4: two PINGREQs leave 2 units, too few for 3 filters. The
+     * SUBSCRIBE is left whole for the next call, which takes it at once. */
+    broker_limits lim = {.work_budget = 4};
+    broker *b = raw_broker(&lim);
+    static rconn a;
+    memset(&a, 0, sizeof a);
+    CHECK(b != NULL);
+    CHECK(raw_connect(b, &a, "a"));
+    filters fs;
+    filters_make(&fs, 3, "w/%u", 0);
+    size_t slen;
+    uint8_t *sub = encode_list(&fs, true, 5, &slen);
+    uint8_t in[64];
+    CHECK(slen + 4 <= sizeof in);
+    CHECK_EQ(mqtt_encode_empty(in, 2, MQTT_PINGREQ), 2);
+    CHECK_EQ(mqtt_encode_empty(in + 2, 2, MQTT_PINGREQ), 2);
+    memcpy(in + 4, sub, slen);
+    CHECK_EQ(broker_input(b, a.bc, in, slen + 4, 1000), 4);
+    broker_stats st;
+    broker_get_stats(b, &st);
+    CHECK_EQ(st.subscriptions_count, 0);
+    CHECK_EQ(broker_input(b, a.bc, in + 4, slen, 1000), slen);
+    broker_get_stats(b, &st);
+    CHECK_EQ(st.subscriptions_count, 3);
+    raw_collect(b);
+    mqtt_packet p;
+    CHECK(raw_next(&a, &p) && p.type == MQTT_PINGRESP);
+    CHECK(raw_next(&a, &p) && p.type == MQTT_PINGRESP);
+    CHECK(raw_next(&a, &p) && p.type == MQTT_SUBACK && p.u.suback.count == 3);
+    free(sub);
+    filters_free(&fs);
+    broker_destroy(b);
+}
+
 TEST(sliced_unsubscribe_and_subscribe_through_the_layer_answer_once)
 {
     /* Budget 3: every multi-filter packet goes in slices through the
