@@ -81,6 +81,9 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     *b = tmp;
     b->lim = cfg->limits;
     apply_defaults(&b->lim);
+    b->topic_check_len = b->lim.max_topic_levels <= b->lim.max_topic_length
+                             ? b->lim.max_topic_levels
+                             : b->lim.max_topic_length + 1;
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;

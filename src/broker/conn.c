@@ -251,6 +251,8 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
  * the client did not end it). */
 static bool publish_topic_refused(broker *b, broker_conn *c, const mqtt_publish *p)
 {
+    if (p->topic.len < b->topic_check_len)
+        return false; /* most topics: within both limits without looking */
     const char *over = bk_topic_over_limits(b, p->topic.p, p->topic.len);
     if (!over)
         return false;
@@ -368,23 +370,18 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
     bk_session_pump(b, s);
 }
 
-/* Handle one decoded packet that starts at base, spending *budget. The
- * connection may be CLOSING afterwards. A SUBSCRIBE or UNSUBSCRIBE may be
- * left unfinished or not begun: see bk_list_start(). */
-static bk_list_result handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt,
-                                    const uint8_t *base, uint32_t *budget)
+/* Handle one decoded packet. A SUBSCRIBE or UNSUBSCRIBE spends
+ * b->in_budget itself and leaves its bk_list_result in b->in_list. The
+ * connection may be CLOSING afterwards. */
+static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
 {
-    if ((pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE) &&
-        c->state == CONN_ACTIVE)
-        return bk_list_start(b, c, pkt, base, budget);
-    (*budget)--; /* one unit, whatever else the packet costs */
     if (c->state == CONN_NEW) {
         if (pkt->type != MQTT_CONNECT) {
             protocol_error(b, c, "first packet is not CONNECT");
-            return BK_LIST_DONE;
+            return;
         }
         handle_connect(b, c, &pkt->u.connect);
-        return BK_LIST_DONE;
+        return;
     }
     switch (pkt->type) {
     case MQTT_CONNECT:
@@ -410,6 +407,11 @@ static bk_list_result handle_packet(broker *b, broker_conn *c, const mqtt_packet
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;
     }
+    case MQTT_SUBSCRIBE:
+    case MQTT_UNSUBSCRIBE:
+        b->in_list = (uint8_t)bk_list_start(b, c, pkt);
+        b->in_list_seen = true;
+        break;
     case MQTT_PINGREQ:
         if (!bk_send_simple(b, c, MQTT_PINGRESP, 0))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
@@ -422,7 +424,6 @@ static bk_list_result handle_packet(broker *b, broker_conn *c, const mqtt_packet
         protocol_error(b, c, "unexpected packet type");
         break;
     }
-    return BK_LIST_DONE;
 }
 
 static void decode_error(broker *b, broker_conn *c, mqtt_err err)
@@ -456,41 +457,33 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Decode and handle one packet from buf, spending *budget; returns false
- * when the connection ended. *pending: the packet (a SUBSCRIBE or
- * UNSUBSCRIBE with more filters than the budget) is not finished and its
- * bytes must be kept (c->job). A packet left for the next call (deferred)
- * is reported as 0 bytes used, the budget spent. */
-static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len, size_t *used,
-                       bool *need_more, uint32_t *budget, bool *pending)
+typedef enum pk_result {
+    PK_DONE,       /* handled: *used bytes */
+    PK_NEED_MORE,  /* buf holds only part of a packet */
+    PK_LIST,       /* a SUBSCRIBE or UNSUBSCRIBE: b->in_budget and b->in_list
+                      say what it spent and what became of it */
+    PK_ENDED,      /* the connection ended */
+} pk_result;
+
+/* Decode and handle one packet from buf. */
+static pk_result one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len,
+                            size_t *used)
 {
-    *pending = false;
-    *need_more = false;
-    if (c->job) {
-        /* The rest of a packet begun in an earlier call, decoded (and so
-         * checked) then and kept whole in the input tail since. */
-        ALWAYS(buf == c->in && len == bk_list_size(c->job));
-        *used = len;
-        *pending = bk_list_resume(b, c, buf, budget) == BK_LIST_PENDING;
-        return c->state != CONN_CLOSING;
-    }
     mqtt_packet pkt;
     mqtt_err err = mqtt_decode(buf, len, MQTT_FROM_CLIENT, c->level, b->lim.max_packet_size,
                                &pkt, used);
-    *need_more = err == MQTT_NEED_MORE;
-    if (*need_more)
-        return true;
     if (err != MQTT_OK) {
+        if (err == MQTT_NEED_MORE)
+            return PK_NEED_MORE;
         decode_error(b, c, err);
-        return false;
+        return PK_ENDED;
     }
-    bk_list_result r = handle_packet(b, c, &pkt, buf, budget);
-    if (r == BK_LIST_DEFERRED) {
-        *used = 0;
-        *budget = 0;
+    handle_packet(b, c, &pkt);
+    if (b->in_list_seen) {
+        b->in_list_seen = false; /* before any return: the next call starts clean */
+        return c->state == CONN_CLOSING ? PK_ENDED : PK_LIST;
     }
-    *pending = r == BK_LIST_PENDING;
-    return c->state != CONN_CLOSING;
+    return c->state == CONN_CLOSING ? PK_ENDED : PK_DONE;
 }
 
 /* Move bytes from data into the input tail until it holds a whole packet.
@@ -549,7 +542,8 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
 {
     size_t used = 0;
     uint32_t budget = b->lim.work_budget;
-    bool need_more, pending;
+    bk_list_result lr;
+    pk_result r;
 
     b->now_ms = now_ms;
     if (c->state == CONN_CLOSING)
@@ -566,44 +560,72 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
         used = (size_t)taken;
         if (!whole)
             goto out;
-        size_t n;
-        bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more, &budget, &pending);
-        /* First with a whole budget: never deferred. */
-        ALWAYS(!ok || (!need_more && n == c->in_len));
-        if (!ok)
+        b->in_budget = budget;
+        if (c->job) {
+            /* The rest of a packet begun in an earlier call, decoded (and
+             * so checked) then and kept whole in the tail since. */
+            ALWAYS(c->in_len == bk_list_size(c->job));
+            lr = bk_list_resume(b, c, c->in);
+            r = c->state == CONN_CLOSING ? PK_ENDED : PK_LIST;
+        } else {
+            size_t n;
+            r = one_packet(b, c, c->in, c->in_len, &n);
+            ALWAYS(r == PK_ENDED || (r != PK_NEED_MORE && n == c->in_len));
+            lr = (bk_list_result)b->in_list;
+        }
+        if (r == PK_ENDED)
             goto ended;
-        if (pending) {
-            /* Not finished: keep the packet, and give its last byte back
-             * so the platform calls again (broker.h). This call took it. */
-            ALWAYS(used > 0);
-            c->in_len--;
-            used--;
-            goto out;
+        if (r == PK_LIST) {
+            budget = b->in_budget;
+            /* First, with a whole budget: never left for later. */
+            ALWAYS(lr != BK_LIST_DEFERRED);
+            if (lr == BK_LIST_PENDING) {
+                /* Not finished: keep the packet, and give its last byte
+                 * back so the platform calls again (broker.h). This call
+                 * took it. */
+                ALWAYS(used > 0);
+                c->in_len--;
+                used--;
+                goto out;
+            }
+        } else {
+            budget--;
         }
         tail_clear(b, c);
     }
     while (used < len && budget > 0 && !broker_input_paused(c)) {
         size_t n;
-        if (!one_packet(b, c, data + used, len - used, &n, &need_more, &budget, &pending))
-            goto ended;
-        if (need_more) {
-            if (tail_append(b, c, data + used, len - used) != 0) {
-                bk_conn_end(b, c, true, "out of memory for input", now_ms);
+        b->in_budget = budget; /* for a SUBSCRIBE or UNSUBSCRIBE */
+        r = one_packet(b, c, data + used, len - used, &n);
+        if (r != PK_DONE) {
+            if (r == PK_ENDED)
                 goto ended;
+            if (r == PK_NEED_MORE) {
+                if (tail_append(b, c, data + used, len - used) != 0) {
+                    bk_conn_end(b, c, true, "out of memory for input", now_ms);
+                    goto ended;
+                }
+                used = len;
+                break;
             }
-            used = len;
-            break;
-        }
-        if (pending) {
-            /* Keep the packet but its last byte, as above. */
-            if (tail_append(b, c, data + used, n - 1) != 0) {
-                bk_conn_end(b, c, true, "out of memory for input", now_ms);
-                goto ended;
+            budget = b->in_budget;
+            lr = (bk_list_result)b->in_list;
+            if (lr == BK_LIST_DEFERRED)
+                break; /* whole, with the next call's budget */
+            if (lr == BK_LIST_PENDING) {
+                /* Begun: keep the packet but its last byte, as above. */
+                if (tail_append(b, c, data + used, n - 1) != 0) {
+                    bk_conn_end(b, c, true, "out of memory for input", now_ms);
+                    goto ended;
+                }
+                used += n - 1;
+                break;
             }
-            used += n - 1;
-            break;
+            used += n;
+            continue;
         }
         used += n;
+        budget--;
     }
 out:
     b->stats.bytes_received += used;

@@ -64,8 +64,12 @@ struct list_job {
 
 const char *bk_topic_over_limits(const broker *b, const uint8_t *t, size_t len)
 {
+    if (len < b->topic_check_len)
+        return NULL; /* within both: most topics */
     if (len > b->lim.max_topic_length)
         return "max_topic_length";
+    if (len < b->lim.max_topic_levels)
+        return NULL; /* len bytes hold at most len + 1 levels */
     uint32_t levels = 1;
     const uint8_t *end = t + len;
     for (const uint8_t *p = t; (p = memchr(p, '/', (size_t)(end - p))) != NULL; p++)
@@ -244,16 +248,20 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
     return true;
 }
 
-bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt,
-                             const uint8_t *base, uint32_t *budget)
+bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt)
 {
+    ALWAYS(pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE);
     const mqtt_list *l = pkt->type == MQTT_SUBSCRIBE ? &pkt->u.subscribe : &pkt->u.unsubscribe;
+    uint32_t *budget = &b->in_budget;
     /* A packet that fits a whole budget is never split: most are small,
      * and whole they keep the order in which every effect of a packet is
      * seen at once. One that fits only a fresh budget waits for it. */
     bool sliced = l->count > *budget;
     if (sliced && *budget < b->lim.work_budget)
         return BK_LIST_DEFERRED;
+    /* The list is the packet's payload, to its end (3.1.1: no properties). */
+    ALWAYS(l->raw.len < pkt->size);
+    const uint8_t *base = l->raw.p - (pkt->size - l->raw.len);
     list_job j;
     memset(&j, 0, sizeof j);
     j.size = pkt->size;
@@ -293,11 +301,11 @@ bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt,
     return BK_LIST_PENDING;
 }
 
-bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget)
+bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base)
 {
     list_job *j = c->job;
     c->job = NULL; /* as in bk_list_start: ours while it runs */
-    if (run(b, c, j, base, budget) || c->state == CONN_CLOSING) {
+    if (run(b, c, j, base, &b->in_budget) || c->state == CONN_CLOSING) {
         job_free(b, j);
         return BK_LIST_DONE;
     }

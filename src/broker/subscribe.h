@@ -28,22 +28,21 @@ typedef enum bk_list_result {
                           is left of this one; hand it over again later */
 } bk_list_result;
 
-/* Handle a decoded SUBSCRIBE or UNSUBSCRIBE of an active connection, the
- * packet starting at base (its list points into it), spending *budget (the
- * caller's work budget, b->lim.work_budget when whole).
+/* Handle a decoded SUBSCRIBE or UNSUBSCRIBE of an active connection,
+ * spending b->in_budget (the broker_input call's work budget,
+ * b->lim.work_budget when whole; at least 1).
  *
- * A packet costs one unit per filter. One with no more filters than
- * *budget is handled whole, at once, as any packet is (its retained
- * messages then cost a unit each after the fact). One with more filters
- * than a whole budget is worked through in slices: per call, a unit for
- * each filter handled, each filter searched for retained messages and each
- * retained message sent, until *budget is spent. One in between is
- * deferred. The connection may be CLOSING afterwards. */
-bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt,
-                             const uint8_t *base, uint32_t *budget);
+ * A packet costs one unit per filter. One with no more filters than the
+ * budget has left is handled whole, at once, as any packet is (its
+ * retained messages then cost a unit each after the fact). One with more
+ * filters than a whole budget is worked through in slices: per call, a
+ * unit for each filter handled, each filter searched for retained messages
+ * and each retained message sent, until the budget is spent. One in
+ * between is deferred. The connection may be CLOSING afterwards. */
+bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt);
 /* Continue c->job, on its packet at base (size bk_list_size()): DONE or
  * PENDING. */
-bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base, uint32_t *budget);
+bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base);
 /* Bytes of the packet c->job works on. */
 uint32_t bk_list_size(const struct list_job *j);
 /* Forget c->job (the connection ends). */
