@@ -11,6 +11,7 @@
 
 #include "broker/broker.h"
 #include "fake_client.h"
+#include "model_store.h"
 #include "test.h"
 
 #include <stdio.h>
@@ -395,6 +396,66 @@ TEST(takeover_during_a_sliced_subscribe_ends_it_cleanly)
     free(sub);
     filters_free(&fs);
     broker_destroy(b);
+}
+
+static void commit_to_model(fworld *w)
+{
+    ms_commit_all(w->commit_ctx, w->b);
+}
+
+TEST(sliced_subscribe_of_a_persistent_session_is_acknowledged_once_on_disk)
+{
+    /* Budget 8, 50 filters: the SUBACK (and later the UNSUBACK) waits for
+     * the commit of every slice's records, and a restart restores exactly
+     * what was acknowledged. */
+    mstore *ms = calloc(1, sizeof *ms);
+    CHECK(ms != NULL);
+    broker_limits lim = {.work_budget = 8};
+    fworld w;
+    fw_init_durable(&w, &lim);
+    w.commit = commit_to_model;
+    w.commit_ctx = ms;
+    fclient *s = fw_connect_as(&w, "sub", false);
+    filters fs;
+    filters_make(&fs, 50, "d/%u", 1);
+    size_t slen, ulen;
+    uint8_t *sub = encode_list(&fs, true, 1, &slen);
+    uint8_t *unsub = encode_list(&fs, false, 2, &ulen);
+    fw_send(&w, s, sub, slen);
+    mqtt_packet pk;
+    CHECK(!fc_next(s, &pk)); /* held for the commit */
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    uint8_t codes[50];
+    CHECK(next_suback(s, 1, codes, 50));
+    CHECK_EQ(codes[49], 1);
+
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.subscriptions_count, 50);
+    fclient *s2 = fw_open(&w);
+    fc_connect(&w, s2, "sub", false, 0);
+    CHECK(fc_next_is(s2, MQTT_CONNACK, &pk) && pk.u.connack.session_present);
+    fclient *p = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, p, "d/49", "last", 0, false, 0);
+    CHECK(fc_next_is(s2, MQTT_PUBLISH, &pk) && fc_payload_is(&pk, "last"));
+
+    fw_send(&w, s2, unsub, ulen);
+    CHECK(!fc_next(s2, &pk)); /* held for the commit */
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(s2, MQTT_UNSUBACK, &pk) && pk.u.packet_id == 2);
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.subscriptions_count, 0);
+    free(sub);
+    free(unsub);
+    filters_free(&fs);
+    fw_free(&w);
+    free(ms);
 }
 
 /* ---- item 2: limits -------------------------------------------------------- */
