@@ -24,7 +24,7 @@ typedef struct acl_rule {
     struct acl_rule *next;
     bool deny;
     uint8_t access;  /* BROKER_ACL_READ | BROKER_ACL_WRITE */
-    bool subst;      /* contains %c or %u */
+    bool subst;      /* a pattern with %c, %u or %% */
     bool uses_u;     /* contains %u: never applies to anonymous clients */
     uint16_t len;
     char topic[];
@@ -192,8 +192,15 @@ static bool rule_filter(const acl_rule *r, const who *w, char *buf, const char *
     }
     size_t n = 0;
     for (size_t i = 0; i < r->len; i++) {
-        if (r->topic[i] == '%' && i + 1 < r->len &&
-            (r->topic[i + 1] == 'c' || r->topic[i + 1] == 'u')) {
+        /* The parser let through %c, %u and %% only (add_rule). */
+        if (r->topic[i] == '%' && r->topic[i + 1] == '%') {
+            if (n == SUBST_MAX)
+                return false;
+            buf[n++] = '%';
+            i++;
+            continue;
+        }
+        if (r->topic[i] == '%') {
             const char *v = r->topic[i + 1] == 'c' ? w->client_id : w->identity;
             if (!subst_safe(v))
                 return false; /* anonymous, no client id, or unsafe value */
@@ -377,8 +384,27 @@ static bool add_rule(parser *p, bool pattern, const char *rest, const char *end)
     memcpy(r->topic, rest, n);
     r->topic[n] = '\0';
     if (pattern) {
-        r->subst = strstr(r->topic, "%c") || strstr(r->topic, "%u");
-        r->uses_u = strstr(r->topic, "%u") != NULL;
+        /* %c is the client id, %u the identity, %% a '%'; any other '%'
+         * is a mistake (a typo for one of them, most likely) that would
+         * otherwise stay in the filter and match nothing, silently. */
+        for (size_t i = 0; i < n; i++) {
+            if (r->topic[i] != '%')
+                continue;
+            char x = i + 1 < n ? r->topic[i + 1] : '\0';
+            if (x != 'c' && x != 'u' && x != '%') {
+                acl_mfree(&p->acl->alloc, r);
+                if (x == '\0')
+                    return perr(p, "pattern '%.*s': '%%' at the end (use %%c for the client "
+                                   "id, %%u for the identity, %%%% for a '%%')",
+                                (int)(n > 80 ? 80 : n), rest);
+                return perr(p, "pattern '%.*s': unknown substitution '%%%c' (use %%c for the "
+                               "client id, %%u for the identity, %%%% for a '%%')",
+                            (int)(n > 80 ? 80 : n), rest, x);
+            }
+            r->subst = true;
+            r->uses_u = r->uses_u || x == 'u';
+            i++;
+        }
     }
     /* Order within a list does not matter (see acl.h), so prepend. */
     acl_rule **list = pattern ? &p->acl->patterns : p->user ? &p->user->rules : &p->acl->general;

@@ -11,6 +11,11 @@
  *     topic deny alice/secret
  *     pattern write devices/%u/%c/# # %u = identity, %c = client id; any user
  *
+ * In pattern lines %c is the client id, %u the identity and %% a '%'; any
+ * other '%' there (a typo such as %x, or one at the end) refuses the file.
+ * Prefer %u: a %c-only pattern lets another identity that takes over an
+ * ended clean session's client id read and write what the rule allows.
+ *
  * Access words: read, write, readwrite (the default when omitted), deny.
  * Matching order, per access check:
  *   1. $SYS: operators read it, nobody else does, nobody writes it; no

@@ -33,6 +33,16 @@ struct restore_state; /* restore.c */
 
 struct broker {
     broker_limits lim;
+    /* Topics shorter than this are within max_topic_levels and
+     * max_topic_length without looking (subscribe.c): min(max_topic_levels,
+     * max_topic_length + 1), as len bytes hold at most len + 1 levels. */
+    uint32_t topic_check_len;
+    /* The broker_input call in progress (conn.c, subscribe.c): work units
+     * left when a SUBSCRIBE or UNSUBSCRIBE is handled, and what became of
+     * it (a bk_list_result; in_list_seen says one was handled). */
+    uint32_t in_budget;
+    uint8_t in_list;
+    bool in_list_seen;
     broker_allocator alloc;
     broker_log_fn log;
     void *log_ctx;

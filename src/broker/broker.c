@@ -46,6 +46,9 @@ static void apply_defaults(broker_limits *l)
     /* Not a constant: half of what max_queued came to (broker.h). */
     DEF(hold_queued, l->max_queued / 2 ? l->max_queued / 2 : 1u);
     DEF(publisher_hold_ms, TERN_DEFAULT_PUBLISHER_HOLD_S * 1000u);
+    DEF(max_subscriptions, TERN_DEFAULT_MAX_SUBSCRIPTIONS);
+    DEF(max_topic_levels, TERN_DEFAULT_MAX_TOPIC_LEVELS);
+    DEF(max_topic_length, TERN_DEFAULT_MAX_TOPIC_LENGTH);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
@@ -64,6 +67,9 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     *b = tmp;
     b->lim = cfg->limits;
     apply_defaults(&b->lim);
+    b->topic_check_len = b->lim.max_topic_levels <= b->lim.max_topic_length
+                             ? b->lim.max_topic_levels
+                             : b->lim.max_topic_length + 1;
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
@@ -357,15 +363,14 @@ void broker_set_acl(broker *b, broker_acl *acl)
     }
     for (size_t i = 0; i < b->sessions.size; i++) {
         for (session *s = b->sessions.table[i]; s; s = s->hnext) {
-            sub **pp = &s->subs;
-            while (*pp) {
-                sub *x = *pp;
+            sub *next;
+            for (sub *x = s->subs; x; x = next) {
+                next = x->sess_next;
                 size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
                 ALWAYS(flen > 0); /* every filter in the tree fits */
                 if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
                     bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                            s->id);
-                    *pp = x->sess_next;
                     bk_journal_sub(b, s, (const uint8_t *)filter, flen, 0, false);
                     bk_tree_remove_sub(b, &b->tree, x);
                     continue;
@@ -373,7 +378,6 @@ void broker_set_acl(broker *b, broker_acl *acl)
                 x->acl_check =
                     bk_acl_filter_partly_denied(b->acl, s->identity, s->id, filter, flen);
                 bk_tree_forget_last(&b->tree);
-                pp = &x->sess_next;
             }
         }
     }

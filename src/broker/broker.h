@@ -91,6 +91,14 @@ typedef struct broker_limits {
      * beyond max_queued for it are then dropped and counted). UINT32_MAX =
      * never hold publishers. */
     uint32_t publisher_hold_ms;
+    /* Subscriptions one session holds; a SUBSCRIBE filter beyond it (one
+     * the session does not hold already) gets return code 0x80. */
+    uint32_t max_subscriptions;
+    /* Levels and bytes of a topic filter (SUBSCRIBE: return code 0x80) or
+     * topic name (PUBLISH, will: the connection is closed, 3.1.1 having no
+     * negative acknowledgement). */
+    uint32_t max_topic_levels;
+    uint32_t max_topic_length;
 } broker_limits;
 
 typedef struct broker_config {
@@ -142,6 +150,14 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
  * only when the per-call work budget ran out; the platform then calls again
  * with the rest (after serving other connections). Malformed input or a
  * protocol violation makes the connection want to close.
+ *
+ * The budget (broker_limits.work_budget) counts packets, and a SUBSCRIBE
+ * or UNSUBSCRIBE one unit per filter: one with more filters than the
+ * budget is worked through over several calls (its retained messages
+ * counting too). The core then keeps the packet itself and leaves its last
+ * byte untaken until the packet is finished, so the platform comes back;
+ * such a call may take 0 bytes without the connection being paused.
+ * Nothing after that packet is handled before it is finished.
  */
 size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, uint64_t now_ms);
 
@@ -207,6 +223,9 @@ typedef struct broker_stats {
     uint64_t acl_denied;          /* publishes and subscriptions refused by access rules */
     uint64_t publishers_held;     /* times a publisher's input was held for a slow subscriber */
     uint64_t hold_timeouts;       /* times a subscriber released its publishers unsent to */
+    uint64_t subscriptions_refused; /* filters answered 0x80 for a limit (count, levels, length) */
+    uint64_t topics_refused;      /* PUBLISH and will topics beyond the levels or length limit
+                                     (the connection was closed) */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

@@ -15,6 +15,7 @@
 typedef struct msg msg;
 typedef struct session session;
 struct held_ack; /* persist-t.h */
+struct list_job; /* subscribe.c */
 
 /* [MQTT-3.1.2-24]: a client silent for one and a half keepalive periods is
  * disconnected. Milliseconds of silence allowed per second of keepalive. */
@@ -33,9 +34,12 @@ struct broker_conn {
     void *ctx;                      /* platform handle */
     session *sess;                  /* set while ACTIVE */
     msg *will;                      /* owned reference, NULL when none */
-    /* Input tail: bytes of an incomplete packet, owned. */
+    /* Input tail: bytes of an incomplete packet, owned. While `job` is set
+     * it holds a SUBSCRIBE or UNSUBSCRIBE begun in an earlier call, all
+     * but its last byte (which the platform still holds: broker.h). */
     uint8_t *in;
     uint32_t in_len, in_cap;
+    struct list_job *job;           /* owned; NULL = none */
     /* Output: bytes [out_head, out_len) are pending, owned. */
     uint8_t *out;
     uint32_t out_head, out_len, out_cap;

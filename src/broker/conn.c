@@ -14,6 +14,7 @@
 #include "broker/msg.h"
 #include "broker/persist.h"
 #include "broker/session.h"
+#include "broker/subscribe.h"
 #include "broker/tree.h"
 #include "broker/wheel.h"
 #include "mqtt/mqtt.h"
@@ -95,6 +96,7 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
     c->will = NULL;
     bk_flow_conn_gone(b, c);
     bk_acks_drop(b, c); /* a held acknowledgement dies with its connection */
+    bk_list_drop(b, c);
     bk_mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
@@ -142,6 +144,19 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     if (!c->identity && !b->allow_anonymous) {
         send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
         bk_conn_end(b, c, false, "anonymous clients not allowed", b->now_ms);
+        return;
+    }
+    const char *over =
+        cp->will_flag ? bk_topic_over_limits(b, cp->will_topic.p, cp->will_topic.len) : NULL;
+    if (over) {
+        /* No CONNACK return code says "will topic refused": close without
+         * one [MQTT-3.2.2-6], as for a PUBLISH to such a topic. */
+        b->stats.topics_refused++;
+        bk_log_limited(b, BK_LOGK_TOPIC_LIMITS, BROKER_LOG_INFO,
+                       "connection %s: will topic '%.*s' refused: beyond limits.%s",
+                       conn_name(c), (int)(cp->will_topic.len > 200 ? 200 : cp->will_topic.len),
+                       (const char *)cp->will_topic.p, over);
+        bk_conn_end(b, c, false, "will topic beyond the limits", b->now_ms);
         return;
     }
 
@@ -232,10 +247,34 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         bk_session_resend(b, s);
 }
 
+/* A topic beyond limits.max_topic_levels or max_topic_length: 3.1.1 has no
+ * negative acknowledgement of a PUBLISH, and a server that will not take
+ * one must acknowledge it as usual or close the connection
+ * [MQTT-3.3.5-2]. Acknowledging a message nobody will ever be sent would
+ * lose it without a word, so the connection is closed (the will fires:
+ * the client did not end it). */
+static bool publish_topic_refused(broker *b, broker_conn *c, const mqtt_publish *p)
+{
+    if (p->topic.len < b->topic_check_len)
+        return false; /* most topics: within both limits without looking */
+    const char *over = bk_topic_over_limits(b, p->topic.p, p->topic.len);
+    if (!over)
+        return false;
+    b->stats.topics_refused++;
+    bk_log_limited(b, BK_LOGK_TOPIC_LIMITS, BROKER_LOG_INFO,
+                   "client %s: publish to '%.*s' refused: topic beyond limits.%s", conn_name(c),
+                   (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p,
+                   over);
+    bk_conn_end(b, c, true, "topic beyond the limits", b->now_ms);
+    return true;
+}
+
 static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
 {
     session *s = c->sess;
     uint64_t mark = bk_journal_mark(b);
+    if (publish_topic_refused(b, c, p))
+        return;
     b->stats.msgs_received++;
     bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
     if (!allowed) {
@@ -278,30 +317,6 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
-typedef struct retained_ctx {
-    session *sess;
-    uint8_t qos;
-    bool acl_check;
-} retained_ctx;
-
-static void send_retained(broker *b, void *ctx, msg *m)
-{
-    const retained_ctx *rc = ctx;
-    uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
-    if (rc->acl_check &&
-        !bk_session_may(b, rc->sess, bk_msg_topic(m), m->topic_len, BROKER_ACL_READ))
-        return;
-    /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
-     * the retain flag. They queue behind the SUBACK like any message. */
-    if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
-        bk_dropped(b, rc->sess, q, bk_msg_topic(m), m->topic_len,
-                   "retained message for a new subscription: its queue is full or memory "
-                   "ran out");
-        return;
-    }
-    bk_session_pump(b, rc->sess);
-}
-
 bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
                     uint32_t ncodes)
 {
@@ -316,87 +331,6 @@ bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
     return true;
-}
-
-static void handle_subscribe(broker *b, broker_conn *c, const mqtt_list *l)
-{
-    uint64_t mark = bk_journal_mark(b);
-    session *s = c->sess;
-    uint8_t codes_small[32];
-    uint8_t *codes = codes_small;
-    if (l->count > sizeof codes_small) {
-        codes = bk_mem_alloc(b, l->count);
-        if (!codes) {
-            bk_conn_end(b, c, true, "out of memory", b->now_ms);
-            return;
-        }
-    }
-    size_t pos = 0;
-    uint32_t i = 0;
-    mqtt_bytes f;
-    uint8_t qos;
-    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
-        bool is_new;
-        if (!bk_session_may(b, s, f.p, f.len, BROKER_ACL_READ)) {
-            b->stats.acl_denied++;
-            bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_INFO,
-                           "client %s: subscription to '%.*s' denied", s->id,
-                           (int)(f.len > 200 ? 200 : f.len), (const char *)f.p);
-            codes[i++] = MQTT_SUBACK_FAILURE;
-            continue;
-        }
-        sub *x = bk_tree_subscribe(b, &b->tree, s, f.p, f.len, qos, &is_new);
-        codes[i++] = x ? qos : MQTT_SUBACK_FAILURE;
-        if (!x)
-            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
-                           "client %s: out of memory subscribing", s->id);
-        else
-            bk_journal_sub(b, s, f.p, f.len, qos, true);
-        if (x)
-            x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                       (const char *)f.p, f.len);
-    }
-    ALWAYS(i == l->count);
-
-    /* SUBACK once a persistent session's new subscriptions are on disk:
-     * acknowledged, they must survive a crash. */
-    if (!bk_suback_send_or_hold(b, c, l->packet_id, codes, l->count,
-                                bk_journal_gate_if_changed(b, mark))) {
-        bk_conn_end(b, c, true, "out of memory", b->now_ms);
-        goto done;
-    }
-
-    pos = 0;
-    i = 0;
-    while (mqtt_subscribe_next(l, &pos, &f, &qos)) {
-        if (codes[i++] == MQTT_SUBACK_FAILURE)
-            continue;
-        retained_ctx rc = {s, qos,
-                           bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
-                                                       (const char *)f.p, f.len)};
-        if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
-            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
-                           "client %s: out of memory sending retained messages", s->id);
-    }
-done:
-    if (codes != codes_small)
-        bk_mem_free(b, codes);
-}
-
-static void handle_unsubscribe(broker *b, broker_conn *c, const mqtt_list *l)
-{
-    uint64_t mark = bk_journal_mark(b);
-    size_t pos = 0;
-    mqtt_bytes f;
-    while (mqtt_unsubscribe_next(l, &pos, &f))
-        if (bk_tree_unsubscribe(b, &b->tree, c->sess, f.p, f.len))
-            bk_journal_sub(b, c->sess, f.p, f.len, 0, false);
-    /* UNSUBACK once the removal is on disk: a subscription the client was
-     * told is gone must not come back after a crash (also when an earlier,
-     * not yet committed UNSUBSCRIBE removed it). */
-    if (!bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, l->packet_id,
-                             bk_journal_gate_session(b, c->sess, mark)))
-        bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
 static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
@@ -447,7 +381,9 @@ static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
     bk_session_pump(b, s);
 }
 
-/* Handle one decoded packet. The connection may be CLOSING afterwards. */
+/* Handle one decoded packet. A SUBSCRIBE or UNSUBSCRIBE spends
+ * b->in_budget itself and leaves its bk_list_result in b->in_list. The
+ * connection may be CLOSING afterwards. */
 static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
 {
     if (c->state == CONN_NEW) {
@@ -483,10 +419,9 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         break;
     }
     case MQTT_SUBSCRIBE:
-        handle_subscribe(b, c, &pkt->u.subscribe);
-        break;
     case MQTT_UNSUBSCRIBE:
-        handle_unsubscribe(b, c, &pkt->u.unsubscribe);
+        b->in_list = (uint8_t)bk_list_start(b, c, pkt);
+        b->in_list_seen = true;
         break;
     case MQTT_PINGREQ:
         if (!bk_send_simple(b, c, MQTT_PINGRESP, 0))
@@ -561,27 +496,36 @@ static int tail_append(broker *b, broker_conn *c, const uint8_t *p, size_t n, si
     return 0;
 }
 
-/* Decode and handle one packet from buf; returns false when the connection
- * ended. */
-static bool one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len, size_t *used,
-                       bool *need_more)
+typedef enum pk_result {
+    PK_DONE,       /* handled: *used bytes */
+    PK_NEED_MORE,  /* buf holds only part of a packet */
+    PK_LIST,       /* a SUBSCRIBE or UNSUBSCRIBE: b->in_budget and b->in_list
+                      say what it spent and what became of it */
+    PK_ENDED,      /* the connection ended */
+} pk_result;
+
+/* Decode and handle one packet from buf. */
+static pk_result one_packet(broker *b, broker_conn *c, const uint8_t *buf, size_t len,
+                            size_t *used)
 {
     mqtt_packet pkt;
     mqtt_err err = mqtt_decode(buf, len, MQTT_FROM_CLIENT, c->level, b->lim.max_packet_size,
                                &pkt, used);
-    *need_more = err == MQTT_NEED_MORE;
-    if (*need_more)
-        return true;
-    if (err == MQTT_ERR_TOO_LARGE) {
-        refuse_too_large(b, c, buf, len);
-        return false;
-    }
     if (err != MQTT_OK) {
-        decode_error(b, c, err);
-        return false;
+        if (err == MQTT_NEED_MORE)
+            return PK_NEED_MORE;
+        if (err == MQTT_ERR_TOO_LARGE)
+            refuse_too_large(b, c, buf, len);
+        else
+            decode_error(b, c, err);
+        return PK_ENDED;
     }
     handle_packet(b, c, &pkt);
-    return c->state != CONN_CLOSING;
+    if (b->in_list_seen) {
+        b->in_list_seen = false; /* before any return: the next call starts clean */
+        return c->state == CONN_CLOSING ? PK_ENDED : PK_LIST;
+    }
+    return c->state == CONN_CLOSING ? PK_ENDED : PK_DONE;
 }
 
 /* Move bytes from data into the input tail until it holds a whole packet.
@@ -650,7 +594,8 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
 {
     size_t used = 0;
     uint32_t budget = b->lim.work_budget;
-    bool need_more;
+    bk_list_result lr;
+    pk_result r;
 
     b->now_ms = now_ms;
     if (c->state == CONN_CLOSING)
@@ -667,30 +612,74 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
         used = (size_t)taken;
         if (!whole)
             goto out;
-        size_t n;
-        bool ok = one_packet(b, c, c->in, c->in_len, &n, &need_more);
-        ALWAYS(!ok || (!need_more && n == c->in_len));
-        tail_clear(b, c);
-        if (!ok)
+        b->in_budget = budget;
+        if (c->job) {
+            /* The rest of a packet begun in an earlier call, decoded (and
+             * so checked) then and kept whole in the tail since. */
+            ALWAYS(c->in_len == bk_list_size(c->job));
+            lr = bk_list_resume(b, c, c->in);
+            r = c->state == CONN_CLOSING ? PK_ENDED : PK_LIST;
+        } else {
+            size_t n;
+            r = one_packet(b, c, c->in, c->in_len, &n);
+            ALWAYS(r == PK_ENDED || (r != PK_NEED_MORE && n == c->in_len));
+            lr = (bk_list_result)b->in_list;
+        }
+        if (r == PK_ENDED)
             goto ended;
-        budget--;
+        if (r == PK_LIST) {
+            budget = b->in_budget;
+            /* First, with a whole budget: never left for later. */
+            ALWAYS(lr != BK_LIST_DEFERRED);
+            if (lr == BK_LIST_PENDING) {
+                /* Not finished: keep the packet, and give its last byte
+                 * back so the platform calls again (broker.h). This call
+                 * took it. */
+                ALWAYS(used > 0);
+                c->in_len--;
+                used--;
+                goto out;
+            }
+        } else {
+            budget--;
+        }
+        tail_clear(b, c);
     }
     while (used < len && budget > 0 && !broker_input_paused(c)) {
         size_t n;
-        if (!one_packet(b, c, data + used, len - used, &n, &need_more))
-            goto ended;
-        if (need_more) {
-            uint32_t size;
-            size_t limit = mqtt_frame_size(data + used, len - used, b->lim.max_packet_size,
-                                           &size) == MQTT_OK
-                               ? size
-                               : SIZE_MAX;
-            if (tail_append(b, c, data + used, len - used, limit) != 0) {
-                bk_conn_end(b, c, true, "out of memory for input", now_ms);
+        b->in_budget = budget; /* for a SUBSCRIBE or UNSUBSCRIBE */
+        r = one_packet(b, c, data + used, len - used, &n);
+        if (r != PK_DONE) {
+            if (r == PK_ENDED)
                 goto ended;
+            if (r == PK_NEED_MORE) {
+                uint32_t size;
+                size_t limit = mqtt_frame_size(data + used, len - used,
+                                               b->lim.max_packet_size, &size) == MQTT_OK
+                                   ? size
+                                   : SIZE_MAX;
+                if (tail_append(b, c, data + used, len - used, limit) != 0) {
+                    bk_conn_end(b, c, true, "out of memory for input", now_ms);
+                    goto ended;
+                }
+                used = len;
+                break;
             }
-            used = len;
-            break;
+            budget = b->in_budget;
+            lr = (bk_list_result)b->in_list;
+            if (lr == BK_LIST_DEFERRED)
+                break; /* whole, with the next call's budget */
+            if (lr == BK_LIST_PENDING) {
+                /* Begun: keep the packet but its last byte, as above. */
+                if (tail_append(b, c, data + used, n - 1, n) != 0) {
+                    bk_conn_end(b, c, true, "out of memory for input", now_ms);
+                    goto ended;
+                }
+                used += n - 1;
+                break;
+            }
+            used += n;
+            continue;
         }
         used += n;
         budget--;

@@ -108,6 +108,35 @@
 #define TERN_DEFAULT_PUBLISHER_HOLD_S 2u
 #endif
 
+/* Subscriptions one session may hold. A device has a handful; a backend
+ * or a home-automation hub subscribing per device or entity has thousands;
+ * beyond that a wildcard is the tool. Bounds what one client holds in the
+ * topic tree (with the two limits below, see docs/CONFIG.md), and with the
+ * per-session index the cost of a SUBSCRIBE no longer grows with it. */
+#ifndef TERN_DEFAULT_MAX_SUBSCRIPTIONS
+#define TERN_DEFAULT_MAX_SUBSCRIPTIONS 10000u
+#endif
+
+/* Levels of a topic name or filter. Every level of a filter or retained
+ * topic is a node of the topic tree (about 110 bytes with its table slot,
+ * measured), so levels multiply memory: 400 filters of 30,000 levels made
+ * 1.3 GB. Real hierarchies have under a dozen levels (AWS IoT allows 8);
+ * 64 leaves ample room and keeps one session's worst case near 70 MB
+ * (max_subscriptions filters of 64 new levels each; 200 levels would allow
+ * 215 MB). Mosquitto's fixed limit is 200: raise it to that for topics
+ * only Mosquitto took. */
+#ifndef TERN_DEFAULT_MAX_TOPIC_LEVELS
+#define TERN_DEFAULT_MAX_TOPIC_LEVELS 64u
+#endif
+
+/* Bytes of a topic name or filter. MQTT allows 65,535; real topics are
+ * tens of bytes (AWS IoT allows 256). 4 KiB leaves room for long device
+ * ids and property-bag topics while bounding the filter text one session
+ * holds to 40 MiB at max_subscriptions. */
+#ifndef TERN_DEFAULT_MAX_TOPIC_LENGTH
+#define TERN_DEFAULT_MAX_TOPIC_LENGTH 4096u
+#endif
+
 /* What the conversions and fields above rely on. */
 _Static_assert(TERN_DEFAULT_MAX_INFLIGHT >= 1 && TERN_DEFAULT_MAX_INFLIGHT <= UINT16_MAX,
                "max_inflight: packet ids are 16 bits");
@@ -125,5 +154,11 @@ _Static_assert(TERN_DEFAULT_PUBLISHER_HOLD_S >= 1 &&
                "publisher_hold: 32-bit milliseconds in the core, UINT32_MAX meaning never");
 _Static_assert(TERN_DEFAULT_SYS_INTERVAL_S >= 1 && TERN_DEFAULT_SYS_INTERVAL_S < UINT32_MAX,
                "sys_interval: 0 and UINT32_MAX mean off");
+_Static_assert(TERN_DEFAULT_MAX_TOPIC_LENGTH >= 1 && TERN_DEFAULT_MAX_TOPIC_LENGTH <= UINT16_MAX,
+               "max_topic_length: an MQTT string holds at most 65535 bytes");
+_Static_assert(TERN_DEFAULT_MAX_TOPIC_LEVELS >= 1 &&
+                   TERN_DEFAULT_MAX_TOPIC_LEVELS <= UINT16_MAX / 2 + 1,
+               "max_topic_levels: a 65535-byte topic has at most 32768 levels");
+_Static_assert(TERN_DEFAULT_MAX_SUBSCRIPTIONS >= 1, "max_subscriptions: at least one");
 
 #endif

@@ -22,6 +22,7 @@ typedef enum bk_log_kind {
     BK_LOGK_HOLD,             /* back-pressure: a subscriber released its publishers */
     BK_LOGK_UNKNOWN_ACK,      /* an acknowledgement for an unknown packet id */
     BK_LOGK_EXPIRED,          /* a session expired */
+    BK_LOGK_TOPIC_LIMITS,     /* filters or topics refused (limits, ACL) */
     BK_LOGK_COUNT
 } bk_log_kind;
 

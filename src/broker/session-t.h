@@ -44,7 +44,14 @@ struct session {
     session *hnext;           /* chain in the session hash table */
     session *off_prev, *off_next; /* list of offline persistent sessions */
     broker_conn *conn;        /* NULL while offline */
+    /* Subscriptions: a list in no particular order, and an index by topic
+     * tree node (tree.c), so finding one of them costs the same whatever
+     * the session's count. The index is a power-of-two table, NULL while
+     * the session has none; it grows and shrinks with the count. */
     sub *subs;
+    sub **sub_index;
+    uint32_t sub_index_size;
+    uint32_t sub_count;
     /* Outbound ring: entries [head, head+count), sent ones first. */
     qentry *q;
     uint32_t q_cap, q_head, q_count;
@@ -82,6 +89,7 @@ typedef struct session_table {
     size_t count;
     session *offline;         /* persistent sessions without a connection */
     size_t offline_count;
+    bool freeing;             /* bk_sessions_free: keep the table's size */
 } session_table;
 
 #endif

@@ -42,6 +42,7 @@ int bk_sessions_init(broker *b, session_table *st)
 
 void bk_sessions_free(broker *b, session_table *st)
 {
+    st->freeing = true; /* the table must not shrink under this walk */
     for (size_t i = 0; i < st->size; i++)
         while (st->table[i])
             bk_session_destroy(b, st->table[i]);
@@ -58,9 +59,9 @@ session *bk_session_find(session_table *st, const uint8_t *id, size_t len)
     return NULL;
 }
 
-static void table_grow(broker *b, session_table *st)
+/* Rehash into size slots (a power of two). */
+static void table_resize(broker *b, session_table *st, size_t size)
 {
-    size_t size = st->size * 2;
     session **table = bk_mem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* longer chains, still correct */
@@ -97,7 +98,7 @@ session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size
     st->table[slot] = s;
     st->count++;
     if (st->count > st->size)
-        table_grow(b, st);
+        table_resize(b, st, st->size * 2);
     return s;
 }
 
@@ -126,14 +127,18 @@ void bk_session_destroy(broker *b, session *s)
         pp = &(*pp)->hnext;
     *pp = s->hnext;
     st->count--;
+    /* Less than a quarter full: shrink to between a quarter and a half (as
+     * the topic tree's table does), so a crowd of clients that came and
+     * went leaves no large table behind. */
+    size_t size = st->size;
+    while (!st->freeing && size > TABLE_MIN && st->count < size / 4)
+        size /= 2;
+    if (size != st->size)
+        table_resize(b, st, size);
     offline_unlink(st, s);
     bk_flow_session_gone(b, s);
     bk_journal_session_del(b, s); /* the store drops the session's rows with it */
-    while (s->subs) {
-        sub *x = s->subs;
-        s->subs = x->sess_next;
-        bk_tree_remove_sub(b, &b->tree, x);
-    }
+    bk_tree_remove_all(b, &b->tree, s);
     for (uint32_t i = 0; i < s->q_count; i++) {
         qentry *e = bk_session_entry(s, i);
         if (e->state == Q_DONE || !e->m)

@@ -107,6 +107,11 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/bytes/received", s.bytes_received);
     put_u64(b, "$SYS/broker/bytes/sent", s.bytes_sent);
     put_u64(b, "$SYS/broker/subscriptions/count", s.subscriptions_count);
+    /* Refused for a limit: filters answered 0x80 (limits.max_subscriptions,
+     * max_topic_levels, max_topic_length), and PUBLISH or will topics beyond
+     * the last two (their connection was closed). */
+    put_u64(b, "$SYS/broker/subscriptions/refused", s.subscriptions_refused);
+    put_u64(b, "$SYS/broker/publish/topics_refused", s.topics_refused);
     put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
     put_u64(b, "$SYS/broker/connections/packets_too_large", s.packets_too_large);
     put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);

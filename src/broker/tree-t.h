@@ -17,11 +17,14 @@ typedef struct msg msg;
 typedef struct session session;
 typedef struct tnode tnode;
 
-/* One subscription: a session's filter, linked into the node of that filter
- * and into the session's own list. */
+/* One subscription: a session's filter, linked into the node of that filter,
+ * into the session's own list, and into the session's index by node (a
+ * hash table: session-t.h), so subscribing, unsubscribing and teardown
+ * never walk the session's other subscriptions. */
 typedef struct sub {
     struct sub *node_prev, *node_next;
-    struct sub *sess_next;
+    struct sub *sess_prev, *sess_next;
+    struct sub *hnext;        /* chain in the session's index */
     tnode *node;
     session *sess;
     uint8_t qos;
@@ -35,6 +38,9 @@ struct tnode {
     tnode *hnext;             /* chain in the tree's child hash table */
     sub *subs;                /* subscriptions whose filter ends here */
     msg *retained;            /* retained message whose topic ends here */
+    /* Keyed hash of (parent, level): the slot in the tree's table, and the
+     * node's slot in a session's index of subscriptions ('+' and '#' nodes
+     * have one too, though the table does not hold them). */
     uint32_t hashv;
     uint16_t seg_len;
     char seg[];               /* this level's text, not terminated */

@@ -11,6 +11,12 @@
  *
  * Matching and walks are iterative with an explicit stack kept in the tree:
  * a topic may have thousands of levels and the kernel's stacks are small.
+ *
+ * Each session indexes its own subscriptions by node (session-t.h), so a
+ * subscription is found, added or removed in constant time however many
+ * the session holds. The tree's table and every session's index shrink as
+ * they empty: memory a client made the broker allocate goes back when its
+ * subscriptions and retained topics go.
  */
 #include "broker/base.h"
 #include "broker/broker-t.h"
@@ -23,6 +29,8 @@
 #include <string.h>
 
 #define TABLE_MIN 64u
+#define INDEX_MIN 4u      /* slots of a session's smallest index */
+#define STACK_KEEP 1024u  /* walk stack entries kept between calls */
 #define DONE ((size_t)-1) /* stack position: every level consumed */
 
 static uint32_t seg_hash(const tree *t, const tnode *parent, const uint8_t *s, size_t len)
@@ -75,9 +83,9 @@ static tnode *child_find(const tree *t, const tnode *parent, const uint8_t *s, s
     return NULL;
 }
 
-static void table_grow(broker *b, tree *t)
+/* Rehash the child table into size slots (a power of two). */
+static void table_resize(broker *b, tree *t, size_t size)
 {
-    size_t size = t->table_size * 2;
     tnode **table = bk_mem_calloc(b, size * sizeof *table);
     if (!table)
         return; /* keep the old table: slower chains, still correct */
@@ -101,8 +109,8 @@ static tnode *child_get(broker *b, tree *t, tnode *parent, const uint8_t *s, siz
 {
     if (len == 1 && (s[0] == '+' || s[0] == '#')) {
         tnode **slot = s[0] == '+' ? &parent->plus : &parent->hash;
-        if (!*slot)
-            *slot = node_new(b, parent, s, 1, 0);
+        if (!*slot) /* hashed like any level: sessions index their subs by it */
+            *slot = node_new(b, parent, s, 1, seg_hash(t, parent, s, 1));
         return *slot;
     }
     uint32_t h = seg_hash(t, parent, s, len);
@@ -121,7 +129,7 @@ static tnode *child_get(broker *b, tree *t, tnode *parent, const uint8_t *s, siz
     parent->first_child = n;
     t->node_count++;
     if (t->node_count > t->table_size)
-        table_grow(b, t);
+        table_resize(b, t, t->table_size * 2);
     return n;
 }
 
@@ -157,6 +165,14 @@ static void prune(broker *b, tree *t, tnode *n)
         bk_mem_free(b, n);
         n = parent;
     }
+    /* Shrink the table once it is less than a quarter full, to between a
+     * quarter and a half: growing again takes twice as many nodes, so a
+     * count moving around one size does not rehash every time. */
+    size_t size = t->table_size;
+    while (size > TABLE_MIN && t->node_count < size / 4)
+        size /= 2;
+    if (size != t->table_size)
+        table_resize(b, t, size);
 }
 
 /* Walk the levels of a filter or topic, creating nodes. NULL on failure;
@@ -203,6 +219,67 @@ static tnode *path_find(const tree *t, const uint8_t *s, size_t len)
     }
 }
 
+/* ---- a session's subscriptions: list and index ----------------------- */
+
+static sub *index_find(const session *sess, const tnode *n)
+{
+    if (!sess->sub_index)
+        return NULL;
+    for (sub *x = sess->sub_index[n->hashv & (sess->sub_index_size - 1)]; x; x = x->hnext)
+        if (x->node == n)
+            return x;
+    return NULL;
+}
+
+/* Rebuild the session's index with size slots (a power of two) from its
+ * list; false on allocation failure, the old index staying in place. */
+static bool index_resize(broker *b, session *sess, uint32_t size)
+{
+    sub **idx = bk_mem_calloc(b, (size_t)size * sizeof *idx);
+    if (!idx)
+        return false;
+    for (sub *x = sess->subs; x; x = x->sess_next) {
+        uint32_t slot = x->node->hashv & (size - 1);
+        x->hnext = idx[slot];
+        idx[slot] = x;
+    }
+    bk_mem_free(b, sess->sub_index);
+    sess->sub_index = idx;
+    sess->sub_index_size = size;
+    return true;
+}
+
+/* Take x out of its session's list and index. */
+static void sess_unlink(broker *b, sub *x)
+{
+    session *sess = x->sess;
+    sub **pp = &sess->sub_index[x->node->hashv & (sess->sub_index_size - 1)];
+    while (*pp != x)
+        pp = &(*pp)->hnext;
+    *pp = x->hnext;
+    if (x->sess_prev)
+        x->sess_prev->sess_next = x->sess_next;
+    else
+        sess->subs = x->sess_next;
+    if (x->sess_next)
+        x->sess_next->sess_prev = x->sess_prev;
+    ALWAYS(sess->sub_count > 0);
+    sess->sub_count--;
+    if (sess->sub_count == 0) {
+        bk_mem_free(b, sess->sub_index);
+        sess->sub_index = NULL;
+        sess->sub_index_size = 0;
+    } else if (sess->sub_index_size > INDEX_MIN && sess->sub_count < sess->sub_index_size / 4) {
+        (void)index_resize(b, sess, sess->sub_index_size / 2); /* else keep the larger one */
+    }
+}
+
+sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size_t flen)
+{
+    const tnode *n = sess->sub_count ? path_find(t, f, flen) : NULL;
+    return n ? index_find(sess, n) : NULL;
+}
+
 sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
                        uint8_t qos, bool *is_new)
 {
@@ -210,15 +287,23 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
     if (!n)
         return NULL;
     bk_tree_forget_last(t);
-    for (sub *s = sess->subs; s; s = s->sess_next) {
-        if (s->node == n) {
-            s->qos = qos;
-            *is_new = false;
-            return s;
-        }
+    sub *s = index_find(sess, n);
+    if (s) {
+        s->qos = qos;
+        *is_new = false;
+        return s;
     }
-    sub *s = bk_mem_calloc(b, sizeof *s);
+    if (!sess->sub_index && !index_resize(b, sess, INDEX_MIN)) {
+        prune(b, t, n);
+        return NULL;
+    }
+    s = bk_mem_calloc(b, sizeof *s);
     if (!s) {
+        if (sess->sub_count == 0) {
+            bk_mem_free(b, sess->sub_index);
+            sess->sub_index = NULL;
+            sess->sub_index_size = 0;
+        }
         prune(b, t, n);
         return NULL;
     }
@@ -230,12 +315,21 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
         n->subs->node_prev = s;
     n->subs = s;
     s->sess_next = sess->subs;
+    if (sess->subs)
+        sess->subs->sess_prev = s;
     sess->subs = s;
+    uint32_t slot = n->hashv & (sess->sub_index_size - 1);
+    s->hnext = sess->sub_index[slot];
+    sess->sub_index[slot] = s;
+    sess->sub_count++;
+    if (sess->sub_count > sess->sub_index_size && sess->sub_index_size <= UINT32_MAX / 2)
+        (void)index_resize(b, sess, sess->sub_index_size * 2); /* else longer chains */
     b->stats.subscriptions_count++;
     *is_new = true;
     return s;
 }
 
+/* Take s out of its node, free it, and free the nodes left empty. */
 static void unlink_sub(broker *b, tree *t, sub *s)
 {
     tnode *n = s->node;
@@ -254,24 +348,31 @@ static void unlink_sub(broker *b, tree *t, sub *s)
 
 bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
 {
-    tnode *n = path_find(t, f, flen);
-    if (!n)
+    sub *s = bk_tree_find_sub(t, sess, f, flen);
+    if (!s)
         return false;
-    for (sub **pp = &sess->subs; *pp; pp = &(*pp)->sess_next) {
-        sub *s = *pp;
-        if (s->node == n) {
-            *pp = s->sess_next;
-            unlink_sub(b, t, s);
-            return true;
-        }
-    }
-    return false;
+    bk_tree_remove_sub(b, t, s);
+    return true;
 }
 
 void bk_tree_remove_sub(broker *b, tree *t, sub *s)
 {
-    /* The caller has already taken s out of its session's list. */
+    sess_unlink(b, s);
     unlink_sub(b, t, s);
+}
+
+void bk_tree_remove_all(broker *b, tree *t, session *sess)
+{
+    /* The index goes first, whole: nothing is looked up from here on. */
+    bk_mem_free(b, sess->sub_index);
+    sess->sub_index = NULL;
+    sess->sub_index_size = 0;
+    while (sess->subs) {
+        sub *x = sess->subs;
+        sess->subs = x->sess_next;
+        unlink_sub(b, t, x);
+    }
+    sess->sub_count = 0;
 }
 
 static int stack_push(broker *b, tree *t, size_t *depth, tnode *n, size_t pos)
@@ -467,6 +568,13 @@ int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, reta
             if (c && stack_push(b, t, &depth, c, next) != 0)
                 return -1;
         }
+    }
+    if (t->stack_cap > STACK_KEEP) {
+        /* A '+' over a level with many children pushed them all: do not
+         * keep that much scratch for the next walk. */
+        bk_mem_free(b, t->stack);
+        t->stack = NULL;
+        t->stack_cap = 0;
     }
     return 0;
 }

@@ -15,13 +15,18 @@
 int bk_tree_init(broker *b, tree *t);
 void bk_tree_free(broker *b, tree *t);
 /* Add or update sess's subscription to filter f. *is_new tells if it was
- * added. Returns the sub, or NULL on allocation failure. */
+ * added. Returns the sub, or NULL on allocation failure. The cost depends
+ * on f, not on how many subscriptions sess has (so do the calls below). */
 sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
                        uint8_t qos, bool *is_new);
+/* sess's subscription to exactly f, or NULL. */
+sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size_t flen);
 /* Remove sess's subscription to f; false when there was none. */
 bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
-/* Remove one subscription (session teardown). */
+/* Remove one subscription, from its session too. */
 void bk_tree_remove_sub(broker *b, tree *t, sub *s);
+/* Remove every subscription of sess (session teardown). */
+void bk_tree_remove_all(broker *b, tree *t, session *sess);
 /* Sessions subscribed to topic, deduplicated, each at its highest QoS.
  * Returns the count; *out points into tree scratch valid until the next
  * call (callers must not change it). -1 on allocation failure. */

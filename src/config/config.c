@@ -67,6 +67,10 @@ static const key_def key_table[] = {
     LIMIT("max_handshakes", max_handshakes, 1, 1000000),
     LIMIT("max_handshakes_per_address", max_handshakes_per_address, 1, 1000000),
     LIMIT("max_input_bytes", max_input_bytes, 65536, UINT32_MAX),
+    LIMIT("max_subscriptions", max_subscriptions, 1, UINT32_MAX),
+    /* A 65535-byte topic (MQTT's longest) has at most 32768 levels. */
+    LIMIT("max_topic_levels", max_topic_levels, 1, 32768),
+    LIMIT("max_topic_length", max_topic_length, 1, 65535),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -749,6 +753,9 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_handshakes = CONN_DEFAULT_MAX_HANDSHAKES;
     cfg->limits.max_handshakes_per_address = CONN_DEFAULT_MAX_HANDSHAKES_PER_ADDRESS;
     cfg->limits.max_input_bytes = CONN_DEFAULT_MAX_INPUT_BYTES;
+    cfg->limits.max_subscriptions = TERN_DEFAULT_MAX_SUBSCRIPTIONS;
+    cfg->limits.max_topic_levels = TERN_DEFAULT_MAX_TOPIC_LEVELS;
+    cfg->limits.max_topic_length = TERN_DEFAULT_MAX_TOPIC_LENGTH;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;
@@ -846,6 +853,9 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->max_retained = cfg->limits.max_retained;
     l->max_retained_bytes = cfg->limits.max_retained_bytes;
     l->work_budget = cfg->limits.work_budget;
+    l->max_subscriptions = cfg->limits.max_subscriptions;
+    l->max_topic_levels = cfg->limits.max_topic_levels;
+    l->max_topic_length = cfg->limits.max_topic_length;
     /* The core reads 0 as "default"; its "never hold" is UINT32_MAX. */
     l->publisher_hold_ms =
         cfg->limits.publisher_hold_s == 0 ? UINT32_MAX : cfg->limits.publisher_hold_s * 1000u;

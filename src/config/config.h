@@ -62,6 +62,9 @@ typedef struct tern_config_limits {
     uint32_t max_handshakes;             /* TLS handshakes running at once */
     uint32_t max_handshakes_per_address; /* of those, from one address */
     uint32_t max_input_bytes;            /* input buffered across connections */
+    uint32_t max_subscriptions;
+    uint32_t max_topic_levels;
+    uint32_t max_topic_length;
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths

@@ -5,7 +5,7 @@
  * transport (tests/unit/fake_transport.c).
  *
  * The input is a small script. Byte 0 picks the configuration (bit 0 tiny
- * limits, 1 $SYS, 2 session expiry, 3 no anonymous access) and, with bit 4,
+ * limits, work budget, subscriptions and topic limits included, 1 $SYS, 2 session expiry, 3 no anonymous access) and, with bit 4,
  * makes allocation number (bits 5-7) + 1 inside broker_create fail. Then each step is an op
  * byte: bits 0-1 the connection, bits 2-4 the kind, bits 5-7 an argument:
  *   0 open     1 drop (abrupt close)     2 bytes: next byte is a length
@@ -165,6 +165,11 @@ static void configure(broker_config *cfg, uint8_t sel)
             .connect_timeout_ms = 2000,
             .max_retained = 4,
             .work_budget = 2,
+            /* Small enough for scripts to reach: SUBACK 0x80, PUBLISH and
+             * will topics that close the connection. */
+            .max_subscriptions = 3,
+            .max_topic_levels = 4,
+            .max_topic_length = 32,
         };
     }
     cfg->limits.sys_interval_s = (sel & 2) ? 1 : UINT32_MAX;

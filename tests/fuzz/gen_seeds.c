@@ -93,6 +93,26 @@ static size_t pk_subscribe(uint8_t *o, uint16_t id, const char *f1, uint8_t q1, 
     return mqtt_encode_subscribe(o, 512, MQTT_LEVEL_311, id, f, q, f2 ? 2 : 1);
 }
 
+/* n filters with their QoS, into o (at most 512 bytes). */
+static size_t pk_subscribe_n(uint8_t *o, uint16_t id, const char *const *fl, uint8_t qos, size_t n)
+{
+    mqtt_bytes f[16];
+    uint8_t q[16];
+    for (size_t i = 0; i < n && i < 16; i++) {
+        f[i] = str(fl[i]);
+        q[i] = qos;
+    }
+    return mqtt_encode_subscribe(o, 512, MQTT_LEVEL_311, id, f, q, n);
+}
+
+static size_t pk_unsubscribe_n(uint8_t *o, uint16_t id, const char *const *fl, size_t n)
+{
+    mqtt_bytes f[16];
+    for (size_t i = 0; i < n && i < 16; i++)
+        f[i] = str(fl[i]);
+    return mqtt_encode_unsubscribe(o, 512, MQTT_LEVEL_311, id, f, n);
+}
+
 static size_t pk_unsubscribe(uint8_t *o, uint16_t id, const char *f1)
 {
     mqtt_bytes f = str(f1);
@@ -306,6 +326,37 @@ static void gen_core(const char *dir)
     op(&s, 1, OP_FAIL, 1);
     send_pk(&s, 1, o, pk_publish(o, 4, "a/b", "x", 2, true, 3));
     write_seed(dir, "core", "alloc-fail", &s);
+
+    /* Tiny limits (work budget 2, 3 subscriptions, 4 levels, 32 bytes): a
+     * SUBSCRIBE of 8 filters worked through in slices, some refused by
+     * each limit, retained messages behind its SUBACK, a slow reader so it
+     * stalls half done and another connection takes the session over; an
+     * UNSUBSCRIBE in slices; a PUBLISH and a will beyond the topic limits. */
+    static const char *const fl[] = {"r/#", "r/+", "a/b/c/d/e", "0123456789012345678901234567890123",
+                                     "r/1", "s", "t/u", "r/+/+/+"};
+    s.len = 0;
+    put_u8(&s, 0x01);
+    op(&s, 0, OP_OPEN, 0);
+    send_pk(&s, 0, o, pk_connect(o, 4, "ret", true, false, false));
+    send_pk(&s, 0, o, pk_publish(o, 4, "r/1", "one", 1, true, 1));
+    send_pk(&s, 0, o, pk_publish(o, 4, "r/2", "two", 0, true, 0));
+    op(&s, 1, OP_OPEN, 0);
+    send_pk(&s, 1, o, pk_connect(o, 4, "subs", false, false, false));
+    send_pk(&s, 1, o, pk_subscribe_n(o, 5, fl, 1, 8));
+    send_pk(&s, 1, o, pk_unsubscribe_n(o, 6, fl, 8));
+    op(&s, 1, OP_READING, 0);
+    send_pk(&s, 1, o, pk_subscribe_n(o, 7, fl, 2, 8));
+    op(&s, 2, OP_OPEN, 0);
+    send_pk(&s, 2, o, pk_connect(o, 4, "subs", false, false, false));
+    send_pk(&s, 0, o, pk_publish(o, 4, "a/b/c/d/e", "deep", 1, false, 2));
+    op(&s, 3, OP_OPEN, 0);
+    {
+        mqtt_connect c = {.level = 4, .clean_session = true, .keepalive = 30,
+                          .client_id = str("w"), .will_flag = true,
+                          .will_topic = str("w/x/y/z/deep"), .will_payload = str("bye")};
+        send_pk(&s, 3, o, mqtt_encode_connect(o, 512, &c));
+    }
+    write_seed(dir, "core", "subscribe-limits-slices", &s);
 
     /* broker_create with its 5th allocation (the topic tree's hash table)
      * failing: once freed the tree root twice. */

@@ -134,3 +134,20 @@ def test_config_with_every_documented_key_starts_and_serves(broker):
     c.publish("cfg/t", b"ok", qos=1)
     assert [m.payload for m in c.wait_messages(1)] == [b"ok"]
     c.disconnect()
+
+
+def test_acl_pattern_with_unknown_substitution_exits_2_naming_file_line_and_sequence(tmp_path):
+    # '%x' used to be kept as text: a rule that silently matched nothing.
+    acl = tmp_path / "acl"
+    acl.write_text("topic read ok/#\npattern readwrite devices/%x/#\n")
+    lines = _base(free_port()) + ["acl.file = %s" % acl]
+    path, rc, err = _run(tmp_path, lines)
+    assert rc == 2, err
+    assert "%s:2:" % acl in err, err
+    assert "'%x'" in err, err
+    # --check names it the same way (exit status 1: the file is invalid).
+    res = subprocess.run([TERN_BIN, "--check", "-c", path], capture_output=True, timeout=10,
+                         stdin=subprocess.DEVNULL)
+    out = res.stderr.decode(errors="replace")
+    assert res.returncode == 1, out
+    assert "%s:2:" % acl in out and "'%x'" in out, out

@@ -462,6 +462,13 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     cfg.limits.publisher_hold_ms = SIM_HOLD_MS;
     cfg.limits.connect_timeout_ms = 24u * 3600u * 1000u;
     cfg.limits.sys_interval_s = UINT32_MAX;
+    /* The subscription and topic limits at exactly what the clients reach
+     * (every filter at once; "t/2/x": 3 levels, 5 bytes), so a limit off by
+     * one refuses a SUBSCRIBE or closes a publisher: failures the model
+     * allows nowhere. */
+    cfg.limits.max_subscriptions = SIM_FILTERS;
+    cfg.limits.max_topic_levels = 3;
+    cfg.limits.max_topic_length = 5;
     cfg.allocator = alloc_track_allocator(&w->at);
     cfg.allow_anonymous = true;
     cfg.version = "sim";

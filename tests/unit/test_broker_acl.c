@@ -91,6 +91,41 @@ TEST(acl_patterns_substitute_client_id_and_identity)
     broker_acl_free(a);
 }
 
+TEST(acl_pattern_with_an_unknown_substitution_is_refused_with_file_line_and_sequence)
+{
+    /* %x used to be kept as text: a rule that silently matched nothing. */
+    char err[256];
+    CHECK(parse("topic read a/#\npattern read devices/%x/#\n", err, sizeof err) == NULL);
+    CHECK(strstr(err, "acl:2:") == err);
+    CHECK(strstr(err, "'%x'") != NULL);
+    CHECK(strstr(err, "devices/%x/#") != NULL);
+    CHECK(parse("pattern write a/%C\n", err, sizeof err) == NULL);
+    CHECK(strstr(err, "acl:1:") == err && strstr(err, "'%C'") != NULL);
+    CHECK(parse("\n\npattern deny a/b%\n", err, sizeof err) == NULL);
+    CHECK(strstr(err, "acl:3:") == err && strstr(err, "at the end") != NULL);
+    /* In topic lines '%' is an ordinary character, as in Mosquitto. */
+    broker_acl *a = parse("topic read a/%x\n", err, sizeof err);
+    CHECK(a != NULL);
+    CHECK(may(a, "u", "c", "a/%x", BROKER_ACL_READ));
+    broker_acl_free(a);
+}
+
+TEST(acl_pattern_double_percent_is_a_literal_percent)
+{
+    char err[128];
+    broker_acl *a = parse("pattern read 100%%/%u/%%c\n", err, sizeof err);
+    CHECK(a != NULL);
+    CHECK(may(a, "bob", "d1", "100%/bob/%c", BROKER_ACL_READ));
+    CHECK(!may(a, "bob", "d1", "100%/bob/d1", BROKER_ACL_READ));
+    CHECK(!may(a, NULL, "d1", "100%//%c", BROKER_ACL_READ)); /* %u: never anonymous */
+    broker_acl_free(a);
+    /* "%%u" is the text "%u", not the identity: anonymous clients match. */
+    a = parse("pattern read x/%%u\n", err, sizeof err);
+    CHECK(a != NULL);
+    CHECK(may(a, NULL, "d1", "x/%u", BROKER_ACL_READ));
+    broker_acl_free(a);
+}
+
 TEST(acl_sys_is_read_only_and_for_operators)
 {
     CHECK(!broker_acl_check(NULL, "x", "c", false, "$SYS/broker/uptime", 18, BROKER_ACL_READ));

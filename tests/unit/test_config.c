@@ -39,6 +39,9 @@ TEST(config_full_file_sets_every_key)
                        "limits.max_retained_bytes = 4096\n"
                        "limits.work_budget = 13\n"
                        "limits.publisher_hold = 3600\n"
+                       "limits.max_subscriptions = 17\n"
+                       "limits.max_topic_levels = 32768\n"
+                       "limits.max_topic_length = 65535\n"
                        "session.expiry = 14\n"
                        "sys.interval = 15\n"
                        "auth.allow_anonymous = true\n";
@@ -65,6 +68,9 @@ TEST(config_full_file_sets_every_key)
     CHECK_EQ(cfg.limits.max_retained_bytes, 4096);
     CHECK_EQ(cfg.limits.work_budget, 13);
     CHECK_EQ(cfg.limits.publisher_hold_s, 3600);
+    CHECK_EQ(cfg.limits.max_subscriptions, 17);
+    CHECK_EQ(cfg.limits.max_topic_levels, 32768);
+    CHECK_EQ(cfg.limits.max_topic_length, 65535);
     CHECK_EQ(cfg.session_expiry_s, 14);
     CHECK_EQ(cfg.sys_interval_s, 15);
     CHECK(cfg.allow_anonymous);
@@ -90,6 +96,9 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.limits.max_retained_bytes, 256u << 20);
     CHECK_EQ(cfg.limits.work_budget, 256);
     CHECK_EQ(cfg.limits.publisher_hold_s, 2);
+    CHECK_EQ(cfg.limits.max_subscriptions, 10000);
+    CHECK_EQ(cfg.limits.max_topic_levels, 64);
+    CHECK_EQ(cfg.limits.max_topic_length, 4096);
     CHECK_EQ(cfg.session_expiry_s, 0);
     CHECK_EQ(cfg.sys_interval_s, 10);
     CHECK(!cfg.allow_anonymous);
@@ -135,6 +144,16 @@ static const struct bad_case {
      "t.conf:2: limits.work_budget: expected an integer 1..4294967295, got '0x10'"},
     {"limits.publisher_hold = 3601",
      "t.conf:2: limits.publisher_hold: expected an integer 0..3600, got '3601'"},
+    {"limits.max_subscriptions = 0",
+     "t.conf:2: limits.max_subscriptions: expected an integer 1..4294967295, got '0'"},
+    {"limits.max_topic_levels = 0",
+     "t.conf:2: limits.max_topic_levels: expected an integer 1..32768, got '0'"},
+    {"limits.max_topic_levels = 32769",
+     "t.conf:2: limits.max_topic_levels: expected an integer 1..32768, got '32769'"},
+    {"limits.max_topic_length = 65536",
+     "t.conf:2: limits.max_topic_length: expected an integer 1..65535, got '65536'"},
+    {"limits.max_topic_length = 4k",
+     "t.conf:2: limits.max_topic_length: expected an integer 1..65535, got '4k'"},
     {"session.expiry = 1.5",
      "t.conf:2: session.expiry: expected an integer 0..4294967295, got '1.5'"},
     {"sys.interval = 86401",
@@ -454,9 +473,14 @@ TEST(config_to_broker_converts_units_and_off_values)
     CHECK(parse_text("config_version = 1\nlimits.connect_timeout = 86400\n"
                      "sys.interval = 0\nsession.expiry = 0\nlog.level = error\n"
                      "auth.allow_anonymous = true\nlimits.max_inflight = 3\n"
-                     "limits.publisher_hold = 0\n",
+                     "limits.publisher_hold = 0\n"
+                     "limits.max_subscriptions = 5\nlimits.max_topic_levels = 6\n"
+                     "limits.max_topic_length = 7\n",
                      &cfg, err));
     tern_config_to_broker(&cfg, &bc);
+    CHECK_EQ(bc.limits.max_subscriptions, 5);
+    CHECK_EQ(bc.limits.max_topic_levels, 6);
+    CHECK_EQ(bc.limits.max_topic_length, 7);
     CHECK_EQ(bc.limits.publisher_hold_ms, UINT32_MAX);
     CHECK_EQ(bc.limits.connect_timeout_ms, 86400000u);
     CHECK_EQ(bc.limits.sys_interval_s, UINT32_MAX);
@@ -469,6 +493,9 @@ TEST(config_to_broker_converts_units_and_off_values)
 
     tern_config_defaults(&cfg);
     tern_config_to_broker(&cfg, &bc);
+    CHECK_EQ(bc.limits.max_subscriptions, 10000);
+    CHECK_EQ(bc.limits.max_topic_levels, 64);
+    CHECK_EQ(bc.limits.max_topic_length, 4096);
     CHECK_EQ(bc.limits.sys_interval_s, 10);
     CHECK_EQ(bc.limits.connect_timeout_ms, 10000);
     CHECK_EQ(bc.limits.publisher_hold_ms, 2000);

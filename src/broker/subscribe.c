@@ -1,0 +1,319 @@
+/*
+ * subscribe.c - SUBSCRIBE and UNSUBSCRIBE.
+ *
+ * A SUBSCRIBE is handled in two passes over its filters. The first checks
+ * each one (topic limits, ACL, the session's subscription limit),
+ * subscribes it and records its return code, and ends with the SUBACK; the
+ * second sends the retained messages of each granted filter, behind the
+ * SUBACK. An UNSUBSCRIBE has the first pass only, ending with the UNSUBACK.
+ *
+ * Each filter costs one unit of the caller's work budget, as a whole
+ * packet does. A packet with no more filters than the budget has left is
+ * handled whole, like any other (one that needs a fresh budget waits for
+ * the next call). One with more filters than a whole budget is worked
+ * through in slices: every filter of either pass and every retained
+ * message sent costs a unit, and when the budget is spent it stops
+ * between two filters and goes on in the next broker_input call. Its
+ * state is a list_job, its bytes wait in the connection's input tail
+ * (conn.c), and nothing else from that client is handled meanwhile. So a
+ * client's 150,000-filter SUBSCRIBE delays the others by one budget per
+ * loop turn, and its SUBACK still goes out once, with every return code in
+ * order. Messages other clients publish may reach its first subscriptions
+ * before the SUBACK, which 3.1.1 permits (section 3.8.4).
+ */
+#include "broker/access.h"
+#include "broker/base.h"
+#include "broker/broker-t.h"
+#include "broker/conn.h"
+#include "broker/deliver.h"
+#include "broker/mem.h"
+#include "broker/msg.h"
+#include "broker/persist.h"
+#include "broker/session.h"
+#include "broker/subscribe.h"
+#include "broker/tree.h"
+
+#include <string.h>
+
+#define CODES_SMALL 32u
+
+typedef struct list_job list_job;
+
+enum { PASS_FILTERS = 0, PASS_RETAINED = 1 };
+
+struct list_job {
+    uint32_t size;             /* bytes of the packet */
+    uint32_t raw_off, raw_len; /* its list of filters, from the packet's start */
+    uint32_t count;            /* filters in the list */
+    uint32_t index;            /* filters done in this pass */
+    size_t pos;                /* the list iterator, at filter `index` */
+    uint64_t mark;             /* the journal before the packet: its gate */
+    uint16_t packet_id;
+    uint8_t type;              /* MQTT_SUBSCRIBE or MQTT_UNSUBSCRIBE */
+    uint8_t pass;
+    bool sliced;               /* stops when the budget is spent */
+    /* For the packet's one log line: refusals by cause, and the first
+     * refused filter (offset in the packet, length, cause). */
+    uint32_t denied, over_limits, no_memory;
+    uint32_t first_off, first_len;
+    const char *first_why;     /* a cause, or the name of a limit */
+    bool first_limit;
+    uint8_t *codes;            /* SUBACK return codes: `small` or owned */
+    uint8_t small[CODES_SMALL];
+};
+
+const char *bk_topic_over_limits(const broker *b, const uint8_t *t, size_t len)
+{
+    if (len < b->topic_check_len)
+        return NULL; /* within both: most topics */
+    if (len > b->lim.max_topic_length)
+        return "max_topic_length";
+    if (len < b->lim.max_topic_levels)
+        return NULL; /* len bytes hold at most len + 1 levels */
+    uint32_t levels = 1;
+    const uint8_t *end = t + len;
+    for (const uint8_t *p = t; (p = memchr(p, '/', (size_t)(end - p))) != NULL; p++)
+        if (++levels > b->lim.max_topic_levels)
+            return "max_topic_levels";
+    return NULL;
+}
+
+uint32_t bk_list_size(const list_job *j)
+{
+    return j->size;
+}
+
+static void job_free(broker *b, list_job *j)
+{
+    if (j->codes != j->small)
+        bk_mem_free(b, j->codes);
+    bk_mem_free(b, j);
+}
+
+void bk_list_drop(broker *b, broker_conn *c)
+{
+    if (c->job)
+        job_free(b, c->job);
+    c->job = NULL;
+}
+
+static uint8_t refuse(list_job *j, uint32_t *cause, const mqtt_bytes *f, const uint8_t *base,
+                      const char *why)
+{
+    if (j->denied + j->over_limits + j->no_memory == 0) {
+        j->first_off = (uint32_t)(f->p - base);
+        j->first_len = (uint32_t)f->len;
+        j->first_why = why;
+        j->first_limit = cause == &j->over_limits;
+    }
+    (*cause)++;
+    return MQTT_SUBACK_FAILURE;
+}
+
+/* One filter of a SUBSCRIBE: its return code. */
+static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_bytes *f,
+                             uint8_t qos, const uint8_t *base)
+{
+    /* The topic limits first: they are cheap and bound what the ACL and
+     * the tree are asked to work on. */
+    const char *over = bk_topic_over_limits(b, f->p, f->len);
+    if (over) {
+        b->stats.subscriptions_refused++;
+        return refuse(j, &j->over_limits, f, base, over);
+    }
+    if (!bk_session_may(b, s, f->p, f->len, BROKER_ACL_READ)) {
+        b->stats.acl_denied++;
+        return refuse(j, &j->denied, f, base, "denied by the ACL");
+    }
+    /* At the limit a filter the session holds already is still granted (a
+     * resubscription replaces it, [MQTT-3.8.4-3]); only new ones count. */
+    if (s->sub_count >= b->lim.max_subscriptions &&
+        !bk_tree_find_sub(&b->tree, s, f->p, f->len)) {
+        b->stats.subscriptions_refused++;
+        return refuse(j, &j->over_limits, f, base, "max_subscriptions");
+    }
+    bool is_new;
+    sub *x = bk_tree_subscribe(b, &b->tree, s, f->p, f->len, qos, &is_new);
+    if (!x)
+        return refuse(j, &j->no_memory, f, base, "out of memory");
+    bk_journal_sub(b, s, f->p, f->len, qos, true);
+    x->acl_check =
+        bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)f->p, f->len);
+    return qos;
+}
+
+/* One line per packet, however many of its filters were refused. */
+static void log_refusals(broker *b, const session *s, const list_job *j, const uint8_t *base)
+{
+    uint32_t refused = j->denied + j->over_limits + j->no_memory;
+    if (refused == 0)
+        return;
+    bk_log_limited(b, BK_LOGK_TOPIC_LIMITS, j->no_memory ? BROKER_LOG_ERROR : BROKER_LOG_INFO,
+                   "client %s: %u of %u filters refused (%u by the ACL, %u by limits, %u out of "
+                   "memory); the first, '%.*s': %s%s",
+                   s->id, refused, j->count, j->denied, j->over_limits, j->no_memory,
+                   (int)(j->first_len > 200 ? 200 : j->first_len),
+                   (const char *)base + j->first_off, j->first_limit ? "beyond limits." : "",
+                   j->first_why);
+}
+
+typedef struct retained_ctx {
+    session *sess;
+    uint8_t qos;
+    bool acl_check;
+    uint32_t sent;
+} retained_ctx;
+
+static void send_retained(broker *b, void *ctx, msg *m)
+{
+    retained_ctx *rc = ctx;
+    uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
+    if (rc->acl_check &&
+        !bk_session_may(b, rc->sess, bk_msg_topic(m), m->topic_len, BROKER_ACL_READ))
+        return;
+    rc->sent++;
+    /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
+     * the retain flag. They queue behind the SUBACK like any message. */
+    if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
+        bk_dropped(b, rc->sess, q, bk_msg_topic(m), m->topic_len,
+                   "retained message for a new subscription: its queue is full or memory "
+                   "ran out");
+        return;
+    }
+    bk_session_pump(b, rc->sess);
+}
+
+/* Spend n units of the budget (it stops at 0). */
+static void spend(uint32_t *budget, uint32_t n)
+{
+    *budget -= n < *budget ? n : *budget;
+}
+
+/* Work on j until it is finished (true) or, sliced, the budget is spent
+ * (false). */
+static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uint32_t *budget)
+{
+    session *s = c->sess;
+    const mqtt_list l = {j->packet_id, j->count, {base + j->raw_off, j->raw_len}};
+    bool is_sub = j->type == MQTT_SUBSCRIBE;
+    mqtt_bytes f;
+    uint8_t qos = 0;
+
+    if (j->pass == PASS_FILTERS) {
+        for (; j->index < j->count; j->index++) {
+            if (j->sliced && *budget == 0)
+                return false;
+            spend(budget, 1);
+            bool more = is_sub ? mqtt_subscribe_next(&l, &j->pos, &f, &qos)
+                               : mqtt_unsubscribe_next(&l, &j->pos, &f);
+            ALWAYS(more); /* the decoder counted them */
+            if (is_sub)
+                j->codes[j->index] = subscribe_one(b, s, j, &f, qos, base);
+            else if (bk_tree_unsubscribe(b, &b->tree, s, f.p, f.len))
+                bk_journal_sub(b, s, f.p, f.len, 0, false);
+        }
+        log_refusals(b, s, j, base);
+        /* Acknowledged once what it changed in a persistent session is on
+         * disk: granted, a subscription must survive a crash; removed, it
+         * must not come back (also when an earlier, not yet committed
+         * UNSUBSCRIBE removed it). */
+        uint64_t gate = is_sub ? bk_journal_gate_if_changed(b, j->mark)
+                               : bk_journal_gate_session(b, s, j->mark);
+        bool ok = is_sub ? bk_suback_send_or_hold(b, c, j->packet_id, j->codes, j->count, gate)
+                         : bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, j->packet_id, gate);
+        if (!ok) {
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
+            return true;
+        }
+        if (!is_sub)
+            return true;
+        j->pass = PASS_RETAINED;
+        j->index = 0;
+        j->pos = 0;
+    }
+    for (; j->index < j->count; j->index++) {
+        if (c->state == CONN_CLOSING)
+            return true;
+        if (j->sliced && *budget == 0)
+            return false;
+        spend(budget, 1);
+        bool more = mqtt_subscribe_next(&l, &j->pos, &f, &qos);
+        ALWAYS(more);
+        if (j->codes[j->index] == MQTT_SUBACK_FAILURE)
+            continue;
+        retained_ctx rc = {s, qos,
+                           bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                                       (const char *)f.p, f.len),
+                           0};
+        if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
+            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
+                           "client %s: out of memory sending retained messages", s->id);
+        spend(budget, rc.sent);
+    }
+    return true;
+}
+
+bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt)
+{
+    ALWAYS(pkt->type == MQTT_SUBSCRIBE || pkt->type == MQTT_UNSUBSCRIBE);
+    const mqtt_list *l = pkt->type == MQTT_SUBSCRIBE ? &pkt->u.subscribe : &pkt->u.unsubscribe;
+    uint32_t *budget = &b->in_budget;
+    /* A packet that fits a whole budget is never split: most are small,
+     * and whole they keep the order in which every effect of a packet is
+     * seen at once. One that fits only a fresh budget waits for it. */
+    bool sliced = l->count > *budget;
+    if (sliced && *budget < b->lim.work_budget)
+        return BK_LIST_DEFERRED;
+    /* The list is the packet's payload, to its end (3.1.1: no properties). */
+    ALWAYS(l->raw.len < pkt->size);
+    const uint8_t *base = l->raw.p - (pkt->size - l->raw.len);
+    list_job j;
+    memset(&j, 0, sizeof j);
+    j.size = pkt->size;
+    j.raw_off = (uint32_t)(l->raw.p - base);
+    j.raw_len = (uint32_t)l->raw.len;
+    j.count = l->count;
+    j.packet_id = l->packet_id;
+    j.type = (uint8_t)pkt->type;
+    j.mark = bk_journal_mark(b);
+    j.codes = j.small;
+    if (pkt->type == MQTT_SUBSCRIBE && j.count > CODES_SMALL) {
+        j.codes = bk_mem_alloc(b, j.count);
+        if (!j.codes) {
+            bk_conn_end(b, c, true, "out of memory", b->now_ms);
+            return BK_LIST_DONE;
+        }
+    }
+    /* While it runs the job is on this stack, not in c->job: a connection
+     * that ends meanwhile has nothing of it to free. */
+    j.sliced = sliced;
+    if (run(b, c, &j, base, budget) || c->state == CONN_CLOSING) {
+        if (j.codes != j.small)
+            bk_mem_free(b, j.codes);
+        return BK_LIST_DONE;
+    }
+    list_job *h = bk_mem_alloc(b, sizeof *h);
+    if (!h) {
+        if (j.codes != j.small)
+            bk_mem_free(b, j.codes);
+        bk_conn_end(b, c, true, "out of memory", b->now_ms);
+        return BK_LIST_DONE;
+    }
+    *h = j;
+    if (j.codes == j.small)
+        h->codes = h->small;
+    c->job = h;
+    return BK_LIST_PENDING;
+}
+
+bk_list_result bk_list_resume(broker *b, broker_conn *c, const uint8_t *base)
+{
+    list_job *j = c->job;
+    c->job = NULL; /* as in bk_list_start: ours while it runs */
+    if (run(b, c, j, base, &b->in_budget) || c->state == CONN_CLOSING) {
+        job_free(b, j);
+        return BK_LIST_DONE;
+    }
+    c->job = j;
+    return BK_LIST_PENDING;
+}
