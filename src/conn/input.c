@@ -221,7 +221,8 @@ static bool finish(conn_server *s, conn *c, uint64_t now)
 static bool pump(conn_server *s, conn *c, uint64_t now)
 {
     size_t budget = CONN_READ_BUDGET;
-    bool fed = false; /* the core had input from this call already */
+    bool fed = false;     /* the core had input from this call already */
+    bool drained = false; /* a short read emptied the transport */
 
     for (;;) {
         long n;
@@ -259,10 +260,11 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
         if (c->bc != NULL && c->held > 0 && budget_spent(s) &&
             (uint64_t)c->held * s->input_holders >= s->input_held)
             return input_wait(s, c, now);
-        n = s->io->read(s->io_ctx, c, s->rbuf,
-                        budget < CONN_READ_BUF_SIZE ? budget : CONN_READ_BUF_SIZE);
+        size_t ask = budget < CONN_READ_BUF_SIZE ? budget : CONN_READ_BUF_SIZE;
+        n = drained ? CONN_IO_AGAIN : s->io->read(s->io_ctx, c, s->rbuf, ask);
         if (n == CONN_IO_AGAIN) /* (read again after a wait: interest back on) */
             return c->want_read || conni_update_interest(s, c, now);
+        drained = n > 0 && (size_t)n < ask && s->io->short_read_drains;
         if (n == CONN_IO_EOF) {
             c->peer_eof = 1;
             continue;

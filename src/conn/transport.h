@@ -52,6 +52,13 @@ typedef struct conn_transport {
      */
     long (*read)(void *ctx, conn *c, uint8_t *buf, size_t cap);
 
+    /* True when a read returning fewer bytes than asked means nothing more
+     * is there now (a socket, lwIP's queue): the layer then stops reading
+     * until the next conn_readable() instead of asking again only to hear
+     * CONN_IO_AGAIN (one system call per read event saved). False for
+     * transports that return less for other reasons (tests). */
+    bool short_read_drains;
+
     /*
      * Queue up to len (> 0) bytes for the peer.
      *   0..len         bytes taken; the caller may reuse data at once.

@@ -1,5 +1,6 @@
 """Limits that protect the kernel's broker from one client, over mutual
-TLS (issue 16): the broker-wide budget for buffered input
+TLS (issue 16): subscriptions per session and topic levels answered with
+SUBACK 0x80; the broker-wide budget for buffered input
 (limits.max_input_bytes) stops reading clients sending giant unfinished
 PUBLISHes while another client is still answered, and closes them when the
 budget stays spent; a handshake flood from one address is bounded by
@@ -9,12 +10,14 @@ import socket
 import threading
 import time
 
-from clients import Clients, expect_closed, tls_client
+from clients import Clients, expect_closed, recv_exact, tls_client
 from harness import MTLS_CONF, Failure, Pki, make_bundle, scratch, show, tls_vm
 
 LIMITS_CONF = MTLS_CONF + """limits.max_packet_size = 1048576
 limits.max_input_bytes = 1048576
 limits.max_handshakes_per_address = 8
+limits.max_subscriptions = 50
+limits.max_topic_levels = 8
 """
 
 HALF_HELLO = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"
@@ -36,6 +39,33 @@ def partial_publish(sock, declared, sent):
         n = min(left, 16384)
         sock.sendall(bytes(n))
         left -= n
+
+
+def subscribe(sock, packet_id, filters):
+    """SUBSCRIBE (QoS 0 each) and the SUBACK's return codes."""
+    body = packet_id.to_bytes(2, "big")
+    for f in filters:
+        body += len(f).to_bytes(2, "big") + f + b"\x00"
+    rl, v = b"", len(body)
+    while True:
+        byte = v & 0x7F
+        v >>= 7
+        rl += bytes([byte | (0x80 if v else 0)])
+        if not v:
+            break
+    sock.sendall(b"\x82" + rl + body)
+    head = recv_exact(sock, 2)
+    if head[0] != 0x90:
+        raise Failure(f"expected a SUBACK, got {head.hex()}")
+    n, shift, length = head[1], 0, 0
+    while True:  # the remaining length, already started in head[1]
+        length |= (n & 0x7F) << shift
+        if not n & 0x80:
+            break
+        shift += 7
+        n = recv_exact(sock, 1)[0]
+    rest = recv_exact(sock, length)
+    return rest[2:]
 
 
 def send_quietly(sock):
@@ -63,6 +93,19 @@ def limits_test(kernel, build):
                 try:
                     vm.wait_ready(60)
                     ctx = pki.context("dev-client")
+                    # Subscriptions per session and topic levels: 0x80 in
+                    # their places of one SUBACK, the rest granted.
+                    sub = tls_client(ctx, port, "many-subs")
+                    filters = [b"test/" + b"/".join(b"l" for _ in range(10))]  # 11 levels
+                    filters += [b"test/many/%d" % i for i in range(60)]
+                    codes = subscribe(sub, 7, filters)
+                    if codes != b"\x80" + b"\x00" * 50 + b"\x80" * 10:
+                        raise Failure(f"SUBACK codes at the limits: {codes.hex()}")
+                    sub.sendall(b"\xc0\x00")
+                    if recv_exact(sub, 2) != b"\xd0\x00":
+                        raise Failure("the subscriber was closed after its refused filters")
+                    sub.close()
+                    notes.append("an 11-level filter and 10 beyond 50 subscriptions refused (0x80)")
                     big = [tls_client(ctx, port, f"big-{i}") for i in range(4)]
                     # Each sends from its own thread: the broker stops
                     # reading some of them, and their sends then block.

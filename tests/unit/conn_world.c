@@ -38,7 +38,7 @@ static bool init(cworld *w, const broker_limits *lim, const conn_server_config *
     w->b = broker_create(&cfg, w->now);
     memset(&cc, 0, sizeof cc);
     cc.b = w->b;
-    cc.io = &fake_transport;
+    cc.io = extra->io ? extra->io : &fake_transport;
     cc.tls_ops = extra->tls_ops;
     cc.tls = extra->tls;
     cc.handshake_timeout_ms = 3000;
@@ -65,6 +65,12 @@ bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tl
     conn_server_config extra = {.tls_ops = tls_ops, .tls = tls, .max_handshakes = max_handshakes,
                                 .max_handshakes_per_address = per_address,
                                 .log = log_lines ? counting : NULL, .log_ctx = log_lines};
+    return init(w, NULL, &extra);
+}
+
+bool cw_init_io(cworld *w, const conn_transport *io)
+{
+    conn_server_config extra = {.io = io};
     return init(w, NULL, &extra);
 }
 

@@ -23,6 +23,8 @@ bool cw_init(cworld *w, const broker_limits *lim, const conn_tls_ops *tls_ops,
  * and the log lines the layer wrote counted in *log_lines. */
 bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tls,
                      uint32_t max_handshakes, uint32_t per_address, int *log_lines);
+/* The same over another transport table (a variant of fake_transport). */
+bool cw_init_io(cworld *w, const conn_transport *io);
 /* The same with an input budget (limits.max_input_bytes). */
 bool cw_init_input_budget(cworld *w, uint64_t max_input_bytes);
 /* Drop the links still open, free them, the layer and the broker. */

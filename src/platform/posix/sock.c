@@ -146,7 +146,8 @@ static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
 /* The socket cannot tell its room, and every send goes out by itself:
  * no write_room, no push. */
 const conn_transport tern_sock_transport = {
-    .read = sock_read,          .write = sock_write,   .ack_now = sock_ack_now,
+    .read = sock_read,          .short_read_drains = true,
+    .write = sock_write,        .ack_now = sock_ack_now,
     .interest = sock_interest,  .close = sock_close,
     .peer = sock_peer,          .peer_addr = sock_peer_addr,
 };

@@ -397,7 +397,8 @@ static size_t tcp_peer_addr_op(void *ctx, const conn *c, uint8_t *buf, size_t ca
 }
 
 const conn_transport kconn_transport = {
-    .read = tcp_read_op,         .write = tcp_write_op,
+    .read = tcp_read_op,         .short_read_drains = true,
+    .write = tcp_write_op,
     .write_room = tcp_room_op,   .push = tcp_push_op,
     .ack_now = tcp_ack_now_op,
     .interest = tcp_interest_op, .close = tcp_close_op,
