@@ -78,29 +78,29 @@ static bool budget_spent(const conn_server *s)
     return s->max_input != 0 && s->input_held >= s->max_input;
 }
 
-/* Lines about the input budget: at most one per CONN_REFUSAL_LOG_MS. */
-static bool input_log_due(conn_server *s, uint64_t now)
+/* Lines about the input budget: at most one of each kind per
+ * CONN_REFUSAL_LOG_MS (*last_ms is the kind's last), naming c's peer
+ * first. */
+static void input_log(conn_server *s, const conn *c, uint64_t now, uint64_t *last_ms,
+                      const char *fmt, unsigned long long a, unsigned long long b)
 {
-    if (s->input_log_ms != 0 && now - s->input_log_ms < CONN_REFUSAL_LOG_MS)
-        return false;
-    s->input_log_ms = now;
-    return true;
+    char peer[CONN_PEER_TEXT];
+
+    if (*last_ms != 0 && now - *last_ms < CONN_REFUSAL_LOG_MS)
+        return;
+    *last_ms = now;
+    conni_peer(s, c, peer);
+    conni_log(s, BROKER_LOG_WARN, fmt, peer, a, b);
 }
 
 /* The budget is spent and c holds at least the average: wait. */
 static bool input_wait(conn_server *s, conn *c, uint64_t now)
 {
-    char peer[CONN_PEER_TEXT];
-
     s->stats.input_waits++;
-    if (input_log_due(s, now)) {
-        conni_peer(s, c, peer);
-        conni_log(s, BROKER_LOG_WARN,
-                  "input budget spent (%llu bytes buffered, limits.max_input_bytes %llu): "
-                  "not reading %s, which holds %u, until it frees up",
-                  (unsigned long long)s->input_held, (unsigned long long)s->max_input, peer,
-                  (unsigned)c->held);
-    }
+    input_log(s, c, now, &s->input_wait_log_ms,
+              "input budget spent: not reading %s, which holds %llu of the %llu bytes "
+              "buffered (limits.max_input_bytes), until it frees up",
+              c->held, s->input_held);
     conni_ready_remove(s, c);
     conni_timer_set(s, c, CONN_TIMER_INPUT, now + CONN_INPUT_WAIT_MS);
     return conni_update_interest(s, c, now);
@@ -108,21 +108,16 @@ static bool input_wait(conn_server *s, conn *c, uint64_t now)
 
 void conni_input_expired(conn_server *s, conn *c, uint64_t now)
 {
-    char peer[CONN_PEER_TEXT];
-
     conni_timer_clear(s, c);
     if (!budget_spent(s)) {
         conni_ready_add(s, c);
         return;
     }
     s->stats.input_closes++;
-    if (input_log_due(s, now)) {
-        conni_peer(s, c, peer);
-        conni_log(s, BROKER_LOG_WARN,
-                  "closing %s: it holds %u bytes of unfinished input and the input budget "
-                  "(limits.max_input_bytes) stayed spent for %u s",
-                  peer, (unsigned)c->held, (unsigned)(CONN_INPUT_WAIT_MS / 1000u));
-    }
+    input_log(s, c, now, &s->input_close_log_ms,
+              "closing %s: it holds %llu bytes of unfinished input and the input budget "
+              "(limits.max_input_bytes) stayed spent for %llu s",
+              c->held, CONN_INPUT_WAIT_MS / 1000u);
     (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
 }
 

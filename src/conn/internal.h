@@ -47,7 +47,7 @@ struct conn_server {
     uint64_t max_input;       /* 0: none */
     uint64_t input_held;      /* sum of every connection's held */
     uint32_t input_holders;   /* connections with held > 0 */
-    uint64_t input_log_ms;    /* budget lines are rate-limited too */
+    uint64_t input_wait_log_ms, input_close_log_ms; /* budget lines are rate-limited */
 };
 
 /* The TLS half (tls.c): the generic code calls these only for
