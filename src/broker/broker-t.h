@@ -72,6 +72,7 @@ struct broker {
     uint32_t holds_count, holds_cap;
     uint64_t holds_deadline;  /* no hold times out before this; UINT64_MAX = none */
     session_table sessions;
+    ident_table idents;       /* per-identity records (ident.c) */
     tree tree;
     wheel wheel;
     sys_state sys;

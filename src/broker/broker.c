@@ -10,6 +10,7 @@
 #include "broker/conn.h"
 #include "broker/deliver.h"
 #include "broker/flow.h"
+#include "broker/ident.h"
 #include "broker/journal.h"
 #include "broker/limits_default.h"
 #include "broker/mem.h"
@@ -49,6 +50,8 @@ static void apply_defaults(broker_limits *l)
     DEF(max_subscriptions, TERN_DEFAULT_MAX_SUBSCRIPTIONS);
     DEF(max_topic_levels, TERN_DEFAULT_MAX_TOPIC_LEVELS);
     DEF(max_topic_length, TERN_DEFAULT_MAX_TOPIC_LENGTH);
+    DEF(max_sessions_per_identity, TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY);
+    DEF(max_queued_bytes_per_identity, TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY);
 #undef DEF
     if (l->max_inflight > UINT16_MAX)
         l->max_inflight = UINT16_MAX; /* packet ids are 16 bits */
@@ -73,16 +76,22 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->log = cfg->log;
     b->log_ctx = cfg->log_ctx;
     b->log_level = cfg->log_level;
-    if (b->lim.max_packet_size > b->lim.max_queued_bytes) {
-        /* A larger message would be accepted and acknowledged but could
-         * never be queued for a QoS 1/2 subscriber: lost without a word.
-         * The configuration parser refuses such a file; a platform that
-         * sets limits itself gets them made consistent here. */
+    /* A larger message would be accepted and acknowledged but could never
+     * be queued for a QoS 1/2 subscriber: lost without a word. The
+     * configuration parser refuses such a file; a platform that sets
+     * limits itself gets them made consistent here. */
+    uint32_t queue_bound = b->lim.max_queued_bytes;
+    const char *queue_key = "limits.max_queued_bytes";
+    if (b->lim.max_queued_bytes_per_identity < queue_bound) {
+        queue_bound = b->lim.max_queued_bytes_per_identity;
+        queue_key = "limits.max_queued_bytes_per_identity";
+    }
+    if (b->lim.max_packet_size > queue_bound) {
         bk_log(b, BROKER_LOG_WARN,
-               "limits.max_packet_size (%u) is above limits.max_queued_bytes (%u): lowered to "
-               "%u, so that every message accepted can be queued for a subscriber",
-               b->lim.max_packet_size, b->lim.max_queued_bytes, b->lim.max_queued_bytes);
-        b->lim.max_packet_size = b->lim.max_queued_bytes;
+               "limits.max_packet_size (%u) is above %s (%u): lowered to %u, so that every "
+               "message accepted can be queued for a subscriber",
+               b->lim.max_packet_size, queue_key, queue_bound, queue_bound);
+        b->lim.max_packet_size = queue_bound;
     }
     b->memory_used = cfg->memory_used;
     b->memory_ctx = cfg->memory_ctx;
@@ -154,6 +163,7 @@ void broker_destroy(broker *b)
     }
     if (b->sessions.table)
         bk_sessions_free(b, &b->sessions);
+    bk_idents_free(b);
     if (b->tree.root)
         bk_tree_free(b, &b->tree);
     bk_out_pool_trim(b);

@@ -99,6 +99,15 @@ typedef struct broker_limits {
      * negative acknowledgement). */
     uint32_t max_topic_levels;
     uint32_t max_topic_length;
+    /* Persistent sessions of one TLS identity: a CONNECT that would create
+     * one more is refused with CONNACK 0x05 (not authorized). Resuming one
+     * and clean sessions are never refused; restored ones count. Sessions
+     * without an identity (anonymous) are not counted. */
+    uint32_t max_sessions_per_identity;
+    /* Payload bytes queued across all sessions of one TLS identity; a
+     * message beyond it is dropped for that session (counted), as beyond
+     * max_queued_bytes. */
+    uint32_t max_queued_bytes_per_identity;
 } broker_limits;
 
 typedef struct broker_config {
@@ -226,6 +235,7 @@ typedef struct broker_stats {
     uint64_t subscriptions_refused; /* filters answered 0x80 for a limit (count, levels, length) */
     uint64_t topics_refused;      /* PUBLISH and will topics beyond the levels or length limit
                                      (the connection was closed) */
+    uint64_t sessions_refused;    /* CONNECTs refused at limits.max_sessions_per_identity */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

@@ -10,6 +10,7 @@
 #include "broker/conn.h"
 #include "broker/deliver.h"
 #include "broker/flow.h"
+#include "broker/ident.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
@@ -176,6 +177,23 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         bk_conn_end(b, c, false, "will topic not allowed", b->now_ms);
         return;
     }
+    if (!cp->clean_session && c->identity && (!s || s->clean) &&
+        bk_ident_persistent(b, c->identity) >= b->lim.max_sessions_per_identity) {
+        /* One more persistent session for this identity: refused before a
+         * clean session of the same id is taken over, so the refusal
+         * changes nothing. 0x05: the refusal is about this identity, not
+         * the server (0x03 would invite a retry that cannot succeed). */
+        b->stats.sessions_refused++;
+        bk_log_limited(b, BK_LOGK_SESSIONS, BROKER_LOG_WARN,
+                       "connection %s: persistent session '%.*s' refused: identity '%.100s' "
+                       "holds limits.max_sessions_per_identity (%u)",
+                       conn_name(c), (int)(id_len > 200 ? 200 : id_len), (const char *)id,
+                       c->identity, b->lim.max_sessions_per_identity);
+        send_connack(b, c, false, MQTT_CONNACK_NOT_AUTHORIZED);
+        bk_conn_end(b, c, false, "persistent sessions of its identity at their limit",
+                    b->now_ms);
+        return;
+    }
     if (s && s->conn) {
         /* Takeover [MQTT-3.1.4-2]: the old connection ends abnormally. */
         bk_conn_end(b, s->conn, true, "taken over by a new connection", b->now_ms);
@@ -190,7 +208,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         present = true;
     } else {
         s = bk_session_create(b, &b->sessions, id, id_len, cp->clean_session);
-        if (s && c->identity && !(s->identity = bk_mem_strdup(b, c->identity))) {
+        if (s && c->identity && bk_ident_attach(b, s, c->identity, strlen(c->identity)) != 0) {
             bk_session_destroy(b, s);
             s = NULL;
         }

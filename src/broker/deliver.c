@@ -330,7 +330,7 @@ void bk_session_pump(broker *b, session *s)
              * go straight out, so only once nothing before them waits. */
             if (s->q_wire < s->q_sent || !send_entry(b, c, e, false))
                 break;
-            s->q_bytes -= e->m->payload_len;
+            bk_session_bytes_sub(s, e->m->payload_len);
             bk_session_sent_qos0(b, s, e);
             continue;
         }
@@ -339,7 +339,7 @@ void bk_session_pump(broker *b, session *s)
         uint64_t mark = bk_journal_mark(b);
         e->packet_id = bk_session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
-        s->q_bytes -= e->m->payload_len;
+        bk_session_bytes_sub(s, e->m->payload_len);
         s->q_sent++;
         s->inflight++;
         /* The packet id must survive a restart: a QoS 2 receiver knows the
@@ -390,6 +390,13 @@ const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, 
                  "%llu payload bytes queued for it, %u more would exceed "
                  "limits.max_queued_bytes (%u)",
                  (unsigned long long)s->q_bytes, m->payload_len, b->lim.max_queued_bytes);
+    else if (s->ident &&
+             s->ident->q_bytes + m->payload_len > b->lim.max_queued_bytes_per_identity)
+        snprintf(buf, size,
+                 "%llu payload bytes queued for identity '%.40s' across its sessions, %u more "
+                 "would exceed limits.max_queued_bytes_per_identity (%u)",
+                 (unsigned long long)s->ident->q_bytes, s->ident->name, m->payload_len,
+                 b->lim.max_queued_bytes_per_identity);
     else
         snprintf(buf, size, "its queue is full (%u entries) or memory ran out", s->q_count);
     return buf;

@@ -137,6 +137,27 @@
 #define TERN_DEFAULT_MAX_TOPIC_LENGTH 4096u
 #endif
 
+/* Persistent sessions (clean_session = 0) of one TLS identity; a CONNECT
+ * that would create one more is refused (CONNACK 0x05). Session expiry
+ * defaults to never, so without it one certificate opened 10,000 sessions,
+ * each allowed max_queued_bytes. A certificate names one device (one
+ * session) or one service (a session per worker or instance): 100 leaves a
+ * scaled-out service sharing a certificate ample room. Anonymous clients
+ * have no identity to count under and are not limited (docs/CONFIG.md). */
+#ifndef TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY
+#define TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY 100u
+#endif
+
+/* Payload bytes queued across all sessions of one TLS identity (64 MiB),
+ * beyond which a message is dropped for the session it would go to:
+ * four sessions' worth of max_queued_bytes, so a few sessions of one
+ * client can each fill their queue, while one certificate's sessions
+ * together cannot hold more (filling 30 sessions of one certificate took
+ * 548 MB; 100 full sessions would hold 1.6 GB). */
+#ifndef TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY
+#define TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY (64u << 20)
+#endif
+
 /* What the conversions and fields above rely on. */
 _Static_assert(TERN_DEFAULT_MAX_INFLIGHT >= 1 && TERN_DEFAULT_MAX_INFLIGHT <= UINT16_MAX,
                "max_inflight: packet ids are 16 bits");
@@ -160,5 +181,10 @@ _Static_assert(TERN_DEFAULT_MAX_TOPIC_LEVELS >= 1 &&
                    TERN_DEFAULT_MAX_TOPIC_LEVELS <= UINT16_MAX / 2 + 1,
                "max_topic_levels: a 65535-byte topic has at most 32768 levels");
 _Static_assert(TERN_DEFAULT_MAX_SUBSCRIPTIONS >= 1, "max_subscriptions: at least one");
+_Static_assert(TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY >= 1,
+               "max_sessions_per_identity: at least one");
+_Static_assert(TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY >= TERN_DEFAULT_MAX_PACKET_SIZE,
+               "max_queued_bytes_per_identity: a message the broker accepts must fit, or it "
+               "could never reach a QoS 1/2 subscriber that has an identity");
 
 #endif

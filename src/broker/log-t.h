@@ -23,6 +23,7 @@ typedef enum bk_log_kind {
     BK_LOGK_UNKNOWN_ACK,      /* an acknowledgement for an unknown packet id */
     BK_LOGK_EXPIRED,          /* a session expired */
     BK_LOGK_TOPIC_LIMITS,     /* filters or topics refused (limits, ACL) */
+    BK_LOGK_SESSIONS,         /* a CONNECT refused: max_sessions_per_identity */
     BK_LOGK_COUNT
 } bk_log_kind;
 

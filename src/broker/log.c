@@ -41,6 +41,7 @@ static const char *const kind_name[BK_LOGK_COUNT] = {
     [BK_LOGK_UNKNOWN_ACK] = "acknowledgement for an unknown packet id",
     [BK_LOGK_EXPIRED] = "session expired",
     [BK_LOGK_TOPIC_LIMITS] = "filters or topics refused",
+    [BK_LOGK_SESSIONS] = "session refused (max_sessions_per_identity)",
 };
 
 static bool level_on(const broker *b, broker_log_level level)

@@ -5,6 +5,7 @@
 #include "broker/access.h"
 #include "broker/base.h"
 #include "broker/broker-t.h"
+#include "broker/ident.h"
 #include "broker/journal.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
@@ -102,14 +103,13 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
     session *s = bk_session_create(b, &b->sessions, id, idlen, false);
     if (!s)
         return -1;
-    if (identity_len) {
-        s->identity = bk_mem_alloc(b, identity_len + 1);
-        if (!s->identity) {
-            bk_session_destroy(b, s);
-            return -1;
-        }
-        memcpy(s->identity, identity, identity_len);
-        s->identity[identity_len] = '\0';
+    /* Counted toward limits.max_sessions_per_identity, never refused by
+     * it: the limit only stops new sessions from being created. */
+    if (identity_len &&
+        (identity_len > UINT16_MAX ||
+         bk_ident_attach(b, s, (const char *)identity, identity_len) != 0)) {
+        bk_session_destroy(b, s);
+        return -1;
     }
     s->is_operator = is_operator;
     bk_session_set_offline(b, s, b->now_ms);

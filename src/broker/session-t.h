@@ -16,6 +16,24 @@ typedef struct msg msg;
 typedef struct sub sub;
 typedef struct session session;
 
+/* What all sessions of one TLS identity hold together (ident.c), for the
+ * per-identity limits. Anonymous sessions have none. */
+typedef struct bk_ident {
+    struct bk_ident *hnext;   /* chain in the identity table */
+    uint64_t q_bytes;         /* sum of its sessions' q_bytes */
+    uint32_t refs;            /* sessions of this identity */
+    uint32_t persistent;      /* of them, persistent (clean_session = 0) */
+    uint32_t hashv;
+    uint16_t len;
+    char name[];              /* the identity, NUL-terminated */
+} bk_ident;
+
+typedef struct ident_table {
+    bk_ident **table;         /* NULL while no session has an identity */
+    size_t size;              /* power of two */
+    size_t count;
+} ident_table;
+
 typedef enum qentry_state {
     Q_QUEUED = 0,     /* not sent yet */
     Q_WAIT_PUBACK,    /* QoS 1 sent */
@@ -61,7 +79,9 @@ struct session {
      * batch to commit (qentry.jseq), sent in order once it has. */
     uint32_t q_wire;
     uint32_t inflight;        /* sent and not yet fully acknowledged */
-    uint64_t q_bytes;         /* payload bytes of queued, unsent entries */
+    uint64_t q_bytes;         /* payload bytes of queued, unsent entries; change it
+                                 through bk_session_bytes_add/_sub (session.h), which
+                                 keep the identity's sum */
     uint16_t next_packet_id;
     uint64_t next_seq;        /* seq of the next queue entry */
     /* Inbound QoS 2 packet ids delivered and awaiting PUBREL. */
@@ -77,7 +97,8 @@ struct session {
     bool holding;             /* may hold publishers (b->holds has entries for it) */
     bool stalled;             /* held them without progress: holds no one now */
     uint32_t progress_ms;     /* low 32 bits of the time it last sent, while holding */
-    char *identity;           /* owned; NULL = anonymous */
+    const char *identity;     /* ident->name; NULL = anonymous */
+    bk_ident *ident;          /* NULL = anonymous */
     uint16_t id_len;
     char id[];                /* client id, NUL-terminated */
 };

@@ -13,6 +13,7 @@
 #include "broker/broker-t.h"
 #include "broker/flow.h"
 #include "broker/hash.h"
+#include "broker/ident.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
@@ -149,7 +150,7 @@ void bk_session_destroy(broker *b, session *s)
     }
     bk_mem_free(b, s->q);
     bk_mem_free(b, s->in_qos2);
-    bk_mem_free(b, s->identity);
+    bk_ident_detach(b, s);
     bk_mem_free(b, s);
 }
 
@@ -222,7 +223,7 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     e->sent = false;
     e->jseq = 0;
     s->q_count++;
-    s->q_bytes += m->payload_len;
+    bk_session_bytes_add(s, m->payload_len);
     if (bk_journaled(b, s) && qos > 0) {
         bk_journal_msg_ref(b, m);
         bk_journal_queue_put(b, s, e);
@@ -247,7 +248,7 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     e->jseq = 0;
     s->q_count++;
     if (state == Q_QUEUED) {
-        s->q_bytes += m ? m->payload_len : 0;
+        bk_session_bytes_add(s, m ? m->payload_len : 0);
     } else {
         s->q_sent++;
         s->inflight++;
@@ -259,6 +260,9 @@ bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
 {
     uint32_t unsent = s->q_count - s->q_sent;
     if (unsent >= b->lim.max_queued || s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
+        return false;
+    if (s->ident &&
+        s->ident->q_bytes + m->payload_len > b->lim.max_queued_bytes_per_identity)
         return false;
     return push_entry(b, s, m, qos, retain);
 }

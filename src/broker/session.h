@@ -38,6 +38,20 @@ static inline qentry *bk_session_entry(const session *s, uint32_t i)
 {
     return &s->q[(s->q_head + i) % s->q_cap];
 }
+/* Payload bytes queued for s changed: the session's count and its
+ * identity's together. */
+static inline void bk_session_bytes_add(session *s, uint64_t n)
+{
+    s->q_bytes += n;
+    if (s->ident)
+        s->ident->q_bytes += n;
+}
+static inline void bk_session_bytes_sub(session *s, uint64_t n)
+{
+    s->q_bytes -= n;
+    if (s->ident)
+        s->ident->q_bytes -= n;
+}
 /* Mark a sent QoS 0 entry (retained-on-subscribe) finished. */
 void bk_session_sent_qos0(broker *b, session *s, qentry *e);
 /* Inbound QoS 2 ids. */

@@ -112,6 +112,8 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
      * the last two (their connection was closed). */
     put_u64(b, "$SYS/broker/subscriptions/refused", s.subscriptions_refused);
     put_u64(b, "$SYS/broker/publish/topics_refused", s.topics_refused);
+    /* CONNECTs refused at limits.max_sessions_per_identity. */
+    put_u64(b, "$SYS/broker/clients/sessions_refused", s.sessions_refused);
     put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
     put_u64(b, "$SYS/broker/connections/packets_too_large", s.packets_too_large);
     put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);

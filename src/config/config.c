@@ -71,6 +71,8 @@ static const key_def key_table[] = {
     /* A 65535-byte topic (MQTT's longest) has at most 32768 levels. */
     LIMIT("max_topic_levels", max_topic_levels, 1, 32768),
     LIMIT("max_topic_length", max_topic_length, 1, 65535),
+    LIMIT("max_sessions_per_identity", max_sessions_per_identity, 1, UINT32_MAX),
+    LIMIT("max_queued_bytes_per_identity", max_queued_bytes_per_identity, 1, UINT32_MAX),
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -664,15 +666,22 @@ static bool check_limits(const tern_config *cfg, const size_t *key_lines, const 
 {
     const tern_config_limits *l = &cfg->limits;
     size_t line = line_of(key_lines, "limits.max_packet_size");
+    /* The same holds for the queue bytes of an identity's sessions. */
+    const char *key = "limits.max_queued_bytes";
+    uint32_t bound = l->max_queued_bytes;
 
-    if (l->max_packet_size <= l->max_queued_bytes)
+    if (l->max_queued_bytes_per_identity < bound) {
+        key = "limits.max_queued_bytes_per_identity";
+        bound = l->max_queued_bytes_per_identity;
+    }
+    if (l->max_packet_size <= bound)
         return true;
     if (line == 0)
-        line = line_of(key_lines, "limits.max_queued_bytes");
+        line = line_of(key_lines, key);
     msg_begin(m, file, line);
     msg_limit(m, key_lines, "limits.max_packet_size", l->max_packet_size);
     msg_str(m, " is above ");
-    msg_limit(m, key_lines, "limits.max_queued_bytes", l->max_queued_bytes);
+    msg_limit(m, key_lines, key, bound);
     msg_str(m, ": a message that large could never be queued for a QoS 1/2 subscriber; "
                "lower the first or raise the second");
     return false;
@@ -756,6 +765,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_subscriptions = TERN_DEFAULT_MAX_SUBSCRIPTIONS;
     cfg->limits.max_topic_levels = TERN_DEFAULT_MAX_TOPIC_LEVELS;
     cfg->limits.max_topic_length = TERN_DEFAULT_MAX_TOPIC_LENGTH;
+    cfg->limits.max_sessions_per_identity = TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY;
+    cfg->limits.max_queued_bytes_per_identity = TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;
@@ -856,6 +867,8 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->max_subscriptions = cfg->limits.max_subscriptions;
     l->max_topic_levels = cfg->limits.max_topic_levels;
     l->max_topic_length = cfg->limits.max_topic_length;
+    l->max_sessions_per_identity = cfg->limits.max_sessions_per_identity;
+    l->max_queued_bytes_per_identity = cfg->limits.max_queued_bytes_per_identity;
     /* The core reads 0 as "default"; its "never hold" is UINT32_MAX. */
     l->publisher_hold_ms =
         cfg->limits.publisher_hold_s == 0 ? UINT32_MAX : cfg->limits.publisher_hold_s * 1000u;

@@ -65,6 +65,8 @@ typedef struct tern_config_limits {
     uint32_t max_subscriptions;
     uint32_t max_topic_levels;
     uint32_t max_topic_length;
+    uint32_t max_sessions_per_identity;
+    uint32_t max_queued_bytes_per_identity;
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths

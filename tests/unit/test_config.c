@@ -42,6 +42,8 @@ TEST(config_full_file_sets_every_key)
                        "limits.max_subscriptions = 17\n"
                        "limits.max_topic_levels = 32768\n"
                        "limits.max_topic_length = 65535\n"
+                       "limits.max_sessions_per_identity = 18\n"
+                       "limits.max_queued_bytes_per_identity = 19\n"
                        "session.expiry = 14\n"
                        "sys.interval = 15\n"
                        "auth.allow_anonymous = true\n";
@@ -71,6 +73,8 @@ TEST(config_full_file_sets_every_key)
     CHECK_EQ(cfg.limits.max_subscriptions, 17);
     CHECK_EQ(cfg.limits.max_topic_levels, 32768);
     CHECK_EQ(cfg.limits.max_topic_length, 65535);
+    CHECK_EQ(cfg.limits.max_sessions_per_identity, 18);
+    CHECK_EQ(cfg.limits.max_queued_bytes_per_identity, 19);
     CHECK_EQ(cfg.session_expiry_s, 14);
     CHECK_EQ(cfg.sys_interval_s, 15);
     CHECK(cfg.allow_anonymous);
@@ -99,6 +103,8 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.limits.max_subscriptions, 10000);
     CHECK_EQ(cfg.limits.max_topic_levels, 64);
     CHECK_EQ(cfg.limits.max_topic_length, 4096);
+    CHECK_EQ(cfg.limits.max_sessions_per_identity, 100);
+    CHECK_EQ(cfg.limits.max_queued_bytes_per_identity, 64u << 20);
     CHECK_EQ(cfg.session_expiry_s, 0);
     CHECK_EQ(cfg.sys_interval_s, 10);
     CHECK(!cfg.allow_anonymous);
@@ -475,9 +481,13 @@ TEST(config_to_broker_converts_units_and_off_values)
                      "auth.allow_anonymous = true\nlimits.max_inflight = 3\n"
                      "limits.publisher_hold = 0\n"
                      "limits.max_subscriptions = 5\nlimits.max_topic_levels = 6\n"
-                     "limits.max_topic_length = 7\n",
+                     "limits.max_topic_length = 7\n"
+                     "limits.max_sessions_per_identity = 8\n"
+                     "limits.max_queued_bytes_per_identity = 2000000\n",
                      &cfg, err));
     tern_config_to_broker(&cfg, &bc);
+    CHECK_EQ(bc.limits.max_sessions_per_identity, 8);
+    CHECK_EQ(bc.limits.max_queued_bytes_per_identity, 2000000);
     CHECK_EQ(bc.limits.max_subscriptions, 5);
     CHECK_EQ(bc.limits.max_topic_levels, 6);
     CHECK_EQ(bc.limits.max_topic_length, 7);
@@ -615,6 +625,14 @@ TEST(config_packet_size_above_queue_bytes_is_refused_naming_both_keys)
     CHECK(rejects("config_version = 1\nlimits.max_packet_size = 268435460\n", err));
     CHECK(strstr(err, "t.conf:2: limits.max_packet_size (268435460, line 2) is above "
                       "limits.max_queued_bytes (16777216, the default): ") == err);
+    /* The per-identity queue bound counts too, when it is the lower. */
+    CHECK(rejects("config_version = 1\nlimits.max_packet_size = 2000\n"
+                  "limits.max_queued_bytes_per_identity = 1000\n",
+                  err));
+    CHECK(strstr(err, "t.conf:2: limits.max_packet_size (2000, line 2) is above "
+                      "limits.max_queued_bytes_per_identity (1000, line 3): ") == err);
+    CHECK(rejects("config_version = 1\nlimits.max_sessions_per_identity = 0\n", err));
+    CHECK(strstr(err, "limits.max_sessions_per_identity: expected an integer") != NULL);
     /* Equal is fine. */
     CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 65536\n"
                      "limits.max_queued_bytes = 65536\n",
@@ -750,7 +768,8 @@ TEST(config_input_budget_follows_the_largest_packet_unless_set_below_it)
     CHECK_EQ(cfg.limits.max_input_bytes, 64u << 20);
     /* Left at its default, it grows to hold one packet of the largest size. */
     CHECK(parse_text("config_version = 1\nlimits.max_packet_size = 100000000\n"
-                     "limits.max_queued_bytes = 100000000\n",
+                     "limits.max_queued_bytes = 100000000\n"
+                     "limits.max_queued_bytes_per_identity = 100000000\n",
                      &cfg, err));
     CHECK_EQ(cfg.limits.max_input_bytes, 100000000u);
     CHECK(parse_text("config_version = 1\nlimits.max_input_bytes = 2000000\n"
