@@ -46,6 +46,7 @@ def send_partial(port, index, sent, stop):
 def test_four_200mb_partial_publishes_are_stopped_by_the_input_budget(broker):
     b = broker(config={"limits.max_packet_size": str(DECLARED + 5),
                        "limits.max_queued_bytes": str(DECLARED + 5),
+                       "limits.max_queued_bytes_per_identity": str(DECLARED + 5),
                        "limits.max_input_bytes": str(BUDGET)})
     base = vm_rss(b.proc.pid)
     sent = [0, 0, 0, 0]
