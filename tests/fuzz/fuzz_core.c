@@ -5,7 +5,8 @@
  * transport (tests/unit/fake_transport.c).
  *
  * The input is a small script. Byte 0 picks the configuration (bit 0 tiny
- * limits, work budget, subscriptions and topic limits included, 1 $SYS, 2 session expiry, 3 no anonymous access) and, with bit 4,
+ * limits, work budget, subscriptions and topic limits, per-identity
+ * sessions and queues and the layer's input budget included, 1 $SYS, 2 session expiry, 3 no anonymous access) and, with bit 4,
  * makes allocation number (bits 5-7) + 1 inside broker_create fail. Then each step is an op
  * byte: bits 0-1 the connection, bits 2-4 the kind, bits 5-7 an argument:
  *   0 open     1 drop (abrupt close)     2 bytes: next byte is a length
@@ -170,6 +171,9 @@ static void configure(broker_config *cfg, uint8_t sel)
             .max_subscriptions = 3,
             .max_topic_levels = 4,
             .max_topic_length = 32,
+            /* One identity's sessions and queues (ident.c). */
+            .max_sessions_per_identity = 2,
+            .max_queued_bytes_per_identity = 256,
         };
     }
     cfg->limits.sys_interval_s = (sel & 2) ? 1 : UINT32_MAX;
@@ -280,6 +284,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memset(&cc, 0, sizeof cc);
     cc.b = w.b;
     cc.io = &transport;
+    /* Tiny limits: an input budget of two packets, so connections holding
+     * unfinished input wait and, when time passes, are closed (ADR-032). */
+    if (data[0] & 1)
+        cc.max_input_bytes = 512;
     w.cs = conn_server_create(&cc);
     FUZZ_ASSERT(w.cs != NULL);
 
