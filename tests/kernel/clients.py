@@ -13,12 +13,43 @@ import subprocess
 import threading
 import time
 
-from harness import HERE, Failure, show
+from harness import HERE, Failure, Pki, make_bundle, scratch, show, tls_vm
 
 PAHO_CHECK = os.path.join(HERE, "paho_check.py")
 CORE_MEMORY = "$SYS/broker/memory/core"
 CONNACK_OK = b"\x20\x02\x00\x00"
 PINGREQ, PINGRESP = b"\xc0\x00", b"\xd0\x00"
+
+
+def remaining_length(n):
+    """MQTT's variable-length encoding of a packet's remaining length."""
+    out = b""
+    while True:
+        byte, n = n & 0x7F, n >> 7
+        out += bytes([byte | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def mtls_broker_check(kernel, build, conf, body):
+    """A test: the kernel booted with a boot bundle of conf (with the test
+    ACL and the dev PKI), a host port forwarded to its mutual-TLS listener,
+    and body(vm, tmp, pki, cl, notes) run against it (cl: dev-client's
+    clients). Socket and TLS errors become a Failure showing what the guest
+    said; the notes are the report."""
+    def check():
+        notes = []
+        with scratch() as tmp:
+            pki = Pki(build)
+            vm, port = tls_vm(kernel, make_bundle(build, tmp, conf))
+            with vm, Clients(port, pki.args("dev-client")) as cl:
+                try:
+                    body(vm, tmp, pki, cl, notes)
+                except OSError as e:
+                    raise Failure(f"{e!r} after: {'; '.join(notes)}; serial output ends:\n" +
+                                  show(vm.text()[-3000:]))
+        return "; ".join(notes)
+    return check
 
 
 def mqtt_connect_packet(client_id):

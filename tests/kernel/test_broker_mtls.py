@@ -11,10 +11,9 @@ import re
 import socket
 import time
 
-from clients import (CORE_MEMORY, Clients, expect_closed, expect_pings, mosq, paho,
+from clients import (CORE_MEMORY, expect_closed, expect_pings, mosq, mtls_broker_check, paho,
                      settle_memory, sys_memory, tls_client)
-from harness import (KAT_PASSED, MTLS_CONF, Failure, Pki, expect_lines, make_bundle, scratch,
-                     show, tls_vm)
+from harness import KAT_PASSED, MTLS_CONF, Failure, expect_lines, show
 
 
 def mtls_test(kernel, build):
@@ -23,19 +22,7 @@ def mtls_test(kernel, build):
     non-operator and a certificate-less client refused, the ACL, 200
     sequential handshakes, 200 idle connections with their memory, and a
     garbage and a stalled client that disturb nobody."""
-    def check():
-        notes = []
-        with scratch() as tmp:
-            pki = Pki(build)
-            vm, port = tls_vm(kernel, make_bundle(build, tmp, MTLS_CONF))
-            with vm, Clients(port, pki.args("dev-client")) as cl:
-                try:
-                    serve(vm, tmp, pki, cl, notes)
-                except OSError as e:  # socket and TLS errors: show what the guest said
-                    raise Failure(f"{e!r} after: {'; '.join(notes)}; serial output ends:\n" +
-                                  show(vm.text()[-3000:]))
-        return "; ".join(notes)
-    return check
+    return mtls_broker_check(kernel, build, MTLS_CONF, serve)
 
 
 def serve(vm, tmp, pki, cl, notes):

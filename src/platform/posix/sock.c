@@ -113,8 +113,7 @@ static void sock_close(void *ctx, conn *c, conn_close_how how)
 
 static void sock_peer(void *ctx, const conn *c, char *buf, size_t n)
 {
-    const tern_sock *k = (const tern_sock *)(const void *)((const char *)c -
-                                                          offsetof(tern_sock, c));
+    const tern_sock *k = tern_sock_of((conn *)c);
     struct sockaddr_storage ss;
     socklen_t len = sizeof ss;
 
