@@ -179,13 +179,17 @@ void conn_drop(conn_server *s, conn *c)
 }
 
 /* Refusals come in floods: one line per CONN_REFUSAL_LOG_MS with the
- * count of those not logged. */
-static void log_refusal(conn_server *s, const char *peer, const char *why, uint64_t now)
+ * count of those not logged. The peer's name is looked up only for a line
+ * that is written. */
+static void log_refusal(conn_server *s, const conn *c, const char *why, uint64_t now)
 {
+    char peer[CONN_PEER_TEXT];
+
     if (s->refusal_log_ms != 0 && now - s->refusal_log_ms < CONN_REFUSAL_LOG_MS) {
         s->refusals_unlogged++;
         return;
     }
+    conni_peer(s, c, peer);
     conni_log(s, BROKER_LOG_WARN, "refused %s: %s (%llu more refusals not logged)", peer, why,
               (unsigned long long)s->refusals_unlogged);
     s->refusal_log_ms = now;
@@ -193,25 +197,43 @@ static void log_refusal(conn_server *s, const char *peer, const char *why, uint6
 }
 
 /* Room for one more TLS handshake, in all and from c's address? */
-static bool handshake_allowed(conn_server *s, conn *c, const char *peer, uint64_t now)
+static bool handshake_allowed(conn_server *s, conn *c, uint64_t now)
 {
     uint32_t hash = 0;
+    const char *why = NULL;
 
-    if (s->max_handshakes != 0 && s->handshakes.count >= s->max_handshakes) {
+    if (s->max_handshakes != 0 && s->handshakes.count >= s->max_handshakes)
+        why = "too many TLS handshakes running (limits.max_handshakes)";
+    else if (s->max_per_address != 0 &&
+             conni_peer_handshakes(s, c, &hash) >= s->max_per_address)
+        why = "too many TLS handshakes from its address (limits.max_handshakes_per_address)";
+    if (why != NULL) {
         s->stats.handshakes_refused++;
-        log_refusal(s, peer, "too many TLS handshakes running (limits.max_handshakes)", now);
-        return false;
-    }
-    if (s->max_per_address != 0 &&
-        conni_peer_handshakes(s, c, &hash) >= s->max_per_address) {
-        s->stats.handshakes_refused++;
-        log_refusal(s, peer,
-                    "too many TLS handshakes from its address "
-                    "(limits.max_handshakes_per_address)",
-                    now);
+        log_refusal(s, c, why, now);
         return false;
     }
     c->peer_hash = hash;
+    return true;
+}
+
+/* A TLS connection: a session and a handshake deadline. */
+static bool open_tls(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    if (s->tls == NULL)
+        tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
+    if (!handshake_allowed(s, c, now))
+        return false;
+    c->tls = s->tls_ops->start(s->tls);
+    if (c->tls == NULL) {
+        c->peer_hash = 0;
+        s->stats.refused++;
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer);
+        return false;
+    }
+    conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now + s->handshake_timeout_ms);
     return true;
 }
 
@@ -221,22 +243,10 @@ bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now)
     broker_conn_info info = {peer, NULL, false};
 
     c->want_read = 1;
+    if (tls)
+        return open_tls(s, c, now);
+    /* Plaintext: the core meets the client at once (and keeps its name). */
     conni_peer(s, c, peer);
-    if (tls) {
-        if (s->tls == NULL)
-            tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
-        if (!handshake_allowed(s, c, peer, now))
-            return false;
-        c->tls = s->tls_ops->start(s->tls);
-        if (c->tls == NULL) {
-            c->peer_hash = 0;
-            s->stats.refused++;
-            conni_log(s, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer);
-            return false;
-        }
-        conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now + s->handshake_timeout_ms);
-        return true;
-    }
     if (s->io->identity != NULL)
         info.identity = s->io->identity(s->io_ctx, c, &info.is_operator);
     c->bc = broker_open(s->b, c, &info, now);
