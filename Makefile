@@ -45,6 +45,10 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 CONN_TLS_SRC := src/conn/tls.c
 CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c) \
                     $(filter-out $(CONN_TLS_SRC),$(wildcard src/conn/*.c)))
+# The kernel's disk layout (GPT, superblocks, regions) is portable: unit
+# tests, fuzz targets and the image tool build it on the host too. Its
+# adapter over the kernel's block layer (blkdisk.c) is kernel-only.
+KDISK_SRC := $(filter-out %/blkdisk.c,$(sort $(wildcard src/platform/kernel/disk/*.c)))
 # The Linux daemon's platform layer (main.c holds main()).
 POSIX_SRC := $(sort $(wildcard src/platform/posix/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
@@ -57,7 +61,7 @@ ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
 $(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
 # Unit tests link the core and every platform file except main.c.
-ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC)) \
+ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
 
 $(BUILD)/rel/%.o: %.c
@@ -97,7 +101,7 @@ UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
 UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
                               $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
 
-$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT))
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC))
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs --thin $@ $^
 

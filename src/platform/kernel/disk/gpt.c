@@ -272,7 +272,7 @@ int gpt_check_overlap(const struct gpt_part *p, unsigned n, char *why, size_t wh
 
 /* One copy (header at lba) read and checked. With out, its partitions are
  * parsed into out too; without, only the array's CRC is checked. Returns
- * 0, -1 unusable (why says why), or KDISK_EIO (rep says why). */
+ * 0, 1 unusable (why says why), or KDISK_EIO (rep says why). */
 static int read_copy(const struct kdisk *d, uint64_t lba, struct gpt_header *h, struct gpt *out,
                      char *why, size_t why_size, struct kdisk_report *rep)
 {
@@ -280,7 +280,7 @@ static int read_copy(const struct kdisk *d, uint64_t lba, struct gpt_header *h, 
     if (kdisk_read(d, lba, 1, d->io, "a GPT header", rep))
         return KDISK_EIO;
     if (gpt_header_parse(d->io, bs, d->capacity, lba, h, why, why_size))
-        return -1;
+        return 1;
     const uint64_t bytes = (uint64_t)h->entries * h->entry_size;
     const uint32_t chunk_blocks = KDISK_IO_BYTES / bs;
     uint32_t crc = 0;
@@ -300,12 +300,12 @@ static int read_copy(const struct kdisk *d, uint64_t lba, struct gpt_header *h, 
             struct gpt_part p;
             int r = gpt_entry_parse(d->io + e, index, h, &p, why, why_size);
             if (r < 0)
-                return -1;
+                return 1;
             if (r == 0)
                 continue;
             if (count == GPT_MAX_PARTS) {
                 snprintf(why, why_size, "more than %u partitions in use", (unsigned)GPT_MAX_PARTS);
-                return -1;
+                return 1;
             }
             out->parts[count++] = p;
         }
@@ -313,11 +313,11 @@ static int read_copy(const struct kdisk *d, uint64_t lba, struct gpt_header *h, 
     if (crc != h->array_crc) {
         snprintf(why, why_size, "entry array CRC32 mismatch (stored 0x%08x, computed 0x%08x)",
                  (unsigned)h->array_crc, (unsigned)crc);
-        return -1;
+        return 1;
     }
     if (out) {
         if (gpt_check_overlap(out->parts, count, why, why_size))
-            return -1;
+            return 1;
         out->count = count;
         out->hdr = *h;
     }
