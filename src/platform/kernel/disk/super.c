@@ -306,7 +306,10 @@ int ksuper_plan(const struct ksuper_geom *g, const uint8_t volume_id[16], struct
     const uint64_t wal = units(clamp(usable / 16, KSUPER_WAL_MIN, KSUPER_WAL_MAX), align);
     const uint64_t db = usable > tel + wal ? (usable - tel - wal) / 3 / align * align : 0;
     if (db < KSUPER_DB_MIN) {
-        uint64_t need = first + tel + wal + 3 * ((KSUPER_DB_MIN + align - 1) / align * align) + align;
+        /* what the rule needs once the clamps are at their minimums, plus
+         * what rounding the partition's end down to align may cost */
+        uint64_t need = first + tel + wal + 3 * ((KSUPER_DB_MIN + align - 1) / align * align) +
+                        ((g->start + g->bytes) % align ? align : 0);
         snprintf(why, why_size, "the partition has %llu MiB; layout v2 needs at least %llu MiB",
                  (unsigned long long)(g->bytes / MIB), (unsigned long long)((need + MIB - 1) / MIB));
         return -1;
