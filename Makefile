@@ -112,6 +112,7 @@ $(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/u
 # Components with their own build rules (third-party libraries, test kinds).
 include src/tls/tls.mk
 include tools/bench/bench.mk
+include tools/disk/disk.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk

@@ -26,6 +26,7 @@ tests live in modules grouped by subject, each opening with what it tests:
                         budget, handshakes per address)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
+  test_disk_image.py    the disk image tool's GPT (sgdisk, fdisk), no VM
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -38,6 +39,7 @@ import test_broker_mtls
 import test_broker_plain
 import test_config
 import test_crypto
+import test_disk_image
 import test_faults
 import test_net
 import test_pci_acpi
@@ -46,7 +48,7 @@ import test_pci_acpi
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config)
+           test_crypto, test_config, test_disk_image)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -103,7 +103,7 @@ kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso
 
-kernel-test: kernel image
+kernel-test: kernel image $(BUILD)/rel/tern-mkdisk
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
