@@ -237,6 +237,12 @@ TEST(ksuper_plan_refuses_a_small_or_misaligned_partition)
     g.start = MIB + 512;
     CHECK_EQ(ksuper_plan(&g, vol, &sb, why, sizeof why), -1);
     CHECK(strstr(why, "not on a 4096-byte physical block"));
+    /* a small partition whose end, rounded down to the alignment, lies
+     * before its start (found by fuzz_disk) */
+    g = (struct ksuper_geom){.start = 0xe5000002ull * 4096, .bytes = MIB, .logical_block = 512,
+                             .physical_block = 512, .optimal_io = 192 * 1024};
+    CHECK_EQ(ksuper_plan(&g, vol, &sb, why, sizeof why), -1);
+    CHECK(strstr(why, "has 1 MiB"));
 }
 
 static void format_and_read_back(uint32_t logical, uint32_t physical)

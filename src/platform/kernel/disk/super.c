@@ -298,10 +298,12 @@ int ksuper_plan(const struct ksuper_geom *g, const uint8_t volume_id[16], struct
     if (check_geom(g, why, why_size))
         return -1;
     const uint64_t align = choose_align(g);
-    /* Regions are aligned on the disk, not just in the partition. */
-    const uint64_t first = (g->start + KSUPER_AREA + align - 1) / align * align - g->start;
-    const uint64_t end = (g->start + g->bytes) / align * align - g->start;
-    const uint64_t usable = end > first ? end - first : 0;
+    /* Regions are aligned on the disk, not just in the partition; the
+     * partition's end rounded down may lie before its start. */
+    const uint64_t first_abs = (g->start + KSUPER_AREA + align - 1) / align * align;
+    const uint64_t end_abs = (g->start + g->bytes) / align * align;
+    const uint64_t first = first_abs - g->start;
+    const uint64_t usable = end_abs > first_abs ? end_abs - first_abs : 0;
     const uint64_t tel = units(clamp(usable / 64, KSUPER_TELEMETRY_MIN, KSUPER_TELEMETRY_MAX), align);
     const uint64_t wal = units(clamp(usable / 16, KSUPER_WAL_MIN, KSUPER_WAL_MAX), align);
     const uint64_t db = usable > tel + wal ? (usable - tel - wal) / 3 / align * align : 0;
