@@ -78,34 +78,55 @@ static int two_parts(struct mem_disk *m, uint32_t logical, uint32_t physical, ui
     return gpt_write(&m->disk, &disk, p, 2, &rep);
 }
 
-static struct gpt *gpt_new(void) { return calloc(1, sizeof(struct gpt)); }
+/* One test's disk (two_parts), table and report. */
+struct gfix {
+    struct mem_disk m;
+    struct kdisk_report rep;
+    struct gpt g;
+};
+
+static struct gfix *fixture(uint32_t logical, uint32_t physical)
+{
+    struct gfix *f = calloc(1, sizeof *f);
+    if (f && two_parts(&f->m, logical, physical, 16) == 0)
+        return f;
+    free(f);
+    return NULL;
+}
+
+static int read_gpt(struct gfix *f)
+{
+    kdisk_report_clear(&f->rep);
+    return gpt_read(&f->m.disk, &f->g, &f->rep);
+}
+
+static void fixture_free(struct gfix *f)
+{
+    mem_disk_free(&f->m);
+    free(f);
+}
 
 static void check_round_trip(uint32_t logical, uint32_t physical)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK(g != NULL);
-    CHECK_EQ(two_parts(&m, logical, physical, 16), 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK);
-    CHECK_EQ(rep.note_count, 0);
-    CHECK_EQ(g->from_backup, 0);
-    CHECK_EQ(g->count, 2);
-    CHECK(strcmp(g->parts[0].name, "one") == 0 && strcmp(g->parts[1].name, "two") == 0);
-    CHECK_EQ(g->parts[0].index, 1);
-    CHECK_EQ(g->parts[0].first, 1048576 / logical);
-    CHECK_EQ(g->hdr.first_usable % (physical / logical), 0);
-    CHECK_EQ((g->hdr.last_usable + 1) % (physical / logical), 0);
-    CHECK_EQ(g->hdr.alternate_lba, m.disk.capacity - 1);
+    struct gfix *f = fixture(logical, physical);
+    CHECK(f != NULL);
+    CHECK_EQ(read_gpt(f), KDISK_OK);
+    CHECK_EQ(f->rep.note_count, 0);
+    CHECK_EQ(f->g.from_backup, 0);
+    CHECK_EQ(f->g.count, 2);
+    CHECK(strcmp(f->g.parts[0].name, "one") == 0 && strcmp(f->g.parts[1].name, "two") == 0);
+    CHECK_EQ(f->g.parts[0].index, 1);
+    CHECK_EQ(f->g.parts[0].first, 1048576 / logical);
+    CHECK_EQ(f->g.hdr.first_usable % (physical / logical), 0);
+    CHECK_EQ((f->g.hdr.last_usable + 1) % (physical / logical), 0);
+    CHECK_EQ(f->g.hdr.alternate_lba, f->m.disk.capacity - 1);
     struct gpt_guid t;
     gpt_guid_parse(TERN_DATA_TYPE_GUID, &t);
-    CHECK(gpt_guid_eq(&g->parts[1].type, &t));
+    CHECK(gpt_guid_eq(&f->g.parts[1].type, &t));
     /* the protective MBR covers the disk */
-    CHECK_EQ(m.data[446 + 4], 0xEE);
-    CHECK_EQ(m.data[510], 0x55);
-    mem_disk_free(&m);
-    free(g);
+    CHECK_EQ(f->m.data[446 + 4], 0xEE);
+    CHECK_EQ(f->m.data[510], 0x55);
+    fixture_free(f);
 }
 
 TEST(kgpt_written_table_reads_back_512_logical)
@@ -166,138 +187,106 @@ static uint8_t *entry_of(struct mem_disk *m, int backup, unsigned index)
 
 TEST(kgpt_corrupt_primary_header_uses_the_backup_and_says_so)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
-    header_of(&m, 0)[40] ^= 1; /* FirstUsableLBA: header CRC now wrong */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK);
-    CHECK_EQ(g->from_backup, 1);
-    CHECK_EQ(g->count, 2);
-    CHECK_EQ(g->hdr.my_lba, m.disk.capacity - 1);
-    CHECK_EQ(rep.note_count, 1);
-    CHECK(strstr(rep.notes[0], "primary GPT") && strstr(rep.notes[0], "header CRC32 mismatch"));
-    CHECK(strstr(rep.notes[0], "using the backup"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
+    header_of(&f->m, 0)[40] ^= 1; /* FirstUsableLBA: header CRC now wrong */
+    CHECK_EQ(read_gpt(f), KDISK_OK);
+    CHECK_EQ(f->g.from_backup, 1);
+    CHECK_EQ(f->g.count, 2);
+    CHECK_EQ(f->g.hdr.my_lba, f->m.disk.capacity - 1);
+    CHECK_EQ(f->rep.note_count, 1);
+    CHECK(strstr(f->rep.notes[0], "primary GPT") && strstr(f->rep.notes[0], "header CRC32 mismatch"));
+    CHECK(strstr(f->rep.notes[0], "using the backup"));
+    fixture_free(f);
 }
 
 TEST(kgpt_corrupt_primary_array_uses_the_backup)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 4096, 4096, 16), 0);
-    entry_of(&m, 0, 2)[60] ^= 0x20; /* a name character */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK);
-    CHECK_EQ(g->from_backup, 1);
-    CHECK(strcmp(g->parts[1].name, "two") == 0);
-    CHECK(strstr(rep.notes[0], "entry array CRC32 mismatch"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(4096, 4096);
+    CHECK(f != NULL);
+    entry_of(&f->m, 0, 2)[60] ^= 0x20; /* a name character */
+    CHECK_EQ(read_gpt(f), KDISK_OK);
+    CHECK_EQ(f->g.from_backup, 1);
+    CHECK(strcmp(f->g.parts[1].name, "two") == 0);
+    CHECK(strstr(f->rep.notes[0], "entry array CRC32 mismatch"));
+    fixture_free(f);
 }
 
 TEST(kgpt_corrupt_backup_keeps_the_primary_and_notes_it)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 4096, 16), 0);
-    header_of(&m, 1)[0] = 'X'; /* signature */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK);
-    CHECK_EQ(g->from_backup, 0);
-    CHECK_EQ(g->count, 2);
-    CHECK_EQ(rep.note_count, 1);
-    CHECK(strstr(rep.notes[0], "backup GPT") && strstr(rep.notes[0], "signature"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(512, 4096);
+    CHECK(f != NULL);
+    header_of(&f->m, 1)[0] = 'X'; /* signature */
+    CHECK_EQ(read_gpt(f), KDISK_OK);
+    CHECK_EQ(f->g.from_backup, 0);
+    CHECK_EQ(f->g.count, 2);
+    CHECK_EQ(f->rep.note_count, 1);
+    CHECK(strstr(f->rep.notes[0], "backup GPT") && strstr(f->rep.notes[0], "signature"));
+    fixture_free(f);
 }
 
 TEST(kgpt_both_copies_corrupt_is_refused_with_both_reasons)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
-    header_of(&m, 0)[16] ^= 1;      /* header CRC */
-    entry_of(&m, 1, 1)[33] ^= 1;    /* backup array */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "no usable GPT"));
-    CHECK(strstr(rep.error, "header CRC32 mismatch"));
-    CHECK(strstr(rep.error, "entry array CRC32 mismatch"));
-    CHECK_EQ(g->count, 0);
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
+    header_of(&f->m, 0)[16] ^= 1;      /* header CRC */
+    entry_of(&f->m, 1, 1)[33] ^= 1;    /* backup array */
+    CHECK_EQ(read_gpt(f), KDISK_EREFUSED);
+    CHECK(strstr(f->rep.error, "no usable GPT"));
+    CHECK(strstr(f->rep.error, "header CRC32 mismatch"));
+    CHECK(strstr(f->rep.error, "entry array CRC32 mismatch"));
+    CHECK_EQ(f->g.count, 0);
+    fixture_free(f);
 }
 
 TEST(kgpt_disk_without_protective_mbr_is_refused)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
-    m.data[446 + 4] = 0x83; /* a Linux MBR partition instead of 0xEE */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "not a GPT disk") && strstr(rep.error, "0xEE"));
-    m.data[446 + 4] = 0xEE;
-    m.data[511] = 0;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "0x55AA"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
+    f->m.data[446 + 4] = 0x83; /* a Linux MBR partition instead of 0xEE */
+    CHECK_EQ(read_gpt(f), KDISK_EREFUSED);
+    CHECK(strstr(f->rep.error, "not a GPT disk") && strstr(f->rep.error, "0xEE"));
+    f->m.data[446 + 4] = 0xEE;
+    f->m.data[511] = 0;
+    CHECK_EQ(read_gpt(f), KDISK_EREFUSED);
+    CHECK(strstr(f->rep.error, "0x55AA"));
+    fixture_free(f);
 }
 
 TEST(kgpt_blank_disk_is_refused)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(mem_disk_init(&m, 512, 512, 2048), 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "not a GPT disk"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = calloc(1, sizeof *f);
+    CHECK(f != NULL);
+    CHECK_EQ(mem_disk_init(&f->m, 512, 512, 2048), 0);
+    CHECK_EQ(read_gpt(f), KDISK_EREFUSED);
+    CHECK(strstr(f->rep.error, "not a GPT disk"));
+    fixture_free(f);
 }
 
 TEST(kgpt_overlapping_partitions_are_refused_despite_good_crcs)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
     for (int copy = 0; copy < 2; copy++) {
-        kdisk_put64(entry_of(&m, copy, 1) + 40, 4096 + 100); /* "one" ends inside "two" */
-        fix_crcs(&m, copy);
+        kdisk_put64(entry_of(&f->m, copy, 1) + 40, 4096 + 100); /* "one" ends inside "two" */
+        fix_crcs(&f->m, copy);
     }
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "partitions 1 (LBA 2048..4196) and 2 (LBA 4096..") );
-    CHECK(strstr(rep.error, "overlap"));
-    mem_disk_free(&m);
-    free(g);
+    CHECK_EQ(read_gpt(f), KDISK_EREFUSED);
+    CHECK(strstr(f->rep.error, "partitions 1 (LBA 2048..4196) and 2 (LBA 4096..") );
+    CHECK(strstr(f->rep.error, "overlap"));
+    fixture_free(f);
 }
 
 TEST(kgpt_partition_outside_usable_lbas_is_refused)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
-    kdisk_put64(entry_of(&m, 0, 2) + 40, m.disk.capacity - 1); /* into the backup GPT */
-    fix_crcs(&m, 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK); /* the backup is still right */
-    CHECK_EQ(g->from_backup, 1);
-    CHECK(strstr(rep.notes[0], "partition 2") && strstr(rep.notes[0], "usable LBAs"));
-    mem_disk_free(&m);
-    free(g);
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
+    kdisk_put64(entry_of(&f->m, 0, 2) + 40, f->m.disk.capacity - 1); /* into the backup GPT */
+    fix_crcs(&f->m, 0);
+    CHECK_EQ(read_gpt(f), KDISK_OK); /* the backup is still right */
+    CHECK_EQ(f->g.from_backup, 1);
+    CHECK(strstr(f->rep.notes[0], "partition 2") && strstr(f->rep.notes[0], "usable LBAs"));
+    fixture_free(f);
 }
 
 TEST(kgpt_header_fields_are_checked_with_a_good_crc)
@@ -348,21 +337,16 @@ TEST(kgpt_header_fields_are_checked_with_a_good_crc)
 
 TEST(kgpt_read_error_is_reported_with_its_lba)
 {
-    struct mem_disk m;
-    struct kdisk_report rep;
-    struct gpt *g = gpt_new();
-    CHECK_EQ(two_parts(&m, 512, 512, 16), 0);
-    m.fail_read_lba = 0;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_EIO);
-    CHECK(strstr(rep.error, "protective MBR at LBA 0") && strstr(rep.error, "I/O error"));
+    struct gfix *f = fixture(512, 512);
+    CHECK(f != NULL);
+    f->m.fail_read_lba = 0;
+    CHECK_EQ(read_gpt(f), KDISK_EIO);
+    CHECK(strstr(f->rep.error, "protective MBR at LBA 0") && strstr(f->rep.error, "I/O error"));
     /* an unreadable backup only costs a note */
-    m.fail_read_lba = m.disk.capacity - 1;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(gpt_read(&m.disk, g, &rep), KDISK_OK);
-    CHECK(strstr(rep.notes[0], "unreadable"));
-    mem_disk_free(&m);
-    free(g);
+    f->m.fail_read_lba = f->m.disk.capacity - 1;
+    CHECK_EQ(read_gpt(f), KDISK_OK);
+    CHECK(strstr(f->rep.notes[0], "unreadable"));
+    fixture_free(f);
 }
 
 TEST(kgpt_writer_refuses_overlap_misalignment_and_bad_names)

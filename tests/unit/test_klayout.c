@@ -34,6 +34,13 @@ static int partitioned(struct mem_disk *m, uint32_t logical, uint32_t physical, 
     return klayout_partition(&m->disk, esp_mib * MIB, random48, &rep);
 }
 
+/* klayout_open with a fresh report. */
+static int open_layout(struct mem_disk *m, unsigned flags, struct klayout *l, struct kdisk_report *rep)
+{
+    kdisk_report_clear(rep);
+    return klayout_open(&m->disk, flags, random48, l, rep);
+}
+
 static struct klayout *layout_new(void) { return calloc(1, sizeof(struct klayout)); }
 
 static void check_open(uint32_t logical, uint32_t physical)
@@ -49,8 +56,7 @@ static void check_open(uint32_t logical, uint32_t physical)
     CHECK(strstr(rep.error, "blank"));
     CHECK_EQ(m.writes, writes);
 
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_OK);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_OK);
     CHECK_EQ(l->formatted, 1);
     CHECK_EQ(rep.note_count, 1);
     CHECK(strstr(rep.notes[0], "formatted the blank tern partition #2"));
@@ -103,8 +109,7 @@ TEST(klayout_partition_without_esp_and_too_small_disks)
     struct kdisk_report rep;
     struct klayout *l = layout_new();
     CHECK_EQ(partitioned(&m, 512, 512, 64, 0), 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_OK);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_OK);
     CHECK_EQ(l->gpt.count, 1);
     CHECK_EQ(l->part.first, MIB / 512);
     mem_disk_free(&m);
@@ -157,15 +162,13 @@ TEST(klayout_needs_exactly_one_tern_partition)
     CHECK_EQ(partitioned(&m, 512, 512, 64, 8), 0);
     unsigned writes = m.writes;
     set_type(&m, 1, TERN_DATA_TYPE_GUID); /* the ESP becomes a second tern partition */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_EREFUSED);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "2 tern data partitions"));
     CHECK(strstr(rep.error, "#1 \"EFI System Partition\" at LBA 2048"));
     CHECK(strstr(rep.error, "#2 \"tern-data\" at LBA 18432"));
     set_type(&m, 1, GPT_ESP_TYPE_GUID);
     set_type(&m, 2, "0fc63daf-8483-4772-8e79-3d69d8477de4"); /* Linux data */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_EREFUSED);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "no tern data partition (type " TERN_DATA_TYPE_GUID ")"));
     CHECK_EQ(m.writes, writes);
     mem_disk_free(&m);
@@ -180,8 +183,7 @@ TEST(klayout_foreign_partition_is_refused_and_not_written)
     CHECK_EQ(partitioned(&m, 512, 512, 64, 8), 0);
     memcpy(m.data + 9ull * MIB + 1024 + 0x38, "\x53\xef", 2); /* an ext4 magic */
     unsigned writes = m.writes;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_EREFUSED);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "foreign"));
     CHECK_EQ(m.writes, writes);
     mem_disk_free(&m);
@@ -194,12 +196,10 @@ TEST(klayout_damaged_copies_are_used_around_and_reported)
     struct kdisk_report rep;
     struct klayout *l = layout_new();
     CHECK_EQ(partitioned(&m, 512, 4096, 64, 8), 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_OK);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_OK);
     m.data[512 + 20] ^= 1;                      /* primary GPT header */
     m.data[9ull * MIB + KSUPER_SLOT_B + 40] ^= 1; /* superblock B */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, 0, random48, l, &rep), KDISK_OK);
+    CHECK_EQ(open_layout(&m, 0, l, &rep), KDISK_OK);
     CHECK_EQ(rep.note_count, 2);
     CHECK(strstr(rep.notes[0], "primary GPT at LBA 1 is unusable"));
     CHECK(strstr(rep.notes[1], "superblock B is unusable"));
@@ -217,8 +217,7 @@ TEST(klayout_read_only_disk_is_never_written)
     CHECK_EQ(partitioned(&m, 512, 512, 64, 8), 0);
     mem_disk_read_only(&m);
     unsigned writes = m.writes;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_EIO);
+    CHECK_EQ(open_layout(&m, KLAYOUT_FORMAT, l, &rep), KDISK_EIO);
     CHECK(strstr(rep.error, "read-only"));
     CHECK_EQ(m.writes, writes);
     mem_disk_free(&m);

@@ -27,6 +27,14 @@ static int part_disk(struct mem_disk *m, struct ksuper_geom *g, uint32_t logical
     return mem_disk_init(m, logical, physical, (mib + 2) * MIB / logical);
 }
 
+/* ksuper_read with a fresh report. */
+static int read_sb(struct mem_disk *m, const struct ksuper_geom *g, struct ksuper_state *st,
+                   struct kdisk_report *rep)
+{
+    kdisk_report_clear(rep);
+    return ksuper_read(&m->disk, g, st, rep);
+}
+
 static uint8_t *slot(struct mem_disk *m, const struct ksuper_geom *g, unsigned s)
 {
     return mem_disk_at(m, g->start + (s ? KSUPER_SLOT_B : KSUPER_SLOT_A));
@@ -252,8 +260,7 @@ static void format_and_read_back(uint32_t logical, uint32_t physical)
     struct ksuper_state st, again;
     struct kdisk_report rep;
     CHECK_EQ(part_disk(&m, &g, logical, physical, 64), 0);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EBLANK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EBLANK);
     CHECK_EQ(m.writes, 0);
     kdisk_report_clear(&rep);
     CHECK_EQ(ksuper_format(&m.disk, &g, vol, &st, &rep), KDISK_OK);
@@ -265,8 +272,7 @@ static void format_and_read_back(uint32_t logical, uint32_t physical)
     CHECK_MEM(slot(&m, &g, 0), "tern-sb", 8);
     CHECK_MEM(slot(&m, &g, 1), "tern-sb", 8);
     CHECK(kdisk_is_zero(slot(&m, &g, 0) + KSUPER_BYTES, physical - KSUPER_BYTES));
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &again, &rep), KDISK_OK);
+    CHECK_EQ(read_sb(&m, &g, &again, &rep), KDISK_OK);
     CHECK_EQ(rep.note_count, 0);
     CHECK_EQ(again.slot, 1);
     CHECK_EQ(again.sb.generation, 2);
@@ -300,8 +306,7 @@ TEST(ksuper_format_zeroes_the_start_of_every_region)
     struct kdisk_report rep;
     CHECK_EQ(part_disk(&m, &g, 512, 4096, 64), 0);
     memset(mem_disk_at(&m, g.start + 2 * MIB), 0xAB, 62 * MIB); /* stale data past the first MiB */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EBLANK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EBLANK);
     CHECK_EQ(ksuper_format(&m.disk, &g, vol, &st, &rep), KDISK_OK);
     for (unsigned i = 0; i < st.sb.region_count; i++)
         CHECK(kdisk_is_zero(mem_disk_at(&m, g.start + st.sb.regions[i].offset), KDISK_IO_BYTES));
@@ -365,8 +370,7 @@ TEST(ksuper_torn_update_keeps_the_other_slot_and_says_so)
         CHECK(strstr(rep.error, "writing superblock A"));
         CHECK_EQ(st.slot, 1); /* the caller's state still names the good slot */
         m.dead = 0;           /* power back */
-        kdisk_report_clear(&rep);
-        CHECK_EQ(ksuper_read(&m.disk, &g, &rd, &rep), KDISK_OK);
+            CHECK_EQ(read_sb(&m, &g, &rd, &rep), KDISK_OK);
         if (rd.sb.generation == 2) {
             CHECK_EQ(rd.slot, 1);
             CHECK_EQ(rd.sb.regions[0].length, old_len);
@@ -411,22 +415,19 @@ TEST(ksuper_one_corrupt_slot_uses_the_other_and_says_so)
     struct kdisk_report rep;
     CHECK_EQ(formatted(&m, &g), 0);
     slot(&m, &g, 1)[30] ^= 1; /* B: generation byte */
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_OK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_OK);
     CHECK_EQ(st.slot, 0);
     CHECK_EQ(st.sb.generation, 1);
     CHECK(strstr(rep.notes[0], "superblock B is unusable (CRC32 mismatch"));
     /* A corrupt instead: B is used */
     slot(&m, &g, 1)[30] ^= 1;
     slot(&m, &g, 0)[140] ^= 1;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_OK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_OK);
     CHECK_EQ(st.slot, 1);
     CHECK(strstr(rep.notes[0], "superblock A is unusable"));
     /* A blank (a lost first write): B is used */
     memset(slot(&m, &g, 0), 0, 4096);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_OK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_OK);
     CHECK(strstr(rep.notes[0], "superblock A is unusable (blank)"));
     CHECK_EQ(m.writes, 0);
     mem_disk_free(&m);
@@ -441,14 +442,12 @@ TEST(ksuper_both_corrupt_is_refused)
     CHECK_EQ(formatted(&m, &g), 0);
     slot(&m, &g, 0)[30] ^= 1;
     slot(&m, &g, 1)[200] ^= 1;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "no usable superblock: A: CRC32 mismatch"));
     CHECK(strstr(rep.error, "; B: CRC32 mismatch"));
     /* corrupt and blank: still refused, not formatted */
     memset(slot(&m, &g, 1), 0, 4096);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "B: blank"));
     CHECK_EQ(m.writes, 0);
     mem_disk_free(&m);
@@ -463,28 +462,24 @@ TEST(ksuper_foreign_data_is_refused)
     CHECK_EQ(part_disk(&m, &g, 512, 512, 64), 0);
     /* an ext4 superblock lives at byte 1024 of its partition */
     memcpy(mem_disk_at(&m, g.start + 1024 + 0x38), "\x53\xef", 2);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "foreign"));
     /* data in the first byte */
     memset(mem_disk_at(&m, g.start), 0, 4096);
     memcpy(mem_disk_at(&m, g.start), "XFSB", 4);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "starts with foreign data"));
     /* superblocks blank, data further into the first MiB */
     memset(mem_disk_at(&m, g.start), 0, 4);
     mem_disk_at(&m, g.start)[700000] = 1;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "holds data at byte 700000"));
     CHECK_EQ(m.writes, 0);
     /* foreign data in slot A beats a valid slot B */
     mem_disk_free(&m);
     CHECK_EQ(formatted(&m, &g), 0);
     memcpy(slot(&m, &g, 0), "LUKS\xba\xbe", 6);
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "foreign"));
     mem_disk_free(&m);
 }
@@ -498,8 +493,7 @@ TEST(ksuper_newer_version_is_refused_even_beside_a_valid_slot)
     CHECK_EQ(formatted(&m, &g), 0);
     kdisk_put32(slot(&m, &g, 1) + 8, 3);
     reseal(slot(&m, &g, 1));
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "superblock B: layout version 3 is newer than this release's 2"));
     CHECK_EQ(m.writes, 0);
     mem_disk_free(&m);
@@ -513,13 +507,11 @@ TEST(ksuper_shrunk_partition_and_bigger_physical_blocks_are_refused)
     struct kdisk_report rep;
     CHECK_EQ(formatted(&m, &g), 0);
     g.bytes -= MIB;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EREFUSED);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
     CHECK(strstr(rep.error, "smaller than its layout"));
     /* a larger partition (grown) is fine */
     g.bytes += 2 * MIB;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_OK);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_OK);
     mem_disk_free(&m);
 }
 
@@ -531,8 +523,7 @@ TEST(ksuper_read_errors_name_the_slot)
     struct kdisk_report rep;
     CHECK_EQ(formatted(&m, &g), 0);
     m.fail_read_lba = (g.start + KSUPER_SLOT_B) / 512 + 3;
-    kdisk_report_clear(&rep);
-    CHECK_EQ(ksuper_read(&m.disk, &g, &st, &rep), KDISK_EIO);
+    CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EIO);
     CHECK(strstr(rep.error, "reading superblock B at LBA 3072 failed: I/O error"));
     mem_disk_free(&m);
 }
