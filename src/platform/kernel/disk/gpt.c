@@ -354,8 +354,10 @@ int gpt_read(const struct kdisk *d, struct gpt *out, struct kdisk_report *rep)
     uint64_t backup_lba = p == 0 ? primary.alternate_lba : d->capacity - 1;
     int b = read_copy(d, backup_lba, &backup, p == 0 ? NULL : out, why_backup, sizeof why_backup, rep);
     if (b == KDISK_EIO) {
-        if (p != 0)
+        if (p != 0) {
+            kdisk_note(rep, "primary GPT at LBA 1 is unusable (%s)", why);
             return KDISK_EIO;
+        }
         /* The primary is good: an unreadable backup is only noted. */
         kdisk_note(rep, "backup GPT at LBA %llu is unreadable (%s); using the primary",
                    (unsigned long long)backup_lba, rep->error);
