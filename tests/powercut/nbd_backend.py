@@ -494,17 +494,22 @@ class NbdServer:
 def qemu_disk_args(server, bus="virtio-blk", physical_block=4096, node="disk0"):
     """QEMU arguments that give the guest this server's disk with a
     volatile write cache (write-cache=on: virtio-blk offers
-    VIRTIO_BLK_F_FLUSH and reports writeback; scsi-hd reports WCE in its
-    caching mode page), so that the guest's flushes and FUA writes reach
-    the server. QEMU's own cache options stay at their defaults
-    (cache.no-flush off: every guest flush is passed on)."""
+    VIRTIO_BLK_F_FLUSH and CONFIG_WCE; scsi-hd reports WCE in its caching
+    mode page), so that the guest's flushes and FUA writes reach the
+    server. QEMU 7.2's virtio-blk runs writethrough (every write FUA)
+    until the guest's driver negotiates VIRTIO_BLK_F_FLUSH (or
+    CONFIG_WCE): a guest that does not would make every write durable and
+    the cuts would test nothing (run.py checks QEMU's cache mode). QEMU's own cache options stay at their defaults
+    (cache.no-flush off: every guest flush is passed on). The device's
+    qdev id is NODE-dev."""
     sizes = "logical_block_size=%d,physical_block_size=%d" % (SECTOR, physical_block)
+    dev = "id=%s-dev,drive=%s,write-cache=on,%s" % (node, node, sizes)
     args = ["-blockdev", server.qemu_blockdev(node)]
     if bus == "virtio-blk":
-        return args + ["-device", "virtio-blk-pci,drive=%s,write-cache=on,%s" % (node, sizes)]
+        return args + ["-device", "virtio-blk-pci," + dev]
     if bus == "virtio-scsi":
         return args + ["-device", "virtio-scsi-pci,id=scsi0",
-                       "-device", "scsi-hd,bus=scsi0.0,drive=%s,write-cache=on,%s" % (node, sizes)]
+                       "-device", "scsi-hd,bus=scsi0.0," + dev]
     raise ValueError("disk bus %r is not virtio-blk or virtio-scsi" % bus)
 
 

@@ -85,7 +85,7 @@ def guest_store_integrity(console):
     that it said nothing)."""
     lines = STORE_CHECK_LINE.findall(console)
     if not lines:
-        raise dl.Failure("no store check line on the guest's console (expected %r)"
+        raise dl.Failure("no store check line on the guest's console (a line matching %s)"
                          % STORE_CHECK_LINE.pattern.decode())
     for line in lines:
         if not STORE_CHECK_OK.search(line):
@@ -150,11 +150,14 @@ class KernelTarget:
 
     def start(self):
         bus = self.bus if self.bus != "alternate" else ("virtio-blk", "virtio-scsi")[self.boots % 2]
+        self.last_bus = bus
+        self.qmp_path = os.path.join(self.workdir, "qmp-%d" % (self.boots + 1))
         self.vm = harness.module_vm(
             self.elf, self.bundle,
             ["-nic", "user,model=virtio-net-pci,hostfwd=tcp:%s:%d-:8883"
              % (HOST, self.endpoint.port)],
-            extra=nb.qemu_disk_args(self.server, bus, self.physical_block))
+            extra=nb.qemu_disk_args(self.server, bus, self.physical_block) +
+            ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path])
         self.boots += 1
         # QEMU opens the disk at start: the backend sees every boot.
         if not self.server.wait_connected(self.boots, 30):
@@ -165,6 +168,58 @@ class KernelTarget:
 
     def integrity(self):
         return guest_store_integrity(self.vm.text())
+
+    def disk_cache(self):
+        """QEMU's cache mode of the guest's disk, as query-block reports it:
+        {"writeback": ..., "direct": ..., "no-flush": ...}. For virtio-blk,
+        QEMU makes the disk writethrough until the guest's driver
+        negotiates VIRTIO_BLK_F_FLUSH (the virtio spec's rule for legacy
+        drivers), so this says whether the guest sees a volatile cache."""
+        qmp = harness.Qmp(self.qmp_path)
+        try:
+            blocks = qmp.cmd("query-block")["return"]
+        finally:
+            qmp.close()
+        cache = [b["inserted"]["cache"] for b in blocks
+                 if b.get("inserted", {}).get("node-name") == "disk0"]
+        if len(cache) != 1:
+            raise dl.Failure("query-block: no disk0 in %r" % blocks)
+        return cache[0]
+
+    def expect_volatile_cache(self):
+        """The guest runs its disk with a volatile write cache whose flushes
+        reach the backend; otherwise QEMU would make every write durable
+        on its own and the power cuts would test nothing."""
+        cache = self.disk_cache()
+        if not cache["writeback"] or cache["no-flush"]:
+            raise dl.Failure("the guest's disk is not a volatile write cache with flushes "
+                             "(QEMU reports %r): did its driver negotiate the flush "
+                             "feature?" % cache)
+
+    def check_disk_path(self):
+        """Without the guest's help: a write and a flush that QEMU's block
+        layer issues on the guest's drive (HMP qemu-io) reach the backend
+        as one write and one flush. Writes the disk's last 4 KiB."""
+        cache = self.disk_cache()
+        qmp = harness.Qmp(self.qmp_path)
+        try:
+            before = self.disk.stats()
+            # The block device under the device's id: virtio-blk-pci is a
+            # proxy whose virtio device is its child.
+            dev = "/machine/peripheral/disk0-dev" + \
+                ("/virtio-backend" if self.last_bus == "virtio-blk" else "")
+            for io in ("write -P 0x5a %d 4k" % (self.disk.size - 4096), "flush"):
+                out = qmp.cmd("human-monitor-command",
+                              **{"command-line": 'qemu-io -d %s "%s"' % (dev, io)})["return"]
+                if "error" in out.lower():
+                    raise dl.Failure("qemu-io %s: %s" % (io, out))
+            after = self.disk.stats()
+        finally:
+            qmp.close()
+        if (after["writes"] - before["writes"], after["flushes"] - before["flushes"]) != (1, 1):
+            raise dl.Failure("QEMU's write and flush reached the backend as %r" % (
+                {k: after[k] - before[k] for k in ("writes", "fua_writes", "flushes")},))
+        return "QEMU's cache %r; its write and flush reach the backend" % cache
 
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
@@ -314,6 +369,11 @@ def run_cuts(target, args, rng):
     ep = target.endpoint
     started = time.monotonic()
     boot(target, args.plumbing)
+    if target.name == "kernel":
+        if args.plumbing:
+            print("disk path: %s" % target.check_disk_path(), flush=True)
+        else:
+            target.expect_volatile_cache()
     if not args.plumbing:
         dl.setup_session(ep)
     for cycle in range(1, args.cuts + 1):
@@ -405,22 +465,23 @@ def store_state(operator, want, timeout):
 
 
 def publish_durable(ep, client_id, payload, wait):
-    """A retained QoS 1 publish (a durable record); True if PUBACKed
-    within wait seconds, False if not (no answer, or the broker closed the
-    connection without one)."""
+    """A retained QoS 1 publish (a durable record): None if PUBACKed
+    within wait seconds, else what happened instead."""
+    t0 = time.monotonic()
     c = ep.client()
     try:
         c.connect(client_id=client_id, clean=True, timeout=ep.timeout)
         c.send(rm.publish("r/fail/1", payload, qos=1, retain=True, pid=1))
-        try:
-            pkt = c.recv_packet(timeout=wait)
-        except (TimeoutError, rm.Closed):
-            return False
+        pkt = c.recv_packet(timeout=wait)
         if pkt.type != rm.PUBACK:
             raise dl.Failure("durable publish answered %r" % pkt)
-        return True
-    except OSError:
-        return False
+        return None
+    except TimeoutError:
+        return "no PUBACK within %.0f s" % wait
+    except rm.Closed:
+        return "closed without PUBACK after %.1f s" % (time.monotonic() - t0)
+    except OSError as e:
+        return "%r after %.1f s" % (e, time.monotonic() - t0)
     finally:
         c.close()
 
@@ -450,17 +511,19 @@ def run_failing_disk(target, args):
     started = time.monotonic()
     ep, op = target.endpoint, target.operator
     boot(target, args.plumbing)
-    store_state(op, "ok", 30)
-    if not publish_durable(ep, "fail-pub", b"before", ep.timeout):
-        raise dl.Failure("no PUBACK for a durable publish on a healthy disk")
+    why = publish_durable(ep, "fail-pub", b"before", ep.timeout)
+    if why:
+        raise dl.Failure("durable publish on a healthy disk: %s" % why)
+    store_state(op, "ok", 30)   # published after the first commit's report
     target.set_disk_faults(write=True, flush=True)
-    if publish_durable(ep, "fail-pub", b"during", args.fail_seconds):
+    withheld = publish_durable(ep, "fail-pub", b"during", args.fail_seconds)
+    if not withheld:
         raise dl.Failure("PUBACK for a durable publish while the disk fails every write")
     store_state(op, "failing", 30)
     bystander_served(ep)
     target.set_disk_faults(write=False, flush=False)
     deadline = time.monotonic() + 60
-    while not publish_durable(ep, "fail-pub", b"after", ep.timeout):
+    while publish_durable(ep, "fail-pub", b"after", ep.timeout):
         if time.monotonic() > deadline:
             raise dl.Failure("no PUBACK within 60 s of the disk working again")
     store_state(op, "ok", 30)
@@ -469,10 +532,10 @@ def run_failing_disk(target, args):
     got = dl.read_retained(ep, ["r/fail/#"]).get("r/fail/1")
     if got != b"after":
         raise dl.Failure("after recovery and a power cut r/fail/1 holds %r, not b'after'" % got)
-    print("failing disk (%s): no PUBACK while writes and flushes failed (%.0f s), "
-          "store state failing, a bystander served, PUBACK and state ok once the disk "
-          "worked, the message survived a power cut; %.0f s"
-          % (target.name, args.fail_seconds, time.monotonic() - started), flush=True)
+    print("failing disk (%s): durable publish while writes and flushes failed: %s; "
+          "store state failing; a bystander served; PUBACK and state ok once the disk "
+          "worked; the message survived a power cut; %.0f s"
+          % (target.name, withheld, time.monotonic() - started), flush=True)
 
 
 def main():

@@ -113,3 +113,31 @@ def test_cycles_catch_a_disk_that_loses_acknowledged_messages(tmp_path):
             run.run_cuts(target, args, random.Random(1))
     finally:
         target.close()
+
+
+ASAN_BIN = os.environ.get("TERN_ASAN_BIN") or os.path.join(REPO, "build", "asan", "ternd")
+
+
+@pytest.mark.skipif(not os.path.exists(ASAN_BIN),
+                    reason="no test-hook daemon at %s (make build/asan/ternd)" % ASAN_BIN)
+def test_failing_disk_scenario_passes_on_the_daemon_with_its_fault_hook(tmp_path, capsys):
+    args = daemon_args(0, bin=ASAN_BIN, fail_seconds=3.0)
+    target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
+    try:
+        run.run_failing_disk(target, args)
+    finally:
+        target.close()
+    assert "store state failing; a bystander served" in capsys.readouterr().out
+
+
+@needs_daemon
+def test_failing_disk_scenario_catches_a_puback_from_a_disk_that_never_fails(tmp_path):
+    """The release daemon has no fault hook: its disk never fails, so it
+    acknowledges the durable publish, which the scenario must call out."""
+    args = daemon_args(0, fail_seconds=3.0)
+    target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
+    try:
+        with pytest.raises(dl.Failure, match="PUBACK for a durable publish while the disk"):
+            run.run_failing_disk(target, args)
+    finally:
+        target.close()
