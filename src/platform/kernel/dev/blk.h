@@ -71,6 +71,9 @@ enum {
     BLK_F_FUA = 1, /* BLK_WRITE: durable when done (topo.fua only) */
     BLK_NAME_MAX = 48,
     BLK_TIMEOUT_MS = 30000, /* no completion for this long: device given up */
+    BLK_BLOCK_MIN = 512,    /* logical block sizes accepted from a device */
+    BLK_BLOCK_MAX = 65536,
+    BLK_PHYS_MAX = 1 << 20, /* largest physical block accepted (layout alignment) */
 };
 
 struct blk_topology {
