@@ -117,6 +117,7 @@ include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk
 include tests/sim/sim.mk
+include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -158,6 +159,7 @@ test: check-tree setup deps
 	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory torture-test
+	$(MAKE) --no-print-directory powercut-self-test
 	$(MAKE) --no-print-directory kernel-test
 
 clean:

@@ -15,6 +15,7 @@ helpers to decode the fields of the packet types a broker sends.
 
 import select
 import socket
+import ssl
 import struct
 import time
 
@@ -262,15 +263,23 @@ class RawClient:
 
     rcvbuf: SO_RCVBUF set before connect (the kernel may round it), to make a
     consumer whose receive window fills quickly.
+    tls: an ssl.SSLContext to speak MQTT over (mutual) TLS, the handshake
+    done here; the server's certificate is checked for "localhost".
     """
 
-    def __init__(self, host, port, rcvbuf=None, timeout=5.0):
+    def __init__(self, host, port, rcvbuf=None, timeout=5.0, tls=None):
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.sock.settimeout(timeout)
-        self.sock.connect((host, port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            self.sock.connect((host, port))
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if tls is not None:
+                self.sock = tls.wrap_socket(self.sock, server_hostname="localhost")
+        except BaseException:
+            self.sock.close()
+            raise
         self.buf = bytearray()
         self.closed = False
 
@@ -283,14 +292,27 @@ class RawClient:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TimeoutError("no data from broker in time")
-        ready, _, _ = select.select([self.sock], [], [], remaining)
-        if not ready:
-            raise TimeoutError("no data from broker in time")
+        # TLS: bytes already decrypted wait in the SSL object, not the socket.
+        pending = getattr(self.sock, "pending", None)
+        if not (pending and pending()):
+            ready, _, _ = select.select([self.sock], [], [], remaining)
+            if not ready:
+                raise TimeoutError("no data from broker in time")
+        # A readable TLS socket may hold only part of a record, or a record
+        # with no application data (a session ticket): recv then waits, but
+        # no longer than this read's deadline.
+        saved = self.sock.gettimeout()
+        self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
         try:
             data = self.sock.recv(65536)
-        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError) as e:
+        except socket.timeout:
+            raise TimeoutError("no data from broker in time")
+        except (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,
+                ssl.SSLEOFError, ssl.SSLZeroReturnError) as e:
             self.closed = True
             raise Closed(str(e))
+        finally:
+            self.sock.settimeout(saved)
         if not data:
             self.closed = True
             raise Closed("EOF")

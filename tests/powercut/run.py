@@ -1,0 +1,592 @@
+#!/usr/bin/python3
+"""The power-cut harness (SPEC D8, H4; issue 13): real power cuts under the
+unikernel's durable store.
+
+The guest's disk is served by nbd_backend.py (an NBD server in this
+process, QEMU connecting with -blockdev driver=nbd) which keeps every write
+since the last flush in a volatile cache. The load and the checks are the
+daemon torture's (tests/torture/durable_load.py), over mutual TLS with the
+development PKI: QoS 1 retained publishes and QoS 1 / QoS 2 messages for a
+persistent session, every PUBACK/PUBREC/PUBCOMP recorded. Each cycle:
+
+  1. (one cycle in ten) cut the power during boot, while the guest opens
+     and checks its store, and boot again;
+  2. a publisher streams; at a random moment QEMU is killed (SIGKILL) and
+     the backend cuts the power: the cache is lost whole ("lose-all"),
+     kept whole ("keep-all") or each write kept, lost or torn by 512-byte
+     sector inside its physical blocks ("random"), chosen per cut;
+  3. the guest boots from what persisted; guest_store_integrity() reads
+     the store's check from the console; every acknowledged retained
+     message holds its value or a newer one; the persistent session gets
+     every acknowledged QoS 1 message, every QoS 2 message exactly once.
+
+It prints the counts: published, acknowledged, cuts by mode, and the
+backend's writes, flushes, writes lost and torn.
+
+--failing-disk runs the failing-disk scenario instead: the backend fails
+writes and flushes for a while: no PUBACK for the durable publish,
+$SYS/broker/store/state says "failing", another client is still served,
+and when the disk is back the publish is acknowledged, state is "ok" and
+the message survives a power cut.
+
+--target daemon runs the same cycles against the Linux daemon with a store
+(SIGKILL, no power cut: its files are on the host's file system), to check
+the harness's own logic; --plumbing boots a guest that cannot store yet
+(the disk attached but unused) and skips the durability checks.
+
+    tests/powercut/run.py --build build --cuts 20 --seed 1
+    tests/powercut/run.py --failing-disk
+    tests/powercut/run.py --target daemon --bin build/rel/ternd --cuts 10
+
+Exit status 0 when every check passed. Every wait has a timeout.
+"""
+
+import argparse
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(REPO, "tests", "kernel"))
+sys.path.insert(0, os.path.join(REPO, "tests", "torture"))
+import durable_load as dl  # noqa: E402
+import harness  # noqa: E402  (the kernel tests' QEMU, PKI and bundle helpers)
+import nbd_backend as nb  # noqa: E402
+import rawmqtt as rm  # noqa: E402
+import torture  # noqa: E402  (the daemon under SIGKILL, the file integrity check)
+
+HOST = "127.0.0.1"
+EARLY_CUTS = 0.1        # share of cycles that also cut the power during boot
+BOOT_TIMEOUT = 120.0    # TCG, a store to open and check, maybe a WAL to replay
+BYSTANDER = "bystander/#"
+
+# The guest's configuration, beside the listener and the PKI. The store
+# lines are what makes the guest keep its data on the NBD disk: the
+# kernel's store keys (docs/CONFIG.md) once they exist. LEAD: fill in
+# (e.g. "store.disk = auto"); left empty, the guest keeps everything in
+# RAM and the first check after a cut fails, as it must.
+GUEST_STORE_CONF = ()
+
+# The guest's console line with its store check at boot (quick_check or
+# integrity_check of the database the store opened). LEAD: point these at
+# the line the kernel's store prints. Without such a line, a boot fails.
+STORE_CHECK_LINE = re.compile(rb"tern: store: [^\n]*(?:quick_check|integrity_check)[^\n]*")
+STORE_CHECK_OK = re.compile(rb"(?:quick_check|integrity_check)[^\n]* ok\b")
+
+
+def guest_store_integrity(console):
+    """The store's integrity as the guest reported it on the console of
+    one boot (bytes): "ok", or a Failure naming what the guest said (or
+    that it said nothing)."""
+    lines = STORE_CHECK_LINE.findall(console)
+    if not lines:
+        raise dl.Failure("no store check line on the guest's console (a line matching %s)"
+                         % STORE_CHECK_LINE.pattern.decode())
+    for line in lines:
+        if not STORE_CHECK_OK.search(line):
+            raise dl.Failure("store check: %s" % line.decode("utf-8", "replace"))
+    return "ok"
+
+
+def make_disk_image(path, mib, template=None):
+    """The guest's disk before its first boot: a copy of template (a disk
+    made by the image tools: GPT with the tern data partition) or, without
+    one, mib MiB of zeroes."""
+    if template:
+        shutil.copyfile(template, path)
+    else:
+        with open(path, "wb") as f:
+            f.truncate(mib << 20)
+
+
+def acl_text():
+    return "".join("topic readwrite %s\n" % t for t in dl.TOPIC_FILTERS + (BYSTANDER,))
+
+
+# ---- what the cycles run against --------------------------------------------
+
+class KernelTarget:
+    """The unikernel under QEMU: a boot bundle (mutual TLS, the dev PKI,
+    the load's ACL), its disk served by the NBD backend, a fixed host port
+    forwarded to the guest's 8883 across boots."""
+
+    name = "kernel"
+
+    def __init__(self, args, workdir, rng):
+        build = harness.Build(args.build)
+        self.elf = build.elf
+        self.workdir = workdir
+        self.bus = args.bus
+        self.physical_block = args.physical_block
+        pki = harness.Pki(args.build)
+        conf = "\n".join(["config_version = 1",
+                          "listener.tls = 0.0.0.0:8883",
+                          "tls.cert = pki/server.crt",
+                          "tls.key = pki/server.key",
+                          "tls.client_ca = pki/ca.crt",
+                          "tls.operator_ca = pki/operator-ca.crt",
+                          "tls.handshake_timeout = 10",
+                          "acl.file = tern.acl",
+                          "sys.interval = 1"] +
+                         list(dl.NO_DROP_LIMITS) + list(GUEST_STORE_CONF)) + "\n"
+        self.bundle = harness.make_bundle(args.build, workdir, conf, acl_text())
+        image = os.path.join(workdir, "disk.img")
+        make_disk_image(image, args.disk_mib, args.disk_template)
+        self.disk = nb.VolatileDisk(image, args.physical_block, random.Random(rng.random()))
+        self.server = nb.NbdServer(self.disk, os.path.join(workdir, "nbd.sock"))
+        port = harness.free_port()
+        self.endpoint = dl.Endpoint(HOST, port, tls=pki.context("dev-client"),
+                                    timeout=30.0, quiet=2.0)
+        self.operator = dl.Endpoint(HOST, port, tls=pki.context("dev-operator"),
+                                    timeout=30.0, quiet=2.0)
+        self.vm = None
+        self.boots = 0
+        self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
+
+    def start(self):
+        bus = self.bus if self.bus != "alternate" else ("virtio-blk", "virtio-scsi")[self.boots % 2]
+        self.last_bus = bus
+        self.qmp_path = os.path.join(self.workdir, "qmp-%d" % (self.boots + 1))
+        self.vm = harness.module_vm(
+            self.elf, self.bundle,
+            ["-nic", "user,model=virtio-net-pci,hostfwd=tcp:%s:%d-:8883"
+             % (HOST, self.endpoint.port)],
+            extra=nb.qemu_disk_args(self.server, bus, self.physical_block) +
+            ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path])
+        self.boots += 1
+        # QEMU opens the disk at start: the backend sees every boot.
+        if not self.server.wait_connected(self.boots, 30):
+            raise dl.Failure("QEMU did not connect to the NBD backend (boot %d)" % self.boots)
+
+    def wait_ready(self):
+        self.boot_seconds, _ = self.vm.wait_ready(BOOT_TIMEOUT)
+
+    def integrity(self):
+        return guest_store_integrity(self.vm.text())
+
+    def disk_cache(self):
+        """QEMU's cache mode of the guest's disk, as query-block reports it:
+        {"writeback": ..., "direct": ..., "no-flush": ...}. For virtio-blk,
+        QEMU makes the disk writethrough until the guest's driver
+        negotiates VIRTIO_BLK_F_FLUSH (the virtio spec's rule for legacy
+        drivers), so this says whether the guest sees a volatile cache."""
+        qmp = harness.Qmp(self.qmp_path)
+        try:
+            blocks = qmp.cmd("query-block")["return"]
+        finally:
+            qmp.close()
+        cache = [b["inserted"]["cache"] for b in blocks
+                 if b.get("inserted", {}).get("node-name") == "disk0"]
+        if len(cache) != 1:
+            raise dl.Failure("query-block: no disk0 in %r" % blocks)
+        return cache[0]
+
+    def expect_volatile_cache(self):
+        """The guest runs its disk with a volatile write cache whose flushes
+        reach the backend; otherwise QEMU would make every write durable
+        on its own and the power cuts would test nothing."""
+        cache = self.disk_cache()
+        if not cache["writeback"] or cache["no-flush"]:
+            raise dl.Failure("the guest's disk is not a volatile write cache with flushes "
+                             "(QEMU reports %r): did its driver negotiate the flush "
+                             "feature?" % cache)
+
+    def check_disk_path(self):
+        """Without the guest's help: a write and a flush that QEMU's block
+        layer issues on the guest's drive (HMP qemu-io) reach the backend
+        as one write and one flush. Writes the disk's last 4 KiB."""
+        cache = self.disk_cache()
+        qmp = harness.Qmp(self.qmp_path)
+        try:
+            before = self.disk.stats()
+            # The block device under the device's id: virtio-blk-pci is a
+            # proxy whose virtio device is its child.
+            dev = "/machine/peripheral/disk0-dev" + \
+                ("/virtio-backend" if self.last_bus == "virtio-blk" else "")
+            for io in ("write -P 0x5a %d 4k" % (self.disk.size - 4096), "flush"):
+                out = qmp.cmd("human-monitor-command",
+                              **{"command-line": 'qemu-io -d %s "%s"' % (dev, io)})["return"]
+                if "error" in out.lower():
+                    raise dl.Failure("qemu-io %s: %s" % (io, out))
+            after = self.disk.stats()
+        finally:
+            qmp.close()
+        if (after["writes"] - before["writes"], after["flushes"] - before["flushes"]) != (1, 1):
+            raise dl.Failure("QEMU's write and flush reached the backend as %r" % (
+                {k: after[k] - before[k] for k in ("writes", "fua_writes", "flushes")},))
+        return "QEMU's cache %r; its write and flush reach the backend" % cache
+
+    def kill(self, mode):
+        """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
+        if self.vm.proc.poll() is not None:
+            raise dl.Failure("QEMU exited on its own (status %s)" % self.vm.proc.returncode)
+        self.vm.stop()
+        self._keep_console()
+        if b"FATAL" in self.vm.text():
+            raise dl.Failure("the guest reported a fatal fault:\n" + self.tail())
+        return self.server.power_cut(mode)
+
+    def set_disk_faults(self, write, flush):
+        self.disk.set_faults(write=write, flush=flush)
+
+    def counts(self):
+        c = self.disk.stats()
+        c["nbd_connections"] = self.server.connections
+        return c
+
+    def tail(self, n=40):
+        return "" if self.vm is None else \
+            "\n".join(self.vm.text().decode("utf-8", "replace").splitlines()[-n:])
+
+    def close(self):
+        if self.vm is not None:
+            self.vm.stop()
+            self._keep_console()
+        self.server.close()
+        self.disk.close()
+        if self.server.errors:
+            raise dl.Failure("NBD protocol errors: %s" % "; ".join(self.server.errors))
+
+    def _keep_console(self):
+        with open(os.path.join(self.workdir, "console-%d.log" % self.boots), "wb") as f:
+            f.write(self.vm.text())
+
+
+class DaemonTarget:
+    """The Linux daemon with store.path over mutual TLS: a SIGKILL instead of
+    a power cut (the page cache survives it, so no cut mode applies), the
+    database files checked with PRAGMA integrity_check after each kill.
+    With an ASan build (TERN_TEST_HOOKS) disk faults go through the store's
+    fault hook."""
+
+    name = "daemon"
+
+    def __init__(self, args, workdir, rng):
+        pki = harness.Pki(args.build)
+        port = torture.free_port()
+        acl = os.path.join(workdir, "tern.acl")
+        with open(acl, "w") as f:
+            f.write(acl_text())
+        self.fault_file = os.path.join(workdir, "fault")
+        env = dict(os.environ, TERN_TEST_STORE_FAULT=self.fault_file)
+        self.daemon = torture.Daemon(
+            args.bin, workdir, port, env=env, sys_interval=1,
+            listener=["listener.tls = %s:%d" % (HOST, port),
+                      "tls.cert = %s" % pki.path("server.crt"),
+                      "tls.key = %s" % pki.path("server.key"),
+                      "tls.client_ca = %s" % pki.path("ca.crt"),
+                      "tls.operator_ca = %s" % pki.path("operator-ca.crt"),
+                      "acl.file = %s" % acl])
+        self.scratch = os.path.join(workdir, "check")
+        self.endpoint = dl.Endpoint(HOST, port, tls=pki.context("dev-client"))
+        self.operator = dl.Endpoint(HOST, port, tls=pki.context("dev-operator"))
+        self.boot_seconds = 0.03
+        self.kills = 0
+        self.checked = "no kill yet"
+
+    def start(self):
+        self.daemon.start()
+
+    def wait_ready(self):
+        self.daemon.wait_ready()
+
+    def integrity(self):
+        return self.checked
+
+    def kill(self, mode):
+        self.daemon.kill()
+        self.kills += 1
+        self.checked = torture.integrity_check(self.daemon.db, self.scratch)
+        return None
+
+    def set_disk_faults(self, write, flush):
+        if write or flush:
+            with open(self.fault_file, "w") as f:
+                f.write("io")
+        elif os.path.exists(self.fault_file):
+            os.unlink(self.fault_file)
+
+    def counts(self):
+        return {"kills": self.kills}
+
+    def tail(self, n=30):
+        return self.daemon.tail(n)
+
+    def close(self):
+        if self.daemon.proc is not None:
+            self.daemon.proc.kill()
+            self.daemon.proc.wait()
+
+
+# ---- the power cuts -----------------------------------------------------------
+
+class Tally:
+    """What the run did, for the summary."""
+
+    def __init__(self):
+        self.published = 0
+        self.early = 0
+        self.modes = dict.fromkeys(nb.CUT_MODES, 0)
+        self.lost = self.torn = self.kept = 0
+
+    def cut(self, target, mode):
+        r = target.kill(mode)
+        if r is not None:
+            self.modes[mode] += 1
+            self.kept += r[0]
+            self.lost += r[1]
+            self.torn += r[2]
+
+
+def boot(target, plumbing):
+    """Start, wait for the ready line, check the store (not in plumbing)."""
+    target.start()
+    target.wait_ready()
+    if not plumbing:
+        target.integrity()
+
+
+def answers(endpoint):
+    """The broker completes a mutual-TLS MQTT connection."""
+    c = endpoint.client()
+    try:
+        ack = c.connect(client_id="", clean=True, timeout=endpoint.timeout)
+        if ack.return_code != 0:
+            raise dl.Failure("CONNACK %d" % ack.return_code)
+        c.send(rm.disconnect())
+    finally:
+        c.close()
+
+
+def run_cuts(target, args, rng):
+    state = dl.State()
+    tally = Tally()
+    ep = target.endpoint
+    started = time.monotonic()
+    boot(target, args.plumbing)
+    if target.name == "kernel":
+        if args.plumbing:
+            print("disk path: %s" % target.check_disk_path(), flush=True)
+        else:
+            target.expect_volatile_cache()
+    if not args.plumbing:
+        dl.setup_session(ep)
+    for cycle in range(1, args.cuts + 1):
+        if rng.random() < EARLY_CUTS:
+            # Cut while the guest boots, opens and checks its store.
+            tally.cut(target, rng.choice(nb.CUT_MODES))
+            target.start()
+            time.sleep(rng.uniform(0.0, target.boot_seconds))
+            tally.cut(target, rng.choice(nb.CUT_MODES))
+            tally.early += 1
+            boot(target, args.plumbing)
+        pub = dl.Publisher(ep, cycle, random.Random(rng.random()), state)
+        pub.start()
+        if not pub.connected.wait(ep.timeout * 2):
+            pub.join(ep.timeout)
+            raise dl.Failure("publisher of cycle %d not connected: %r" % (cycle, pub.error))
+        time.sleep(rng.uniform(0.02, args.max_load))
+        tally.cut(target, rng.choice(nb.CUT_MODES))
+        pub.join(timeout=ep.timeout * 2)
+        if pub.is_alive():
+            raise dl.Failure("publisher did not notice the kill")
+        if pub.error is not None:
+            raise dl.Failure("publisher: %r" % pub.error)
+        tally.published += pub.sent
+        boot(target, args.plumbing)
+        if args.plumbing:
+            answers(ep)
+        else:
+            slot = cycle % dl.SLOTS
+            dl.check_retained(ep, state, [slot] + rng.sample(
+                [s for s in range(dl.SLOTS) if s != slot], 2))
+            dl.drain_session(ep, state)
+            dl.check_queued(state)
+        if cycle % 10 == 0 or cycle == args.cuts:
+            print("cycle %d: %d published, acknowledged %d retained, %d QoS 1, %d QoS 2; "
+                  "%.0f s" % (cycle, tally.published, len(state.acked["r"]),
+                              len(state.acked["q1"]), len(state.acked["q2"]),
+                              time.monotonic() - started), flush=True)
+    if not args.plumbing:
+        dl.check_retained(ep, state, range(dl.SLOTS))
+    return state, tally, time.monotonic() - started
+
+
+def summary(target, args, state, tally, seconds):
+    c = target.counts()
+    cuts = " ".join("%s %d" % kv for kv in tally.modes.items())
+    what = ("plumbing only (durability NOT checked)" if args.plumbing else
+            "every acknowledged message present after every boot; QoS 2 exactly once; "
+            "store integrity ok")
+    line = ("powercut (%s, seed %d): %d cycles, %d cuts during boot; %d published, "
+            "%d acknowledged; %s" % (target.name, args.seed, args.cuts, tally.early,
+                                     tally.published, state.acknowledged(), what))
+    if target.name == "kernel":
+        line += ("; cuts: %s; disk: %d writes (%d FUA), %d flushes, at cuts %d writes "
+                 "lost, %d torn, %d kept; %d boots; %.0f s"
+                 % (cuts, c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
+                    tally.kept, c["nbd_connections"], seconds))
+    else:
+        line += "; %d kills; %.0f s" % (c["kills"], seconds)
+    print(line, flush=True)
+
+
+# ---- the failing disk --------------------------------------------------------
+
+def store_state(operator, want, timeout):
+    """Wait until $SYS/broker/store/state (retained, read as an operator)
+    is want; Failure with the last value seen otherwise."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        c = operator.client()
+        try:
+            c.connect(client_id="", clean=True, timeout=operator.timeout)
+            c.send(rm.subscribe(1, [("$SYS/broker/store/state", 0)]))
+            end = min(deadline, time.monotonic() + 3.0)
+            while time.monotonic() < end:
+                try:
+                    pkt = c.recv_packet(timeout=max(end - time.monotonic(), 0.01))
+                except TimeoutError:
+                    break
+                if pkt.type == rm.PUBLISH:
+                    seen = pkt.payload.decode("utf-8", "replace")
+                    if seen == want:
+                        return
+        finally:
+            c.close()
+    raise dl.Failure("$SYS/broker/store/state is %r, not %r, after %.0f s"
+                     % (seen, want, timeout))
+
+
+def publish_durable(ep, client_id, payload, wait):
+    """A retained QoS 1 publish (a durable record): None if PUBACKed
+    within wait seconds, else what happened instead."""
+    t0 = time.monotonic()
+    c = ep.client()
+    try:
+        c.connect(client_id=client_id, clean=True, timeout=ep.timeout)
+        c.send(rm.publish("r/fail/1", payload, qos=1, retain=True, pid=1))
+        pkt = c.recv_packet(timeout=wait)
+        if pkt.type != rm.PUBACK:
+            raise dl.Failure("durable publish answered %r" % pkt)
+        return None
+    except TimeoutError:
+        return "no PUBACK within %.0f s" % wait
+    except rm.Closed:
+        return "closed without PUBACK after %.1f s" % (time.monotonic() - t0)
+    except OSError as e:
+        return "%r after %.1f s" % (e, time.monotonic() - t0)
+    finally:
+        c.close()
+
+
+def bystander_served(ep):
+    """A clean client's QoS 1 message to a clean subscriber records
+    nothing: acknowledged and delivered at once, also while commits fail."""
+    sub, pub = ep.client(), ep.client()
+    try:
+        sub.connect(client_id="", clean=True, timeout=ep.timeout)
+        sub.subscribe([(BYSTANDER, 1)], timeout=ep.timeout)
+        pub.connect(client_id="", clean=True, timeout=ep.timeout)
+        pub.send(rm.publish("bystander/x", b"served", qos=1, pid=9))
+        if pub.expect(rm.PUBACK, timeout=ep.timeout).pid != 9:
+            raise dl.Failure("bystander: PUBACK for another packet id")
+        got = sub.expect(rm.PUBLISH, timeout=ep.timeout)
+        if got.payload != b"served":
+            raise dl.Failure("bystander got %r" % got.payload)
+        if got.qos:
+            sub.send(rm.puback(got.pid))
+    finally:
+        sub.close()
+        pub.close()
+
+
+def run_failing_disk(target, args):
+    started = time.monotonic()
+    ep, op = target.endpoint, target.operator
+    boot(target, args.plumbing)
+    why = publish_durable(ep, "fail-pub", b"before", ep.timeout)
+    if why:
+        raise dl.Failure("durable publish on a healthy disk: %s" % why)
+    store_state(op, "ok", 30)   # published after the first commit's report
+    target.set_disk_faults(write=True, flush=True)
+    withheld = publish_durable(ep, "fail-pub", b"during", args.fail_seconds)
+    if not withheld:
+        raise dl.Failure("PUBACK for a durable publish while the disk fails every write")
+    store_state(op, "failing", 30)
+    bystander_served(ep)
+    target.set_disk_faults(write=False, flush=False)
+    deadline = time.monotonic() + 60
+    while publish_durable(ep, "fail-pub", b"after", ep.timeout):
+        if time.monotonic() > deadline:
+            raise dl.Failure("no PUBACK within 60 s of the disk working again")
+    store_state(op, "ok", 30)
+    target.kill("lose-all")
+    boot(target, args.plumbing)
+    got = dl.read_retained(ep, ["r/fail/#"]).get("r/fail/1")
+    if got != b"after":
+        raise dl.Failure("after recovery and a power cut r/fail/1 holds %r, not b'after'" % got)
+    print("failing disk (%s): durable publish while writes and flushes failed: %s; "
+          "store state failing; a bystander served; PUBACK and state ok once the disk "
+          "worked; the message survived a power cut; %.0f s"
+          % (target.name, withheld, time.monotonic() - started), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", default=os.path.join(REPO, "build"))
+    ap.add_argument("--cuts", type=int, default=20)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--target", choices=("kernel", "daemon"), default="kernel")
+    ap.add_argument("--bin", default=None, help="the daemon (--target daemon; default "
+                    "BUILD/rel/ternd)")
+    ap.add_argument("--bus", choices=("virtio-blk", "virtio-scsi", "alternate"),
+                    default="virtio-blk")
+    ap.add_argument("--physical-block", type=int, default=4096)
+    ap.add_argument("--disk-mib", type=int, default=64)
+    ap.add_argument("--disk-template", help="the disk's first contents (default: zeroes)")
+    ap.add_argument("--max-load", type=float, default=1.5,
+                    help="longest load before a cut, seconds (at least 0.02)")
+    ap.add_argument("--failing-disk", action="store_true", help="the failing-disk scenario")
+    ap.add_argument("--fail-seconds", type=float, default=5.0,
+                    help="how long a durable publish waits in vain on the failing disk")
+    ap.add_argument("--plumbing", action="store_true",
+                    help="a guest without a store: boots, load, cuts; no durability checks")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    args.bin = args.bin or os.path.join(args.build, "rel", "ternd")
+
+    rng = random.Random(args.seed)
+    workdir = tempfile.mkdtemp(prefix="tern-powercut-")
+    ok = False
+    target = None
+    try:
+        target = (KernelTarget if args.target == "kernel" else DaemonTarget)(args, workdir, rng)
+        if args.failing_disk:
+            run_failing_disk(target, args)
+        else:
+            summary(target, args, *run_cuts(target, args, rng))
+        ok = True
+    except (dl.Failure, harness.Failure, OSError, AssertionError) as e:
+        # OSError: also a socket timeout; AssertionError: rawmqtt's expect().
+        print("powercut FAILED (%s, seed %d): %r" % (args.target, args.seed, e))
+        if target is not None:
+            print("--- %s output ends ---\n%s" % (target.name, target.tail()))
+    finally:
+        if target is not None:
+            try:
+                target.close()   # never leave a QEMU running
+            except dl.Failure as e:
+                print("powercut FAILED at the end: %s" % e)
+                ok = False
+    return dl.finish(workdir, ok, args.keep)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,143 @@
+"""Self-tests of the power-cut harness's checks (run.py, and the checks it
+shares with the daemon torture in tests/torture/durable_load.py): each
+catches what it is there to catch. The end-to-end ones run the harness's
+cycles against the Linux daemon (over mutual TLS, SIGKILL instead of a
+power cut) and need it built: $TERN_BIN or build/rel/ternd.
+
+    /usr/bin/python3 -m pytest -q tests/powercut/test_harness.py
+"""
+import argparse
+import os
+import random
+
+import pytest
+
+import run  # first: it puts tests/torture and tests/kernel on the path
+import durable_load as dl  # noqa: E402
+
+REPO = run.REPO
+TERN_BIN = os.environ.get("TERN_BIN") or os.path.join(REPO, "build", "rel", "ternd")
+needs_daemon = pytest.mark.skipif(not os.path.exists(TERN_BIN),
+                                  reason="no daemon at %s (make, or set TERN_BIN)" % TERN_BIN)
+
+
+def acked_state():
+    s = dl.State()
+    s.acked_r["r/1/0"] = (1, b"1/0:a")
+    s.sent_r["r/1/0"] = [(1, b"1/0:a"), (21, b"21/0:b")]
+    s.acked["q1"]["1/1"] = b"1/1:"
+    s.acked["q2"]["1/2"] = b"1/2:"
+    return s
+
+
+def test_retained_holding_the_acknowledged_or_a_later_value_passes():
+    s = acked_state()
+    dl.compare_retained({"r/1/0": b"1/0:a"}, s, [1])
+    dl.compare_retained({"r/1/0": b"21/0:b"}, s, [1])
+
+
+@pytest.mark.parametrize("have", [{}, {"r/1/0": b"0/0:older"}])
+def test_retained_missing_or_older_fails(have):
+    with pytest.raises(dl.Failure, match="retained r/1/0"):
+        dl.compare_retained(have, acked_state(), [1])
+
+
+def test_retained_outside_the_checked_slots_is_not_judged():
+    dl.compare_retained({}, acked_state(), [2])
+
+
+def test_queued_all_delivered_once_passes():
+    s = acked_state()
+    s.received_q1 = {"1/1": 2}          # QoS 1: at least once
+    s.received_q2 = {"1/2": 1, "9/9": 1}  # an unacknowledged QoS 2 may arrive, once
+    dl.check_queued(s)
+
+
+@pytest.mark.parametrize("q1,q2,why", [
+    ({}, {"1/2": 1}, "QoS 1 message 1/1 never delivered"),
+    ({"1/1": 1}, {}, "QoS 2 message 1/2 delivered 0 times"),
+    ({"1/1": 1}, {"1/2": 2}, "QoS 2 message 1/2 delivered 2 times"),
+    ({"1/1": 1}, {"1/2": 1, "9/9": 2}, "QoS 2 message 9/9 delivered 2 times"),
+])
+def test_queued_lost_or_duplicated_fails(q1, q2, why):
+    s = acked_state()
+    s.received_q1, s.received_q2 = q1, q2
+    with pytest.raises(dl.Failure, match=why):
+        dl.check_queued(s)
+
+
+def test_guest_store_integrity_needs_an_ok_check_line():
+    with pytest.raises(dl.Failure, match="no store check line"):
+        run.guest_store_integrity(b"tern: ready (boot pvh)\n")
+    with pytest.raises(dl.Failure, match="store check: "):
+        run.guest_store_integrity(b"tern: store: quick_check: *** in database main ***\n")
+    assert run.guest_store_integrity(b"tern: store: tern.db quick_check ok\n") == "ok"
+
+
+def daemon_args(cuts, **kw):
+    a = dict(build=os.path.join(REPO, "build"), cuts=cuts, seed=5, bin=TERN_BIN,
+             plumbing=False, max_load=0.3, keep=False)
+    a.update(kw)
+    return argparse.Namespace(**a)
+
+
+@needs_daemon
+def test_cycles_against_the_daemon_pass(tmp_path):
+    args = daemon_args(3)
+    target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
+    try:
+        state, tally, _ = run.run_cuts(target, args, random.Random(1))
+    finally:
+        target.close()
+    assert tally.published > 0 and state.acknowledged() > 0
+    assert target.counts()["kills"] >= 3
+
+
+class AmnesicDaemon(run.DaemonTarget):
+    """A daemon whose disk forgets everything at each kill."""
+
+    def kill(self, mode):
+        note = super().kill(mode)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(self.daemon.db + suffix):
+                os.unlink(self.daemon.db + suffix)
+        return note
+
+
+@needs_daemon
+def test_cycles_catch_a_disk_that_loses_acknowledged_messages(tmp_path):
+    args = daemon_args(2)
+    target = AmnesicDaemon(args, str(tmp_path), random.Random(1))
+    try:
+        with pytest.raises(dl.Failure, match="retained|session is gone"):
+            run.run_cuts(target, args, random.Random(1))
+    finally:
+        target.close()
+
+
+ASAN_BIN = os.environ.get("TERN_ASAN_BIN") or os.path.join(REPO, "build", "asan", "ternd")
+
+
+@pytest.mark.skipif(not os.path.exists(ASAN_BIN),
+                    reason="no test-hook daemon at %s (make build/asan/ternd)" % ASAN_BIN)
+def test_failing_disk_scenario_passes_on_the_daemon_with_its_fault_hook(tmp_path, capsys):
+    args = daemon_args(0, bin=ASAN_BIN, fail_seconds=3.0)
+    target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
+    try:
+        run.run_failing_disk(target, args)
+    finally:
+        target.close()
+    assert "store state failing; a bystander served" in capsys.readouterr().out
+
+
+@needs_daemon
+def test_failing_disk_scenario_catches_a_puback_from_a_disk_that_never_fails(tmp_path):
+    """The release daemon has no fault hook: its disk never fails, so it
+    acknowledges the durable publish, which the scenario must call out."""
+    args = daemon_args(0, fail_seconds=3.0)
+    target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
+    try:
+        with pytest.raises(dl.Failure, match="PUBACK for a durable publish while the disk"):
+            run.run_failing_disk(target, args)
+    finally:
+        target.close()
