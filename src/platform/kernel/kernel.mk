@@ -18,9 +18,6 @@
 KDIR      := src/platform/kernel
 KBUILD    := $(BUILD)/kernel
 KERNEL_C  := $(sort $(shell find $(KDIR) -name '*.c'))
-# disk/blkdisk.c adapts the block layer (dev/blk.c) for the disk layout; it
-# is built once the block layer is in the tree.
-KERNEL_C  := $(if $(wildcard $(KDIR)/dev/blk.c),$(KERNEL_C),$(filter-out %/disk/blkdisk.c,$(KERNEL_C)))
 KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding

@@ -28,6 +28,7 @@
 #include "dev/virtio_disk.h"
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
+#include "disk/layout_selftest.h"
 #include "libc/stack_chk.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
@@ -156,6 +157,11 @@ static _Noreturn void kmain(void)
     rng_init(RNG_WAIT_MS);
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
+#ifdef TERN_TEST_HOOKS
+    char layout_arg[16]; /* after the entropy: formatting draws a volume id */
+    if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
+        layout_selftest(layout_arg);
+#endif
     struct bootconf_assets assets = {NULL, NULL};
     if (serve)
         bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
