@@ -47,8 +47,10 @@ CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c) \
                     $(filter-out $(CONN_TLS_SRC),$(wildcard src/conn/*.c)))
 # The kernel's disk layout (GPT, superblocks, regions) is portable: unit
 # tests, fuzz targets and the image tool build it on the host too. Its
-# adapter over the kernel's block layer (blkdisk.c) is kernel-only.
-KDISK_SRC := $(filter-out %/blkdisk.c,$(sort $(wildcard src/platform/kernel/disk/*.c)))
+# adapter over the kernel's block layer (blkdisk.c) and the test builds'
+# self-test over that (layout_selftest.c) are kernel-only.
+KDISK_SRC := $(filter-out %/blkdisk.c %/layout_selftest.c,\
+                          $(sort $(wildcard src/platform/kernel/disk/*.c)))
 # The Linux daemon's platform layer (main.c holds main()).
 POSIX_SRC := $(sort $(wildcard src/platform/posix/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
