@@ -433,3 +433,73 @@ TEST(conn_layer_counters_appear_in_sys_and_count)
     cw_free(&w, links, BIG + 5);
     free(l);
 }
+
+/* The simulator runs no TLS, so the handshake budgets get their random
+ * walk here: TLS connections from four addresses open, fail (garbage),
+ * vanish, or time out, in a seeded order, against tiny limits. After every
+ * step the layer agrees with a count of the handshakes running: an open
+ * succeeds exactly when both limits leave room, and each refusal is
+ * counted under its limit. */
+TEST(conn_tls_handshake_budgets_hold_under_random_opens_failures_and_timeouts)
+{
+    enum { N = 48, ADDRS = 4, MAX = 6, PER = 3, STEPS = 600 };
+    static const char *const addr[ADDRS] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"};
+    cworld w;
+    fake_link *l = calloc(N, sizeof *l);
+    fake_link *links[N];
+    int from[N], running[ADDRS] = {0}, total = 0;
+    uint64_t refused = 0, refused_address = 0, started[N];
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    CHECK(l);
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), MAX, PER, NULL));
+    for (int i = 0; i < N; i++) {
+        links[i] = &l[i];
+        l[i].closed = true; /* not the layer's yet */
+        from[i] = -1;
+    }
+    for (int step = 0; step < STEPS; step++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int i = (int)(rng % N), a = (int)(rng / N % ADDRS), what = (int)(rng / 1024 % 8);
+        if (l[i].closed && what < 5) { /* a new connection */
+            bool room = total < MAX && running[a] < PER;
+            fake_link_free(&l[i]);
+            bool opened = open_from(&w, &l[i], addr[a]);
+            CHECK_EQ(opened, room);
+            if (opened) {
+                from[i] = a;
+                started[i] = w.now;
+                running[a]++;
+                total++;
+            } else {
+                l[i].closed = true;
+                refused += total >= MAX;
+                refused_address += total < MAX;
+            }
+        } else if (!l[i].closed && what == 5) { /* garbage: the handshake fails */
+            fake_bytes_put(&l[i].up, "garbage!", 8);
+            cw_turn(&w, &links[i], 1);
+            CHECK(l[i].closed);
+        } else if (!l[i].closed && what == 6) { /* the peer vanishes */
+            conn_failed(w.cs, &l[i].c, w.now);
+        } else { /* time passes: handshakes past 3 s time out */
+            w.now += 1 + rng / 4096 % 900;
+            cw_turn(&w, links, 0);
+        }
+        for (int j = 0; j < N; j++) {
+            if (from[j] >= 0 && l[j].closed) { /* it ended: its slot is free */
+                running[from[j]]--;
+                total--;
+                from[j] = -1;
+            } else if (from[j] >= 0) {
+                CHECK(w.now - started[j] < 3000); /* none outlives its deadline */
+            }
+        }
+        conn_stats st;
+        conn_server_get_stats(w.cs, &st);
+        CHECK_EQ(st.handshakes_refused, refused);
+        CHECK_EQ(st.handshakes_refused_address, refused_address);
+    }
+    CHECK(refused > 0 && refused_address > 0); /* both limits were reached */
+    cw_free(&w, links, N);
+    free(l);
+}
