@@ -23,7 +23,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
   test_broker_limits.py limits against one client over mutual TLS (input
-                        budget, handshakes per address)
+                        budget, handshakes per address, sessions per
+                        identity, their $SYS counters)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
   test_disk.py          virtio-blk and virtio-scsi disks: topology, pattern
