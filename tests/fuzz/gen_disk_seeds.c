@@ -59,7 +59,7 @@ static void must(int rc, const struct kdisk_report *rep)
     }
 }
 
-static const uint8_t random48[48] = {7, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
+static const uint8_t random64[64] = {7, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12,
                                      13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28,
                                      29, 30, 31, 32, 33, 34, 35, 36, 37, 38, 39, 40, 41, 42, 43, 44};
 
@@ -78,8 +78,8 @@ static void make_disk(struct mem_disk *m, uint32_t logical, uint32_t physical)
         fprintf(stderr, "gen_disk_seeds: out of memory\n");
         exit(1);
     }
-    must(klayout_partition(&m->disk, 8 * MIB, random48, &rep), &rep);
-    must(klayout_open(&m->disk, KLAYOUT_FORMAT, random48, &l, &rep), &rep);
+    must(klayout_partition(&m->disk, 0, 8 * MIB, random64, &rep), &rep);
+    must(klayout_open(&m->disk, KLAYOUT_FORMAT, random64, &l, &rep), &rep);
 }
 
 /* Mode 0: the disk's GPT areas (head up to the first usable LBA, tail from

@@ -17,7 +17,7 @@
 
 enum { MIB = 1048576 };
 
-static const uint8_t random48[48] = {
+static const uint8_t random64[64] = {
     0x10, 0x21, 0x32, 0x43, 0x54, 0x65, 0x76, 0x87, 0x98, 0xa9, 0xba, 0xcb, 0xdc, 0xed, 0xfe, 0x0f,
     0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xff, 0x01,
     0x12, 0x23, 0x34, 0x45, 0x56, 0x67, 0x78, 0x89, 0x9a, 0xab, 0xbc, 0xcd, 0xde, 0xef, 0xf0, 0x02,
@@ -31,14 +31,14 @@ static int partitioned(struct mem_disk *m, uint32_t logical, uint32_t physical, 
     kdisk_report_clear(&rep);
     if (mem_disk_init(m, logical, physical, mib * MIB / logical))
         return -1;
-    return klayout_partition(&m->disk, esp_mib * MIB, random48, &rep);
+    return klayout_partition(&m->disk, 0, esp_mib * MIB, random64, &rep);
 }
 
 /* klayout_open with a fresh report. */
 static int open_layout(struct mem_disk *m, unsigned flags, struct klayout *l, struct kdisk_report *rep)
 {
     kdisk_report_clear(rep);
-    return klayout_open(&m->disk, flags, random48, l, rep);
+    return klayout_open(&m->disk, flags, random64, l, rep);
 }
 
 static struct klayout *layout_new(void) { return calloc(1, sizeof(struct klayout)); }
@@ -52,7 +52,7 @@ static void check_open(uint32_t logical, uint32_t physical)
     CHECK_EQ(partitioned(&m, logical, physical, 128, 16), 0);
     kdisk_report_clear(&rep);
     unsigned writes = m.writes;
-    CHECK_EQ(klayout_open(&m.disk, 0, random48, l, &rep), KDISK_EBLANK);
+    CHECK_EQ(klayout_open(&m.disk, 0, random64, l, &rep), KDISK_EBLANK);
     CHECK(strstr(rep.error, "blank"));
     CHECK_EQ(m.writes, writes);
 
@@ -77,7 +77,7 @@ static void check_open(uint32_t logical, uint32_t physical)
 
     kdisk_report_clear(&rep);
     writes = m.writes;
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, again, &rep), KDISK_OK);
+    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random64, again, &rep), KDISK_OK);
     CHECK_EQ(again->formatted, 0);
     CHECK_EQ(rep.note_count, 0);
     CHECK_EQ(m.writes, writes);
@@ -115,7 +115,7 @@ TEST(klayout_partition_without_esp_and_too_small_disks)
     mem_disk_free(&m);
     CHECK_EQ(mem_disk_init(&m, 512, 512, 30 * MIB / 512), 0);
     kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_partition(&m.disk, 16 * MIB, random48, &rep), KDISK_EINVAL);
+    CHECK_EQ(klayout_partition(&m.disk, 0, 16 * MIB, random64, &rep), KDISK_EINVAL);
     CHECK(strstr(rep.error, "too small"));
     CHECK_EQ(m.writes, 0);
     mem_disk_free(&m);
@@ -130,8 +130,8 @@ TEST(klayout_aligns_regions_to_the_optimal_io_size)
     CHECK_EQ(mem_disk_init(&m, 512, 4096, 256ull * MIB / 512), 0);
     m.disk.optimal_io = 4 * MIB;
     kdisk_report_clear(&rep);
-    CHECK_EQ(klayout_partition(&m.disk, 3 * MIB, random48, &rep), KDISK_OK);
-    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random48, l, &rep), KDISK_OK);
+    CHECK_EQ(klayout_partition(&m.disk, 0, 3 * MIB, random64, &rep), KDISK_OK);
+    CHECK_EQ(klayout_open(&m.disk, KLAYOUT_FORMAT, random64, l, &rep), KDISK_OK);
     CHECK_EQ(l->super.sb.align, 4 * MIB);
     for (unsigned i = 0; i < l->region_count; i++)
         CHECK_EQ(l->regions[i].lba * 512 % (4 * MIB), 0);

@@ -6,12 +6,14 @@
  * the kernel's (src/platform/kernel/disk) writes it. Putting GRUB and the
  * kernel into the ESP is the image builder's step, not this tool's.
  *
- *   tern-mkdisk [--size SIZE] [--esp SIZE] [--logical-block 512|4096]
+ *   tern-mkdisk [--size SIZE] [--bios-boot SIZE] [--esp SIZE] [--logical-block 512|4096]
  *               [--physical-block BYTES] IMAGE
  *       SIZE: bytes, or with a K, M or G suffix (binary). With --size the
  *       image is created (or truncated) as a sparse file of that size;
  *       without, the existing file's size is used and its contents past
  *       the GPT are lost. --esp defaults to 64M; 0 means no ESP.
+ *       --bios-boot (default 0: none) puts a BIOS boot partition for
+ *       GRUB's core.img in front of the ESP (the image builder's disks).
  *   tern-mkdisk --show [--logical-block 512|4096] IMAGE
  *       print the GPT, the data partition and its layout (or why it is
  *       refused) without writing; exit 0 when usable or blank.
@@ -97,7 +99,8 @@ static int parse_size(const char *s, uint64_t *out)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: tern-mkdisk [--size SIZE] [--esp SIZE] [--logical-block 512|4096]\n"
+    fprintf(stderr, "usage: tern-mkdisk [--size SIZE] [--bios-boot SIZE] [--esp SIZE]\n"
+                    "                   [--logical-block 512|4096]\n"
                     "                   [--physical-block BYTES] IMAGE\n"
                     "       tern-mkdisk --show [--logical-block 512|4096] IMAGE\n");
     exit(2);
@@ -168,10 +171,10 @@ static int zero_range(int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
-static int make(struct file_disk *f, uint64_t esp)
+static int make(struct file_disk *f, uint64_t bios, uint64_t esp)
 {
     struct kdisk_report rep;
-    uint8_t random[48];
+    uint8_t random[64];
     static struct klayout l;
     static const uint8_t unused[16];
     if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random) {
@@ -179,7 +182,7 @@ static int make(struct file_disk *f, uint64_t esp)
         return 1;
     }
     kdisk_report_clear(&rep);
-    if (klayout_partition(&f->disk, esp, random, &rep)) {
+    if (klayout_partition(&f->disk, bios, esp, random, &rep)) {
         fprintf(stderr, "%s: %s\n", f->img.path, rep.error);
         return 1;
     }
@@ -209,12 +212,13 @@ static int make(struct file_disk *f, uint64_t esp)
 
 int main(int argc, char **argv)
 {
-    uint64_t size = 0, esp = 64ull * MIB, logical = 512, physical = 0;
+    uint64_t size = 0, bios = 0, esp = 64ull * MIB, logical = 512, physical = 0;
     int do_show = 0, have_size = 0;
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         uint64_t *val = !strcmp(a, "--size")             ? &size
+                        : !strcmp(a, "--bios-boot")      ? &bios
                         : !strcmp(a, "--esp")            ? &esp
                         : !strcmp(a, "--logical-block")  ? &logical
                         : !strcmp(a, "--physical-block") ? &physical
@@ -283,7 +287,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", path, rep.error);
         return 1;
     }
-    int rc = do_show ? show(&f) : make(&f, esp);
+    int rc = do_show ? show(&f) : make(&f, bios, esp);
     free(io);
     if (close(fd) && !rc) {
         fprintf(stderr, "%s: %s\n", path, strerror(errno));

@@ -23,6 +23,8 @@
 #define TERN_DATA_TYPE_GUID "66c69e19-91ca-4aa8-8c74-9a210d759a38"
 /* The EFI System Partition (UEFI specification, 5.3.3). */
 #define GPT_ESP_TYPE_GUID "c12a7328-f81f-11d2-ba4b-00a0c93ec93b"
+/* GRUB's BIOS boot partition: holds core.img on GPT disks booted by BIOS. */
+#define GPT_BIOS_BOOT_TYPE_GUID "21686148-6449-6e6f-744e-656564454649"
 
 enum {
     GPT_GUID_TEXT = 37,       /* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" + NUL */

@@ -88,16 +88,18 @@ const struct kdisk_region *klayout_region(const struct klayout *l, uint32_t kind
     return NULL;
 }
 
-int klayout_partition(const struct kdisk *d, uint64_t esp_bytes, const uint8_t random[48],
-                      struct kdisk_report *rep)
+int klayout_partition(const struct kdisk *d, uint64_t bios_bytes, uint64_t esp_bytes,
+                      const uint8_t random[64], struct kdisk_report *rep)
 {
     uint64_t first_usable, last_usable;
     int rc = gpt_usable(d, &first_usable, &last_usable, rep);
     if (rc)
         return rc;
     const uint64_t bs = d->logical_block, mib = MIB / bs;
+    const uint64_t bios_blocks = (bios_bytes + MIB - 1) / MIB * mib;
     const uint64_t esp_blocks = (esp_bytes + MIB - 1) / MIB * mib;
-    const uint64_t data_first = mib + esp_blocks;          /* 1 MiB, after the ESP */
+    const uint64_t esp_first = mib + bios_blocks;
+    const uint64_t data_first = esp_first + esp_blocks;    /* after both */
     const uint64_t data_end = (last_usable + 1) / mib * mib; /* exclusive */
     if (first_usable > mib || data_end <= data_first)
         return kdisk_fail(rep, KDISK_EINVAL, "a disk of %llu MiB has no room for the partitions",
@@ -114,11 +116,18 @@ int klayout_partition(const struct kdisk *d, uint64_t esp_bytes, const uint8_t r
     if (ksuper_plan(&g, random, &plan, why, sizeof why))
         return kdisk_fail(rep, KDISK_EINVAL, "the data partition would be too small: %s", why);
     struct gpt_guid disk;
-    struct gpt_new_part parts[2];
+    struct gpt_new_part parts[3];
     unsigned n = 0;
     gpt_guid_random(&disk, random);
+    if (bios_blocks) {
+        parts[n] = (struct gpt_new_part){.first = mib, .last = mib + bios_blocks - 1,
+                                         .name = "BIOS boot partition"};
+        gpt_guid_parse(GPT_BIOS_BOOT_TYPE_GUID, &parts[n].type);
+        gpt_guid_random(&parts[n].guid, random + 48);
+        n++;
+    }
     if (esp_blocks) {
-        parts[n] = (struct gpt_new_part){.first = mib, .last = mib + esp_blocks - 1,
+        parts[n] = (struct gpt_new_part){.first = esp_first, .last = esp_first + esp_blocks - 1,
                                          .name = "EFI System Partition"};
         gpt_guid_parse(GPT_ESP_TYPE_GUID, &parts[n].type);
         gpt_guid_random(&parts[n].guid, random + 16);

@@ -50,13 +50,15 @@ int klayout_open(const struct kdisk *d, unsigned flags, const uint8_t volume_id[
 const struct kdisk_region *klayout_region(const struct klayout *l, uint32_t kind);
 
 /* Partition a blank disk for tern (the image tool, tests, later the
- * installer): a GPT with an EFI System Partition of esp_bytes (rounded up
- * to 1 MiB; 0 for none) starting at 1 MiB, and tern's data partition from
- * the next MiB to the last whole MiB before the backup GPT. Both are
- * 1 MiB-aligned. random: 48 bytes for the disk's and partitions' GUIDs.
+ * installer): a GPT with, from 1 MiB on, a BIOS boot partition of
+ * bios_bytes (GRUB's core.img for BIOS boots; rounded up to 1 MiB, 0 for
+ * none), an EFI System Partition of esp_bytes (likewise), and tern's data
+ * partition from the next MiB to the last whole MiB before the backup GPT.
+ * All are 1 MiB-aligned. random: 64 bytes for the disk's and partitions'
+ * GUIDs.
  * The data partition is not formatted: its first MiB is zeroed, so the
  * kernel finds it blank and formats it. KDISK_OK, KDISK_EINVAL, KDISK_EIO. */
-int klayout_partition(const struct kdisk *d, uint64_t esp_bytes, const uint8_t random[48],
-                      struct kdisk_report *rep);
+int klayout_partition(const struct kdisk *d, uint64_t bios_bytes, uint64_t esp_bytes,
+                      const uint8_t random[64], struct kdisk_report *rep);
 
 #endif
