@@ -27,15 +27,16 @@ set -euo pipefail
 #            ports), util-linux (taskset: CPU pinning), valgrind
 #            (scripts/callgrind.sh: instructions per message)
 #   kernel:  qemu-system-x86 (TCG boots), grub-pc-bin grub-efi-amd64-bin
-#            xorriso mtools (the hybrid ISO), ovmf (UEFI firmware for tests),
-#            qemu-utils (qemu-io: the power-cut backend's self-tests)
+#            xorriso mtools (the hybrid ISO), fdisk (sfdisk: the disk image's
+#            GPT), ovmf (UEFI firmware for tests), qemu-utils (qemu-io: the
+#            power-cut backend's self-tests)
 PACKAGES=(
     gcc make libc6-dev clang libclang-rt-14-dev
     dpkg-dev autoconf automake libtool tcl xz-utils
     debian-archive-keyring ca-certificates
     openssl mosquitto mosquitto-clients
     python3 python3-paho-mqtt python3-pytest
-    qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf
+    qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools fdisk ovmf
     jq iproute2 util-linux valgrind
 )
 
