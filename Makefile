@@ -123,7 +123,7 @@ include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-hosted test unit unit-core integration deps setup clean check-tree
+.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree
 
 all: $(BUILD)/rel/ternd
 
@@ -134,9 +134,22 @@ setup:
 deps: setup
 	@deps/fetch.sh
 
+# make run: the development disk image, created on the first run and kept
+# (its data partition survives runs and rebuilds); FRESH=1 starts from an
+# empty disk. make run-live: the ISO's live entry, RAM only.
+DEV_DISK     := $(BUILD)/run/tern-disk.img
+DEV_DISK_MIB := 1024
 run: setup deps
+	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf
+	@mkdir -p $(dir $(DEV_DISK))
+	$(if $(FRESH),rm -f $(DEV_DISK))
+	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf --bundler $(BUILD)/rel/tern-bundle \
+	    --disk $(DEV_DISK_MIB) --keep-data $(BUILD)/image/tern.conf $(DEV_DISK)
+	@scripts/run-image.sh --disk $(DEV_DISK) $(KBUILD)/tern.elf
+
+run-live: setup deps
 	$(MAKE) --no-print-directory image
-	@scripts/run-image.sh $(BUILD)/tern.iso $(KBUILD)/tern.elf
+	@scripts/run-image.sh --iso $(BUILD)/tern.iso $(KBUILD)/tern.elf
 
 run-hosted: setup deps
 	$(MAKE) --no-print-directory all

@@ -6,7 +6,8 @@
 #                      (test hooks, 1 s fatal hold) and tern-debug.elf (as
 #                      tern-test.elf, with register dumps in fatal reports);
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
-#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, with the
+#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, and
+#                      build/tern-disk.img (a raw disk image), with the
 #                      development configuration and PKI (tools/image/image.mk)
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
 #                      SeaBIOS and OVMF, entropy, DHCP and TCP echo, the
@@ -98,7 +99,7 @@ include tools/image/image.mk
 
 kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
-image: $(BUILD)/tern.iso
+image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
 kernel-test: kernel image $(BUILD)/rel/tern-mkdisk
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
