@@ -140,11 +140,13 @@ deps: setup
 DEV_DISK     := $(BUILD)/run/tern-disk.img
 DEV_DISK_MIB := 1024
 run: setup deps
-	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf
+	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle \
+	    $(BUILD)/rel/tern-mkdisk $(BUILD)/image/tern.conf
 	@mkdir -p $(dir $(DEV_DISK))
 	$(if $(FRESH),rm -f $(DEV_DISK))
 	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf --bundler $(BUILD)/rel/tern-bundle \
-	    --disk $(DEV_DISK_MIB) --keep-data $(BUILD)/image/tern.conf $(DEV_DISK)
+	    --mkdisk $(BUILD)/rel/tern-mkdisk --disk $(DEV_DISK_MIB) --keep-data \
+	    $(BUILD)/image/tern.conf $(DEV_DISK)
 	@scripts/run-image.sh --disk $(DEV_DISK) $(KBUILD)/tern.elf
 
 run-live: setup deps

@@ -38,9 +38,10 @@ $(BUILD)/tern.iso: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/te
 	    --bundler $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf $@
 
 # 256 MiB, sparse: room for the layout's regions, small to copy in tests.
-$(BUILD)/tern-disk.img: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf \
-                        tools/image/grub-disk.cfg tools/image/mkdisk.sh \
-                        tools/image/tern-build-image src/platform/kernel/disk/gpt.h
+$(BUILD)/tern-disk.img: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk \
+                        $(BUILD)/image/tern.conf tools/image/grub-disk.cfg tools/image/mkdisk.sh \
+                        tools/image/tern-build-image
 	$(if $(Q),@echo "  DISK    $@")
 	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf \
-	    --bundler $(BUILD)/rel/tern-bundle --disk 256 $(BUILD)/image/tern.conf $@
+	    --bundler $(BUILD)/rel/tern-bundle --mkdisk $(BUILD)/rel/tern-mkdisk \
+	    --disk 256 $(BUILD)/image/tern.conf $@

@@ -1,5 +1,5 @@
 #!/bin/sh
-# mkdisk.sh [--keep-data] KERNEL OUTPUT BUNDLE SIZE_MIB - a raw disk image that boots tern
+# mkdisk.sh [--keep-data] KERNEL OUTPUT BUNDLE SIZE_MIB MKDISK - a raw disk image that boots tern
 # from its own disk under BIOS (SeaBIOS) and UEFI (OVMF), and keeps its data
 # on the same disk (SPEC F3, D2; docs/DISK.md):
 #
@@ -8,12 +8,13 @@
 #   2 MiB        "esp"   EFI system partition, FAT32: EFI/BOOT/BOOTX64.EFI,
 #                        /boot/grub (grub.cfg, modules), /boot/tern.elf,
 #                        /boot/tern.bundle
-#   66 MiB       "tern"  the data partition, type GUID from disk/gpt.h,
-#                        zeroed: the kernel formats it on first boot
+#   66 MiB       "tern"  the data partition, zeroed: the kernel formats it
+#                        on first boot
 #   last 1 MiB   backup GPT
 #
-# No loop devices and no root: the GPT is written by sfdisk on the image
-# file, the ESP is a FAT image made with mtools and copied in, and GRUB's
+# No loop devices and no root: the GPT is written by MKDISK (tern-mkdisk,
+# the kernel's own layout code: tools/disk), the ESP is a FAT image made
+# with mtools and copied in, and GRUB's
 # BIOS stage is installed by patching the two block lists grub-bios-setup
 # would patch (boot.img's pointer to core.img, and core.img's first-sector
 # list of the rest of itself). Both GRUBs find the ESP by its FAT volume id,
@@ -29,19 +30,19 @@ if [ "${1:-}" = --keep-data ]; then
     keep=1
     shift
 fi
-if [ $# -ne 4 ]; then
-    echo "usage: mkdisk.sh [--keep-data] KERNEL OUTPUT BUNDLE SIZE_MIB (tern-build-image --disk makes the bundle)" >&2
+if [ $# -ne 5 ]; then
+    echo "usage: mkdisk.sh [--keep-data] KERNEL OUTPUT BUNDLE SIZE_MIB MKDISK (tern-build-image --disk makes the bundle)" >&2
     exit 2
 fi
 kernel=$1
 out=$2
 bundle=$3
 size_mib=$4
+mkdisk=$5
 here=$(dirname "$0")
-root_dir=$(cd "$here/../.." && pwd)
-for tool in sfdisk grub-mkimage mformat mcopy mmd; do
+for tool in "$mkdisk" sfdisk grub-mkimage mformat mcopy mmd; do
     command -v "$tool" >/dev/null 2>&1 || {
-        echo "mkdisk: $tool missing (apt-get install fdisk grub-pc-bin grub-efi-amd64-bin mtools)" >&2
+        echo "mkdisk: $tool missing (make build/rel/tern-mkdisk; apt-get install fdisk grub-pc-bin grub-efi-amd64-bin mtools)" >&2
         exit 1
     }
 done
@@ -57,11 +58,6 @@ if [ "$size_mib" -lt 160 ]; then
     echo "mkdisk: SIZE_MIB must be at least 160" >&2
     exit 2
 fi
-# The data partition's type GUID has one source: the layout's header.
-guid=$(sed -n 's/.*TERN_PART_TYPE_GUID_TEXT[[:space:]]*"\([0-9a-fA-F-]*\)".*/\1/p' \
-    "$root_dir/src/platform/kernel/disk/gpt.h")
-[ -n "$guid" ] || { echo "mkdisk: no TERN_PART_TYPE_GUID_TEXT in disk/gpt.h" >&2; exit 1; }
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -83,12 +79,17 @@ shape() {
         sed -n 's/.*start= *\([0-9]*\), size= *\([0-9]*\), type=\([0-9A-Fa-f-]*\).*/\1 \2 \3/p' |
         tr 'a-f' 'A-F' | awk 'NR < 3 { print } NR == 3 { print $1, $3 }'
 }
-want_shape=$(printf '%s\n' "$bios_start $bios_sectors 21686148-6449-6E6F-744E-656564454649" \
-    "$esp_start $esp_sectors C12A7328-F81F-11D2-BA4B-00A0C93EC93B" "$data_start $guid" |
-    tr 'a-f' 'A-F')
+# The data partition's type GUID has one source, disk/gpt.h: taken from
+# what tern-mkdisk writes, not repeated here.
+want_shape() {
+    printf '%s\n' "$bios_start $bios_sectors 21686148-6449-6E6F-744E-656564454649" \
+        "$esp_start $esp_sectors C12A7328-F81F-11D2-BA4B-00A0C93EC93B" \
+        "$data_start $("$mkdisk" --show "$1" | sed -n 's/.*tern-data .* type \([0-9a-f-]*\)$/\1/p')" |
+        tr 'a-f' 'A-F'
+}
 
 if [ $keep -eq 1 ] && [ -e "$out" ]; then
-    if [ "$(shape "$out")" != "$want_shape" ]; then
+    if [ "$(shape "$out")" != "$(want_shape "$out")" ]; then
         echo "mkdisk: $out exists but is not a tern disk of this layout; not touching it" >&2
         echo "  (remove it, or make run FRESH=1, to start from an empty disk)" >&2
         exit 1
@@ -96,14 +97,11 @@ if [ $keep -eq 1 ] && [ -e "$out" ]; then
     target=$out
 else
     rm -f "$out.tmp"
-    truncate -s "${size_mib}M" "$out.tmp"
-    sfdisk --quiet --no-reread --no-tell-kernel "$out.tmp" >/dev/null <<EOF
-label: gpt
-first-lba: 2048
-start=$bios_start, size=$bios_sectors, type=21686148-6449-6E6F-744E-656564454649, name="bios"
-start=$esp_start, size=$esp_sectors, type=C12A7328-F81F-11D2-BA4B-00A0C93EC93B, name="esp"
-start=$data_start, type=$guid, name="tern"
-EOF
+    "$mkdisk" --size "${size_mib}M" --bios-boot 1M --esp 64M "$out.tmp" >/dev/null
+    if [ "$(shape "$out.tmp")" != "$(want_shape "$out.tmp")" ]; then
+        echo "mkdisk: $mkdisk wrote partitions other than this script's offsets" >&2
+        exit 1
+    fi
     target=$out.tmp
 fi
 
