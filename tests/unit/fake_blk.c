@@ -133,7 +133,12 @@ static int do_flush(struct fake_blk *f)
         f->failed++;
         return BLK_EIO;
     }
-    memcpy(f->durable, f->cur, f->dev.topo.capacity * lb(f));
+    /* What reads see is what the cache held: now all of it is durable. */
+    for (size_t i = 0; i < f->npend; i++) {
+        size_t at = f->pend[i].lba * lb(f);
+
+        memcpy(f->durable + at, f->cur + at, (size_t)f->pend[i].count * lb(f));
+    }
     drop_pending(f);
     f->flushes++;
     return BLK_OK;
@@ -161,6 +166,11 @@ int fake_blk_poll(struct fake_blk *f)
     for (size_t i = 0; i < n; i++) {
         struct blk_req *req = f->queue[i];
 
+        if (f->dead || countdown(&f->die_nth)) {
+            f->dead = true;
+            req->status = BLK_EIO;
+            continue;
+        }
         switch (req->op) {
         case BLK_READ:
             memcpy(req->buf, f->cur + req->lba * lb(f), (size_t)req->count * lb(f));
@@ -256,5 +266,7 @@ size_t fake_blk_cut(struct fake_blk *f)
     drop_pending(f);
     memcpy(f->cur, f->durable, f->dev.topo.capacity * lb(f));
     f->cuts++;
+    f->dead = false;
+    f->die_nth = 0;
     return n;
 }

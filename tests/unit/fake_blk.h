@@ -33,6 +33,10 @@ struct fake_blk {
     /* fault injection: fail the nth next operation (1 = the next), or all */
     uint64_t fail_write_nth, fail_flush_nth;
     bool fail_writes, fail_flushes;
+    /* the power goes at the nth next request: it and all later ones fail
+     * and change nothing, until fake_blk_cut() */
+    uint64_t die_nth;
+    bool dead;
     /* counters */
     uint64_t writes, flushes, cuts, lost_writes, torn_writes, kept_writes;
     uint64_t partial_block_writes, failed;
