@@ -107,3 +107,7 @@ kernel-test: kernel image
 # against the hosted wolfSSL build.
 $(BUILD)/asan/tests/unit/test_kkat.o: INC += $(WOLFSSL_CPPFLAGS)
 $(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)
+
+# The block layer and its drivers' host tests include kernel sources that
+# use the kernel's own header paths (dev/..., clock.h, console.h).
+$(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)
