@@ -6,8 +6,9 @@
  * at 512-byte sector granularity. Writes and flushes can be made to fail.
  *
  * Requests complete only in fake_blk_poll(), never inside submit, as the
- * blk.h contract says, and submit checks what blk.c checks (range, count,
- * alignment, offered operations). Writes that are not whole physical
+ * blk.h contract says (done is called directly: no block layer counts
+ * them here), and submit checks what blk.c checks (range, count, offered
+ * operations; a 512-byte aligned buffer, stricter than blk.c). Writes that are not whole physical
  * blocks are counted, so a test can prove a user never writes one.
  */
 #ifndef TERN_TEST_FAKE_BLK_H

@@ -137,7 +137,8 @@ int kvfs_io_load(struct kvfs *fs, int r, char *err, size_t err_size)
                        (unsigned long long)g->lba, rgn_parse_text(out));
         return out == RGN_NEWER ? SQLITE_CANTOPEN : SQLITE_CORRUPT;
     }
-    if (rc[0] != rc[1])
+    /* A blank copy is normal (a region written once); say the rest. */
+    if (rc[0] != rc[1] && rc[0] != RGN_BLANK && rc[1] != RGN_BLANK)
         kvfs_logf(fs, "store disk: region at block %llu: header copy %u: %s (the other is used)",
                   (unsigned long long)g->lba, rc[0] != RGN_OK ? 0u : 1u,
                   rgn_parse_text(rc[0] != RGN_OK ? rc[0] : rc[1]));
