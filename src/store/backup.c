@@ -8,11 +8,17 @@
  * slot with the lower generation (or one that does not hold a readable
  * copy); the other slot always keeps the last complete copy.
  *
- * Crash safety of a copy: the backup API writes the destination inside one
- * write transaction that stays open across steps, in rollback-journal mode
- * with synchronous = FULL. A copy interrupted by a crash or an error is
- * rolled back to the slot's previous content the next time it is opened;
- * a finished copy is synced before backup_finish returns.
+ * Crash safety of a copy: the slot is emptied first (its file deleted through
+ * the VFS), then the backup API writes the copy inside one write transaction
+ * that stays open across steps, in rollback-journal mode with synchronous =
+ * FULL. A copy interrupted by a crash or an error leaves the slot empty (the
+ * journal of a new file holds no pages, so it rolls back to nothing) and the
+ * other slot keeps the last complete copy; a finished copy is synced before
+ * backup_finish returns. Starting from an empty file is what keeps the copy
+ * in rollback-journal mode (a copy of a WAL database says WAL in its
+ * header, and writing into an existing one would go through its own WAL)
+ * and its journal small: the unikernel keeps a backup's journal in memory
+ * (src/platform/kernel/store/kvfs.h).
  *
  * The copy is made from the store's own connection, a few pages per step.
  * SQLite updates pages already copied when that connection commits changes
@@ -22,6 +28,8 @@
 #include "store/internal.h"
 
 #include <string.h>
+
+static int delete_files(const store *s, const char *base);
 
 /* Open a backup slot with the settings a copy needs. */
 static int open_slot(const store *s, int slot, sqlite3 **db)
@@ -86,13 +94,13 @@ void store_backup_cancel(store *s)
 }
 
 /* The backup in progress failed with SQLite code rc: count, log, drop it
- * (the slot keeps its previous copy). */
+ * (the slot holds no copy now; the other slot keeps the last one). */
 static store_rc backup_failed(store *s, int rc, const char *msg)
 {
     s->last_rc = rc;
     (void)sqlite3_snprintf((int)sizeof s->last_err, s->last_err, "backup to %s: %s",
                            s->bak_path[s->bak_slot], msg);
-    store_logf(s, BROKER_LOG_WARN, "store: %s; the slot keeps its previous copy", s->last_err);
+    store_logf(s, BROKER_LOG_WARN, "store: %s; the other slot keeps the last complete copy", s->last_err);
     s->st.backups_failed++;
     store_backup_cancel(s);
     return store_rc_from_sqlite(rc);
@@ -120,7 +128,9 @@ store_rc store_backup_begin(store *s)
     }
     s->bak_slot = gen[1] < gen[0] ? 1 : 0;
     s->bak_gen = (uint64_t)next;
-    rc = open_slot(s, s->bak_slot, &s->bak_db);
+    rc = delete_files(s, s->bak_path[s->bak_slot]);
+    if (rc == SQLITE_OK)
+        rc = open_slot(s, s->bak_slot, &s->bak_db);
     if (rc == SQLITE_OK) {
         s->bak = sqlite3_backup_init(s->bak_db, "main", s->db, "main");
         if (s->bak == NULL)
@@ -184,9 +194,9 @@ store_rc store_backup_run(store *s)
     return rc;
 }
 
-/* Remove the damaged main file and its journals through the VFS, so the
- * copy starts from an empty file. A file that is not there is fine. */
-static int delete_main(const store *s)
+/* Remove a file and its journals through the VFS, so a copy into it starts
+ * from an empty file. A file that is not there is fine. */
+static int delete_files(const store *s, const char *base)
 {
     static const char *const suffixes[] = {"", "-wal", "-journal", "-shm"};
     sqlite3_vfs *vfs = sqlite3_vfs_find(s->vfs);
@@ -198,7 +208,7 @@ static int delete_main(const store *s)
     for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0] && rc == SQLITE_OK; i++) {
         int exists = 0;
 
-        (void)sqlite3_snprintf((int)sizeof path, path, "%s%s", s->path, suffixes[i]);
+        (void)sqlite3_snprintf((int)sizeof path, path, "%s%s", base, suffixes[i]);
         rc = vfs->xAccess(vfs, path, SQLITE_ACCESS_EXISTS, &exists);
         if (rc == SQLITE_OK && exists)
             rc = vfs->xDelete(vfs, path, 1);
@@ -262,7 +272,7 @@ store_rc store_backup_restore(store *s, char *slot_out, char *err, size_t err_si
                "store: %s is damaged; restoring backup %lld from %s (changes committed after "
                "that backup are lost)",
                s->path, (long long)gen[slot], s->bak_path[slot]);
-    rc = delete_main(s);
+    rc = delete_files(s, s->path);
     if (rc == SQLITE_OK)
         rc = copy_into_main(s, slot);
     if (rc != SQLITE_OK) {

@@ -129,8 +129,9 @@ store_rc store_load(store *s, broker *b, char *err, size_t err_size);
  * a few pages per step, so commits go on between steps (on the same
  * connection: the copy picks up pages they change). begin picks the slot
  * holding the older copy; step copies backup_step_pages pages and sets
- * *done when the copy is complete and synced. A failed step abandons the
- * copy (the slot keeps its previous content).
+ * *done when the copy is complete and synced. The slot is emptied when a
+ * copy begins, so a failed step abandons the copy and leaves the slot
+ * empty; the other slot keeps the last complete copy.
  */
 store_rc store_backup_begin(store *s);
 store_rc store_backup_step(store *s, bool *done);

@@ -30,9 +30,10 @@ ASAN_STORE := $(call obj,asan,$(STORE_SRC))
 # The store's files and its unit tests include <sqlite3.h>; they wait for the
 # library to exist (order-only: a rebuilt library does not recompile them).
 $(REL_STORE) $(ASAN_STORE): INC += $(SQLITE_CPPFLAGS)
-$(BUILD)/asan/tests/unit/test_store_%.o: INC += $(SQLITE_CPPFLAGS)
+$(BUILD)/asan/tests/unit/test_store_%.o $(BUILD)/asan/tests/unit/test_kvfs%.o: \
+    INC += $(SQLITE_CPPFLAGS)
 $(REL_STORE) $(ASAN_STORE): | $(SQLITE_LIBS)
-$(BUILD)/asan/tests/unit/test_store_%.o: | $(SQLITE_LIBS)
+$(BUILD)/asan/tests/unit/test_store_%.o $(BUILD)/asan/tests/unit/test_kvfs%.o: | $(SQLITE_LIBS)
 
 # Extra prerequisites of the lead's link rules: make appends them to $^
 # after the objects, so the archive comes last on the link line.

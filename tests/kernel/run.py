@@ -25,6 +25,7 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_broker_limits.py limits against one client over mutual TLS (input
                         budget, handshakes per address, sessions per
                         identity, their $SYS counters)
+  test_kvfs.py          the store on SQLite through the kernel's VFS (RAM disk)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
   test_disk.py          virtio-blk and virtio-scsi disks: topology, pattern
@@ -45,6 +46,7 @@ import test_crypto
 import test_disk
 import test_disk_image
 import test_faults
+import test_kvfs
 import test_net
 import test_pci_acpi
 
@@ -52,7 +54,7 @@ import test_pci_acpi
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config, test_disk, test_disk_image)
+           test_crypto, test_config, test_disk, test_disk_image, test_kvfs)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -24,6 +24,8 @@
 #define strrchr klibc_strrchr
 #define strstr klibc_strstr
 #define strpbrk klibc_strpbrk
+#define strspn klibc_strspn
+#define strcspn klibc_strcspn
 #define strncpy klibc_strncpy
 #define strcasecmp klibc_strcasecmp
 #define strncasecmp klibc_strncasecmp
@@ -40,6 +42,8 @@ char *klibc_strchr(const char *s, int c);
 char *klibc_strrchr(const char *s, int c);
 char *klibc_strstr(const char *haystack, const char *needle);
 char *klibc_strpbrk(const char *s, const char *accept);
+size_t klibc_strspn(const char *s, const char *accept);
+size_t klibc_strcspn(const char *s, const char *reject);
 char *klibc_strncpy(char *restrict dst, const char *restrict src, size_t n);
 int klibc_strcasecmp(const char *a, const char *b);
 int klibc_strncasecmp(const char *a, const char *b, size_t n);
@@ -57,6 +61,8 @@ int klibc_strncasecmp(const char *a, const char *b, size_t n);
 #undef strrchr
 #undef strstr
 #undef strpbrk
+#undef strspn
+#undef strcspn
 #undef strncpy
 #undef strcasecmp
 #undef strncasecmp
@@ -156,6 +162,8 @@ TEST(klibc_string_compare)
             }
             CHECK(klibc_strstr(a, b) == strstr(a, b));
             CHECK(klibc_strpbrk(a, b) == strpbrk(a, b));
+            CHECK_EQ(klibc_strspn(a, b), strspn(a, b));
+            CHECK_EQ(klibc_strcspn(a, b), strcspn(a, b));
         }
     }
 }

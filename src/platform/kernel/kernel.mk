@@ -59,10 +59,12 @@ KVAR_debug := -DTERN_DEBUG -DTERN_TEST_HOOKS -DTERN_FATAL_HOLD_MS=1000
 kobjs = $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KERNEL_C) $(KERNEL_CORE_C)) \
         $(patsubst %.S,$(KBUILD)/$(1)/%.o,$(KERNEL_S)) \
         $(patsubst $(LWIP_DIR)/%.c,$(KBUILD)/$(1)/lwip/%.o,$(LWIP_C)) \
-        $(call kwolf_objs,$(1))
+        $(call kwolf_objs,$(1)) $(call ksqlite_objs,$(1))
 
 # wolfSSL (freestanding) and the TLS adapter's flags: crypto/wolfssl.mk.
 include $(KDIR)/crypto/wolfssl.mk
+# SQLite and the store (src/store): store/sqlite.mk.
+include $(KDIR)/store/sqlite.mk
 
 $(LWIP_DIR)/%.c:
 	@echo "lwIP sources missing ($(LWIP_DIR)): run make deps" >&2; exit 1

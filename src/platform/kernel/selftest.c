@@ -10,6 +10,7 @@
 #include "mm/kmalloc.h"
 #include "mm/pmm.h"
 #include "panic.h"
+#include "store/kvfs_selftest.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -97,6 +98,9 @@ void selftest_run(const char *name)
         panic("selftest requested a panic");
     } else if (!strcmp(name, "heap")) {
         heap_check();
+        return;
+    } else if (!strcmp(name, "kvfs")) {
+        kvfs_selftest();
         return;
     } else {
         kprintf("selftest %s: unknown test\n", name);

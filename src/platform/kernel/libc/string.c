@@ -159,6 +159,22 @@ char *strpbrk(const char *s, const char *accept)
     return NULL;
 }
 
+size_t strspn(const char *s, const char *accept)
+{
+    size_t n = 0;
+    while (s[n] && strchr(accept, s[n]))
+        n++;
+    return n;
+}
+
+size_t strcspn(const char *s, const char *reject)
+{
+    size_t n = 0;
+    while (s[n] && !strchr(reject, s[n]))
+        n++;
+    return n;
+}
+
 char *strncpy(char *restrict dst, const char *restrict src, size_t n)
 {
     size_t i = 0;

@@ -19,4 +19,6 @@ void free(void *p);
 
 _Noreturn void abort(void);
 
+void qsort(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *));
+
 #endif

@@ -1,0 +1,143 @@
+/*
+ * ksqlite.c - SQLite's operating-system hooks in the kernel (ksqlite.h):
+ * sqlite3_os_init/end, the allocator over kmalloc, the memory bound, and
+ * the services the store VFS needs from the kernel.
+ *
+ * Memory bound, and why a soft heap limit: each connection's page cache is
+ * capped by SQLITE_DEFAULT_CACHE_SIZE (store/sqlite.mk), but the store
+ * opens up to three connections at once (the database, a backup slot, a
+ * restore source), and statements, the WAL index and sort buffers come on
+ * top. sqlite3_soft_heap_limit64() bounds everything SQLite allocates
+ * together: past it SQLite frees clean cache pages before allocating more,
+ * so the store runs in a known amount of memory whatever it does, and it
+ * never fails an allocation for it (a hard limit would turn a large
+ * transaction into a failed commit). The kernel store thread may pass its
+ * configured cache size here.
+ */
+#include "ksqlite.h"
+
+#include "../clock.h"
+#include "../console.h"
+#include "../mm/kmalloc.h"
+#include "../rng/entropy.h"
+#include "../wallclock.h"
+
+#include <sqlite3.h>
+#include <string.h>
+
+/* ---- the allocator ------------------------------------------------------- */
+
+static void *mem_malloc(int n)
+{
+    return n > 0 ? kmalloc((size_t)n) : NULL;
+}
+
+static void mem_free(void *p)
+{
+    kfree(p);
+}
+
+static void *mem_realloc(void *p, int n)
+{
+    return n > 0 ? krealloc(p, (size_t)n) : NULL;
+}
+
+static int mem_size(void *p)
+{
+    return p != NULL ? (int)kmalloc_usable_size(p) : 0;
+}
+
+static int mem_roundup(int n)
+{
+    return (n + 7) & ~7;
+}
+
+static int mem_init(void *ctx)
+{
+    (void)ctx;
+    return SQLITE_OK;
+}
+
+static void mem_shutdown(void *ctx)
+{
+    (void)ctx;
+}
+
+static const sqlite3_mem_methods kmalloc_methods = {
+    mem_malloc, mem_free, mem_realloc, mem_size, mem_roundup, mem_init, mem_shutdown, NULL,
+};
+
+/* ---- SQLITE_OS_OTHER ------------------------------------------------------ */
+
+int sqlite3_os_init(void)
+{
+    return SQLITE_OK; /* the store's VFS registers itself (kvfs_register) */
+}
+
+int sqlite3_os_end(void)
+{
+    return SQLITE_OK;
+}
+
+int ksqlite_init(uint64_t soft_limit)
+{
+    int rc = sqlite3_config(SQLITE_CONFIG_MALLOC, &kmalloc_methods);
+
+    if (rc == SQLITE_OK)
+        rc = sqlite3_initialize();
+    if (rc == SQLITE_OK)
+        (void)sqlite3_soft_heap_limit64(
+            (sqlite3_int64)(soft_limit != 0 ? soft_limit : KSQLITE_SOFT_LIMIT));
+    return rc;
+}
+
+uint64_t ksqlite_memory_used(void)
+{
+    return (uint64_t)sqlite3_memory_used();
+}
+
+/* ---- services for the VFS ------------------------------------------------- */
+
+/* WAL salts and SQLite's other random choices need no secrecy: the DRBG
+ * when seeded, else a hash of the entropy pool and the clock. */
+static void env_random(void *ctx, void *buf, size_t n)
+{
+    uint8_t *p = buf;
+
+    (void)ctx;
+    while (n > 0) {
+        uint32_t v = rng_u32_nonkey();
+        size_t k = n < sizeof v ? n : sizeof v;
+
+        memcpy(p, &v, k);
+        p += k;
+        n -= k;
+    }
+}
+
+static int64_t env_now_ms(void *ctx)
+{
+    (void)ctx;
+    return (int64_t)wallclock_now() * 1000;
+}
+
+static void env_sleep_us(void *ctx, uint64_t us)
+{
+    (void)ctx;
+    delay_ms((uint32_t)((us + 999) / 1000));
+}
+
+static void env_log(void *ctx, const char *line)
+{
+    (void)ctx;
+    kprintf("tern: %s\n", line);
+}
+
+void ksqlite_env(struct kvfs_env *env)
+{
+    memset(env, 0, sizeof *env);
+    env->random = env_random;
+    env->now_ms = env_now_ms;
+    env->sleep_us = env_sleep_us;
+    env->log = env_log;
+}
