@@ -98,6 +98,8 @@ void selftest_run(const char *name)
     } else if (!strcmp(name, "heap")) {
         heap_check();
         return;
+    } else if (selftest_kthread(name)) {
+        return;
     } else {
         kprintf("selftest %s: unknown test\n", name);
         return;
