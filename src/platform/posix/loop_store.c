@@ -14,6 +14,7 @@
 #include "platform/posix/file.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/storeq.h"
+#include "store/queue.h"
 
 bool tern_loop_store_open(tern_loop *l)
 {
@@ -48,17 +49,9 @@ static void report_status(tern_loop *l, bool failed)
 {
     store_stats st;
     broker_store_status bs;
+
     tern_storeq_stats(l->store, &st);
-    memset(&bs, 0, sizeof bs);
-    bs.commits = st.commits;
-    bs.failed_commits = st.failed_commits;
-    bs.records = st.records;
-    bs.commit_p50_us = st.p50_commit_us;
-    bs.commit_p99_us = st.p99_commit_us;
-    bs.backups_done = st.backups_done;
-    bs.backups_failed = st.backups_failed;
-    bs.failing = failed;
-    bs.restored_at_open = st.restored_at_open;
+    squeue_status_of(&st, failed, &bs);
     broker_set_store_status(l->b, &bs);
 }
 
