@@ -15,6 +15,7 @@ void squeue_init(squeue *q, uint32_t backup_interval_s, uint64_t now_us)
     memset(q, 0, sizeof *q);
     q->backup_interval_s = backup_interval_s;
     q->next_backup_us = now_us + (uint64_t)backup_interval_s * 1000000u;
+    q->stats_stale = true; /* the first refresh reads the store's counters */
 }
 
 bool squeue_submit(squeue *q, broker *b)
@@ -132,6 +133,7 @@ void squeue_group_done(squeue *q, store_rc rc, uint64_t now_us)
     for (uint64_t i = q->done; i < q->taken; i++)
         q->ring[i % SQUEUE_CAP].ok = rc == STORE_OK;
     q->done = q->taken;
+    q->stats_stale = true;
 }
 
 bool squeue_take_backup_request(squeue *q)
@@ -147,6 +149,7 @@ void squeue_backup_step(squeue *q, const squeue_store *st, bool forced, uint64_t
     uint64_t next = now_us + (uint64_t)q->backup_interval_s * 1000000u;
     bool done = false;
 
+    q->stats_stale = true;
     if (!q->backup_running) {
         store_stats s;
 
@@ -169,8 +172,10 @@ void squeue_backup_step(squeue *q, const squeue_store *st, bool forced, uint64_t
 
 void squeue_refresh_stats(squeue *q, const squeue_store *st, uint64_t now_us, bool force)
 {
-    if (!force && now_us < q->next_stats_us)
+    if (force ? !q->stats_stale : now_us < q->next_stats_us)
         return;
     st->get_stats(st->ctx, &q->stats);
+    q->stats_gen++;
+    q->stats_stale = false;
     q->next_stats_us = now_us + SQUEUE_STATS_PERIOD_US;
 }

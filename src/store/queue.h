@@ -72,6 +72,7 @@ typedef struct squeue {
     squeue_slot ring[SQUEUE_CAP];
     bool stop, backup_req;
     store_stats stats;        /* the worker's last snapshot */
+    uint64_t stats_gen;       /* counts refreshes of the snapshot */
     /* worker only */
     uint32_t backup_interval_s;
     uint64_t next_backup_us;  /* a periodic backup is due from then */
@@ -80,6 +81,7 @@ typedef struct squeue {
     uint64_t retry_pause_us;  /* 0 after a success, else the current pause */
     uint64_t retry_at_us;     /* no group before this after a failure */
     uint64_t next_stats_us;
+    bool stats_stale;         /* work done since the last refresh */
 } squeue;
 
 /* Empty queue; backup_interval_s 0 = backups on demand only. */
@@ -139,7 +141,9 @@ bool squeue_take_backup_request(squeue *q);
  */
 void squeue_backup_step(squeue *q, const squeue_store *st, bool forced, uint64_t now_us);
 /* Shared. Refresh the stats snapshot when SQUEUE_STATS_PERIOD_US passed
- * since the last refresh, or always when force. */
+ * since the last refresh, or - with force - at once if a commit or backup
+ * step happened since (a worker about to go idle: the last commit's
+ * counters must not wait for the next one). */
 void squeue_refresh_stats(squeue *q, const squeue_store *st, uint64_t now_us, bool force);
 
 #endif

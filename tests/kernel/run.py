@@ -26,6 +26,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         budget, handshakes per address)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
+  test_store.py         the store thread: commits that wait or compute do
+                        not stop the network; RAM only without a disk
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -41,12 +43,13 @@ import test_crypto
 import test_faults
 import test_net
 import test_pci_acpi
+import test_store
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config)
+           test_crypto, test_config, test_store)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -30,7 +30,8 @@ bool tern_loop_store_open(tern_loop *l)
     l->store = tern_storeq_open(path,
                                 l->cfg.store_sync == TERN_STORE_SYNC_NORMAL ? STORE_SYNC_NORMAL
                                                                             : STORE_SYNC_FULL,
-                                l->cfg.store_backup_interval_s, l->b, l->log);
+                                l->cfg.store_backup_interval_s, l->cfg.store_cache_kib, l->b,
+                                l->log);
     if (l->store == NULL)
         return false;
     memset(&ev, 0, sizeof ev);

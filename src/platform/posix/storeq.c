@@ -238,8 +238,10 @@ static void *thread_main(void *arg)
             commit_group(q);
         else if (act == SQUEUE_BACKUP)
             backup_step(q);
-        else
+        else {
+            squeue_refresh_stats(&q->sq, &q->backend, mono_us(), true); /* going idle */
             wait_for_work(q, wake_us);
+        }
         squeue_refresh_stats(&q->sq, &q->backend, mono_us(), false);
     }
     squeue_refresh_stats(&q->sq, &q->backend, mono_us(), true);
@@ -351,7 +353,8 @@ static bool init_sync(tern_storeq *q)
 
 /* The store, opened (through the fault VFS under the test hook), checked
  * and loaded into b. */
-static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker *b)
+static bool open_store(tern_storeq *q, const char *path, store_sync sync, uint32_t cache_kib,
+                       broker *b)
 {
     char err[STORE_ERR_SIZE];
     store_open_info info;
@@ -362,6 +365,7 @@ static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker
         return false;
     opt.path = path;
     opt.sync = sync;
+    opt.cache_kib = cache_kib;
     opt.log = tern_log_broker;
     opt.log_ctx = q->log;
     opt.clock = store_clock;
@@ -386,7 +390,7 @@ static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker
 }
 
 tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup_interval_s,
-                              broker *b, tern_log *log)
+                              uint32_t cache_kib, broker *b, tern_log *log)
 {
     tern_storeq *q = calloc(1, sizeof *q);
 
@@ -403,7 +407,7 @@ tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup
         free(q);
         return NULL;
     }
-    if (!open_store(q, path, sync, b))
+    if (!open_store(q, path, sync, cache_kib, b))
         goto fail;
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->efd < 0) {
