@@ -15,7 +15,9 @@
  *   KSTORE_SLICE_NS + the work between two progress calls
  *   (KSTORE_PROGRESS_OPS virtual-machine instructions)
  * plus any stretch SQLite spends outside its virtual machine without
- * touching the disk (docs/STORE.md gives the figures).
+ * waiting for the disk (docs/STORE.md gives the figures). Large commits
+ * spend most of their time writing pages, so the VFS must wait (and so
+ * yield) per device request, never write a whole commit without waiting.
  *
  * There is no orderly shutdown in the kernel: power-off is a power cut,
  * which is what the store's durability contract is for.
