@@ -33,6 +33,7 @@ typedef enum value_kind {
     KIND_STORE_SYNC,   /* full | normal */
     KIND_IPV4_PREFIX,  /* a.b.c.d/N, a host address */
     KIND_IPV4_HOST,    /* a.b.c.d, a host address */
+    KIND_DISK,         /* auto | none | virtio-blk | virtio-scsi | BB:DD.F */
 } value_kind;
 
 typedef struct key_def {
@@ -91,6 +92,9 @@ static const key_def key_table[] = {
     {"store.path", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, store_path)},
     {"store.sync", KIND_STORE_SYNC, 0, 0, offsetof(tern_config, store_sync)},
     {"store.backup_interval", KIND_UINT, 0, 604800, offsetof(tern_config, store_backup_interval_s)},
+    {"store.cache_size", KIND_UINT, TERN_STORE_CACHE_KIB_MIN, TERN_STORE_CACHE_KIB_MAX,
+     offsetof(tern_config, store_cache_kib)},
+    {"store.disk", KIND_DISK, 0, 0, offsetof(tern_config, store_disk)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
@@ -313,6 +317,9 @@ static void msg_expected(msgbuf *m, const key_def *def)
     case KIND_IPV4_HOST:
         msg_str(m, "an IPv4 address, e.g. 192.0.2.1");
         break;
+    case KIND_DISK:
+        msg_str(m, "auto, none, virtio-blk, virtio-scsi or a PCI address BB:DD.F, e.g. 00:04.0");
+        break;
     }
 }
 
@@ -355,6 +362,53 @@ static bool set_word(span value, const char *const *names, const int *values, in
         }
     }
     return false;
+}
+
+/* Hex digits, exactly s.n of them; false on anything else. */
+static bool parse_hex(span s, unsigned *out)
+{
+    unsigned v = 0;
+
+    if (s.n == 0)
+        return false;
+    for (size_t i = 0; i < s.n; i++) {
+        char c = s.p[i];
+        unsigned d;
+
+        if (c >= '0' && c <= '9')
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F')
+            d = (unsigned)(c - 'A' + 10);
+        else
+            return false;
+        v = v * 16u + d;
+    }
+    *out = v;
+    return true;
+}
+
+/* store.disk: a word, or a PCI address "BB:DD.F" as the kernel's console
+ * prints them (two hex digits of bus and device, one digit of function). */
+static bool parse_disk(span value, tern_config_disk *out)
+{
+    static const char *const names[] = {"auto", "none", "virtio-blk", "virtio-scsi", NULL};
+    static const int kinds[] = {TERN_DISK_AUTO, TERN_DISK_NONE, TERN_DISK_VIRTIO_BLK,
+                                TERN_DISK_VIRTIO_SCSI};
+    unsigned bus, dev, fn;
+    int kind = 0;
+
+    if (set_word(value, names, kinds, &kind)) {
+        *out = (tern_config_disk){(tern_config_disk_kind)kind, 0, 0, 0};
+        return true;
+    }
+    if (value.n != 7 || value.p[2] != ':' || value.p[5] != '.' ||
+        !parse_hex((span){value.p, 2}, &bus) || !parse_hex((span){value.p + 3, 2}, &dev) ||
+        !parse_hex((span){value.p + 6, 1}, &fn) || dev > 0x1f || fn > 7)
+        return false;
+    *out = (tern_config_disk){TERN_DISK_PCI, (uint8_t)bus, (uint8_t)dev, (uint8_t)fn};
+    return true;
 }
 
 /* Store a value that parsed, or say why it did not. */
@@ -449,6 +503,9 @@ static bool set_value(tern_config *cfg, const key_def *def, span value, msgbuf *
             *(tern_config_ipv4 *)field = a;
         break;
     }
+    case KIND_DISK:
+        ok = parse_disk(value, (tern_config_disk *)field);
+        break;
     case KIND_STORE_SYNC: {
         static const char *const names[] = {"full", "normal", NULL};
         static const int values[] = {TERN_STORE_SYNC_FULL, TERN_STORE_SYNC_NORMAL};
@@ -774,6 +831,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->store_path[0] = '\0'; /* no persistence */
     cfg->store_sync = TERN_STORE_SYNC_FULL;
     cfg->store_backup_interval_s = 3600;
+    cfg->store_cache_kib = TERN_STORE_CACHE_KIB_DEFAULT;
+    cfg->store_disk.kind = TERN_DISK_AUTO;
     cfg->listener_tls.family = TERN_ADDR_NONE;
     cfg->tls.identity = TERN_IDENTITY_CN;
     cfg->tls.min_version = TERN_CONFIG_TLS_1_3;

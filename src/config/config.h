@@ -108,6 +108,26 @@ typedef enum tern_config_store_sync {
     TERN_STORE_SYNC_NORMAL,   /* at the next checkpoint: may lose the last commits */
 } tern_config_store_sync;
 
+/* store.disk: which disk holds the unikernel's store (issue 13). */
+typedef enum tern_config_disk_kind {
+    TERN_DISK_AUTO = 0,    /* the first disk with a tern data partition */
+    TERN_DISK_NONE,        /* no disk: RAM only */
+    TERN_DISK_VIRTIO_BLK,  /* the first virtio-blk disk */
+    TERN_DISK_VIRTIO_SCSI, /* the first disk behind virtio-scsi */
+    TERN_DISK_PCI,         /* the disk of the PCI function at bus:dev.fn */
+} tern_config_disk_kind;
+
+typedef struct tern_config_disk {
+    tern_config_disk_kind kind;
+    uint8_t bus, dev, fn; /* TERN_DISK_PCI only */
+} tern_config_disk;
+
+/* store.cache_size's default and bounds, in KiB: SQLite's own default of
+ * about 2 MiB, at least 64 KiB, at most 1 GiB. */
+#define TERN_STORE_CACHE_KIB_DEFAULT 2048u
+#define TERN_STORE_CACHE_KIB_MIN 64u
+#define TERN_STORE_CACHE_KIB_MAX 1048576u
+
 /* An IPv4 address with a prefix length (net.ipv4, net.gateway). */
 typedef struct tern_config_ipv4 {
     bool set;
@@ -131,6 +151,8 @@ typedef struct tern_config {
     char store_path[TERN_CONFIG_PATH_MAX]; /* "" = no persistence (memory only) */
     tern_config_store_sync store_sync;
     uint32_t store_backup_interval_s;      /* 0 = backups on demand only */
+    uint32_t store_cache_kib;              /* SQLite's page cache bound */
+    tern_config_disk store_disk;           /* the unikernel's; the daemon uses store_path */
     broker_log_level log_level;
     tern_config_limits limits;
     uint32_t session_expiry_s; /* 0 = kept forever */

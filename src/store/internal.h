@@ -56,6 +56,9 @@ struct store {
     uint32_t lat_us[STORE_LATENCY_WINDOW]; /* ring of recent commit latencies */
     uint32_t lat_count, lat_next;
 
+    void (*progress)(void *ctx); /* store_set_progress */
+    void *progress_ctx;
+
     sqlite3 *bak_db;           /* backup in progress: destination, owned */
     sqlite3_backup *bak;       /* owned */
     int bak_slot;              /* 0 = a, 1 = b */

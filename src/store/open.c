@@ -90,7 +90,7 @@ static store_rc enter_wal(store *s)
 /* Open the main connection and apply the settings above. */
 static store_rc db_connect(store *s)
 {
-    char sync_sql[64];
+    char sync_sql[64], cache_sql[64];
     int64_t dummy = 0;
     int persist = 1;
     store_rc out;
@@ -98,6 +98,9 @@ static store_rc db_connect(store *s)
 
     (void)sqlite3_snprintf((int)sizeof sync_sql, sync_sql, "PRAGMA synchronous = %s",
                            s->opt.sync == STORE_SYNC_NORMAL ? "NORMAL" : "FULL");
+    /* A negative cache_size is a bound in KiB rather than in pages. */
+    (void)sqlite3_snprintf((int)sizeof cache_sql, cache_sql, "PRAGMA cache_size = -%u",
+                           s->opt.cache_kib);
     rc = sqlite3_open_v2(s->path, &s->db,
                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX |
                              SQLITE_OPEN_EXRESCODE,
@@ -120,6 +123,8 @@ static store_rc db_connect(store *s)
         out = store_exec(s, "PRAGMA journal_size_limit = 67108864");
     if (out == STORE_OK)
         out = store_exec(s, "PRAGMA temp_store = MEMORY");
+    if (out == STORE_OK && s->opt.cache_kib > 0)
+        out = store_exec(s, cache_sql);
     if (out != STORE_OK)
         goto done;
     rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);

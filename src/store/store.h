@@ -63,6 +63,8 @@ typedef struct store_options {
     void *log_ctx;
     store_clock_fn clock;        /* may be NULL: latencies then read 0 */
     void *clock_ctx;
+    uint32_t cache_kib;          /* SQLite's page cache bound (PRAGMA cache_size) in
+                                    KiB; 0 = SQLite's default (about 2 MiB) */
 } store_options;
 
 /* What store_open() found. */
@@ -111,6 +113,15 @@ store_rc store_check(const char *path, const char *vfs, store_check_info *info, 
  * starts failing and once when it works again.
  */
 store_rc store_apply(store *s, const broker_store_batch *batches, size_t n);
+
+/*
+ * Call fn(ctx) about every `ops` SQLite virtual-machine instructions while
+ * a statement of the store runs (sqlite3_progress_handler); fn NULL turns
+ * it off. The work is never interrupted: fn is for a platform whose store
+ * runs cooperatively (the unikernel's store thread) to give the CPU back
+ * in the middle of a long commit or load.
+ */
+void store_set_progress(store *s, unsigned ops, void (*fn)(void *ctx), void *ctx);
 
 /* The last failure: SQLite's extended result code and a one-line text. */
 int store_last_error(const store *s, const char **text);

@@ -100,6 +100,22 @@ done:
     return ok;
 }
 
+static int progress_trampoline(void *ctx)
+{
+    const store *s = ctx;
+
+    s->progress(s->progress_ctx);
+    return 0; /* never interrupt the statement */
+}
+
+void store_set_progress(store *s, unsigned ops, void (*fn)(void *ctx), void *ctx)
+{
+    s->progress = fn;
+    s->progress_ctx = ctx;
+    sqlite3_progress_handler(s->db, fn != NULL ? (int)ops : 0,
+                             fn != NULL ? progress_trampoline : NULL, s);
+}
+
 int store_last_error(const store *s, const char **text)
 {
     if (text != NULL)

@@ -1,5 +1,6 @@
 """Configurations and bundles refused: a plaintext configuration with an
-unknown key or a bad value, a boot bundle with a missing or bad
+unknown key or a bad value (store.path, a file store, and store.disk
+naming a disk that is not there among them), a boot bundle with a missing or bad
 certificate, an unknown key or a newer format, and a TLS listener on a
 machine whose RTC gives no trustworthy date must each halt the kernel with
 the reason on serial, neither serving nor resetting; the image builder
@@ -94,7 +95,7 @@ def builder_test(build):
         refusals = [
             (MTLS_CONF + "bogus.key = 1\n", MTLS_ACL, "tern.conf:10: unknown key 'bogus.key'"),
             (MTLS_CONF + "store.path = t.db\n", MTLS_ACL,
-             "tern.conf: store.path: the unikernel has no store yet"),
+             "tern.conf:10: store.path: the unikernel keeps its store on a disk partition"),
             (MTLS_CONF.replace("pki/server.key", "pki/nothing.key"), MTLS_ACL,
              ("tern.conf:4: tls.key: ", "pki/nothing.key: No such file or directory")),
             (MTLS_CONF.replace("pki/server.key", "pki/dev-client.key"), MTLS_ACL,
@@ -126,6 +127,17 @@ def cases(b):
             b.elf, MQTT_CONF + b"net.ipv4 = 10.0.2.0/24\n",
             "tern: config: tern.conf:6: net.ipv4: '10.0.2.0/24' is the network's own address, "
             "not a host address"),
+        "store-path-refused": config_refused_test(
+            b.elf, MQTT_CONF + b"store.path = t.db\n",
+            "tern: config: tern.conf:6: store.path: the unikernel keeps its store on a disk "
+            "partition, not in a file: remove store.path and choose the disk with store.disk"),
+        "store-disk-bad-value": config_refused_test(
+            b.elf, MQTT_CONF + b"store.disk = sda\n",
+            "tern: config: tern.conf:6: store.disk: expected auto, none, virtio-blk, "
+            "virtio-scsi or a PCI address BB:DD.F, e.g. 00:04.0, got 'sda'"),
+        "store-disk-missing": config_refused_test(
+            b.elf, MQTT_CONF + b"store.disk = virtio-blk\n",
+            "tern: config: tern.conf:6: store.disk: no such disk"),
         "image-builder-checks": builder_test(b.dir),
         "mqtt-mtls-clock-unset": clock_unset_test(b.elf, b.dir),
         "mqtt-mtls-missing-cert": bundle_refused_test(

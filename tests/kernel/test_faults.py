@@ -1,5 +1,6 @@
 """Fatal faults: a deliberate fault in the test build (tern.test=NAME: page
-fault, #GP, stack overflow, a write to text, execution of data) prints a
+fault, #GP, stack overflow on the main stack and on a kernel thread's, a
+write to text, execution of data) prints a
 report with its cause and no addresses, holds, resets, and the kernel
 boots again (its banner a second time); the debug build adds a register
 dump; a test ISO that faults puts the report on the framebuffer as well
@@ -96,6 +97,9 @@ def cases(b):
                                     None),
         "fault-stackoverflow": fault_test(b.test_elf, "stackoverflow", "page fault (#PF)",
                                           "stack overflow into a guard page"),
+        "fault-kthread-stackoverflow": fault_test(b.test_elf, "kthread-overflow",
+                                                 "page fault (#PF)",
+                                                 "stack overflow into a guard page"),
         "fault-write-text": fault_test(b.test_elf, "write-text", "page fault (#PF)",
                                        "write to read-only memory (W^X)"),
         "fault-exec-data": fault_test(b.test_elf, "exec-data", "page fault (#PF)",

@@ -719,6 +719,65 @@ TEST(config_store_defaults_are_memory_only_durable_hourly)
     CHECK_EQ(cfg.store_path[0], '\0'); /* no persistence unless asked */
     CHECK_EQ(cfg.store_sync, TERN_STORE_SYNC_FULL);
     CHECK_EQ(cfg.store_backup_interval_s, 3600);
+    CHECK_EQ(cfg.store_cache_kib, TERN_STORE_CACHE_KIB_DEFAULT);
+    CHECK_EQ(cfg.store_disk.kind, TERN_DISK_AUTO);
+}
+
+TEST(config_store_disk_takes_a_word_or_a_pci_address)
+{
+    static const struct {
+        const char *value;
+        tern_config_disk want;
+    } ok[] = {
+        {"auto", {TERN_DISK_AUTO, 0, 0, 0}},
+        {"none", {TERN_DISK_NONE, 0, 0, 0}},
+        {"virtio-blk", {TERN_DISK_VIRTIO_BLK, 0, 0, 0}},
+        {"virtio-scsi", {TERN_DISK_VIRTIO_SCSI, 0, 0, 0}},
+        {"00:04.0", {TERN_DISK_PCI, 0, 4, 0}},
+        {"ff:1F.7", {TERN_DISK_PCI, 0xff, 0x1f, 7}},
+    };
+    char err[TERN_CONFIG_ERR_SIZE], text[96];
+    tern_config cfg;
+
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        snprintf(text, sizeof text, "config_version = 1\nstore.disk = %s\n", ok[i].value);
+        CHECK(parse_text(text, &cfg, err));
+        CHECK_EQ(cfg.store_disk.kind, ok[i].want.kind);
+        CHECK_EQ(cfg.store_disk.bus, ok[i].want.bus);
+        CHECK_EQ(cfg.store_disk.dev, ok[i].want.dev);
+        CHECK_EQ(cfg.store_disk.fn, ok[i].want.fn);
+        CHECK_EQ(tern_config_line(&cfg, "store.disk"), 2u);
+    }
+}
+
+TEST(config_store_disk_refuses_what_names_no_disk)
+{
+    static const char *const bad[] = {
+        "sda", "AUTO", "virtio", "0:04.0", "00:4.0", "00:04.8", "00:20.0", "00:04.00",
+        "0000:00:04.0", "00-04.0", "g0:04.0", "00:04.",
+    };
+    char err[TERN_CONFIG_ERR_SIZE], text[96];
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, "config_version = 1\nstore.disk = %s\n", bad[i]);
+        CHECK(rejects(text, err));
+        CHECK(strstr(err, "t.conf:2: store.disk: expected auto, none, virtio-blk, virtio-scsi "
+                          "or a PCI address BB:DD.F, e.g. 00:04.0, got '") == err);
+    }
+}
+
+TEST(config_store_cache_size_is_kib_within_its_bounds)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\nstore.cache_size = 16384\n", &cfg, err));
+    CHECK_EQ(cfg.store_cache_kib, 16384u);
+    CHECK(rejects("config_version = 1\nstore.cache_size = 63\n", err));
+    CHECK(strcmp(err, "t.conf:2: store.cache_size: expected an integer 64..1048576, "
+                      "got '63'") == 0);
+    CHECK(rejects("config_version = 1\nstore.cache_size = 1048577\n", err));
+    CHECK(rejects("config_version = 1\nstore.cache_size = 8M\n", err));
 }
 
 TEST(config_store_bad_values_are_refused_with_what_is_expected)

@@ -1,7 +1,8 @@
 /*
  * test_store_apply.c - journal records to rows: every record type, upserts
  * and deletes by key, the reset record, group commit of several batches in
- * one transaction, and a malformed batch that leaves the file untouched.
+ * one transaction, a malformed batch that leaves the file untouched, and
+ * the progress callback a cooperative platform yields from.
  */
 #include "test.h"
 #include "test_store_util.h"
@@ -213,5 +214,51 @@ TEST(store_malformed_batch_fails_whole_group_and_store_goes_on)
     /* Neither batch of the failed group reached the file. */
     CHECK_EQ(count(&e, "retained"), 1);
     CHECK(ts_integrity_ok(e.path));
+    ts_cleanup(&e);
+}
+
+typedef struct progress_count {
+    unsigned calls;
+    uint64_t last_us, longest_us; /* the longest stretch between two calls */
+} progress_count;
+
+static void count_progress(void *ctx)
+{
+    progress_count *p = ctx;
+    uint64_t now = ts_clock_us(NULL);
+
+    if (p->calls > 0 && now - p->last_us > p->longest_us)
+        p->longest_us = now - p->last_us;
+    p->last_us = now;
+    p->calls++;
+}
+
+TEST(store_progress_callback_runs_during_a_long_commit_until_turned_off)
+{
+    static jb j;
+    ts_env e;
+    broker_store_batch b;
+    progress_count p = {0, 0, 0};
+
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, false));
+    jb_init(&j, 1);
+    for (int i = 0; i < 200; i++) {
+        char topic[32];
+
+        snprintf(topic, sizeof topic, "t/%d", i);
+        jb_retain_set(&j, topic, "value", 1);
+    }
+    b = jb_batch(&j);
+    store_set_progress(e.s, 100, count_progress, &p);
+    CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK);
+    CHECK(p.calls > 10); /* 200 upserts run thousands of instructions */
+    store_set_progress(e.s, 100, NULL, NULL);
+    p.calls = 0;
+    b.seq = 2;
+    CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK);
+    CHECK_EQ(p.calls, 0u);
+    ts_close(&e);
+    CHECK_EQ(count(&e, "retained"), 200);
     ts_cleanup(&e);
 }

@@ -197,3 +197,11 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
         refuse(msg);
     }
 }
+
+_Noreturn void bootconf_refuse_key(const tern_config *cfg, const char *key, const char *why)
+{
+    char msg[TERN_CONFIG_ERR_SIZE];
+    snprintf(msg, sizeof msg, "%s:%zu: %s: %s", config_name, tern_config_line(cfg, key), key,
+             why);
+    refuse(msg);
+}

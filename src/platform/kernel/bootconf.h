@@ -40,4 +40,9 @@ struct bootconf_assets {
  */
 void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out);
 
+/* A value found unusable after parsing (a disk store.disk names that is
+ * not there): "NAME:LINE: key: why" on the console, and halt, like a
+ * refused configuration. */
+_Noreturn void bootconf_refuse_key(const tern_config *cfg, const char *key, const char *why);
+
 #endif

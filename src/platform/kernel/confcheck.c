@@ -37,11 +37,15 @@ const char *conf_file_value(const tern_config *cfg, unsigned i)
 int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_t err_size)
 {
     const char *what = NULL;
-    if (cfg->store_path[0])
-        what = "store.path: the unikernel has no store yet (retained messages and sessions "
-               "live in memory)";
-    else if (cfg->listener_plain.family == TERN_ADDR_NONE &&
-             cfg->listener_tls.family == TERN_ADDR_NONE)
+    if (cfg->store_path[0]) {
+        snprintf(err, err_size,
+                 "%s:%zu: store.path: the unikernel keeps its store on a disk partition, not "
+                 "in a file: remove store.path and choose the disk with store.disk",
+                 name, tern_config_line(cfg, "store.path"));
+        return -1;
+    }
+    if (cfg->listener_plain.family == TERN_ADDR_NONE &&
+        cfg->listener_tls.family == TERN_ADDR_NONE)
         what = "no listener: nothing to serve";
     else if (cfg->listener_plain.family == TERN_ADDR_IPV6)
         what = "listener.plain: the unikernel has IPv4 only";

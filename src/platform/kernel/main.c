@@ -39,6 +39,8 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "selftest.h"
+#include "store/kstore.h"
+#include "store/kstore_test.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -81,6 +83,56 @@ static void check_mode(void)
         halt_unavailable("Diagnostics, then serve");
     kprintf("tern: unknown tern.mode '%s'\n", mode);
     halt_unavailable("that mode");
+}
+
+/* The boot menu's live entry runs from RAM and writes no disk (A1). */
+static int live_mode(void)
+{
+    char mode[32];
+    return bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) && !strcmp(mode, "live");
+}
+
+/*
+ * The durable store the broker restores from and commits to, or NULL: RAM
+ * only, retained messages and persistent sessions are lost at reboot.
+ * Issue 13's disk plugs in here: find the disk cfg->store_disk names among
+ * the block devices (halting with bootconf_refuse_key when a named one is
+ * missing), read its layout, register SQLite's VFS over the database
+ * region, store_open() through it with cfg->store_sync and
+ * cfg->store_cache_kib, then kstore_bind_store(&disk_store, s) and return
+ * &disk_store. Until then a named disk cannot be found and auto finds none.
+ */
+static const squeue_store *open_store(const tern_config *cfg)
+{
+#ifdef TERN_TEST_HOOKS
+    char spec[32], err[96];
+    if (bootinfo_arg(&boot, "tern.teststore", spec, sizeof spec)) {
+        const squeue_store *st = kstore_test_store(spec, err, sizeof err);
+        if (!st)
+            panic(err);
+        kprintf("tern: store: TEST store double (tern.teststore=%s): commits keep nothing\n",
+                spec);
+        return st;
+    }
+#endif
+    if (live_mode()) {
+        kprintf("tern: store: live mode: no disk is written; retained messages and sessions "
+                "live in memory only\n");
+        return NULL;
+    }
+    switch (cfg->store_disk.kind) {
+    case TERN_DISK_NONE:
+        kprintf("tern: store: store.disk = none: retained messages and sessions live in "
+                "memory only\n");
+        return NULL;
+    case TERN_DISK_AUTO:
+        kprintf("tern: store: no disk with a tern data partition (this kernel has no block "
+                "drivers yet): retained messages and sessions live in memory only\n");
+        return NULL;
+    default:
+        bootconf_refuse_key(cfg, "store.disk",
+                            "no such disk: this kernel has no block drivers yet");
+    }
 }
 
 static _Noreturn void kmain(void)
@@ -177,10 +229,15 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
-        if (serve && kserve_start(&config, &assets, clock_mono_ns() / 1000000) == 0) {
-            char line[160];
+        const squeue_store *durable = serve ? open_store(&config) : NULL;
+        if (serve && kserve_start(&config, &assets, durable, clock_mono_ns() / 1000000) == 0) {
+            char line[200];
             kserve_describe(line, sizeof line);
             kprintf("tern: mqtt: %s\n", line);
+            if (durable) {
+                kserve_describe_store(line, sizeof line);
+                kprintf("tern: store: %s\n", line);
+            }
         }
     } else if (serve) {
         kprintf("tern: mqtt: no network: not serving\n");

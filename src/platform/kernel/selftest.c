@@ -102,6 +102,8 @@ void selftest_run(const char *name)
     } else if (!strcmp(name, "kvfs")) {
         kvfs_selftest();
         return;
+    } else if (selftest_kthread(name)) {
+        return;
     } else {
         kprintf("selftest %s: unknown test\n", name);
         return;

@@ -10,4 +10,8 @@
 /* Run the named test. Fault tests do not return; checks print their result. */
 void selftest_run(const char *name);
 
+/* The kernel threads' tests (selftest_kthread.c): 1 when name was one of
+ * them (checks return, faults do not), 0 otherwise. */
+int selftest_kthread(const char *name);
+
 #endif

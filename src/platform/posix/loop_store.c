@@ -14,6 +14,7 @@
 #include "platform/posix/file.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/storeq.h"
+#include "store/queue.h"
 
 bool tern_loop_store_open(tern_loop *l)
 {
@@ -29,7 +30,8 @@ bool tern_loop_store_open(tern_loop *l)
     l->store = tern_storeq_open(path,
                                 l->cfg.store_sync == TERN_STORE_SYNC_NORMAL ? STORE_SYNC_NORMAL
                                                                             : STORE_SYNC_FULL,
-                                l->cfg.store_backup_interval_s, l->b, l->log);
+                                l->cfg.store_backup_interval_s, l->cfg.store_cache_kib, l->b,
+                                l->log);
     if (l->store == NULL)
         return false;
     memset(&ev, 0, sizeof ev);
@@ -48,17 +50,9 @@ static void report_status(tern_loop *l, bool failed)
 {
     store_stats st;
     broker_store_status bs;
+
     tern_storeq_stats(l->store, &st);
-    memset(&bs, 0, sizeof bs);
-    bs.commits = st.commits;
-    bs.failed_commits = st.failed_commits;
-    bs.records = st.records;
-    bs.commit_p50_us = st.p50_commit_us;
-    bs.commit_p99_us = st.p99_commit_us;
-    bs.backups_done = st.backups_done;
-    bs.backups_failed = st.backups_failed;
-    bs.failing = failed;
-    bs.restored_at_open = st.restored_at_open;
+    squeue_status_of(&st, failed, &bs);
     broker_set_store_status(l->b, &bs);
 }
 

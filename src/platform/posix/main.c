@@ -64,6 +64,10 @@ static int run(const tern_config *cfg, const char *config_path, tern_assets *ass
     if (cfg->net.ipv4.set)
         tern_logf(&log, BROKER_LOG_WARN, "%s: net.ipv4 and net.gateway set the unikernel's "
                   "address; ternd uses the host's network and ignores them", config_path);
+    if (tern_config_line(cfg, "store.disk") != 0)
+        tern_logf(&log, BROKER_LOG_WARN, "%s:%zu: store.disk chooses the unikernel's disk; "
+                  "ternd keeps its store in the file store.path names and ignores it",
+                  config_path, tern_config_line(cfg, "store.disk"));
     loop = tern_loop_create(cfg, config_path, assets, &log);
     if (loop == NULL)
         return EXIT_FAILURE;

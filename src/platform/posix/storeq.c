@@ -1,22 +1,10 @@
 /*
- * storeq.c - the store thread and its queue (see storeq.h).
- *
- * The queue is a ring of batch descriptors with four running indices,
- * head <= done <= taken <= tail: [head, done) are finished and wait for the
- * event loop to report them, [done, taken) are being committed, [taken,
- * tail) wait for the thread. The thread takes everything waiting at once and
- * commits it as one transaction, so under load one fsync covers many loop
- * turns' batches (group commit) with no added delay when the load is light.
- *
- * Between commits, and only when no batch waits, the thread takes backup
- * steps (a few pages each), so a backup never holds up a commit by more
- * than one step.
- *
- * After a failed group (disk full, I/O error) the next one waits a pause
- * that doubles from 50 ms to 2 s while failures go on: the core answers a
- * failure with a batch that rewrites its whole state, and without a pause a
- * full disk would turn that into a busy loop of ever-failing rewrites.
- * Acknowledgements wait in the meantime, which is what they must do.
+ * storeq.c - the store thread and its queue (see storeq.h): a pthread, a
+ * mutex and an eventfd around the store queue both platforms share
+ * (src/store/queue.c), which holds the batches in flight, their order,
+ * group commit, the pause after a failed group and the backup schedule.
+ * The thread holds the mutex except while it works on the store, so the
+ * event loop can queue batches during a commit.
  *
  * Test hook (TERN_TEST_HOOKS builds only, the ASan daemon the integration
  * tests run): TERN_TEST_STORE_FAULT=FILE opens the database through the
@@ -37,22 +25,14 @@
 #include <unistd.h>
 
 #include "platform/posix/sock.h" /* TERN_HANDLE_STORE */
+#include "store/queue.h"
 #ifdef TERN_TEST_HOOKS
 #include "store/faultvfs.h"
 #endif
 
 enum {
-    QCAP = 256,                    /* batches queued or in flight */
-    STATS_PERIOD_US = 1000000,     /* refresh of the shared counters */
     DRAIN_ROUNDS = 8,              /* shutdown: batches reported may produce more */
-    RETRY_MIN_US = 50000,          /* after a failed group, first pause before the next */
-    RETRY_MAX_US = 2000000,        /* ... doubling up to this while failures go on */
 };
-
-typedef struct qslot {
-    broker_store_batch b;
-    bool ok;
-} qslot;
 
 /* Which thread may touch what. "The loop" is the thread that opens and
  * stops the queue (the event loop's); before the store thread starts and
@@ -63,27 +43,21 @@ struct tern_storeq {
     int efd;               /* owned eventfd: completions are waiting (the thread
                               writes it, the loop reads it) */
     tern_log *log;         /* not owned; both threads log through it */
-    uint32_t backup_interval_s;
 
     /* loop thread only */
     pthread_t thread;
     bool started;          /* thread is running and must be joined */
 
-    /* guarded by mu */
+    /* guarded by mu (the queue's "shared" calls) */
     pthread_mutex_t mu;
     pthread_cond_t work;   /* batches queued, stop, or a backup request */
     pthread_cond_t idle;   /* a group finished */
-    uint64_t head, done, taken, tail;
-    qslot ring[QCAP];
-    bool stop, backup_req;
-    store_stats stats;     /* the thread's last snapshot */
+    squeue sq;
 
-    /* store thread only */
+    /* store thread only (set before it starts) */
     store *s;              /* owned */
-    uint64_t backup_commits; /* commits when the last backup began */
-    uint64_t retry_pause_us; /* 0 after a success, else the current pause */
-    uint64_t retry_at_us;    /* no group before this after a failure */
-    broker_store_batch scratch[QCAP]; /* the group being applied */
+    squeue_store backend;  /* over s */
+    broker_store_batch scratch[SQUEUE_CAP]; /* the group being applied */
 #ifdef TERN_TEST_HOOKS
     store_fault *fault;    /* owned; NULL unless the hook is set */
     char *fault_file;      /* owned */
@@ -201,27 +175,14 @@ static void fault_hook_check(tern_storeq *q)
 /* Commit every batch waiting, as one group. Called and returns locked. */
 static void commit_group(tern_storeq *q)
 {
-    size_t n = 0;
+    size_t n = squeue_take_group(&q->sq, q->scratch);
     store_rc rc;
 
-    for (uint64_t i = q->taken; i < q->tail; i++)
-        q->scratch[n++] = q->ring[i % QCAP].b;
-    q->taken = q->tail;
     unlock(q);
     fault_hook_check(q);
-    rc = store_apply(q->s, q->scratch, n);
-    if (rc == STORE_OK) {
-        q->retry_pause_us = 0;
-    } else {
-        q->retry_pause_us = q->retry_pause_us == 0 ? RETRY_MIN_US : q->retry_pause_us * 2;
-        if (q->retry_pause_us > RETRY_MAX_US)
-            q->retry_pause_us = RETRY_MAX_US;
-        q->retry_at_us = mono_us() + q->retry_pause_us;
-    }
+    rc = q->backend.apply(q->backend.ctx, q->scratch, n);
     lock(q);
-    for (uint64_t i = q->done; i < q->taken; i++)
-        q->ring[i % QCAP].ok = rc == STORE_OK;
-    q->done = q->taken;
+    squeue_group_done(&q->sq, rc, mono_us());
     if (pthread_cond_broadcast(&q->idle) != 0)
         tern_panic(__FILE__, __LINE__, "store queue condvar");
     {
@@ -233,27 +194,13 @@ static void commit_group(tern_storeq *q)
     }
 }
 
-/* Start a backup or copy its next pages. A periodic backup of a database
- * that has not changed since the last one is skipped. */
-static void backup_step(tern_storeq *q, bool forced, uint64_t *next_backup)
+/* One backup step, outside the lock. Called and returns locked. */
+static void backup_step(tern_storeq *q)
 {
-    bool done = false;
+    bool forced = squeue_take_backup_request(&q->sq);
 
     unlock(q);
-    if (!store_backup_running(q->s)) {
-        store_stats st;
-
-        store_get_stats(q->s, &st);
-        if (!forced && st.commits == q->backup_commits && st.backups_done > 0) {
-            *next_backup = mono_us() + (uint64_t)q->backup_interval_s * 1000000u;
-        } else {
-            q->backup_commits = st.commits;
-            if (store_backup_begin(q->s) != STORE_OK)
-                *next_backup = mono_us() + (uint64_t)q->backup_interval_s * 1000000u;
-        }
-    } else if (store_backup_step(q->s, &done) != STORE_OK || done) {
-        *next_backup = mono_us() + (uint64_t)q->backup_interval_s * 1000000u;
-    }
+    squeue_backup_step(&q->sq, &q->backend, forced, mono_us());
     lock(q);
 }
 
@@ -279,36 +226,25 @@ static void wait_for_work(tern_storeq *q, uint64_t deadline_us)
 static void *thread_main(void *arg)
 {
     tern_storeq *q = arg;
-    uint64_t next_backup = mono_us() + (uint64_t)q->backup_interval_s * 1000000u;
-    uint64_t next_stats = 0;
 
     lock(q);
     for (;;) {
-        uint64_t now;
+        uint64_t wake_us;
+        squeue_action act = squeue_next(&q->sq, mono_us(), &wake_us);
 
-        if (q->taken != q->tail && q->retry_pause_us > 0 && !q->stop &&
-            mono_us() < q->retry_at_us) {
-            wait_for_work(q, q->retry_at_us); /* pausing after a failure */
-        } else if (q->taken != q->tail) {
-            commit_group(q);
-        } else if (q->stop) {
+        if (act == SQUEUE_STOP)
             break;
-        } else if (q->backup_req || store_backup_running(q->s) ||
-                   (q->backup_interval_s > 0 && mono_us() >= next_backup)) {
-            bool forced = q->backup_req;
-
-            q->backup_req = false;
-            backup_step(q, forced, &next_backup);
-        } else {
-            wait_for_work(q, q->backup_interval_s > 0 ? next_backup : UINT64_MAX);
+        if (act == SQUEUE_COMMIT)
+            commit_group(q);
+        else if (act == SQUEUE_BACKUP)
+            backup_step(q);
+        else {
+            squeue_refresh_stats(&q->sq, &q->backend, mono_us(), true); /* going idle */
+            wait_for_work(q, wake_us);
         }
-        now = mono_us();
-        if (now >= next_stats) {
-            store_get_stats(q->s, &q->stats);
-            next_stats = now + STATS_PERIOD_US;
-        }
+        squeue_refresh_stats(&q->sq, &q->backend, mono_us(), false);
     }
-    store_get_stats(q->s, &q->stats);
+    squeue_refresh_stats(&q->sq, &q->backend, mono_us(), true);
     unlock(q);
     return NULL;
 }
@@ -327,42 +263,27 @@ void *tern_storeq_handle(tern_storeq *q)
 
 void tern_storeq_submit(tern_storeq *q, broker *b)
 {
-    broker_store_batch batch;
-    bool queued = false;
-
     lock(q);
-    while (q->tail - q->head < QCAP && broker_store_take(b, &batch)) {
-        q->ring[q->tail % QCAP].b = batch;
-        q->tail++;
-        queued = true;
-    }
-    if (queued && pthread_cond_signal(&q->work) != 0)
+    if (squeue_submit(&q->sq, b) && pthread_cond_signal(&q->work) != 0)
         tern_panic(__FILE__, __LINE__, "store queue condvar");
     unlock(q);
 }
 
 bool tern_storeq_complete(tern_storeq *q, broker *b)
 {
-    uint64_t count, seqs[QCAP];
-    bool oks[QCAP], all_ok = true;
-    size_t n = 0;
+    squeue_result done[SQUEUE_CAP];
+    uint64_t count;
+    size_t n;
 
     /* Nonblocking: EAGAIN only means another call already took them. */
     if (read(q->efd, &count, sizeof count) < 0 && errno != EAGAIN)
         tern_logf(q->log, BROKER_LOG_WARN, "store eventfd: %s", strerror(errno));
     lock(q);
-    for (; q->head < q->done; q->head++) {
-        seqs[n] = q->ring[q->head % QCAP].b.seq;
-        oks[n++] = q->ring[q->head % QCAP].ok;
-    }
+    n = squeue_collect(&q->sq, done);
     unlock(q);
     /* Outside the lock: the core may take long, and the thread no longer
      * looks at these slots. */
-    for (size_t i = 0; i < n; i++) {
-        broker_store_done(b, seqs[i], oks[i]);
-        all_ok = all_ok && oks[i];
-    }
-    return all_ok;
+    return squeue_report(b, done, n);
 }
 
 void tern_storeq_drain(tern_storeq *q, broker *b)
@@ -372,8 +293,8 @@ void tern_storeq_drain(tern_storeq *q, broker *b)
 
         tern_storeq_submit(q, b);
         lock(q);
-        empty = q->head == q->tail;
-        while (q->done != q->tail)
+        empty = squeue_empty(&q->sq);
+        while (!squeue_idle(&q->sq))
             if (pthread_cond_wait(&q->idle, &q->mu) != 0)
                 tern_panic(__FILE__, __LINE__, "store queue condvar");
         unlock(q);
@@ -392,7 +313,7 @@ void tern_storeq_drain(tern_storeq *q, broker *b)
 void tern_storeq_backup_now(tern_storeq *q)
 {
     lock(q);
-    q->backup_req = true;
+    squeue_request_backup(&q->sq);
     if (pthread_cond_signal(&q->work) != 0)
         tern_panic(__FILE__, __LINE__, "store queue condvar");
     unlock(q);
@@ -401,7 +322,7 @@ void tern_storeq_backup_now(tern_storeq *q)
 void tern_storeq_stats(tern_storeq *q, store_stats *out)
 {
     lock(q);
-    *out = q->stats;
+    *out = q->sq.stats;
     unlock(q);
 }
 
@@ -432,7 +353,8 @@ static bool init_sync(tern_storeq *q)
 
 /* The store, opened (through the fault VFS under the test hook), checked
  * and loaded into b. */
-static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker *b)
+static bool open_store(tern_storeq *q, const char *path, store_sync sync, uint32_t cache_kib,
+                       broker *b)
 {
     char err[STORE_ERR_SIZE];
     store_open_info info;
@@ -443,6 +365,7 @@ static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker
         return false;
     opt.path = path;
     opt.sync = sync;
+    opt.cache_kib = cache_kib;
     opt.log = tern_log_broker;
     opt.log_ctx = q->log;
     opt.clock = store_clock;
@@ -462,12 +385,12 @@ static bool open_store(tern_storeq *q, const char *path, store_sync sync, broker
     tern_logf(q->log, BROKER_LOG_INFO,
               "store: %s (%s, WAL, synchronous %s, backups %s)", path,
               info.created ? "new" : "opened", sync == STORE_SYNC_FULL ? "FULL" : "NORMAL",
-              q->backup_interval_s > 0 ? "periodic" : "on demand only");
+              q->sq.backup_interval_s > 0 ? "periodic" : "on demand only");
     return true;
 }
 
 tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup_interval_s,
-                              broker *b, tern_log *log)
+                              uint32_t cache_kib, broker *b, tern_log *log)
 {
     tern_storeq *q = calloc(1, sizeof *q);
 
@@ -478,20 +401,21 @@ tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup
     q->kind = TERN_HANDLE_STORE;
     q->log = log;
     q->efd = -1;
-    q->backup_interval_s = backup_interval_s;
+    squeue_init(&q->sq, backup_interval_s, mono_us());
     if (!init_sync(q)) {
         tern_logf(log, BROKER_LOG_ERROR, "store thread: cannot create its mutex");
         free(q);
         return NULL;
     }
-    if (!open_store(q, path, sync, b))
+    if (!open_store(q, path, sync, cache_kib, b))
         goto fail;
     q->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (q->efd < 0) {
         tern_logf(log, BROKER_LOG_ERROR, "eventfd: %s", strerror(errno));
         goto fail;
     }
-    store_get_stats(q->s, &q->stats);
+    squeue_store_of(&q->backend, q->s);
+    squeue_refresh_stats(&q->sq, &q->backend, mono_us(), true);
     if (pthread_create(&q->thread, NULL, thread_main, q) != 0) {
         tern_logf(log, BROKER_LOG_ERROR, "cannot start the store thread");
         goto fail;
@@ -527,7 +451,7 @@ void tern_storeq_stop(tern_storeq *q)
         return;
     if (q->started) {
         lock(q);
-        q->stop = true;
+        squeue_request_stop(&q->sq);
         if (pthread_cond_signal(&q->work) != 0)
             tern_panic(__FILE__, __LINE__, "store queue condvar");
         unlock(q);

@@ -25,7 +25,8 @@
 typedef struct tern_storeq tern_storeq;
 
 /*
- * Open the database of cfg (store.path, resolved by the caller), check it,
+ * Open the database of cfg (store.path, resolved by the caller; cache_kib
+ * from store.cache_size, 0 = SQLite's default), check it,
  * restore from a backup if needed, load it into b (which must be durable and
  * have no connections yet) and start the store thread. Logs and returns NULL
  * on failure. Test hook, in TERN_TEST_HOOKS builds only (the ASan daemon):
@@ -34,7 +35,7 @@ typedef struct tern_storeq tern_storeq;
  * (its content "io" = I/O error, otherwise disk full).
  */
 tern_storeq *tern_storeq_open(const char *path, store_sync sync, uint32_t backup_interval_s,
-                              broker *b, tern_log *log);
+                              uint32_t cache_kib, broker *b, tern_log *log);
 
 /* The eventfd to watch for EPOLLIN; its epoll handle tag is the queue's. */
 int tern_storeq_fd(const tern_storeq *q);

@@ -13,6 +13,11 @@
  *      lingers.
  *
  * The core allocates from the kernel heap through broker_config.allocator.
+ * With a durable store (issue 13) the core is restored from it before the
+ * listeners open, and every turn begins by reporting the store thread's
+ * finished commits (store/kstore.h) and ends by handing it the turn's
+ * records and its share of the CPU.
+ *
  * $SYS/broker/memory/used reports everything the kernel heap holds (the
  * core, wolfSSL's sessions, the TLS adapter's and lwIP's buffers; not
  * lwIP's fixed pools), $SYS/broker/memory/core the core's share. Also
@@ -32,6 +37,7 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "serve/tcp.h"
+#include "store/kstore.h"
 #include "version.h"
 
 #include "lwip/tcp.h"
@@ -136,8 +142,22 @@ static void stop(struct kserver *s)
     s->b = NULL;
 }
 
+/* Rebuild the core from the store and start its thread; -1 after saying
+ * why (the broker does not serve a store it cannot read). */
+static int attach_store(struct kserver *s, const squeue_store *st, uint32_t backup_s)
+{
+    char err[STORE_ERR_SIZE];
+    err[0] = '\0';
+    if (st->load(st->ctx, s->b, err, sizeof err) != STORE_OK) {
+        kprintf("tern: store: cannot restore the broker: %s; not serving\n", err);
+        return -1;
+    }
+    s->store = kstore_start(st, backup_s);
+    return 0;
+}
+
 int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
-                     uint64_t now_ms)
+                 const squeue_store *durable, uint64_t now_ms)
 {
     struct kserver *s = &server;
     if (s->b)
@@ -150,6 +170,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     bc.log_ctx = s;
     bc.version = TERN_VERSION " (unikernel)";
     bc.memory_used = heap_used;
+    bc.durable = durable != NULL; /* hold acknowledgements for their commits */
     /* A random key for the core's hash tables (hash flooding); without a
      * seeded DRBG (plaintext test builds) the tables still work, unkeyed. */
     if (rng_bytes(bc.hash_key, sizeof bc.hash_key) != 0)
@@ -169,6 +190,12 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     if (assets->acl) {
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
+    }
+    if (durable && attach_store(s, durable, cfg->store_backup_interval_s) != 0) {
+        tern_tls_server_release(assets->tls);
+        assets->tls = NULL;
+        stop(s);
+        return -1;
     }
     /* The layer takes the TLS context's reference. */
     conn_server_config cc = {
@@ -216,6 +243,9 @@ int kserve_poll(uint64_t now_ms)
     if (!s->b)
         return 0;
     int work = s->work.len > 0 || conn_next_deadline(s->cs) <= now_ms;
+    /* Commits first: the acknowledgements they release go out this turn. */
+    if (s->store)
+        work |= kstore_complete(s->store, s->b);
     conn_turn_begin(s->cs, now_ms);
     /* Only the connections queued before this turn. */
     for (uint32_t n = s->work.len; n > 0; n--) {
@@ -225,6 +255,8 @@ int kserve_poll(uint64_t now_ms)
         kconn_service(s, kc, now_ms);
     }
     conn_turn_end(s->cs, now_ms);
+    if (s->store)
+        work |= kstore_run(s->store, s->b);
     return work || s->work.len > 0 || conn_next_deadline(s->cs) == 0;
 }
 
@@ -251,4 +283,14 @@ void kserve_describe(char *buf, size_t n)
              (unsigned long long)cst.handshakes_failed,
              (unsigned long long)cst.handshake_timeouts,
              (unsigned long long)heap_used(NULL));
+}
+
+void kserve_describe_store(char *buf, size_t n)
+{
+    const struct kserver *s = &server;
+    if (!s->store) {
+        snprintf(buf, n, "none: retained messages and sessions live in memory only");
+        return;
+    }
+    kstore_describe(s->store, buf, n);
 }

@@ -11,18 +11,25 @@
 
 struct tern_config;
 struct bootconf_assets;
+struct squeue_store;
 
-/* Create the broker core with cfg's limits and ACL and start listening on
- * its ports (the network must be up). Takes the assets' TLS context and ACL
- * (their pointers are cleared). Returns 0, or -1 after saying why on the
- * console. */
+/* Create the broker core with cfg's limits and ACL, restore it from the
+ * durable store and start the store thread when there is one (NULL: RAM only, nothing
+ * survives a reboot), then start listening on its ports (the network must
+ * be up). Takes the assets' TLS context and ACL (their pointers are
+ * cleared). Returns 0, or -1 after saying why on the console. */
 int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
-                     uint64_t now_ms);
-/* One main-loop turn after net_poll(): connections' input to the core,
- * the core's timers, the core's output to TCP, closes. Returns nonzero
- * when there was work. A no-op before kserve_start. */
+                 const struct squeue_store *durable, uint64_t now_ms);
+/* One main-loop turn after net_poll(): the store's finished commits to the
+ * core, connections' input to the core, the core's timers, the core's
+ * output to TCP, closes, then the turn's records to the store thread and
+ * its share of the CPU. Returns nonzero when there was work. A no-op
+ * before kserve_start. */
 int kserve_poll(uint64_t now_ms);
 /* One line for the console: ports, connections, handshakes, heap. */
 void kserve_describe(char *buf, size_t n);
+/* One line for the console about the store: its state and counters, or
+ * that there is none (RAM only). */
+void kserve_describe_store(char *buf, size_t n);
 
 #endif

@@ -42,6 +42,7 @@ struct kserver {
     uint32_t nconns;                     /* struct kconn alive, closing included */
     uint64_t accepted, refused, aborted;
     broker_log_level log_level;          /* log lines above it are dropped */
+    struct kstore *store;                /* the durable store's thread, or NULL */
 };
 
 struct kconn {

@@ -3,9 +3,12 @@
  * GCM, AVX/AVX2 for SHA-2, ChaCha20 and Poly1305), switched on at boot.
  *
  * The kernel's own code is compiled without vector registers
- * (-mgeneral-regs-only) and runs one thread per core, so the vector state
- * belongs to whatever crypto call is running and never needs saving: no
- * interrupt handler touches it and nothing switches context under it.
+ * (-mgeneral-regs-only), so the vector state belongs to whatever crypto
+ * call is running and never needs saving: no interrupt handler touches it,
+ * and the only context switches (kthread.h's cooperative threads) happen
+ * at function calls, where the ABI makes every vector register the
+ * caller's to save; the switch keeps MXCSR and the x87 control word, which
+ * the ABI says a call preserves.
  */
 #ifndef TERN_ARCH_SIMD_H
 #define TERN_ARCH_SIMD_H
