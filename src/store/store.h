@@ -123,6 +123,11 @@ store_rc store_apply(store *s, const broker_store_batch *batches, size_t n);
  */
 void store_set_progress(store *s, unsigned ops, void (*fn)(void *ctx), void *ctx);
 
+/* PRAGMA integrity_check (the whole database, slow on a big one: for tests
+ * and tools; store_open runs the quicker quick_check). STORE_OK when it
+ * says "ok", else the first problem (or the error) in err. */
+store_rc store_integrity_check(store *s, char *err, size_t err_size);
+
 /* The last failure: SQLite's extended result code and a one-line text. */
 int store_last_error(const store *s, const char **text);
 

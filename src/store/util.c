@@ -9,6 +9,7 @@
 #include "store/internal.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 void store_logf(const store *s, broker_log_level level, const char *fmt, ...)
@@ -98,6 +99,27 @@ bool store_quick_check(sqlite3 *db)
 done:
     (void)sqlite3_finalize(st);
     return ok;
+}
+
+store_rc store_integrity_check(store *s, char *err, size_t err_size)
+{
+    sqlite3_stmt *st = NULL;
+    store_rc out = STORE_EOTHER;
+    int rc = sqlite3_prepare_v2(s->db, "PRAGMA integrity_check(1)", -1, &st, NULL);
+
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+
+        if (text != NULL && strcmp(text, "ok") == 0)
+            out = STORE_OK;
+        else
+            (void)snprintf(err, err_size, "%s", text != NULL ? text : "no answer");
+    } else {
+        (void)snprintf(err, err_size, "%s", sqlite3_errmsg(s->db));
+        out = rc == SQLITE_OK ? STORE_EOTHER : store_rc_from_sqlite(rc);
+    }
+    (void)sqlite3_finalize(st);
+    return out;
 }
 
 static int progress_trampoline(void *ctx)

@@ -78,11 +78,12 @@ bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t se
     return mount(e);
 }
 
-void kv_wait(void *ctx)
+void kv_wait(void *ctx, bool (*done)(void *arg), void *arg)
 {
     kv_env *e = ctx;
 
-    (void)fake_blk_poll(&e->disk);
+    while (!done(arg))
+        (void)fake_blk_poll(&e->disk);
 }
 
 bool kv_remount(kv_env *e)

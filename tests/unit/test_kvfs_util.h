@@ -31,7 +31,7 @@ typedef struct kv_env {
  * commits fail with SQLITE_FULL before a checkpoint can run. */
 bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t seed);
 /* A wait hook for cfg.env (ctx = the kv_env). */
-void kv_wait(void *ctx);
+void kv_wait(void *ctx, bool (*done)(void *arg), void *arg);
 /* Unmount and mount again (after a power cut: the VFS's memory is lost). */
 bool kv_remount(kv_env *e);
 void kv_teardown(kv_env *e);

@@ -22,11 +22,10 @@ KERNEL_C  := $(sort $(shell find $(KDIR) -name '*.c'))
 KERNEL_S  := $(sort $(shell find $(KDIR) -name '*.S'))
 KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding
-# with the kernel's flags and libc (the same sources as the daemon), and the
-# store queue (src/store/queue.c needs no SQLite; the rest of src/store/
-# joins with SQLite).
+# with the kernel's flags and libc (the same sources as the daemon). The
+# store (src/store, with SQLite) comes from store/sqlite.mk.
 KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c \
-                                   src/conn/*.c) src/store/queue.c)
+                                   src/conn/*.c))
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src

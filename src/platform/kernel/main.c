@@ -39,6 +39,7 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "selftest.h"
+#include "store/kdisk_store.h"
 #include "store/kstore.h"
 #include "store/kstore_test.h"
 
@@ -73,7 +74,8 @@ static void halt_unavailable(const char *what)
 static void check_mode(void)
 {
     char mode[32];
-    if (!bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) || !strcmp(mode, "live"))
+    if (!bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) || !strcmp(mode, "live") ||
+        !strcmp(mode, "disk"))
         return;
     if (!strcmp(mode, "install"))
         halt_unavailable("Install to this machine's disk");
@@ -95,12 +97,9 @@ static int live_mode(void)
 /*
  * The durable store the broker restores from and commits to, or NULL: RAM
  * only, retained messages and persistent sessions are lost at reboot.
- * Issue 13's disk plugs in here: find the disk cfg->store_disk names among
- * the block devices (halting with bootconf_refuse_key when a named one is
- * missing), read its layout, register SQLite's VFS over the database
- * region, store_open() through it with cfg->store_sync and
- * cfg->store_cache_kib, then kstore_bind_store(&disk_store, s) and return
- * &disk_store. Until then a named disk cannot be found and auto finds none.
+ * The ISO's live entry never writes a disk; otherwise (the disk's own boot
+ * entry, tern.mode=disk, or a direct -kernel boot) the disk store.disk
+ * names (kdisk_store.h; halts on a refusal).
  */
 static const squeue_store *open_store(const tern_config *cfg)
 {
@@ -120,19 +119,12 @@ static const squeue_store *open_store(const tern_config *cfg)
                 "live in memory only\n");
         return NULL;
     }
-    switch (cfg->store_disk.kind) {
-    case TERN_DISK_NONE:
-        kprintf("tern: store: store.disk = none: retained messages and sessions live in "
-                "memory only\n");
-        return NULL;
-    case TERN_DISK_AUTO:
-        kprintf("tern: store: no disk with a tern data partition (this kernel has no block "
-                "drivers yet): retained messages and sessions live in memory only\n");
-        return NULL;
-    default:
-        bootconf_refuse_key(cfg, "store.disk",
-                            "no such disk: this kernel has no block drivers yet");
-    }
+    int integrity = 0;
+#ifdef TERN_TEST_HOOKS
+    char arg[8];
+    integrity = bootinfo_arg(&boot, "tern.test.integrity", arg, sizeof arg);
+#endif
+    return kdisk_store_open(cfg, integrity);
 }
 
 static _Noreturn void kmain(void)

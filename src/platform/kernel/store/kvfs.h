@@ -39,6 +39,7 @@
 #ifndef TERN_KSTORE_KVFS_H
 #define TERN_KSTORE_KVFS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -56,8 +57,11 @@ struct kvfs_region {
 
 /* What the platform provides besides the disk. */
 struct kvfs_env {
-    /* Called until the request in flight completes; NULL: blk_poll_all(). */
-    void (*wait)(void *ctx);
+    /* Return once done(arg) is true: the request in flight completed
+     * (through the block layer's polling or interrupt, never through the
+     * waiter). The store thread yields here (kthread_wait_until); NULL:
+     * call blk_poll_all() until then. */
+    void (*wait)(void *ctx, bool (*done)(void *arg), void *arg);
     /* Bytes for SQLite's randomness (WAL salts, never keys). */
     void (*random)(void *ctx, void *buf, size_t n);
     /* Unix time in milliseconds, 0 when unknown (SQLite's 'now'). */

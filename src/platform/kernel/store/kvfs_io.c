@@ -37,12 +37,24 @@ static void req_done(struct blk_req *req)
     ((struct waiter *)req->ctx)->done = true;
 }
 
-static void wait_once(struct kvfs *fs)
+static bool waiter_done(void *arg)
+{
+    return ((struct waiter *)arg)->done;
+}
+
+/* A queue-full retry waits for nothing in particular: one poll. */
+static bool any_progress(void *arg)
+{
+    return ++*(unsigned *)arg > 1;
+}
+
+static void wait_for(struct kvfs *fs, bool (*done)(void *arg), void *arg)
 {
     if (fs->env.wait != NULL)
-        fs->env.wait(fs->env.ctx);
+        fs->env.wait(fs->env.ctx, done, arg);
     else
-        (void)blk_poll_all();
+        while (!done(arg))
+            (void)blk_poll_all();
 }
 
 void kvfs_logf(const struct kvfs *fs, const char *fmt, ...)
@@ -72,11 +84,12 @@ static int blk_do(struct kvfs *fs, enum blk_op op, uint64_t lba, uint32_t bytes,
     req.buf = buf;
     req.done = req_done;
     req.ctx = &w;
-    while ((rc = blk_submit(fs->dev, &req)) == BLK_EAGAIN)
-        wait_once(fs);
+    while ((rc = blk_submit(fs->dev, &req)) == BLK_EAGAIN) {
+        unsigned tries = 0;
+        wait_for(fs, any_progress, &tries);
+    }
     if (rc == BLK_OK) {
-        while (!w.done)
-            wait_once(fs);
+        wait_for(fs, waiter_done, &w);
         rc = req.status;
     }
     if (rc != BLK_OK) {
