@@ -687,8 +687,16 @@ def main():
     workdir = os.path.abspath(os.path.join(out, "kstore-run-" + stamp))
     os.makedirs(workdir)
     pki = harness.Pki(a.build)
-    targets = [{"kernel": KernelTarget, "daemon": DaemonTarget}[t](a, pki, workdir)
-               for t in a.targets]
+    try:
+        targets = [{"kernel": KernelTarget, "daemon": DaemonTarget}[t](a, pki, workdir)
+                   for t in a.targets]
+    except harness.Failure as e:
+        # tern-bundle checks the guest's configuration as the kernel will.
+        note("the guest's configuration is refused: %s" % e)
+        if a.guest_store or GUEST_STORE_CONF:
+            note("(the store lines come from GUEST_STORE_CONF and --guest-store: does this "
+                 "kernel have those keys?)")
+        return 2
     if any(t.name == "kernel" and not t.store_lines for t in targets):
         note("the guest's configuration has no store lines (GUEST_STORE_CONF, --guest-store):"
              " it keeps everything in RAM; its figures are a baseline, not the disk store's")
