@@ -440,7 +440,8 @@ def bystander_args(a, target, pki, label, duration):
 
 
 def latency_of(r):
-    lat = r["results"]["latency"] if "latency" in r.get("results", {}) else r["latency"]
+    """The latency block of a tern-bench result, without the mean."""
+    lat = r["latency"]
     return {"p50_ms": lat["p50_ms"], "p99_ms": lat["p99_ms"], "max_ms": lat["max_ms"],
             "samples": lat["samples"]}
 
@@ -575,7 +576,12 @@ def cache_verdict(r):
     if not c:
         return "QEMU's cache mode of the guest's disk could not be read"
     if c.get("writeback") and not c.get("no-flush"):
-        return "the guest's disk ran with a volatile write cache whose flushes reach the host (%r)" % c
+        if r.get("bus") == "virtio-blk":
+            return ("the guest's disk ran with a volatile write cache whose flushes reach the "
+                    "host: its driver negotiated flush (%r)" % c)
+        # scsi-hd reports the configured mode whether or not a driver ran.
+        return ("QEMU gave the guest's disk a volatile write cache whose flushes reach the "
+                "host (%r; scsi-hd reports this with or without a guest driver)" % c)
     if r.get("store_active"):
         return ("WARNING: the guest's disk ran writethrough (%r): every write was made durable "
                 "by QEMU, not by the guest's flushes; did its driver negotiate flush?" % c)
@@ -593,16 +599,15 @@ def table(results, targets):
     rows = [head]
     for name, get in ROWS:
         cells = [name]
-        per = {}
+        per = {}   # target -> {rep: value}
         for t in targets:
-            vals = []
+            per[t] = {}
             for r in by[t]:
                 try:
-                    vals.append(get(r))
+                    per[t][r["rep"]] = get(r)
                 except (KeyError, TypeError, ZeroDivisionError):
                     pass
-            per[t] = {r["rep"]: v for r, v in zip(by[t], vals)}
-            cells.append(med(vals))
+            cells.append(med(per[t].values()))
         if ratio:
             rs = [per["kernel"][k] / per["daemon"][k] for k in per["kernel"]
                   if isinstance(per["kernel"].get(k), (int, float))
@@ -654,7 +659,7 @@ def parse_args():
         ([harness.Build(a.build).elf, os.path.join(a.build, "rel", "tern-bundle")]
          if "kernel" in a.targets else [])
     for p in need:
-        if not os.access(p, os.X_OK) and not os.path.exists(p):
+        if not os.path.exists(p):
             ap.error("%s missing (make %s)" % (p, "kernel" if p.endswith(".elf") else p))
     return a
 
