@@ -60,7 +60,8 @@ def test_broker_without_a_store_is_reported_as_such_not_failed(broker, tmp_path)
     b = broker(sys_interval=1)
     ks = load_kstore()
     a = types.SimpleNamespace(transport="plain", duration=1.0, bystander_rate=50, pairs=2,
-                              window=16, size=64, bench=BENCH, gen_cpu=os.cpu_count() - 1)
+                              load_rate=0, window=16, size=64, bench=BENCH,
+                              gen_cpu=os.cpu_count() - 1)
     target = types.SimpleNamespace(name="daemon", port=b.port, pid=b.proc.pid)
     res = ks.measure(a, target, None, 1, str(tmp_path))
     assert res["store_active"] is False and "store" not in res, res

@@ -74,6 +74,10 @@ import rawmqtt as rm  # noqa: E402
 # (docs/CONFIG.md) when it lands, or pass --guest-store LINE. Left empty,
 # the guest keeps everything in RAM and the report says "no store".
 GUEST_STORE_CONF = ()
+# The raw disk image each boot gets a fresh copy of (--disk-template): the
+# image builder's disk (GPT with the tern data partition) when the kernel
+# needs one. LEAD: point it there; None: DISK_MIB MiB of zeroes.
+GUEST_DISK_TEMPLATE = None
 
 # The daemon's store (the same durability as the guest's: every commit
 # flushed before its acknowledgements leave; no periodic backups in either,
@@ -129,13 +133,18 @@ def client_args(transport, pki, who="dev-client"):
 # ---- targets ----------------------------------------------------------------------
 
 class KernelTarget:
-    """The unikernel under QEMU with a disk, pinned to one CPU."""
+    """The unikernel under QEMU with a disk, pinned to one CPU; with its
+    store configured ("kernel") or without ("kernel-ram": the same guest
+    and disk, everything in RAM, the baseline that shows what the commits
+    cost the guest's network)."""
 
-    name = "kernel"
-
-    def __init__(self, a, pki, workdir):
-        self.a, self.pki, self.workdir = a, pki, workdir
-        self.store_lines = list(GUEST_STORE_CONF) + list(a.guest_store)
+    def __init__(self, a, pki, workdir, name):
+        self.a, self.pki, self.name = a, pki, name
+        self.workdir = os.path.join(workdir, name)
+        os.makedirs(self.workdir)
+        workdir = self.workdir
+        self.store_lines = [] if name == "kernel-ram" else \
+            list(GUEST_STORE_CONF) + list(a.guest_store)
         conf = broker_conf(a.transport, "0.0.0.0", GUEST_PORT[a.transport], "pki",
                            "tern.acl", self.store_lines)
         # tern-bundle checks the configuration as the kernel will.
@@ -212,8 +221,10 @@ class DaemonTarget:
 
     name = "daemon"
 
-    def __init__(self, a, pki, workdir):
-        self.a, self.workdir = a, workdir
+    def __init__(self, a, pki, workdir, name):
+        self.a = a
+        self.workdir = workdir = os.path.join(workdir, name)
+        os.makedirs(workdir)
         self.store_lines = list(DAEMON_STORE_CONF)
         acl = os.path.join(workdir, "tern.acl")
         with open(acl, "w") as f:
@@ -446,6 +457,14 @@ def latency_of(r):
             "samples": lat["samples"]}
 
 
+def bystander_of(r):
+    """What the table and the JSON keep of a bystander's run."""
+    b = latency_of(r)
+    b.update(delivered_ratio=r["results"]["delivered_ratio"],
+             broker_util=r["cpu"].get("broker_util"))
+    return b
+
+
 def measure(a, target, pki, rep, logdir):
     """Both phases against a started target: one result dict."""
     log = os.path.join(logdir, "bench-%s-%d.stderr" % (target.name, rep))
@@ -468,17 +487,18 @@ def measure(a, target, pki, rep, logdir):
         # 1. The bystander alone.
         quiet = bench(bystander_args(a, target, pki, "bystander-quiet", a.duration))
         q = quiet.result(a.duration + 120)
-        res["bystander_quiet"] = latency_of(q)
-        res["bystander_quiet"]["delivered_ratio"] = q["results"]["delivered_ratio"]
+        res["bystander_quiet"] = bystander_of(q)
 
         # 2. The durable load, and the bystander inside its measured window.
         # The load runs long enough for the bystander's set-up (measured in
         # the quiet phase, slower under load) plus its window.
         slack = max(3.0, 4 * q["results"]["setup_s"] + 2)
         load_s = a.duration + slack
-        flood = bench(bench_args(a, target, pki, "flood", "durable-q1") + [
-            "--qos", "1", "--persistent", "--pairs", str(a.pairs), "--window", str(a.window),
-            "--size", str(a.size), "--duration", "%.1f" % load_s, "--drain", "2"])
+        paced = ["--rate", str(a.load_rate)] if a.load_rate else []
+        flood = bench(bench_args(a, target, pki, "latency" if paced else "flood", "durable-q1") +
+                      paced + ["--qos", "1", "--persistent", "--pairs", str(a.pairs),
+                               "--window", str(a.window), "--size", str(a.size),
+                               "--duration", "%.1f" % load_s, "--drain", "2"])
         if not flood.wait_phase("run", 120):
             r = flood.result(10)
             raise Failure("the durable load never started publishing: %s" % r)
@@ -505,8 +525,7 @@ def measure(a, target, pki, rep, logdir):
     if not inside:
         note("%s rep %d: the loaded bystander's window %r was not wholly inside the load's: "
              "flagged in the results" % (target.name, rep, window))
-    res["bystander_loaded"] = latency_of(b)
-    res["bystander_loaded"]["delivered_ratio"] = b["results"]["delivered_ratio"]
+    res["bystander_loaded"] = bystander_of(b)
     res["bystander_loaded"].update(window, inside_load=inside)
     res["store_active"] = after is not None
     if after is None:
@@ -556,12 +575,14 @@ ROWS = [
     ("durable QoS 1 acks/s", lambda r: r["durable"]["acks_per_s"]),
     ("  publish->delivery p50, ms", lambda r: r["durable"]["latency"]["p50_ms"]),
     ("  publish->delivery p99, ms", lambda r: r["durable"]["latency"]["p99_ms"]),
-    ("  broker CPU (cores)", lambda r: r["durable"]["broker_util"]),
+    ("  broker CPU (cores; the guest: all of QEMU)", lambda r: r["durable"]["broker_util"]),
     ("store commits", lambda r: r.get("store", {}).get("commits")),
     ("  records per commit", lambda r: r.get("store", {}).get("records_per_commit")),
-    ("  records per acknowledged message", lambda r: r["store"]["records"] / r["durable"]["puback"]),
+    ("  records per acknowledged message",
+     lambda r: r["store"]["records"] / r["durable"]["puback"]),
     ("  commit latency p50, us", lambda r: r.get("store", {}).get("commit_p50_us")),
     ("  commit latency p99, us", lambda r: r.get("store", {}).get("commit_p99_us")),
+    ("broker CPU, bystander alone (cores)", lambda r: r["bystander_quiet"]["broker_util"]),
     ("bystander QoS 0 p50, quiet, ms", lambda r: r["bystander_quiet"]["p50_ms"]),
     ("bystander QoS 0 p99, quiet, ms", lambda r: r["bystander_quiet"]["p99_ms"]),
     ("bystander QoS 0 p50, loaded, ms", lambda r: r["bystander_loaded"]["p50_ms"]),
@@ -618,12 +639,16 @@ def table(results, targets):
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 
 
+TARGETS = {"kernel": KernelTarget, "kernel-ram": KernelTarget, "daemon": DaemonTarget}
+
+
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", default="build")
     ap.add_argument("--out", help="results directory (default BUILD/bench)")
     ap.add_argument("--targets", default="kernel,daemon",
-                    help="comma-separated: kernel, daemon (default both)")
+                    help="comma-separated: kernel (with its store), kernel-ram (the same "
+                    "guest, RAM only), daemon; default kernel,daemon")
     ap.add_argument("--transport", choices=("mtls", "plain"), default="mtls",
                     help="mutual TLS with the dev PKI (default) or the plaintext listener")
     ap.add_argument("--quick", action="store_true", help="1 repetition of 3 s phases")
@@ -632,12 +657,15 @@ def parse_args():
     ap.add_argument("--pairs", type=int, default=8, help="durable publishers [8]")
     ap.add_argument("--window", type=int, default=64, help="PUBLISHes in flight each [64]")
     ap.add_argument("--size", type=int, default=64, help="payload bytes [64]")
+    ap.add_argument("--load-rate", type=float, default=0,
+                    help="msg/s per durable publisher; 0 = as fast as acknowledged [0]")
     ap.add_argument("--bystander-rate", type=float, default=50, help="msg/s [50]")
     ap.add_argument("--broker-cpu", type=int, default=int(os.environ.get("BENCH_BROKER_CPU", 0)))
     ap.add_argument("--gen-cpu", type=int, default=int(os.environ.get("BENCH_GEN_CPU", 1)))
     ap.add_argument("--bus", choices=("virtio-blk", "virtio-scsi"), default="virtio-blk")
-    ap.add_argument("--disk-template", help="raw disk image to copy for each boot "
-                    "(default: %d MiB of zeroes)" % DISK_MIB)
+    ap.add_argument("--disk-template", default=GUEST_DISK_TEMPLATE,
+                    help="raw disk image to copy for each boot (default: %s)"
+                    % (GUEST_DISK_TEMPLATE or "%d MiB of zeroes" % DISK_MIB))
     ap.add_argument("--disk-mib", type=int, default=DISK_MIB)
     ap.add_argument("--mem-mib", type=int, default=256)
     ap.add_argument("--kvm", action="store_true", help="-accel kvm (where it works)")
@@ -651,13 +679,13 @@ def parse_args():
     a.duration = a.duration or (3.0 if a.quick else 10.0)
     a.targets = [t for t in a.targets.split(",") if t]
     for t in a.targets:
-        if t not in ("kernel", "daemon"):
+        if t not in TARGETS:
             ap.error("--targets: unknown target %r" % t)
     a.ternd = a.ternd or os.path.join(a.build, "rel", "ternd")
     a.bench = a.bench or os.path.join(a.build, "rel", "tern-bench")
     need = [a.bench] + ([a.ternd] if "daemon" in a.targets else []) + \
         ([harness.Build(a.build).elf, os.path.join(a.build, "rel", "tern-bundle")]
-         if "kernel" in a.targets else [])
+         if any(t.startswith("kernel") for t in a.targets) else [])
     for p in need:
         if not os.path.exists(p):
             ap.error("%s missing (make %s)" % (p, "kernel" if p.endswith(".elf") else p))
@@ -674,11 +702,12 @@ def meta(a, stamp, targets):
     m = {"stamp": stamp, "cpu": cpu, "nproc": os.cpu_count(), "qemu": qemu[0] if qemu else "",
          "accel": "kvm" if a.kvm else "tcg", "transport": a.transport, "reps": a.reps,
          "duration_s": a.duration, "pairs": a.pairs, "window": a.window, "size": a.size,
+         "load_rate": a.load_rate,
          "bystander_rate": a.bystander_rate, "broker_cpu": a.broker_cpu, "gen_cpu": a.gen_cpu,
          "loadavg_start": load, "targets": [t.name for t in targets]}
     for t in targets:
         m["%s_store_conf" % t.name] = t.store_lines
-    if any(t.name == "kernel" for t in targets):
+    if any(t.name.startswith("kernel") for t in targets):
         m.update(bus=a.bus, disk=a.disk_template or "%d MiB of zeroes" % a.disk_mib,
                  qemu_cache="writeback, flushes passed on (cache=writeback, write-cache=on)")
     return {"meta": m}
@@ -693,8 +722,7 @@ def main():
     os.makedirs(workdir)
     pki = harness.Pki(a.build)
     try:
-        targets = [{"kernel": KernelTarget, "daemon": DaemonTarget}[t](a, pki, workdir)
-                   for t in a.targets]
+        targets = [TARGETS[t](a, pki, workdir, t) for t in a.targets]
     except harness.Failure as e:
         # tern-bundle checks the guest's configuration as the kernel will.
         note("the guest's configuration is refused: %s" % e)
@@ -738,8 +766,8 @@ def main():
         if "store_active" in r and not r["store_active"]:
             print("%s rep %d: no store ($SYS has no %s* topics): RAM only, not durable"
                   % (r["target"], r["rep"], STORE))
-        if r.get("target") == "kernel" and "qemu_disk_cache" in r:
-            print("kernel rep %d: %s" % (r["rep"], cache_verdict(r)))
+        if "qemu_disk_cache" in r:
+            print("%s rep %d: %s" % (r["target"], r["rep"], cache_verdict(r)))
     note("results in %s; run files in %s" % (path, workdir))
     return 1 if any("error" in r for r in results) else 0
 
