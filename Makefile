@@ -45,6 +45,12 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 CONN_TLS_SRC := src/conn/tls.c
 CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c) \
                     $(filter-out $(CONN_TLS_SRC),$(wildcard src/conn/*.c)))
+# The kernel's disk layout (GPT, superblocks, regions) is portable: unit
+# tests, fuzz targets and the image tool build it on the host too. Its
+# adapter over the kernel's block layer (blkdisk.c) and the test builds'
+# self-test over that (layout_selftest.c) are kernel-only.
+KDISK_SRC := $(filter-out %/blkdisk.c %/layout_selftest.c,\
+                          $(sort $(wildcard src/platform/kernel/disk/*.c)))
 # The Linux daemon's platform layer (main.c holds main()).
 POSIX_SRC := $(sort $(wildcard src/platform/posix/*.c))
 UNIT_SRC  := $(sort $(wildcard tests/unit/*.c))
@@ -57,7 +63,7 @@ ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
 $(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
 # Unit tests link the core and every platform file except main.c.
-ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC)) \
+ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
 
 $(BUILD)/rel/%.o: %.c
@@ -97,7 +103,7 @@ UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
 UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
                               $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
 
-$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT))
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC))
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs --thin $@ $^
 
@@ -108,6 +114,7 @@ $(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/u
 # Components with their own build rules (third-party libraries, test kinds).
 include src/tls/tls.mk
 include tools/bench/bench.mk
+include tools/disk/disk.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk
@@ -116,7 +123,7 @@ include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-hosted test unit unit-core integration deps setup clean check-tree
+.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree
 
 all: $(BUILD)/rel/ternd
 
@@ -127,9 +134,24 @@ setup:
 deps: setup
 	@deps/fetch.sh
 
+# make run: the development disk image, created on the first run and kept
+# (its data partition survives runs and rebuilds); FRESH=1 starts from an
+# empty disk. make run-live: the ISO's live entry, RAM only.
+DEV_DISK     := $(BUILD)/run/tern-disk.img
+DEV_DISK_MIB := 1024
 run: setup deps
+	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle \
+	    $(BUILD)/rel/tern-mkdisk $(BUILD)/image/tern.conf
+	@mkdir -p $(dir $(DEV_DISK))
+	$(if $(FRESH),rm -f $(DEV_DISK))
+	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf --bundler $(BUILD)/rel/tern-bundle \
+	    --mkdisk $(BUILD)/rel/tern-mkdisk --disk $(DEV_DISK_MIB) --keep-data \
+	    $(BUILD)/image/tern.conf $(DEV_DISK)
+	@scripts/run-image.sh --disk $(DEV_DISK) $(KBUILD)/tern.elf
+
+run-live: setup deps
 	$(MAKE) --no-print-directory image
-	@scripts/run-image.sh $(BUILD)/tern.iso $(KBUILD)/tern.elf
+	@scripts/run-image.sh --iso $(BUILD)/tern.iso $(KBUILD)/tern.elf
 
 run-hosted: setup deps
 	$(MAKE) --no-print-directory all

@@ -1,28 +1,39 @@
 #!/usr/bin/env bash
-# run-image.sh ISO KERNEL - what `make run` does after building the image:
-# boot the tern unikernel (build/tern.iso, the development image: mTLS on
-# 8883 with the dev PKI in build/pki) in QEMU with its serial console on
-# this terminal, forward 127.0.0.1:8883 to the guest's 8883, and say how to
-# connect. Stop it with Ctrl-C.
+# run-image.sh --disk IMG KERNEL | --iso ISO KERNEL - what `make run` and
+# `make run-live` do after building the image: boot the tern unikernel (the
+# development configuration: mTLS on 8883 with the dev PKI in build/pki) in
+# QEMU with its serial console on this terminal, forward 127.0.0.1:8883 to
+# the guest's 8883, and say how to connect. Stop it with Ctrl-C.
+#
+#   --disk IMG  the development disk image (make run): boots from the disk
+#               and keeps retained messages and sessions in its data
+#               partition, across runs
+#   --iso ISO   the ISO's live entry (make run-live): RAM only, no disk
 #
 # KVM when /dev/kvm exists and works (probed with a quick boot of KERNEL,
 # because some nested set-ups open /dev/kvm and then fail to run a CPU),
 # otherwise TCG emulation (slower, but the same broker).
 set -euo pipefail
 
-if [ $# -ne 2 ]; then
-    echo "usage: scripts/run-image.sh ISO KERNEL   (make run does this)" >&2
+usage() {
+    echo "usage: scripts/run-image.sh --disk IMG KERNEL | --iso ISO KERNEL   (make run / make run-live)" >&2
     exit 2
-fi
-ISO=$1
-KERNEL=$2
+}
+[ $# -eq 3 ] || usage
+case $1 in
+--disk) MEDIUM=(-drive "file=$2,format=raw,if=none,id=disk0" -device virtio-blk-pci,drive=disk0) ;;
+--iso) MEDIUM=(-cdrom "$2") ;;
+*) usage ;;
+esac
+IMAGE=$2
+KERNEL=$3
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PKI=$ROOT/build/pki
 PORT=8883
 
 command -v qemu-system-x86_64 >/dev/null 2>&1 ||
     { echo "run-image.sh: qemu-system-x86_64 missing (make setup installs it)" >&2; exit 1; }
-[ -f "$ISO" ] || { echo "run-image.sh: $ISO missing (make image)" >&2; exit 2; }
+[ -f "$IMAGE" ] || { echo "run-image.sh: $IMAGE missing (make image)" >&2; exit 2; }
 
 # Something already accepts on 8883 (often Debian's mosquitto service)?
 if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
@@ -51,10 +62,15 @@ if [ -r /dev/kvm ] && [ -w /dev/kvm ]; then
     fi
 fi
 
+if [ "$1" = --disk ]; then
+    DATA="Data: kept on $IMAGE across runs (make run FRESH=1 starts from an empty disk)."
+else
+    DATA="Data: in RAM only (the ISO's live entry); make run keeps it on a disk image."
+fi
 CLIENT="--cafile $PKI/ca.crt --cert $PKI/dev-client.crt --key $PKI/dev-client.key"
 OPERATOR="--cafile $PKI/ca.crt --cert $PKI/dev-operator.crt --key $PKI/dev-operator.key"
 cat <<MSG
-tern unikernel: $ISO under QEMU ($HOW).
+tern unikernel: $IMAGE under QEMU ($HOW).
 Its console follows; it is ready at "tern: ready". Stop it with Ctrl-C.
 
 MQTT over mutual TLS on 127.0.0.1:$PORT (identity = certificate CN; the
@@ -64,8 +80,10 @@ image's ACL, tools/image/tern.acl, allows test/# and clients/<identity>/#):
   operator:   mosquitto_sub -h 127.0.0.1 -p $PORT $OPERATOR -t '\$SYS/#' -v
   more client certificates: scripts/pki.sh $PKI client NAME, then make run again
   your own image: tools/image/tern-build-image CONFIG OUT.iso
+                  (--disk SIZE_MIB CONFIG OUT.img for a disk image)
+$DATA
 
 MSG
 exec qemu-system-x86_64 "${ACCEL[@]}" -M q35 -m 512 -display none -monitor none \
-    -no-user-config -serial stdio -cdrom "$ISO" -device virtio-rng-pci \
+    -no-user-config -serial stdio "${MEDIUM[@]}" -device virtio-rng-pci \
     -nic "user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:$PORT-:$PORT"

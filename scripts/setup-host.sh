@@ -28,14 +28,16 @@ set -euo pipefail
 #            (scripts/callgrind.sh: instructions per message)
 #   kernel:  qemu-system-x86 (TCG boots), grub-pc-bin grub-efi-amd64-bin
 #            xorriso mtools (the hybrid ISO), ovmf (UEFI firmware for tests),
-#            qemu-utils (qemu-io: the power-cut backend's self-tests)
+#            qemu-utils (qemu-io: the power-cut backend's self-tests),
+#            gdisk fdisk (sgdisk and fdisk check the disk image tool's GPT;
+#            sfdisk reads it back for tern-build-image --keep-data)
 PACKAGES=(
     gcc make libc6-dev clang libclang-rt-14-dev
     dpkg-dev autoconf automake libtool tcl xz-utils
     debian-archive-keyring ca-certificates
     openssl mosquitto mosquitto-clients
     python3 python3-paho-mqtt python3-pytest
-    qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf
+    qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf gdisk fdisk
     jq iproute2 util-linux valgrind
 )
 

@@ -50,6 +50,9 @@ struct broker {
     bk_log_state logs;        /* rate-limited lines (log.c) */
     uint64_t (*memory_used)(void *ctx); /* broker_config.memory_used, may be NULL */
     void *memory_ctx;
+    /* broker_set_layer_stats: the connection layer's counters for $SYS. */
+    broker_layer_stats layer_stats;
+    bool has_layer_stats;
     uint64_t hash_key[2];     /* broker_config.hash_key */
     bool allow_anonymous;
     bool sys_public;

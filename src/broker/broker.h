@@ -240,6 +240,23 @@ typedef struct broker_stats {
 
 void broker_get_stats(const broker *b, broker_stats *out);
 
+/* Counters of the layer below the core (the connection layer, src/conn),
+ * which sees connections before the core does: $SYS publishes them beside
+ * the core's own. */
+typedef struct broker_layer_stats {
+    uint64_t handshakes_failed;       /* TLS handshakes that failed */
+    uint64_t handshake_timeouts;      /* ... that did not finish in tls.handshake_timeout */
+    uint64_t handshakes_refused;      /* TLS connections refused at limits.max_handshakes */
+    uint64_t handshakes_refused_address; /* ... at limits.max_handshakes_per_address */
+    uint64_t input_waits;             /* connections not read: limits.max_input_bytes spent */
+    uint64_t input_closes;            /* ... closed because it stayed spent */
+    uint64_t input_bytes;             /* input buffered now, across connections */
+} broker_layer_stats;
+
+/* The layer's counters now: it reports them before each broker_tick that
+ * is due, and every $SYS refresh publishes the latest (none: no topics). */
+void broker_set_layer_stats(broker *b, const broker_layer_stats *st);
+
 /* Provided by the platform, not the core: report a broken invariant (a bug)
  * on every console and stop. Never returns. */
 _Noreturn void tern_panic(const char *file, int line, const char *what);

@@ -75,6 +75,27 @@ void broker_set_store_status(broker *b, const broker_store_status *st)
         put_store_state(b);
 }
 
+void broker_set_layer_stats(broker *b, const broker_layer_stats *st)
+{
+    b->layer_stats = *st;
+    b->has_layer_stats = true;
+}
+
+/* The connection layer's counters: what happened to connections before
+ * they reached the core (TLS handshakes, the input budget). */
+static void sys_publish_layer(broker *b)
+{
+    const broker_layer_stats ls = b->layer_stats;
+    put_u64(b, "$SYS/broker/connections/handshakes_failed", ls.handshakes_failed);
+    put_u64(b, "$SYS/broker/connections/handshake_timeouts", ls.handshake_timeouts);
+    put_u64(b, "$SYS/broker/connections/handshakes_refused", ls.handshakes_refused);
+    put_u64(b, "$SYS/broker/connections/handshakes_refused_per_address",
+            ls.handshakes_refused_address);
+    put_u64(b, "$SYS/broker/connections/input_waits", ls.input_waits);
+    put_u64(b, "$SYS/broker/connections/input_closes", ls.input_closes);
+    put_u64(b, "$SYS/broker/connections/input_bytes", ls.input_bytes);
+}
+
 void bk_sys_publish(broker *b, uint64_t now_ms)
 {
     sys_state *st = &b->sys;
@@ -118,6 +139,8 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/connections/packets_too_large", s.packets_too_large);
     put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);
     put_load(b, "$SYS/broker/load/publish/sent/1min", st->load_sent);
+    if (b->has_layer_stats)
+        sys_publish_layer(b);
     if (b->has_store_status)
         sys_publish_store(b);
     /* Last, so the count and the memory figure include the $SYS values. */

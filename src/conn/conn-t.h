@@ -69,7 +69,9 @@ typedef struct conn_stats {
     uint64_t linger_timeouts;   /* closing connections whose output was never taken */
     uint64_t refused;           /* by the core (limits) or for want of memory */
     uint64_t handshakes_refused; /* TLS connections refused: too many handshakes running
-                                    (in all, or from one address) */
+                                    (limits.max_handshakes) */
+    uint64_t handshakes_refused_address; /* ... from one address
+                                            (limits.max_handshakes_per_address) */
     uint64_t input_waits;       /* connections not read for a while: input budget spent */
     uint64_t input_closes;      /* ... and closed because the budget stayed spent */
     uint64_t input_held;        /* input bytes buffered now, across connections */

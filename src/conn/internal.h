@@ -12,7 +12,18 @@
 #ifndef TERN_CONN_INTERNAL_H
 #define TERN_CONN_INTERNAL_H
 
+#include "broker/log-t.h"
 #include "conn/conn.h"
+
+/* Kinds of the layer's log lines that a client can make it repeat, one per
+ * connection: each is rate-limited on its own (conni_log_admit, the core's
+ * window rules: broker/logwin.h). */
+typedef enum conn_log_kind {
+    CONN_LOGK_TLS_FAILED = 0, /* a TLS handshake failed (garbage, a bad certificate) */
+    CONN_LOGK_TLS_ERROR,      /* a TLS session failed after its handshake */
+    CONN_LOGK_TLS_TIMEOUT,    /* a TLS handshake did not finish in time */
+    CONN_LOGK_COUNT
+} conn_log_kind;
 
 struct conn_server {
     broker *b;                   /* not owned */
@@ -48,6 +59,11 @@ struct conn_server {
     uint64_t input_held;      /* sum of every connection's held */
     uint32_t input_holders;   /* connections with held > 0 */
     uint64_t input_wait_log_ms, input_close_log_ms; /* budget lines are rate-limited */
+    /* Rate-limited lines (server.c): a window per kind, the earliest end
+     * of one owing a summary (UINT64_MAX: none), the last turn's time. */
+    bk_log_window logw[CONN_LOGK_COUNT];
+    uint64_t log_deadline;
+    uint64_t now_ms;
 };
 
 /* The TLS half (tls.c): the generic code calls these only for
@@ -77,6 +93,11 @@ struct conn_tls_ops {
 /* server.c */
 void conni_log(conn_server *s, broker_log_level level, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether a line of `kind` at `level` is to be written now: at most
+ * TERN_LOG_BURST of a kind per window, the rest counted and summed up in
+ * one line when the window ends (conn_turn_end, or the server's end). The
+ * caller formats the line, and looks its peer up, only when true. */
+bool conni_log_admit(conn_server *s, conn_log_kind kind, broker_log_level level, uint64_t now);
 void *conni_alloc(conn_server *s, size_t n);
 void conni_free(conn_server *s, void *p);
 /* The ready list (idempotent). */

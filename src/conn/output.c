@@ -202,13 +202,15 @@ static bool handshake_allowed(conn_server *s, conn *c, uint64_t now)
     uint32_t hash = 0;
     const char *why = NULL;
 
-    if (s->max_handshakes != 0 && s->handshakes.count >= s->max_handshakes)
+    if (s->max_handshakes != 0 && s->handshakes.count >= s->max_handshakes) {
         why = "too many TLS handshakes running (limits.max_handshakes)";
-    else if (s->max_per_address != 0 &&
-             conni_peer_handshakes(s, c, &hash) >= s->max_per_address)
-        why = "too many TLS handshakes from its address (limits.max_handshakes_per_address)";
-    if (why != NULL) {
         s->stats.handshakes_refused++;
+    } else if (s->max_per_address != 0 &&
+               conni_peer_handshakes(s, c, &hash) >= s->max_per_address) {
+        why = "too many TLS handshakes from its address (limits.max_handshakes_per_address)";
+        s->stats.handshakes_refused_address++;
+    }
+    if (why != NULL) {
         log_refusal(s, c, why, now);
         return false;
     }

@@ -10,6 +10,8 @@
  */
 #include "conn/internal.h"
 
+#include "broker/logwin.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,37 @@ void conni_log(conn_server *s, broker_log_level level, const char *fmt, ...)
     (void)vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     s->log(s->log_ctx, level, msg);
+}
+
+static const char *const log_kind_name[CONN_LOGK_COUNT] = {
+    [CONN_LOGK_TLS_FAILED] = "TLS handshake failed",
+    [CONN_LOGK_TLS_ERROR] = "TLS error after the handshake",
+    [CONN_LOGK_TLS_TIMEOUT] = "TLS handshake timed out",
+};
+
+bool conni_log_admit(conn_server *s, conn_log_kind kind, broker_log_level level, uint64_t now)
+{
+    log_sink sink = {s->log, s->log_ctx};
+
+    if (s->log == NULL || level > s->log_level)
+        return false;
+    return log_window_admit(&s->logw[kind], log_kind_name[kind], level, now, &sink,
+                            &s->log_deadline);
+}
+
+/* The summaries of windows that ended by now (all of them when force). */
+static void log_tick(conn_server *s, uint64_t now, bool force)
+{
+    log_sink sink = {s->log, s->log_ctx};
+    uint64_t next = UINT64_MAX;
+
+    for (int k = 0; k < CONN_LOGK_COUNT; k++) {
+        uint64_t due = log_window_tick(&s->logw[k], log_kind_name[k], now, force, &sink);
+
+        if (due < next)
+            next = due;
+    }
+    s->log_deadline = next;
 }
 
 void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT])
@@ -165,6 +198,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->log_ctx = cfg->log_ctx;
     s->log_level = cfg->log_level;
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->log_deadline = UINT64_MAX;
     s->max_handshakes = cfg->max_handshakes;
     s->max_per_address = cfg->max_handshakes_per_address;
     s->max_input = cfg->max_input_bytes;
@@ -185,6 +219,7 @@ void conn_server_destroy(conn_server *s)
 {
     if (s == NULL)
         return;
+    log_tick(s, s->now_ms, true);
     release_tls(s);
     conni_free(s, s->rbuf);
     conni_free(s, s->pbuf);
@@ -243,23 +278,47 @@ static void expire(conn_server *s, uint64_t now)
     while (s->handshakes.head != NULL && s->handshakes.head->deadline_ms <= now) {
         conn *c = s->handshakes.head;
 
-        conni_peer(s, c, peer);
-        conni_log(s, BROKER_LOG_INFO, "TLS handshake with %s timed out after %u s", peer,
-                  (unsigned)(s->handshake_timeout_ms / 1000u));
+        if (conni_log_admit(s, CONN_LOGK_TLS_TIMEOUT, BROKER_LOG_INFO, now)) {
+            conni_peer(s, c, peer);
+            conni_log(s, BROKER_LOG_INFO, "TLS handshake with %s timed out after %u s", peer,
+                      (unsigned)(s->handshake_timeout_ms / 1000u));
+        }
         s->stats.handshake_timeouts++;
         (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
+}
+
+/* The layer's counters, for the core's next $SYS refresh (the core reads
+ * no one's memory but its own). */
+static void report_stats(conn_server *s)
+{
+    broker_layer_stats ls = {
+        .handshakes_failed = s->stats.handshakes_failed,
+        .handshake_timeouts = s->stats.handshake_timeouts,
+        .handshakes_refused = s->stats.handshakes_refused,
+        .handshakes_refused_address = s->stats.handshakes_refused_address,
+        .input_waits = s->stats.input_waits,
+        .input_closes = s->stats.input_closes,
+        .input_bytes = s->input_held,
+    };
+
+    broker_set_layer_stats(s->b, &ls);
 }
 
 void conn_turn_end(conn_server *s, uint64_t now)
 {
     broker_conn *bc;
 
-    if (now >= broker_next_deadline(s->b))
+    if (now >= broker_next_deadline(s->b)) {
+        report_stats(s);
         broker_tick(s->b, now);
+    }
     while ((bc = broker_next_dirty(s->b)) != NULL)
         (void)conn_flush(s, broker_conn_ctx(bc), now);
     expire(s, now);
+    s->now_ms = now;
+    if (now >= s->log_deadline)
+        log_tick(s, now, false);
 }
 
 uint64_t conn_next_deadline(const conn_server *s)
@@ -274,6 +333,8 @@ uint64_t conn_next_deadline(const conn_server *s)
         d = s->handshakes.head->deadline_ms;
     if (s->input_wait.head != NULL && s->input_wait.head->deadline_ms < d)
         d = s->input_wait.head->deadline_ms;
+    if (s->log_deadline < d)
+        d = s->log_deadline;
     return d;
 }
 

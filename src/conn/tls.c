@@ -44,20 +44,18 @@ static bool send_queued(conn_server *s, conn *c, uint64_t now)
     return conni_write_all(s, c, &ciphertext, now);
 }
 
-/* The session failed: say why, one try to send the alert, close. */
-static bool failed(conn_server *s, conn *c, bool handshaking, uint64_t now)
+/* Why the session failed, in one line naming c's peer. */
+static void log_failure(conn_server *s, conn *c, bool handshaking)
 {
     tern_tls_failure f = tern_tls_failure_of(c->tls);
     int alert = tern_tls_peer_alert(c->tls), code = tern_tls_error_code(c->tls);
     char peer[CONN_PEER_TEXT], what[CONN_PEER_TEXT + 32];
 
     conni_peer(s, c, peer);
-    if (handshaking) {
-        s->stats.handshakes_failed++;
+    if (handshaking)
         (void)snprintf(what, sizeof what, "TLS handshake with %s failed", peer);
-    } else {
+    else
         (void)snprintf(what, sizeof what, "TLS error, closing %s", peer);
-    }
     if (f == TERN_TLS_FAIL_PEER_ALERT && alert >= 0)
         conni_log(s, BROKER_LOG_INFO, "%s: %s (%s)%s", what, tern_tls_failure_text(f),
                   tern_tls_alert_text(alert),
@@ -69,6 +67,17 @@ static bool failed(conn_server *s, conn *c, bool handshaking, uint64_t now)
         conni_log(s, BROKER_LOG_INFO, "%s: %s (%d)", what, tern_tls_failure_text(f), code);
     else
         conni_log(s, BROKER_LOG_INFO, "%s: %s", what, tern_tls_failure_text(f));
+}
+
+/* The session failed: say why (a flood of failures is rate-limited), one
+ * try to send the alert, close. */
+static bool failed(conn_server *s, conn *c, bool handshaking, uint64_t now)
+{
+    if (handshaking)
+        s->stats.handshakes_failed++;
+    if (conni_log_admit(s, handshaking ? CONN_LOGK_TLS_FAILED : CONN_LOGK_TLS_ERROR,
+                        BROKER_LOG_INFO, now))
+        log_failure(s, c, handshaking);
     if (!send_queued(s, c, now))
         return false;
     if (s->io->push != NULL)

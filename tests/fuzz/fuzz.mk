@@ -3,7 +3,7 @@
 # broker core and the connection layer over the fake transport), journal
 # (the core's persistence records and restore), devices (the kernel's ACPI,
 # PCI capability and framebuffer parsers), bundle (the unikernel's boot
-# bundle). Included from
+# bundle), disk (the disk layout's GPT and superblock readers). Included from
 # the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -15,18 +15,19 @@
 #       make test); with clang the libFuzzer binaries replay it, without
 #       clang a gcc build of the same targets with a plain replay driver
 #   make fuzz-seeds
-#       regenerate the seed files (packets from the codec's encoders);
+#       regenerate the seed files (packets from the codec's encoders, disk
+#       images from the layout's writer);
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
 
 # Code under test plus the daemon's tern_panic (stderr + abort), which is what
 # a fuzzer should see when an ALWAYS() invariant breaks.
-FUZZ_LIB_SRC := $(CORE_SRC) src/platform/posix/panic.c tests/sim/alloc_track.c \
+FUZZ_LIB_SRC := $(CORE_SRC) $(KDISK_SRC) src/platform/posix/panic.c tests/sim/alloc_track.c \
                 tests/unit/fake_transport.c
 FUZZ_INC     := $(INC) -Itests
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -65,13 +66,19 @@ $(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
 	@mkdir -p $(@D)
 	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ src/platform/posix/panic.c -o $@
 
+# fuzz_disk's seeds come from the layout's own writer on a memory disk.
+$(FUZZ_OUT)/gen_disk_seeds: $(FUZZ_DIR)/gen_disk_seeds.c tests/unit/mem_disk.c $(KDISK_SRC)
+	@mkdir -p $(@D)
+	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ -o $@
+
 .PHONY: fuzz fuzz-replay fuzz-seeds fuzz-build
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz-seeds: $(FUZZ_OUT)/gen_seeds
+fuzz-seeds: $(FUZZ_OUT)/gen_seeds $(FUZZ_OUT)/gen_disk_seeds
 	@mkdir -p $(patsubst %,$(FUZZ_DIR)/corpus/%,$(FUZZ_TARGETS))
 	$(FUZZ_OUT)/gen_seeds $(FUZZ_DIR)/corpus
+	$(FUZZ_OUT)/gen_disk_seeds $(FUZZ_DIR)/corpus
 
 fuzz: $(FUZZ_BINS)
 ifeq ($(FUZZ_CLANG),)
@@ -83,6 +90,7 @@ endif
 	    dict=$(FUZZ_DIR)/mqtt.dict; [ $$t = config ] && dict=$(FUZZ_DIR)/config.dict; \
 	    [ $$t = devices ] && dict=$(FUZZ_DIR)/devices.dict; \
 	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
+	    [ $$t = disk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

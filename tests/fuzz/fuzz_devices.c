@@ -10,11 +10,21 @@
  *     fits the buffer, has the signature asked for and a zero checksum, and
  *     MCFG entries it keeps are internally consistent;
  *   - PCI: regions and MSI-X structures it accepts lie inside their BARs;
- *   - framebuffer: an accepted one has 32-bit pixels and a size that fits.
+ *   - framebuffer: an accepted one has 32-bit pixels and a size that fits;
+ *   - virtio-blk configuration: an accepted topology is consistent (block
+ *     sizes powers of two, physical a multiple of logical within 1 MiB,
+ *     a transfer limit of whole blocks that the segments can carry);
+ *   - virtio-scsi and SCSI data (configuration, response header and sense,
+ *     INQUIRY, REPORT LUNS, READ CAPACITY(16), VPD 00/B0/B2, MODE SENSE):
+ *     nothing is read outside the input (ASan), values kept are in range.
+ * Selectors 0-2 are the original parsers (their seeds start with 0-2);
+ * 3 and 4 are the disk parsers.
  */
 #include "platform/kernel/acpi/tables.c"
 #include "platform/kernel/dev/fb.c"
 #include "platform/kernel/dev/pcicap.c"
+#include "platform/kernel/dev/blk_parse.c"
+#include "platform/kernel/dev/scsi_parse.c"
 
 #include <stdlib.h>
 
@@ -121,14 +131,116 @@ static void fuzz_fb(const uint8_t *d, size_t n)
     }
 }
 
+/* Input: 8 bytes of negotiated features, then the configuration snapshot. */
+static void fuzz_vblk(const uint8_t *d, size_t n)
+{
+    uint64_t features = 0;
+    if (n >= 8)
+        memcpy(&features, d, 8);
+    size_t len = n >= 8 ? n - 8 : 0;
+    uint8_t *cfg = malloc(len ? len : 1);   /* exact size: ASan sees overreads */
+    memcpy(cfg, d + (n >= 8 ? 8 : n), len);
+    struct vblk_params p;
+    const char *err;
+    if (vblk_parse_config(cfg, len, features, 65, &p, &err) == 0) {
+        const struct blk_topology *t = &p.topo;
+        FUZZ_ASSERT(t->logical_block >= 512 && t->logical_block <= 65536 &&
+                    !(t->logical_block & (t->logical_block - 1)));
+        FUZZ_ASSERT(t->physical_block % t->logical_block == 0 && t->physical_block <= (1u << 20));
+        FUZZ_ASSERT(t->capacity > 0 && t->max_transfer && t->max_transfer % t->logical_block == 0);
+        FUZZ_ASSERT(p.max_segs >= 2 && p.max_segs <= 65 && p.seg_size >= 512 && p.seg_size <= 4096);
+        FUZZ_ASSERT((uint64_t)(p.max_segs - 1) * p.seg_size >= t->max_transfer);
+        FUZZ_ASSERT(!t->optimal_io || t->optimal_io % t->physical_block == 0);
+        FUZZ_ASSERT(t->discard == (t->max_discard > 0));
+    } else {
+        FUZZ_ASSERT(err != NULL);
+    }
+    FUZZ_ASSERT(vblk_status(n ? d[0] : 0) <= 0);
+    char text[21];
+    blk_text_clean(text, sizeof text, cfg, len);
+    FUZZ_ASSERT(strlen(text) < sizeof text && !strchr(text, '"'));
+    free(cfg);
+}
+
+/* Input: a second selector byte, then the data a device returned. */
+static void fuzz_scsi(const uint8_t *d, size_t n)
+{
+    if (n < 1)
+        return;
+    uint8_t which = d[0];
+    size_t len = n - 1;
+    uint8_t *b = malloc(len ? len : 1);     /* exact size: ASan sees overreads */
+    memcpy(b, d + 1, len);
+    const char *err;
+    switch (which % 8) {
+    case 0: {
+        struct vscsi_config c;
+        if (vscsi_parse_config(b, len, &c, &err) == 0)
+            FUZZ_ASSERT(c.num_queues > 0);
+        break;
+    }
+    case 1: {
+        uint8_t resp[VSCSI_RESP_BYTES] = {0};
+        memcpy(resp, b, len < sizeof resp ? len : sizeof resp);
+        struct scsi_result r;
+        vscsi_resp_parse(resp, &r);
+        FUZZ_ASSERT(scsi_classify(&r) <= SCSI_ERROR);
+        char text[64];
+        scsi_result_text(&r, text, sizeof text);
+        struct scsi_sense s;
+        scsi_sense_parse(b, len, &s);
+        FUZZ_ASSERT(s.key <= 0xF);
+        break;
+    }
+    case 2: {
+        struct scsi_inquiry q;
+        if (scsi_inquiry_parse(b, len, &q) == 0)
+            FUZZ_ASSERT(strlen(q.vendor) <= 8 && strlen(q.product) <= 16 && q.type < 32);
+        break;
+    }
+    case 3: {
+        uint16_t luns[8];
+        unsigned skipped;
+        unsigned k = scsi_report_luns_parse(b, len, luns, 8, &skipped);
+        FUZZ_ASSERT(k <= 8);
+        for (unsigned i = 0; i < k; i++)
+            FUZZ_ASSERT(luns[i] < 16384);
+        break;
+    }
+    case 4: {
+        struct scsi_capacity c;
+        if (scsi_readcap16_parse(b, len, &c, &err) == 0)
+            FUZZ_ASSERT(c.blocks > 0 && c.physical % c.block_len == 0 &&
+                        c.physical <= (1u << 20));
+        break;
+    }
+    case 5: {
+        struct scsi_block_limits bl;
+        struct scsi_provisioning pv;
+        (void)scsi_vpd_lists(b, len, 0xB0);
+        (void)scsi_vpd_b0_parse(b, len, &bl);
+        (void)scsi_vpd_b2_parse(b, len, &pv);
+        break;
+    }
+    default: {
+        struct scsi_caching c;
+        (void)scsi_mode_caching_parse(b, len, which & 1, &c);
+        break;
+    }
+    }
+    free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] % 3) {
+    switch (data[0] % 5) {
     case 0: fuzz_acpi(data + 1, size - 1); break;
     case 1: fuzz_pci(data + 1, size - 1); break;
-    default: fuzz_fb(data + 1, size - 1); break;
+    case 2: fuzz_fb(data + 1, size - 1); break;
+    case 3: fuzz_vblk(data + 1, size - 1); break;
+    default: fuzz_scsi(data + 1, size - 1); break;
     }
     return 0;
 }

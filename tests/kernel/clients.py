@@ -52,10 +52,12 @@ def mtls_broker_check(kernel, build, conf, body):
     return check
 
 
-def mqtt_connect_packet(client_id):
-    """An MQTT 3.1.1 CONNECT with a clean session and a 60 s keepalive."""
+def mqtt_connect_packet(client_id, clean=True):
+    """An MQTT 3.1.1 CONNECT with a 60 s keepalive, a clean session unless
+    clean is False (a persistent one)."""
     cid = client_id.encode()
-    body = b"\x00\x04MQTT\x04\x02\x00\x3c" + len(cid).to_bytes(2, "big") + cid
+    flags = b"\x02" if clean else b"\x00"
+    body = b"\x00\x04MQTT\x04" + flags + b"\x00\x3c" + len(cid).to_bytes(2, "big") + cid
     return bytes([0x10, len(body)]) + body
 
 
@@ -272,9 +274,15 @@ def paho(port, *tls_files):
     return True
 
 
-def sys_memory(port, tls=(), topic="$SYS/broker/memory/used"):
+def sys_value(port, tls, topic):
+    """The retained integer value of a $SYS topic, read as tls (mosquitto
+    arguments of an identity allowed to read $SYS)."""
     out = mosq("mosquitto_sub", port, "-t", topic, "-C", "1", "-W", "20", tls=tls)
     return int(out.strip())
+
+
+def sys_memory(port, tls=(), topic="$SYS/broker/memory/used"):
+    return sys_value(port, tls, topic)
 
 
 def settle_memory(port, tls=(), topic="$SYS/broker/memory/used"):

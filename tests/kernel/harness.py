@@ -161,6 +161,27 @@ def nic(user_opts, device_opts=""):
             "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts else "")]
 
 
+def disk_image(tmp, name, size_mib=64):
+    """A sparse raw image file of size_mib in tmp (for drive())."""
+    path = os.path.join(tmp, name)
+    with open(path, "wb") as f:
+        f.truncate(size_mib << 20)
+    return path
+
+
+def drive(path, ident, kind="virtio-blk", device_opts=""):
+    """QEMU arguments for a raw image as a disk: kind "virtio-blk" (a
+    virtio-blk-pci function) or "virtio-scsi" (its own virtio-scsi-pci
+    adapter with one scsi-hd); device_opts go to the disk's -device
+    (logical_block_size=, physical_block_size=, opt_io_size=, ...)."""
+    args = ["-drive", f"file={path},format=raw,if=none,id={ident},discard=unmap"]
+    opts = f",{device_opts}" if device_opts else ""
+    if kind == "virtio-blk":
+        return args + ["-device", f"virtio-blk-pci,drive={ident}{opts}"]
+    return args + ["-device", f"virtio-scsi-pci,id={ident}hba",
+                   "-device", f"scsi-hd,drive={ident},bus={ident}hba.0{opts}"]
+
+
 def module_vm(kernel, module, net, extra=()):
     """kernel with a boot module (a configuration or a bundle, by -initrd,
     which PVH passes in its module list), virtio-rng and the network net."""

@@ -23,9 +23,13 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
   test_broker_limits.py limits against one client over mutual TLS (input
-                        budget, handshakes per address)
+                        budget, handshakes per address, sessions per
+                        identity, their $SYS counters)
   test_config.py        configurations and bundles refused (halts), and the
                         image builder's refusals
+  test_disk.py          virtio-blk and virtio-scsi disks: topology, pattern
+                        writes surviving a reboot, refusals
+  test_disk_image.py    the disk image tool's GPT (sgdisk, fdisk), no VM
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -38,6 +42,8 @@ import test_broker_mtls
 import test_broker_plain
 import test_config
 import test_crypto
+import test_disk
+import test_disk_image
 import test_faults
 import test_net
 import test_pci_acpi
@@ -46,7 +52,7 @@ import test_pci_acpi
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config)
+           test_crypto, test_config, test_disk, test_disk_image)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -4,17 +4,23 @@ SUBACK 0x80; the broker-wide budget for buffered input
 (limits.max_input_bytes) stops reading clients sending giant unfinished
 PUBLISHes while another client is still answered, and closes them when the
 budget stays spent; a handshake flood from one address is bounded by
-limits.max_handshakes_per_address.
+limits.max_handshakes_per_address; the connection layer's counters of
+these reach $SYS; one certificate's persistent sessions beyond
+limits.max_sessions_per_identity are refused with CONNACK 0x05 while
+another identity still connects.
 """
 import socket
 import threading
 import time
 
-from clients import (PINGREQ, PINGRESP, expect_closed, mtls_broker_check, recv_exact,
-                     remaining_length, tls_client)
+from clients import (PINGREQ, PINGRESP, expect_closed, mqtt_connect_packet,
+                     mtls_broker_check, recv_exact, remaining_length, sys_value, tls_client)
 from harness import MTLS_CONF, Failure
 
-LIMITS_CONF = MTLS_CONF + """limits.max_packet_size = 1048576
+# Handshakes get 30 s here, not 3: the ninth stalled handshake from one
+# address must be closed by its refusal, not by the first ones timing out.
+LIMITS_CONF = MTLS_CONF.replace("tls.handshake_timeout = 3", "tls.handshake_timeout = 30") + \
+    """limits.max_packet_size = 1048576
 limits.max_input_bytes = 1048576
 limits.max_handshakes_per_address = 8
 limits.max_subscriptions = 50
@@ -78,7 +84,8 @@ def limits(vm, tmp, pki, cl, notes):
     against a 1 MiB input budget: the broker stops reading them, a fifth
     client's PINGREQ is answered, and the holders are closed once the
     budget has stayed spent for 10 s; eight stalled handshakes from one
-    address are the most it takes from it."""
+    address are the most it takes from it; the operator reads the
+    refusal, the waits and the closes in $SYS."""
     port = cl.port
     vm.wait_ready(60)
     ctx = pki.context("dev-client")
@@ -98,16 +105,14 @@ def limits(vm, tmp, pki, cl, notes):
     # them, and their sends then block.
     for s in big:
         threading.Thread(target=send_quietly, args=(s,), daemon=True).start()
-    vm.wait_for(lambda o: b"input budget spent" in o, 60)
+    wait_log(vm, b"input budget spent", 60)
     notes.append("input budget spent, holders not read")
     small = tls_client(ctx, port, "small")
     small.settimeout(20)
     t0 = time.monotonic()
     ping(small, "PINGREQ beside the holders not answered")
     notes.append(f"PINGREQ answered in {time.monotonic() - t0:.2f} s")
-    vm.wait_for(lambda o: b"stayed spent" in o, 60)
-    if b"stayed spent" not in vm.text():
-        raise Failure("no holder was closed while the budget stayed spent")
+    wait_log(vm, b"stayed spent", 60)
     notes.append("holders closed after the wait")
     ping(small, "the small client lost its connection")
     # Handshakes from one address: the ninth stalled one is closed at once.
@@ -117,12 +122,98 @@ def limits(vm, tmp, pki, cl, notes):
         s.sendall(HALF_HELLO)
         stalled.append(s)
     expect_closed(stalled[-1], "ninth handshake from one address", 10)
-    vm.wait_for(lambda o: b"limits.max_handshakes_per_address" in o, 20)
+    wait_log(vm, b"too many TLS handshakes from its address", 20)
     notes.append("ninth stalled handshake from one address refused")
     for s in stalled + [small]:
         s.close()
+    # The connection layer's counters on $SYS, read by the operator (once
+    # the stalled handshakes are gone: they share its address).
+    operator = pki.args("dev-operator")
+    for topic in ("handshakes_refused_per_address", "input_waits", "input_closes"):
+        got = wait_sys(port, operator, "$SYS/broker/connections/" + topic, 1)
+        notes.append(f"{topic} {got}")
+    vm.expect_no_fatal()
+
+
+def wait_log(vm, text, timeout):
+    """text on the guest's console within timeout seconds from now, or a
+    Failure (vm.wait_for counts from the VM's start and only reports)."""
+    if vm.wait_for(lambda o: text in o, time.monotonic() - vm.start + timeout) is None:
+        raise Failure(f"no {text.decode()!r} on the console within {timeout} s")
+
+
+def wait_sys(port, tls, topic, least, timeout=10):
+    """A $SYS counter once it reached least (it is refreshed every
+    second), or a Failure."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            got = sys_value(port, tls, topic)
+        except Failure as e:  # refused while closed handshakes still count
+            got = e
+        if not isinstance(got, Failure) and got >= least:
+            return got
+        if time.monotonic() > deadline:
+            raise Failure(f"{topic}: {got}, expected at least {least}")
+        time.sleep(1)
+
+
+IDENTITY_CONF = MTLS_CONF + "limits.max_sessions_per_identity = 2\n"
+
+
+def connect(ctx, port, client_id, clean):
+    """A mutual-TLS handshake as ctx's identity and a CONNECT; the socket
+    and the CONNACK's 4 bytes."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=30)
+    s = ctx.wrap_socket(raw, server_hostname="localhost")
+    s.sendall(mqtt_connect_packet(client_id, clean))
+    return s, recv_exact(s, 4)
+
+
+def disconnect(s):
+    s.sendall(b"\xe0\x00")
+    s.close()
+
+
+def identity_limits(vm, tmp, pki, cl, notes):
+    """dev-client's certificate holds two persistent sessions; a third is
+    refused with CONNACK 0x05 and closed, while another certificate's
+    persistent session, a clean session of dev-client and the resumption
+    of one it holds all connect; the refusal is logged and counted."""
+    port = cl.port
+    vm.wait_ready(60)
+    client, operator = pki.context("dev-client"), pki.context("dev-operator")
+    for cid in ("keep-1", "keep-2"):
+        s, ack = connect(client, port, cid, clean=False)
+        if ack != b"\x20\x02\x00\x00":
+            raise Failure(f"{cid}: CONNACK {ack.hex()}")
+        disconnect(s)
+    s, ack = connect(client, port, "keep-3", clean=False)
+    if ack != b"\x20\x02\x00\x05":
+        raise Failure(f"third persistent session of one identity: CONNACK {ack.hex()}")
+    expect_closed(s, "the refused connection")
+    s.close()
+    notes.append("third persistent session of dev-client refused (0x05)")
+    s, ack = connect(operator, port, "other-1", clean=False)
+    if ack != b"\x20\x02\x00\x00":
+        raise Failure(f"another identity's persistent session: CONNACK {ack.hex()}")
+    disconnect(s)
+    s, ack = connect(client, port, "clean-1", clean=True)
+    if ack != b"\x20\x02\x00\x00":
+        raise Failure(f"clean session of the limited identity: CONNACK {ack.hex()}")
+    disconnect(s)
+    s, ack = connect(client, port, "keep-1", clean=False)
+    if ack != b"\x20\x02\x01\x00":
+        raise Failure(f"resuming a session the identity holds: CONNACK {ack.hex()}")
+    disconnect(s)
+    notes.append("another identity, a clean session and a resumed one connected")
+    wait_log(vm, b"holds limits.max_sessions_per_identity (2)", 20)
+    wait_sys(port, pki.args("dev-operator"), "$SYS/broker/clients/sessions_refused", 1)
+    notes.append("refusal logged and counted in $SYS")
     vm.expect_no_fatal()
 
 
 def cases(b):
-    return {"mqtt-mtls-limits": mtls_broker_check(b.elf, b.dir, LIMITS_CONF, limits)}
+    return {"mqtt-mtls-limits": mtls_broker_check(b.elf, b.dir, LIMITS_CONF, limits),
+            "mqtt-mtls-identity-limits": mtls_broker_check(b.elf, b.dir, IDENTITY_CONF,
+                                                           identity_limits)}

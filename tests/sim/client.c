@@ -31,6 +31,13 @@ void client_init(world *w, int i)
         cl->got_retained[t] = -1;
 }
 
+const char *sim_identity(const world *w, int client)
+{
+    if (!w->idents || client >= 5)
+        return NULL;
+    return client < 3 ? "idA" : "idB";
+}
+
 static mqtt_bytes str(const char *s)
 {
     return (mqtt_bytes){(const uint8_t *)s, strlen(s)};
@@ -253,6 +260,16 @@ static void on_connack(world *w, int i, int k, const mqtt_connack *ca)
         return;
     }
     c->connack_seen = true;
+    if (c->pred_refused) {
+        /* One persistent session too many for its identity: refused, and
+         * the broker closes the connection. */
+        if (ca->return_code != MQTT_CONNACK_NOT_AUTHORIZED || ca->session_present)
+            sim_fail(w, "%s: CONNACK %u (session present %d), the model expects a refusal "
+                        "(0x05: limits.max_sessions_per_identity)",
+                     cl->id, ca->return_code, ca->session_present);
+        cl->st = CS_DISCONNECTING;
+        return;
+    }
     if (ca->return_code != 0) {
         sim_fail(w, "%s: CONNACK refused with %u", cl->id, ca->return_code);
         return;

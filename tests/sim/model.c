@@ -158,12 +158,43 @@ static int in_qos2_find(const incarnation *in, uint16_t pid)
     return -1;
 }
 
+/* Would a CONNECT of client cid be refused for its identity's persistent
+ * sessions (limits.max_sessions_per_identity)? Only one creating a
+ * persistent session: not clean, and no session to resume (a clean one
+ * does not count). Sessions of the identity the model holds alive are the
+ * ones the core counts, restored ones included. */
+static bool connect_refused(const world *w, int cid, bool clean)
+{
+    const char *id = sim_identity(w, cid);
+    int cur = w->cur_inc[cid];
+    if (clean || id == NULL || w->ident_sessions == 0 || (cur >= 0 && !w->inc[cur].clean))
+        return false;
+    uint32_t held = 0;
+    for (int i = 0; i < SIM_ALL; i++) {
+        const char *other = sim_identity(w, i);
+        int j = w->cur_inc[i];
+        held += other != NULL && strcmp(other, id) == 0 && j >= 0 && !w->inc[j].clean;
+    }
+    return held >= w->ident_sessions;
+}
+
 void model_apply(world *w, int k, const mark *m)
 {
     sconn *c = &w->conns[k];
     if (m->kind == MK_CONNECT) {
         int cid = c->owner;
         int cur = w->cur_inc[cid];
+        if (connect_refused(w, cid, m->clean)) {
+            /* Before any takeover: the refusal changes nothing. */
+            sim_trace(w, "model: %s refused: identity %s holds %u persistent sessions",
+                      w->cl[cid].id, sim_identity(w, cid), w->ident_sessions);
+            c->pred_refused = true;
+            c->expect_close = true;
+            c->closing = true; /* nothing it sent after is handled */
+            w->n_sessions_refused++;
+            model_conn_end(w, k);
+            return;
+        }
         /* Takeover: the session's other connection ends first. */
         if (cur >= 0 && w->inc[cur].conn >= 0 && w->inc[cur].conn != k)
             model_conn_end(w, w->inc[cur].conn);
@@ -301,6 +332,13 @@ void model_check_final(world *w)
              * later QoS 0 routing guarantees nothing). */
             bool due = e->q12_epoch == w->epoch ||
                        (sm->acked && sm->acked_epoch == e->q12_epoch);
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due &&
+                w->ident_bytes != 0 && sim_identity(w, i) != NULL) {
+                /* Beyond limits.max_queued_bytes_per_identity: dropped for
+                 * this session and counted (checked against the count). */
+                w->n_ident_lost++;
+                continue;
+            }
             if ((e->qos_mask & 6u) && e->delivered == 0 && due) {
                 sim_fail(w, "lost: m%d (QoS %u, %s from %s, %s) routed to %s session #%d at "
                          "QoS mask 0x%x was never delivered",

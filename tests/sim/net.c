@@ -158,6 +158,30 @@ static void feed_catch_up(world *w, int upto)
     }
 }
 
+/* The layer's input accounting (limits.max_input_bytes): each open link
+ * counts what it holds (the core's unfinished packet and input the core
+ * has not taken), and the layer's total is their sum. */
+static void check_input_budget(world *w)
+{
+    uint64_t sum = 0;
+    for (int k = 0; k < w->nconns && !w->failed; k++) {
+        const sconn *c = &w->conns[k];
+        broker_conn *bc = sconn_core(c);
+        if (!c->open)
+            continue;
+        sum += c->link.c.held;
+        if (bc != NULL && !broker_wants_close(bc) &&
+            c->link.c.held != broker_input_held(bc) + c->link.c.pending_len)
+            sim_fail(w, "conn %d: the layer counts %u bytes held, it holds %zu", k,
+                     c->link.c.held, broker_input_held(bc) + c->link.c.pending_len);
+    }
+    conn_stats st;
+    conn_server_get_stats(w->cs, &st);
+    if (st.input_held != sum && !w->failed)
+        sim_fail(w, "the layer counts %llu bytes of input held, its links %llu",
+                 (unsigned long long)st.input_held, (unsigned long long)sum);
+}
+
 /* After a layer call: the marks of the links it fed, then every other link
  * must have consumed nothing; pauses are counted. */
 static void feed_end(world *w)
@@ -190,6 +214,7 @@ static void feed_end(world *w)
             w->n_paused++;
         c->paused = c->link.c.input_blocked;
     }
+    check_input_budget(w);
 }
 
 static void on_close(fake_link *l)
@@ -212,6 +237,15 @@ static void on_close(fake_link *l)
         w->fed = i + 1;
     }
     c->open = false;
+    /* The input budget stayed spent while it waited: the layer reset it,
+     * as the network might have. */
+    conn_stats st;
+    conn_server_get_stats(w->cs, &st);
+    if (st.input_closes > w->input_closes) {
+        w->input_closes = st.input_closes;
+        c->expect_close = true;
+        sim_trace(w, "conn %d closed for the input budget", k);
+    }
     discard_unread(c);
     c->nmarks = c->marks_head = 0; /* what the core did not take died with it */
     if (l->how == CONN_CLOSE_ABORT)
@@ -234,6 +268,13 @@ static void on_close(fake_link *l)
 static void on_read(fake_link *l)
 {
     world *w = l->owner;
+    /* With an input budget, warm-up and the end phase read whole: no
+     * unfinished packet waits for the budget, so their steps (which must
+     * all succeed) are not cut short by its closes. */
+    if (w->max_input != 0 && (w->warming || w->quiesce)) {
+        l->read_max = 0;
+        return;
+    }
     l->read_max = l->up.len == 0 || rng_pct(&w->r, 50)
                       ? 0
                       : 1 + rng_below(&w->r, (uint32_t)l->up.len);
@@ -251,6 +292,8 @@ void net_start(world *w)
     memset(&cc, 0, sizeof cc);
     cc.b = w->b;
     cc.io = &fake_transport;
+    cc.max_input_bytes = w->max_input;
+    w->input_closes = 0;
     /* The layer's own memory comes from malloc: the tracked allocator
      * accounts for the core's alone (memory_used). */
     if (w->verbose) {
@@ -291,6 +334,8 @@ void net_stop(world *w)
     conn_stats st;
     conn_server_get_stats(w->cs, &st);
     w->n_lingers += st.linger_timeouts;
+    w->n_input_waits += st.input_waits;
+    w->n_input_closes += st.input_closes;
     conn_server_destroy(w->cs);
     w->cs = NULL;
 }
@@ -319,6 +364,7 @@ int net_open(world *w, int client)
     c->link.on_close = on_close;
     c->link.on_read = on_read;
     c->link.peer = w->cl[client].id;
+    c->link.identity = sim_identity(w, client);
     c->client = client;
     c->owner = client;
     c->inc = -1;
@@ -427,6 +473,23 @@ void net_fin(world *w, int k)
     net_arrive(w, k, 0);
 }
 
+/* The budget is spent and c holds at least the average of the links
+ * holding any, with nothing of its own left to serve: the layer must not
+ * read its transport. */
+static bool input_must_wait(world *w, const sconn *c)
+{
+    conn_stats st;
+    uint64_t holders = 0;
+    broker_conn *bc = sconn_core(c);
+    if (w->max_input == 0 || bc == NULL || c->link.c.pending != NULL || c->link.c.on_ready ||
+        c->link.c.held == 0 || broker_wants_close(bc) || broker_input_paused(bc))
+        return false;
+    conn_server_get_stats(w->cs, &st);
+    for (int k = 0; k < w->nconns; k++)
+        holders += w->conns[k].open && w->conns[k].link.c.held > 0;
+    return st.input_held >= w->max_input && c->link.c.held * holders >= st.input_held;
+}
+
 bool net_has_readable(const sconn *c)
 {
     /* An error is reported whatever the layer waits for. */
@@ -439,12 +502,17 @@ void net_readable(world *w, int k)
     sconn *c = &w->conns[k];
     if (!net_has_readable(c))
         return;
+    bool must_wait = input_must_wait(w, c);
+    unsigned reads = c->link.reads;
     feed_begin(w, &k, 1);
     if (c->link.fail_read)
         (void)conn_hangup(w->cs, &c->link.c, w->now);
     else
         (void)conn_readable(w->cs, &c->link.c, w->now);
     feed_end(w);
+    if (must_wait && c->link.reads != reads)
+        sim_fail(w, "conn %d was read while the input budget was spent and it held at least "
+                    "the average", k);
 }
 
 bool net_has_writable(const sconn *c)

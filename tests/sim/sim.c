@@ -78,10 +78,25 @@ static void advance(world *w, uint64_t ms)
  * hold times out. Let time pass until it does; false when nothing waits. */
 static bool wait_for_deadline(world *w)
 {
-    bool held = false, closing = false;
+    bool held = false, closing = false, budget = false;
     for (int k = 0; k < w->nconns; k++) {
         held |= net_input_held(&w->conns[k]);
         closing |= net_closing(&w->conns[k]);
+        budget |= w->conns[k].open && w->conns[k].link.c.timer == CONN_TIMER_INPUT;
+    }
+    if (budget && !closing) {
+        /* Links wait for the input budget, which stays spent: the layer
+         * promises to close them within CONN_INPUT_WAIT_MS. */
+        uint64_t d = conn_next_deadline(w->cs);
+        if (d <= w->now || d > w->now + CONN_INPUT_WAIT_MS) {
+            sim_fail(w, "links wait for the input budget, and the layer's next deadline is "
+                        "%lld ms away",
+                     (long long)(d - w->now));
+            return false;
+        }
+        sim_trace(w, "waiting %llu ms for the input budget", (unsigned long long)(d - w->now));
+        advance(w, d - w->now);
+        return true;
     }
     if (closing) {
         /* The layer promises to end it within CONN_LINGER_MS. */
@@ -306,6 +321,7 @@ static void random_step(world *w)
  * tables, match scratch) reach the size the rest of the run needs. */
 static uint64_t warm_up(world *w)
 {
+    w->warming = true;
     for (int i = 0; i < SIM_ALL; i++)
         client_connect(w, i, true);
     settle(w);
@@ -324,6 +340,7 @@ static uint64_t warm_up(world *w)
     for (int i = 0; i < SIM_ALL; i++)
         client_disconnect(w, i);
     settle(w);
+    w->warming = false;
     broker_stats st;
     broker_get_stats(w->b, &st);
     if (st.clients_total != 0 || st.retained_count != 0)
@@ -365,9 +382,14 @@ static void end_phase(world *w, uint64_t baseline)
     broker_stats st;
     broker_get_stats(w->b, &st);
     w->n_qos0_dropped = st.publish_dropped;
-    if (st.publish_dropped != 0 && !w->tight)
+    uint64_t dropped = st.publish_dropped + w->dropped_before;
+    if (dropped != 0 && !w->tight && w->ident_bytes == 0)
         sim_fail(w, "publish_dropped = %llu with limits that should drop nothing",
-                 (unsigned long long)st.publish_dropped);
+                 (unsigned long long)dropped);
+    else if (w->n_ident_lost > dropped)
+        sim_fail(w, "%llu QoS 1/2 messages never reached sessions of limited identities, the "
+                    "core dropped %llu",
+                 (unsigned long long)w->n_ident_lost, (unsigned long long)dropped);
     if (w->failed)
         return;
 
@@ -419,7 +441,8 @@ static void end_phase(world *w, uint64_t baseline)
 typedef struct run_stats {
     uint64_t steps, msgs, delivered, dups, drops, takeovers, reconnects, tight, dropped,
         paused, expiry_seeds, expired, durable, commits, failed, crashes, hold_seeds, held,
-        hold_timeouts, kept, graceful, aborts, lingers;
+        hold_timeouts, kept, graceful, aborts, lingers, input_seeds, input_waits, input_closes,
+        ident_seeds, sessions_refused, ident_lost;
 } run_stats;
 
 /* One seed; returns false on a violation (already printed). */
@@ -469,6 +492,26 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     cfg.limits.max_subscriptions = SIM_FILTERS;
     cfg.limits.max_topic_levels = 3;
     cfg.limits.max_topic_length = 5;
+    /* Hostile-client limits, from the seed number (other seeds draw what
+     * they did before). One seed in five: clients carry identities
+     * (sim_identity), one or two persistent sessions each; in half of
+     * those 0.5-1.25 KiB queued per identity (the core lowers
+     * max_packet_size to it: the clients' largest packet must still fit). One seed in seven:
+     * an input budget of a few hundred bytes across all links: more than
+     * one link holds for an unfinished packet (the core's tail buffer, 256
+     * bytes or 512 with the padding of small-output seeds, and a packet),
+     * or a lone holder would wait for itself, as the configuration's rule
+     * (at least limits.max_packet_size) prevents in real use. */
+    if (seed % 5 == 2) {
+        w->idents = true;
+        w->ident_sessions = 1 + (uint32_t)(seed / 5 % 2);
+        if (seed / 10 % 2 == 0)
+            w->ident_bytes = 512 + (uint32_t)(seed / 20 % 4) * 256;
+    }
+    cfg.limits.max_sessions_per_identity = w->ident_sessions;
+    cfg.limits.max_queued_bytes_per_identity = w->ident_bytes;
+    if (seed % 7 == 3)
+        w->max_input = w->tight ? 768 + seed / 7 % 4 * 128 : 320 + seed / 7 % 4 * 64;
     cfg.allocator = alloc_track_allocator(&w->at);
     cfg.allow_anonymous = true;
     cfg.version = "sim";
@@ -482,10 +525,13 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
         abort();
     net_start(w);
     sim_trace(w, "seed %llu: %s%s, expiry %u s, inflight %u, work budget %u, hold %u, "
-                 "transport buffer %zu",
+                 "transport buffer %zu, input budget %llu, identities %s (sessions %u, "
+                 "bytes %u)",
               (unsigned long long)seed, w->durable ? "durable" : "not durable",
               w->tight ? ", small output buffers" : "", w->expiry_s, cfg.limits.max_inflight,
-              cfg.limits.work_budget, cfg.limits.hold_queued, w->sndbuf);
+              cfg.limits.work_budget, cfg.limits.hold_queued, w->sndbuf,
+              (unsigned long long)w->max_input, w->idents ? "on" : "off", w->ident_sessions,
+              w->ident_bytes);
     model_init(w);
     store_init(w);
     for (int i = 0; i < SIM_ALL; i++)
@@ -545,6 +591,12 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
 
     net_stop(w);
     rs->lingers += w->n_lingers;
+    rs->input_seeds += w->max_input != 0;
+    rs->input_waits += w->n_input_waits;
+    rs->input_closes += w->n_input_closes;
+    rs->ident_seeds += w->idents;
+    rs->sessions_refused += w->n_sessions_refused;
+    rs->ident_lost += w->n_ident_lost;
     if (w->b)
         broker_destroy(w->b);
     if (ok && (w->at.live_bytes != 0 || w->at.live_blocks != 0)) {
@@ -615,7 +667,9 @@ int main(int argc, char **argv)
            "session expiry, %llu sessions expired; %llu durable seeds, %llu commits, %llu "
            "failed batches, %llu crashes; %llu seeds holding publishers, held %llu times, "
            "%llu hold timeouts; connection layer: input kept %llu times, %llu graceful closes, "
-           "%llu aborts, %llu lingers ran out; %.1f s\n",
+           "%llu aborts, %llu lingers ran out; %llu seeds with an input budget, %llu waits, "
+           "%llu closes; %llu seeds with identities, %llu sessions refused, %llu messages "
+           "dropped for an identity's bytes; %.1f s\n",
            (unsigned long long)done, (unsigned long long)start, (unsigned long long)rs.steps,
            (unsigned long long)rs.msgs, (unsigned long long)rs.delivered,
            (unsigned long long)rs.dups, (unsigned long long)rs.drops,
@@ -628,6 +682,9 @@ int main(int argc, char **argv)
            (unsigned long long)rs.held, (unsigned long long)rs.hold_timeouts,
            (unsigned long long)rs.kept, (unsigned long long)rs.graceful,
            (unsigned long long)rs.aborts, (unsigned long long)rs.lingers,
+           (unsigned long long)rs.input_seeds, (unsigned long long)rs.input_waits,
+           (unsigned long long)rs.input_closes, (unsigned long long)rs.ident_seeds,
+           (unsigned long long)rs.sessions_refused, (unsigned long long)rs.ident_lost,
            (double)(clock() - t0) / CLOCKS_PER_SEC);
     if (nfailed)
         printf("sim: %llu seeds failed\n", (unsigned long long)nfailed);

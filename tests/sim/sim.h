@@ -24,6 +24,20 @@
  * (publishers held for slow subscribers; when nothing else moves, time
  * passes until holds time out).
  *
+ * Hostile-client limits, each on in a share of the seeds chosen from the
+ * seed number (so other seeds draw what they did before), set tiny so they
+ * are hit often: the connection layer's input budget
+ * (limits.max_input_bytes; links holding the most are not read while it
+ * is spent, and closed when it stays spent: the model takes such a close
+ * as a reset), and identities (clients share certificates' names) with
+ * limits.max_sessions_per_identity (a persistent session beyond it gets
+ * CONNACK 0x05, predicted by the model) and
+ * limits.max_queued_bytes_per_identity (QoS 1/2 messages beyond it are
+ * dropped and counted: only that identity's sessions may miss messages,
+ * and no more than the core counted). TLS handshakes are not simulated
+ * (no TLS here): their budgets are the connection layer's unit tests'
+ * (tests/unit/test_conn_tls.c).
+ *
  * One seed drives everything, so a failing seed replays exactly. The broker
  * lives in world.b with the layer over it in world.cs, and is reached only
  * through broker.h and conn.h, so a "broker restart" event (drop every
@@ -123,6 +137,7 @@ typedef struct sconn {
     bool expect_close;      /* DISCONNECT sent, orphaned, or dropped */
     bool pred_sp;           /* session present the model predicts */
     bool connack_seen;
+    bool pred_refused;      /* the model predicts CONNACK 0x05 (sessions per identity) */
     bool fin;               /* the client sent its last byte: EOF follows them */
     bool silent;            /* abandoned by a peer that acknowledges nothing more */
     bool paused;            /* the layer stopped reading it (counted once a pause) */
@@ -221,8 +236,14 @@ typedef struct world {
     rng r;
     bool verbose;
     bool quiesce;              /* end phase: clients ack at once */
+    bool warming;              /* warm-up: every step must succeed */
     bool tight;                /* small output buffers: QoS 0 may be dropped */
     uint32_t expiry_s;         /* session expiry limit, 0 = kept forever */
+    uint64_t max_input;        /* limits.max_input_bytes of the layer, 0 = none */
+    bool idents;               /* clients carry identities (sim_identity) */
+    uint32_t ident_sessions;   /* limits.max_sessions_per_identity, 0 = default */
+    uint32_t ident_bytes;      /* limits.max_queued_bytes_per_identity, 0 = default */
+    uint64_t input_closes;     /* the layer's input closes seen so far (net.c) */
     uint64_t step;
     broker *b;
     conn_server *cs;           /* the connection layer over b (net.c) */
@@ -270,7 +291,17 @@ typedef struct world {
     /* ... of the connection layer: input it kept for the core after a
      * feeding call, closes by kind, lingers that ran out */
     uint64_t n_kept, n_graceful, n_aborts, n_lingers;
+    /* ... of the hostile-client limits: input-budget waits and closes,
+     * sessions refused per identity, messages an identity's byte limit
+     * kept from its sessions */
+    uint64_t n_input_waits, n_input_closes, n_sessions_refused, n_ident_lost;
+    uint64_t dropped_before;   /* publish_dropped of the cores before the last crash */
 } world;
+
+/* The identity client i connects with (NULL: anonymous). With
+ * world.idents, c0-c2 share "idA", c3-c4 share "idB", c5 and the checker
+ * are anonymous (never limited). */
+const char *sim_identity(const world *w, int client);
 
 void sim_fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_trace(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

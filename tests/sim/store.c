@@ -173,6 +173,9 @@ void store_crash(world *w)
     sim_trace(w, "CRASH: %d batches lost", w->npend);
     w->npend = 0;
     net_stop(w); /* every link dropped, the layer destroyed */
+    broker_stats st;
+    broker_get_stats(w->b, &st);
+    w->dropped_before += st.publish_dropped; /* the core's count starts afresh */
     broker_destroy(w->b);
     w->b = NULL;
     if (w->at.live_bytes != 0 || w->at.live_blocks != 0) {

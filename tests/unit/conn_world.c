@@ -30,7 +30,8 @@ static bool init(cworld *w, const broker_limits *lim, const conn_server_config *
     memset(&cfg, 0, sizeof cfg);
     if (lim)
         cfg.limits = *lim;
-    cfg.limits.sys_interval_s = UINT32_MAX;
+    if (cfg.limits.sys_interval_s == 0)
+        cfg.limits.sys_interval_s = UINT32_MAX; /* $SYS only when a test asks */
     cfg.allow_anonymous = true;
     cfg.log = quiet;
     cfg.log_level = BROKER_LOG_DEBUG;
@@ -66,6 +67,11 @@ bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tl
                                 .max_handshakes_per_address = per_address,
                                 .log = log_lines ? counting : NULL, .log_ctx = log_lines};
     return init(w, NULL, &extra);
+}
+
+bool cw_init_config(cworld *w, const broker_limits *lim, const conn_server_config *extra)
+{
+    return init(w, lim, extra);
 }
 
 bool cw_init_io(cworld *w, const conn_transport *io)
@@ -141,6 +147,27 @@ void cw_put_publish_qos(fake_link *l, const char *topic, size_t len, uint8_t fil
 void cw_put_publish(fake_link *l, const char *topic, size_t len, uint8_t fillc)
 {
     cw_put_publish_qos(l, topic, len, fillc, 0, 0);
+}
+
+void cw_put_partial_publish(fake_link *l, uint32_t declared, size_t sent)
+{
+    uint8_t hdr[8];
+    size_t n = 0;
+    hdr[n++] = 0x30;
+    for (uint32_t v = declared;; v >>= 7) {
+        hdr[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+        if (v <= 0x7f)
+            break;
+    }
+    fake_bytes_put(&l->up, hdr, n);
+    static const uint8_t topic[] = {0, 3, 'b', 'i', 'g'};
+    fake_bytes_put(&l->up, topic, sizeof topic);
+    static uint8_t zeros[65536];
+    for (size_t left = sent - sizeof topic; left > 0;) {
+        size_t k = left < sizeof zeros ? left : sizeof zeros;
+        fake_bytes_put(&l->up, zeros, k);
+        left -= k;
+    }
 }
 
 int cw_count(const uint8_t *p, size_t len, mqtt_type type, size_t *payload_bytes)

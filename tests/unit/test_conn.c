@@ -250,30 +250,6 @@ TEST(conn_paused_input_is_not_read_until_output_drains)
     free(a);
 }
 
-
-/* The start of a QoS 0 PUBLISH to "big" declaring `declared` bytes after
- * its fixed header, and `sent` bytes of it. */
-static void put_partial_publish(fake_link *l, uint32_t declared, size_t sent)
-{
-    uint8_t hdr[8];
-    size_t n = 0;
-    hdr[n++] = 0x30;
-    for (uint32_t v = declared;; v >>= 7) {
-        hdr[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        if (v <= 0x7f)
-            break;
-    }
-    fake_bytes_put(&l->up, hdr, n);
-    static const uint8_t topic[] = {0, 3, 'b', 'i', 'g'};
-    fake_bytes_put(&l->up, topic, sizeof topic);
-    static uint8_t zeros[65536];
-    for (size_t left = sent - sizeof topic; left > 0;) {
-        size_t k = left < sizeof zeros ? left : sizeof zeros;
-        fake_bytes_put(&l->up, zeros, k);
-        left -= k;
-    }
-}
-
 TEST(conn_input_budget_stops_reading_the_biggest_holders_and_closes_them_in_time)
 {
     enum { BIG = 4, BUDGET = 256 * 1024 };
@@ -287,7 +263,7 @@ TEST(conn_input_budget_stops_reading_the_biggest_holders_and_closes_them_in_time
         CHECK(big[i] && conn_open(w.cs, &big[i]->c, false, w.now));
         links[i] = big[i];
         cw_put_connect(big[i], i == 0 ? "b0" : i == 1 ? "b1" : i == 2 ? "b2" : "b3", NULL);
-        put_partial_publish(big[i], 1000000, 600000); /* 60% of a 1 MB packet */
+        cw_put_partial_publish(big[i], 1000000, 600000); /* 60% of a 1 MB packet */
     }
     CHECK(conn_open(w.cs, &small->c, false, w.now));
     links[BIG] = small;
@@ -332,10 +308,10 @@ TEST(conn_input_budget_resumes_the_waiting_when_a_holder_leaves)
     CHECK(conn_open(w.cs, &a->c, false, w.now) && conn_open(w.cs, &b->c, false, w.now));
     cw_put_connect(a, "a", NULL);
     cw_put_connect(b, "b", NULL);
-    put_partial_publish(b, 150000, 120000); /* unfinished, held first */
+    cw_put_partial_publish(b, 150000, 120000); /* unfinished, held first */
     for (int t = 0; t < 3; t++)
         cw_turn(&w, links, 2);
-    put_partial_publish(a, 150000, 150000); /* whole: 150,000 bytes after the header */
+    cw_put_partial_publish(a, 150000, 150000); /* whole: 150,000 bytes after the header */
     a->read_max = 20000;
     for (int t = 0; t < 30; t++)
         cw_turn(&w, links, 2);

@@ -2,14 +2,19 @@
  * test_conn_tls.c - the connection layer's TLS half (src/conn/tls.c) over
  * the fake transport, with a real TLS client: a handshake over many tiny
  * reads, the per-turn handshake budget, the handshake deadline, garbage,
- * close_notify after the last output, the limits on handshakes running.
+ * close_notify after the last output, the limits on handshakes running,
+ * rate-limited failure lines, the layer's counters in $SYS.
  */
 #include "test.h"
 
 #include "conn_world.h"
 #include "test_tls_pair.h"
 
+#include "broker/logwin.h"
+
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 typedef struct tclient {
     fake_link link;
@@ -249,7 +254,8 @@ TEST(conn_tls_handshakes_from_one_address_are_bounded_and_others_still_get_in)
     CHECK(open_from(&w, &other, "10.0.0.7")); /* another address still gets in */
     links[N] = &other;
     conn_server_get_stats(w.cs, &st);
-    CHECK_EQ(st.handshakes_refused, N - 4);
+    CHECK_EQ(st.handshakes_refused_address, N - 4);
+    CHECK_EQ(st.handshakes_refused, 0);
     CHECK(logs <= 2); /* one refusal line per interval, whatever the flood */
     /* A handshake that ends frees its address's slot. */
     conn_failed(w.cs, &l[0].c, w.now);
@@ -277,4 +283,223 @@ TEST(conn_tls_handshakes_in_all_are_bounded)
     CHECK(a.closed && b.closed);
     CHECK(open_from(&w, &c, addr[2]));
     cw_free(&w, links, 3);
+}
+
+/* The log lines the layer wrote, kept for a test to look through. */
+typedef struct line_log {
+    char lines[64][320];
+    int n, total;
+} line_log;
+
+static void keep_line(void *ctx, broker_log_level level, const char *msg)
+{
+    line_log *l = ctx;
+    (void)level;
+    if (l->n < 64)
+        snprintf(l->lines[l->n++], sizeof l->lines[0], "%s", msg);
+    l->total++;
+}
+
+static int lines_with(const line_log *l, const char *text)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        n += strstr(l->lines[i], text) != NULL;
+    return n;
+}
+
+TEST(conn_tls_failure_and_timeout_floods_write_a_bounded_number_of_lines)
+{
+    enum { N = 60 };
+    cworld w;
+    fake_link *l = calloc(N, sizeof *l);
+    fake_link *links[N];
+    line_log *log = calloc(1, sizeof *log);
+    conn_stats st;
+    CHECK(l && log);
+    conn_server_config extra = {.tls_ops = &conn_tls, .tls = server_ctx(), .log = keep_line,
+                                .log_ctx = log};
+    CHECK(cw_init_config(&w, NULL, &extra));
+    /* N clients sending garbage instead of a ClientHello: N failures. */
+    for (int i = 0; i < N; i++) {
+        links[i] = &l[i];
+        CHECK(open_from(&w, &l[i], "10.0.0.9"));
+        fake_bytes_put(&l[i].up, "GET / HTTP/1.1\r\n\r\n", 18);
+    }
+    for (int t = 0; t < 3; t++) /* (CONN_HANDSHAKE_STEPS_PER_TURN a turn) */
+        cw_turn(&w, links, N);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshakes_failed, N); /* every one counted... */
+    CHECK_EQ(lines_with(log, "TLS handshake with"), TERN_LOG_BURST); /* ...a few logged */
+    CHECK(conn_next_deadline(w.cs) <= w.now + TERN_LOG_WINDOW_MS); /* the summary is due */
+    /* When the window ends, one line says how many were not written. */
+    w.now += TERN_LOG_WINDOW_MS;
+    cw_turn(&w, links, 0);
+    CHECK_EQ(lines_with(log, "log: 50 more 'TLS handshake failed' lines suppressed"), 1);
+    /* N stalled handshakes timing out at once: the same bound. */
+    for (int i = 0; i < N; i++) {
+        fake_link_free(&l[i]);
+        CHECK(open_from(&w, &l[i], "10.0.0.9"));
+    }
+    w.now += 3000;
+    cw_turn(&w, links, N);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshake_timeouts, N);
+    CHECK_EQ(lines_with(log, "timed out"), TERN_LOG_BURST);
+    int before = log->total;
+    cw_free(&w, links, N); /* the server's end writes the count it owes */
+    CHECK_EQ(log->total, before + 1);
+    CHECK_EQ(lines_with(log, "more 'TLS handshake timed out' lines suppressed"), 1);
+    free(l);
+    free(log);
+}
+
+/* The value of the last PUBLISH to `topic` a link received, or -1. */
+static long long sys_value(const fake_link *l, const char *topic)
+{
+    const uint8_t *p = fake_bytes_data(&l->down);
+    size_t pos = 0, used;
+    long long v = -1;
+    mqtt_packet pk;
+    while (pos < l->down.len &&
+           mqtt_decode(p + pos, l->down.len - pos, MQTT_FROM_SERVER, 4, 0, &pk, &used) ==
+               MQTT_OK) {
+        const mqtt_publish *pb = &pk.u.publish;
+        if (pk.type == MQTT_PUBLISH && pb->topic.len == strlen(topic) &&
+            memcmp(pb->topic.p, topic, pb->topic.len) == 0) {
+            char num[24] = {0};
+            memcpy(num, pb->payload.p, pb->payload.len < 23 ? pb->payload.len : 23);
+            v = strtoll(num, NULL, 10);
+        }
+        pos += used;
+    }
+    return v;
+}
+
+TEST(conn_layer_counters_appear_in_sys_and_count)
+{
+    enum { BIG = 4, BUDGET = 256 * 1024 };
+    cworld w;
+    fake_link *l = calloc(BIG + 5, sizeof *l);
+    fake_link *links[BIG + 5];
+    broker_limits lim = {.sys_interval_s = 1};
+    conn_server_config extra = {.tls_ops = &conn_tls, .tls = server_ctx(), .max_handshakes = 2,
+                                .max_handshakes_per_address = 1, .max_input_bytes = BUDGET};
+    CHECK(l && cw_init_config(&w, &lim, &extra));
+    for (int i = 0; i < BIG + 5; i++)
+        links[i] = &l[i];
+    /* An operator reads $SYS. */
+    fake_link *ops = &l[BIG + 4];
+    fake_link_init(ops);
+    ops->identity = "ops";
+    ops->is_operator = true;
+    CHECK(conn_open(w.cs, &ops->c, false, w.now));
+    cw_put_connect(ops, "ops", NULL);
+    cw_put_subscribe(ops, "$SYS/broker/connections/#");
+    cw_turn(&w, &ops, 1);
+    /* Handshakes: one refused from a busy address, one refused when two
+     * run, one failing, one timing out. */
+    CHECK(open_from(&w, &l[BIG], "10.0.0.1"));
+    CHECK(!open_from(&w, &l[BIG + 1], "10.0.0.1"));
+    CHECK(open_from(&w, &l[BIG + 2], "10.0.0.2"));
+    CHECK(!open_from(&w, &l[BIG + 3], "10.0.0.3"));
+    l[BIG + 1].closed = l[BIG + 3].closed = true; /* refused: never the layer's */
+    fake_bytes_put(&l[BIG].up, "garbage!", 8);
+    /* Input: four clients sending most of a 1 MB packet against a 256 KiB
+     * budget wait, and are closed when it stays spent. */
+    for (int i = 0; i < BIG; i++) {
+        fake_link_init(&l[i]);
+        CHECK(conn_open(w.cs, &l[i].c, false, w.now));
+        cw_put_connect(&l[i], i == 0 ? "b0" : i == 1 ? "b1" : i == 2 ? "b2" : "b3", NULL);
+        cw_put_partial_publish(&l[i], 1000000, 600000);
+    }
+    for (int t = 0; t < 20; t++)
+        cw_turn(&w, links, BIG + 5);
+    w.now += CONN_INPUT_WAIT_MS; /* also past the handshake timeout */
+    cw_turn(&w, links, BIG + 5);
+    conn_stats st;
+    conn_server_get_stats(w.cs, &st);
+    CHECK(st.input_waits >= 1 && st.input_closes >= 1);
+    w.now += 1000; /* the next $SYS refresh */
+    cw_turn(&w, links, BIG + 5);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/handshakes_refused"), 1);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/handshakes_refused_per_address"), 1);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/handshakes_failed"), 1);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/handshake_timeouts"), 1);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/input_waits"), (long long)st.input_waits);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/input_closes"), (long long)st.input_closes);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(sys_value(ops, "$SYS/broker/connections/input_bytes"), (long long)st.input_held);
+    cw_free(&w, links, BIG + 5);
+    free(l);
+}
+
+/* The simulator runs no TLS, so the handshake budgets get their random
+ * walk here: TLS connections from four addresses open, fail (garbage),
+ * vanish, or time out, in a seeded order, against tiny limits. After every
+ * step the layer agrees with a count of the handshakes running: an open
+ * succeeds exactly when both limits leave room, and each refusal is
+ * counted under its limit. */
+TEST(conn_tls_handshake_budgets_hold_under_random_opens_failures_and_timeouts)
+{
+    enum { N = 48, ADDRS = 4, MAX = 6, PER = 3, STEPS = 600 };
+    static const char *const addr[ADDRS] = {"10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"};
+    cworld w;
+    fake_link *l = calloc(N, sizeof *l);
+    fake_link *links[N];
+    int from[N], running[ADDRS] = {0}, total = 0;
+    uint64_t refused = 0, refused_address = 0, started[N];
+    uint64_t rng = 0x9e3779b97f4a7c15ull;
+    CHECK(l);
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), MAX, PER, NULL));
+    for (int i = 0; i < N; i++) {
+        links[i] = &l[i];
+        l[i].closed = true; /* not the layer's yet */
+        from[i] = -1;
+    }
+    for (int step = 0; step < STEPS; step++) {
+        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+        int i = (int)(rng % N), a = (int)(rng / N % ADDRS), what = (int)(rng / 1024 % 8);
+        if (l[i].closed && what < 5) { /* a new connection */
+            bool room = total < MAX && running[a] < PER;
+            fake_link_free(&l[i]);
+            bool opened = open_from(&w, &l[i], addr[a]);
+            CHECK_EQ(opened, room);
+            if (opened) {
+                from[i] = a;
+                started[i] = w.now;
+                running[a]++;
+                total++;
+            } else {
+                l[i].closed = true;
+                refused += total >= MAX;
+                refused_address += total < MAX;
+            }
+        } else if (!l[i].closed && what == 5) { /* garbage: the handshake fails */
+            fake_bytes_put(&l[i].up, "garbage!", 8);
+            cw_turn(&w, &links[i], 1);
+            CHECK(l[i].closed);
+        } else if (!l[i].closed && what == 6) { /* the peer vanishes */
+            conn_failed(w.cs, &l[i].c, w.now);
+        } else { /* time passes: handshakes past 3 s time out */
+            w.now += 1 + rng / 4096 % 900;
+            cw_turn(&w, links, 0);
+        }
+        for (int j = 0; j < N; j++) {
+            if (from[j] >= 0 && l[j].closed) { /* it ended: its slot is free */
+                running[from[j]]--;
+                total--;
+                from[j] = -1;
+            } else if (from[j] >= 0) {
+                CHECK(w.now - started[j] < 3000); /* none outlives its deadline */
+            }
+        }
+        conn_stats st;
+        conn_server_get_stats(w.cs, &st);
+        CHECK_EQ(st.handshakes_refused, refused);
+        CHECK_EQ(st.handshakes_refused_address, refused_address);
+    }
+    CHECK(refused > 0 && refused_address > 0); /* both limits were reached */
+    cw_free(&w, links, N);
+    free(l);
 }

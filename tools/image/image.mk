@@ -7,7 +7,10 @@
 #                              bundle + kernel -> hybrid ISO (mkiso.sh)
 #   make image                 build/tern.iso: the development image, mTLS on
 #                              8883 with the dev PKI (scripts/pki.sh build/pki)
-#                              and tools/image/tern.conf + tern.acl
+#                              and tools/image/tern.conf + tern.acl; and
+#                              build/tern-disk.img, the same as a raw disk
+#                              image (GPT, ESP, empty data partition) that
+#                              kernel tests copy
 
 IMAGE_BUNDLE_OBJ := $(BUILD)/rel/tools/image/tern-bundle.o \
     $(call obj,rel,src/platform/kernel/bundle.c src/platform/kernel/confcheck.c \
@@ -33,3 +36,12 @@ $(BUILD)/tern.iso: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/te
 	$(if $(Q),@echo "  ISO     $@")
 	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf \
 	    --bundler $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf $@
+
+# 256 MiB, sparse: room for the layout's regions, small to copy in tests.
+$(BUILD)/tern-disk.img: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk \
+                        $(BUILD)/image/tern.conf tools/image/grub-disk.cfg tools/image/mkdisk.sh \
+                        tools/image/tern-build-image
+	$(if $(Q),@echo "  DISK    $@")
+	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf \
+	    --bundler $(BUILD)/rel/tern-bundle --mkdisk $(BUILD)/rel/tern-mkdisk \
+	    --disk 256 $(BUILD)/image/tern.conf $@

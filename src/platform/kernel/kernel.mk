@@ -6,7 +6,8 @@
 #                      (test hooks, 1 s fatal hold) and tern-debug.elf (as
 #                      tern-test.elf, with register dumps in fatal reports);
 #                      boot with qemu-system-x86_64 -kernel FILE (PVH)
-#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, with the
+#   make image         build/tern.iso: GRUB hybrid ISO, BIOS and UEFI, and
+#                      build/tern-disk.img (a raw disk image), with the
 #                      development configuration and PKI (tools/image/image.mk)
 #   make kernel-test   boot tests under QEMU (TCG): PVH, faults, ISO on
 #                      SeaBIOS and OVMF, entropy, DHCP and TCP echo, the
@@ -98,12 +99,16 @@ include tools/image/image.mk
 
 kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
-image: $(BUILD)/tern.iso
+image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image
+kernel-test: kernel image $(BUILD)/rel/tern-mkdisk
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
 # against the hosted wolfSSL build.
 $(BUILD)/asan/tests/unit/test_kkat.o: INC += $(WOLFSSL_CPPFLAGS)
 $(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)
+
+# The block layer and its drivers' host tests include kernel sources that
+# use the kernel's own header paths (dev/..., clock.h, console.h).
+$(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)

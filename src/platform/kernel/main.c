@@ -21,10 +21,14 @@
 #include "clock.h"
 #include "console.h"
 #include "crypto/crypto.h"
+#include "dev/blk.h"
+#include "dev/blk_selftest.h"
 #include "dev/pci.h"
 #include "dev/rtc.h"
+#include "dev/virtio_disk.h"
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
+#include "disk/layout_selftest.h"
 #include "libc/stack_chk.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
@@ -110,6 +114,22 @@ static _Noreturn void kmain(void)
     kprintf("tern: pci: %u devices (%s, %llu ms)\n", pci_count, pci_access_name(),
             (unsigned long long)((clock_mono_ns() - scan0) / 1000000));
 
+    /* Disks: one line each; tern.test.blk=noflush (test builds) hides
+     * their flush so the refusal can be tested. */
+    unsigned disk_flags = 0;
+#ifdef TERN_TEST_HOOKS
+    char disk_arg[16];
+    if (bootinfo_arg(&boot, "tern.test.blk", disk_arg, sizeof disk_arg) &&
+        !strcmp(disk_arg, "noflush"))
+        disk_flags |= VDISK_NOFLUSH;
+#endif
+    virtio_disk_probe(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+                      disk_flags);
+#ifdef TERN_TEST_HOOKS
+    if (bootinfo_arg(&boot, "tern.test.disk", disk_arg, sizeof disk_arg))
+        blk_selftest(disk_arg);
+#endif
+
     struct rtc_time now;
     char rtc[32] = "unavailable";
     if (rtc_read(&now) == 0)
@@ -137,6 +157,11 @@ static _Noreturn void kmain(void)
     rng_init(RNG_WAIT_MS);
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
+#ifdef TERN_TEST_HOOKS
+    char layout_arg[16]; /* after the entropy: formatting draws a volume id */
+    if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
+        layout_selftest(layout_arg);
+#endif
     struct bootconf_assets assets = {NULL, NULL};
     if (serve)
         bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
@@ -176,6 +201,7 @@ static _Noreturn void kmain(void)
     uint64_t last_work = clock_mono_ns();
     for (;;) {
         int work = net_poll();
+        work |= blk_poll_all();
         work |= kserve_poll(clock_mono_ns() / 1000000);
         rng_poll();
         if (!announced_rng && rng_seeded()) {
@@ -195,7 +221,7 @@ static _Noreturn void kmain(void)
             /* Interrupts off from the check to the hlt (cpu_idle is sti;
              * hlt), so a device interrupt in between wakes the hlt. */
             irq_disable();
-            if (net_irq_pending())
+            if (net_irq_pending() || blk_irq_pending())
                 irq_enable();
             else
                 cpu_idle();

@@ -277,6 +277,11 @@ void virtio_fail(struct virtio_dev *vd, const char *why)
     if (vd->common) {
         w8(vd->common, CC_STATUS, (uint8_t)(r8(vd->common, CC_STATUS) | ST_FAILED));
         w8(vd->common, CC_STATUS, 0);
+        /* Block drivers hand the request buffers back after this: wait
+         * for the reset to be done (4.1.4.3.2), within reason. */
+        uint64_t t0 = clock_mono_ns();
+        while (r8(vd->common, CC_STATUS) != 0 && clock_mono_ns() - t0 < 100000000ull)
+            ;
     }
 }
 
@@ -303,6 +308,15 @@ uint16_t virtio_cfg16(struct virtio_dev *vd, uint32_t off)
         return 0;
     }
     return r16(vd->devcfg, off);
+}
+
+uint32_t virtio_cfg32(struct virtio_dev *vd, uint32_t off)
+{
+    if (!vd->devcfg || off > vd->devcfg_len || vd->devcfg_len - off < 4 || off % 4) {
+        vd->failed = 1;
+        return 0;
+    }
+    return r32(vd->devcfg, off);
 }
 
 uint8_t virtio_cfg_generation(struct virtio_dev *vd)

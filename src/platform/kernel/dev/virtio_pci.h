@@ -16,7 +16,9 @@
 enum {
     VIRTIO_VENDOR = 0x1AF4,
     VIRTIO_ID_NET = 1,
+    VIRTIO_ID_BLK = 2,
     VIRTIO_ID_RNG = 4,
+    VIRTIO_ID_SCSI = 8,
     VIRTIO_F_VERSION_1 = 32,
     VIRTIO_NO_VECTOR = 0xFFFF,
 };
@@ -56,7 +58,8 @@ int virtio_queue_setup_msix(struct virtio_dev *vd, uint16_t index, uint16_t want
 int virtio_msix_init(struct virtio_dev *vd, const char **err);
 /* Tell the device to go (DRIVER_OK). */
 void virtio_driver_ok(struct virtio_dev *vd);
-/* Give up on a device: FAILED status, then reset, so it stops touching memory. */
+/* Give up on a device: FAILED status, then reset (waiting up to 100 ms for
+ * the device to confirm it), so it stops touching memory. */
 void virtio_fail(struct virtio_dev *vd, const char *why);
 /* Tell the device a queue has new buffers if it wants to know. */
 void virtio_kick(struct virtio_dev *vd, struct virtq *q);
@@ -64,6 +67,7 @@ void virtio_kick(struct virtio_dev *vd, struct virtq *q);
  * returns 0 and marks the device failed. */
 uint8_t virtio_cfg8(struct virtio_dev *vd, uint32_t off);
 uint16_t virtio_cfg16(struct virtio_dev *vd, uint32_t off);
+uint32_t virtio_cfg32(struct virtio_dev *vd, uint32_t off);
 /* Config reads that span several fields repeat until the device's config
  * generation is stable. */
 uint8_t virtio_cfg_generation(struct virtio_dev *vd);

@@ -140,8 +140,11 @@ int virtq_get(struct virtq *q, void **cookie, uint32_t *len)
     struct virtq_slot *s = &q->slot[id];
     if (!s->busy)
         return fail(q, "used entry names a chain not in flight");
-    if (n > s->in_len)
-        return fail(q, "used length exceeds the buffer's writable size");
+    if (n > s->in_len) {
+        if (!q->clamp_len)
+            return fail(q, "used length exceeds the buffer's writable size");
+        n = s->in_len;
+    }
 
     /* Give the chain back to the free list by its private links. */
     uint16_t last = (uint16_t)id;

@@ -73,6 +73,10 @@ struct virtq {
     uint16_t index;                      /* transport: queue number */
     uint32_t notify_off;                 /* transport: offset in the notify region */
     int broken;                          /* a malformed used entry was seen */
+    int clamp_len;                       /* set by the driver: a used length beyond
+                                            the chain's writable size is cut to it,
+                                            not fatal (QEMU's virtio-scsi counts
+                                            data-out bytes in it) */
     const char *error;                   /* why, for the log */
 };
 

@@ -1,0 +1,36 @@
+/*
+ * mem_disk.h - a struct kdisk in memory for the layout tests
+ * (test_kgpt.c, test_ksuper.c, test_klayout.c): counts its calls, fails a
+ * chosen read or write, and can cut the power in the middle of a write
+ * (only its first tear_bytes reach the medium, then every later write and
+ * flush fails), so torn superblock updates can be replayed exactly.
+ */
+#ifndef TERN_TEST_MEM_DISK_H
+#define TERN_TEST_MEM_DISK_H
+
+#include "platform/kernel/disk/kdisk.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct mem_disk {
+    struct kdisk disk;
+    uint8_t *data;              /* capacity * logical_block bytes */
+    size_t bytes;
+    unsigned reads, writes, flushes;
+    uint64_t fail_read_lba;     /* a read touching it fails (UINT64_MAX: none) */
+    int fail_write;             /* the write with this number (1-based) fails; 0: none */
+    int tear_write;             /* the write with this number is torn; 0: none */
+    size_t tear_bytes;          /* how much of it reaches the medium */
+    int dead;                   /* power is off: writes and flushes fail */
+};
+
+/* 0, or -1 when out of memory. The disk starts all zero. */
+int mem_disk_init(struct mem_disk *m, uint32_t logical, uint32_t physical, uint64_t capacity);
+void mem_disk_free(struct mem_disk *m);
+/* The disk loses its write call (and flush), as a read-only device. */
+void mem_disk_read_only(struct mem_disk *m);
+/* Bytes at byte offset off. */
+uint8_t *mem_disk_at(struct mem_disk *m, uint64_t off);
+
+#endif
