@@ -53,6 +53,6 @@ bench: setup deps
 .PHONY: bench-kstore
 bench-kstore: setup deps
 	$(MAKE) --no-print-directory $(BUILD)/rel/ternd $(BUILD)/rel/tern-bench \
-	    $(BUILD)/rel/tern-bundle $(BUILD)/kernel/tern.elf
+	    $(BUILD)/rel/tern-bundle $(BUILD)/kernel/tern.elf $(BUILD)/tern-disk.img
 	$(PYTHON) tools/bench/kstore.py --build $(BUILD) $(if $(filter 1,$(BENCH_QUICK)),--quick) \
 	    $(BENCH_KSTORE_ARGS)

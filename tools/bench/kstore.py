@@ -10,10 +10,12 @@ repetitions, as in scripts/bench.sh), a fresh broker:
           taskset to --broker-cpu, booted from a boot bundle (the dev PKI,
           the configuration below plus GUEST_STORE_CONF), a host port
           forwarded to the guest's listener, and a virtio-blk (or
-          virtio-scsi) disk: a fresh copy of a raw image file, QEMU's cache
-          mode writeback with the guest's flushes passed on to the host
-          (cache=writeback: no O_DIRECT, no cache.no-flush; write-cache=on:
-          the device offers flush, and a flush becomes an fdatasync);
+          virtio-scsi) disk: a fresh copy of a raw image file (by default
+          build/tern-disk.img from `make image`: GPT, ESP, an empty tern
+          data partition), QEMU's cache mode writeback with the guest's
+          flushes passed on to the host (QEMU's default cache: no O_DIRECT,
+          no cache.no-flush; write-cache=on: the device offers flush, and a
+          flush becomes an fdatasync);
   daemon  build/rel/ternd pinned to --broker-cpu, the same configuration
           with store.path on a file in the same directory (same file
           system) as the guest's disk image, store.sync = full.
@@ -74,10 +76,11 @@ import rawmqtt as rm  # noqa: E402
 # (docs/CONFIG.md) when it lands, or pass --guest-store LINE. Left empty,
 # the guest keeps everything in RAM and the report says "no store".
 GUEST_STORE_CONF = ()
-# The raw disk image each boot gets a fresh copy of (--disk-template): the
-# image builder's disk (GPT with the tern data partition) when the kernel
-# needs one. LEAD: point it there; None: DISK_MIB MiB of zeroes.
-GUEST_DISK_TEMPLATE = None
+# The raw disk image each boot gets a fresh copy of (--disk-template),
+# relative to the build directory: the image builder's development disk
+# (GPT, ESP, an empty tern data partition the kernel formats on first
+# boot). "zeroes": DISK_MIB MiB of zeroes instead.
+GUEST_DISK_TEMPLATE = "tern-disk.img"
 
 # The daemon's store (the same durability as the guest's: every commit
 # flushed before its acknowledgements leave; no periodic backups in either,
@@ -154,18 +157,18 @@ class KernelTarget:
     def start(self, rep):
         a = self.a
         self.image = os.path.join(self.workdir, "disk-%d.img" % rep)
-        if a.disk_template:
+        if a.disk_template != "zeroes":
             subprocess.run(["cp", "--sparse=always", a.disk_template, self.image], check=True)
         else:
             with open(self.image, "wb") as f:
                 f.truncate(a.disk_mib << 20)
         self.port = harness.free_port()
         self.qmp = os.path.join(self.workdir, "qmp-%d" % rep)
-        blk = "id=disk0-dev,drive=disk0,write-cache=on,logical_block_size=512," \
-              "physical_block_size=4096"
-        disk = ["-drive", "file=%s,format=raw,if=none,id=disk0,cache=writeback" % self.image]
-        disk += (["-device", "virtio-blk-pci," + blk] if a.bus == "virtio-blk" else
-                 ["-device", "virtio-scsi-pci,id=scsi0", "-device", "scsi-hd,bus=scsi0.0," + blk])
+        # QEMU's default cache mode is writeback with flushes passed on
+        # (cache.direct and cache.no-flush off); write-cache=on makes the
+        # device offer flush. disk_cache() reads the mode back.
+        disk = harness.drive(self.image, "disk0", a.bus, "write-cache=on,logical_block_size=512,"
+                             "physical_block_size=4096")
         # -device, not -nic: the NIC gets MSI-X, so the guest takes
         # interrupts instead of polling (harness.nic).
         net = harness.nic("hostfwd=tcp:127.0.0.1:%d-:%d" % (self.port, GUEST_PORT[a.transport]))
@@ -198,7 +201,7 @@ class KernelTarget:
         finally:
             q.close()
         for b in blocks:
-            if b.get("device") == "disk0" or b.get("qdev", "").startswith("disk0-dev"):
+            if b.get("device") == "disk0":
                 return b.get("inserted", {}).get("cache")
         return None
 
@@ -663,9 +666,9 @@ def parse_args():
     ap.add_argument("--broker-cpu", type=int, default=int(os.environ.get("BENCH_BROKER_CPU", 0)))
     ap.add_argument("--gen-cpu", type=int, default=int(os.environ.get("BENCH_GEN_CPU", 1)))
     ap.add_argument("--bus", choices=("virtio-blk", "virtio-scsi"), default="virtio-blk")
-    ap.add_argument("--disk-template", default=GUEST_DISK_TEMPLATE,
-                    help="raw disk image to copy for each boot (default: %s)"
-                    % (GUEST_DISK_TEMPLATE or "%d MiB of zeroes" % DISK_MIB))
+    ap.add_argument("--disk-template", help="raw disk image to copy for each boot, or "
+                    "'zeroes' for %d MiB of zeroes (default: BUILD/%s)"
+                    % (DISK_MIB, GUEST_DISK_TEMPLATE))
     ap.add_argument("--disk-mib", type=int, default=DISK_MIB)
     ap.add_argument("--mem-mib", type=int, default=256)
     ap.add_argument("--kvm", action="store_true", help="-accel kvm (where it works)")
@@ -682,9 +685,11 @@ def parse_args():
         if t not in TARGETS:
             ap.error("--targets: unknown target %r" % t)
     a.ternd = a.ternd or os.path.join(a.build, "rel", "ternd")
+    a.disk_template = a.disk_template or os.path.join(a.build, GUEST_DISK_TEMPLATE)
     a.bench = a.bench or os.path.join(a.build, "rel", "tern-bench")
     need = [a.bench] + ([a.ternd] if "daemon" in a.targets else []) + \
-        ([harness.Build(a.build).elf, os.path.join(a.build, "rel", "tern-bundle")]
+        ([harness.Build(a.build).elf, os.path.join(a.build, "rel", "tern-bundle")] +
+         ([a.disk_template] if a.disk_template != "zeroes" else [])
          if any(t.startswith("kernel") for t in a.targets) else [])
     for p in need:
         if not os.path.exists(p):
@@ -708,8 +713,9 @@ def meta(a, stamp, targets):
     for t in targets:
         m["%s_store_conf" % t.name] = t.store_lines
     if any(t.name.startswith("kernel") for t in targets):
-        m.update(bus=a.bus, disk=a.disk_template or "%d MiB of zeroes" % a.disk_mib,
-                 qemu_cache="writeback, flushes passed on (cache=writeback, write-cache=on)")
+        m.update(bus=a.bus, disk=a.disk_template if a.disk_template != "zeroes"
+                 else "%d MiB of zeroes" % a.disk_mib,
+                 qemu_cache="writeback, flushes passed on (QEMU's default cache, write-cache=on)")
     return {"meta": m}
 
 
