@@ -68,10 +68,11 @@ def write_file(tmp, name, data):
 
 class Vm:
     """A QEMU process whose serial output is collected in the background;
-    as a context manager, killed on leaving the block."""
+    as a context manager, killed on leaving the block. prefix goes before
+    QEMU's command (a benchmark pins it with taskset)."""
 
-    def __init__(self, args):
-        cmd = ["qemu-system-x86_64", "-M", "q35", "-m", "256", "-display", "none",
+    def __init__(self, args, prefix=()):
+        cmd = list(prefix) + ["qemu-system-x86_64", "-M", "q35", "-m", "256", "-display", "none",
                "-serial", "stdio", "-monitor", "none", "-no-user-config"] + args
         self.start = time.monotonic()
         self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,

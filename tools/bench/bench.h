@@ -58,6 +58,8 @@ typedef struct bench_opts {
     unsigned threads;
     const char *cpus;         /* CPU list for sched_setaffinity, NULL = none */
     unsigned qos;
+    bool persistent;          /* subscribers keep persistent sessions (clean 0) */
+    bool phases;              /* announce each phase on stderr */
     size_t size;              /* payload bytes */
     unsigned pairs;
     unsigned subs;            /* fan-out subscribers */
@@ -139,6 +141,7 @@ typedef struct bench_conn {
 typedef struct bench_counts {
     uint64_t published;
     uint64_t puback;
+    uint64_t puback_in_run; /* PUBACKs inside the measured window */
     uint64_t delivered;
     uint64_t delivered_in_run;
     uint64_t handshakes;

@@ -11,6 +11,11 @@
 #   BENCH_QUICK=1 make bench    a smoke run of a couple of minutes
 #   BENCH_CASES="flood-q1-64" BENCH_QUICK=1 BENCH_NO_REPORT=1 make bench
 #                               one case, quickly, docs untouched (iteration)
+#   make bench-kstore           durable QoS 1 through the unikernel (QEMU, a
+#                               virtio disk) and the daemon with a store, and a
+#                               bystander's QoS 0 latency with and without it
+#                               (tools/bench/kstore.py; BENCH_QUICK=1 for a
+#                               smoke run, BENCH_KSTORE_ARGS for its options)
 
 -include $(BUILD)/deps/deps.mk
 
@@ -42,3 +47,12 @@ endif
 bench: setup deps
 	$(MAKE) --no-print-directory $(BUILD)/rel/ternd $(BUILD)/rel/tern-bench
 	BUILD=$(BUILD) scripts/bench.sh
+
+# The unikernel's disk store beside the daemon's (issue 13); needs QEMU and
+# the kernel, and writes build/bench/kstore-*.jsonl (docs untouched).
+.PHONY: bench-kstore
+bench-kstore: setup deps
+	$(MAKE) --no-print-directory $(BUILD)/rel/ternd $(BUILD)/rel/tern-bench \
+	    $(BUILD)/rel/tern-bundle $(BUILD)/kernel/tern.elf $(BUILD)/tern-disk.img
+	$(PYTHON) tools/bench/kstore.py --build $(BUILD) $(if $(filter 1,$(BENCH_QUICK)),--quick) \
+	    $(BENCH_KSTORE_ARGS)

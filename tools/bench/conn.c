@@ -187,7 +187,9 @@ int conn_send_connect(bench_conn *c)
     }
     mqtt_connect m = {
         .level = MQTT_LEVEL_311,
-        .clean_session = true,
+        /* --persistent: the broker keeps a subscriber's session (and must
+         * store what is queued for it); everyone else starts clean. */
+        .clean_session = !(o->persistent && c->role == ROLE_SUB),
         .keepalive = o->keepalive,
         .client_id = { (const uint8_t *)id, (size_t)idn },
         .username_flag = user != NULL,

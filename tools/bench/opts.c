@@ -31,6 +31,10 @@ static const char usage[] =
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
+    "  --persistent       subscribers keep persistent sessions (clean session 0): every\n"
+    "                     QoS 1 message to them is queued durably (a broker with a store\n"
+    "                     acknowledges it once on disk)\n"
+    "  --phases           print a line to stderr as each phase starts (run, drain, ...)\n"
     "  --sys  --sys-topic T [$SYS/broker/memory/used]  --sys-wait S [15]\n"
     "  --sys-cert F --sys-key F --sys-user U --sys-pass P   identity of the $SYS reader\n"
     "Output: one JSON object per line on stdout.\n";
@@ -170,8 +174,13 @@ int opts_parse(int argc, char **argv, bench_opts *o)
     bool port_set = false, sys = false;
     for (int i = 2; i < argc; i++) {
         const char *n = argv[i];
-        if (strcmp(n, "--sys") == 0) {
-            sys = true;
+        /* Flags: options without a value. */
+        bool *flag = strcmp(n, "--sys") == 0          ? &sys
+                     : strcmp(n, "--persistent") == 0 ? &o->persistent
+                     : strcmp(n, "--phases") == 0     ? &o->phases
+                                                      : NULL;
+        if (flag) {
+            *flag = true;
             continue;
         }
         if (strncmp(n, "--", 2) != 0) {
@@ -212,6 +221,8 @@ int opts_parse(int argc, char **argv, bench_opts *o)
         return bad("--group", o->group, "x25519 or p256");
     if (o->password && !o->username)
         return bad("--password", "(set)", "--username as well");
+    if (o->persistent && (o->scenario == SCEN_HANDSHAKE || o->scenario == SCEN_IDLE))
+        return bad("--persistent", o->scenario_name, "a scenario with subscribers");
     if ((o->sys_cert == NULL) != (o->sys_key == NULL))
         return bad("--sys-cert/--sys-key", "(one)", "both");
     return 0;

@@ -114,7 +114,13 @@ int set_start(bench_set *s, const bench_opts *o, size_t total, plan_fn plan)
 
 void set_phase(bench_set *s, int phase)
 {
+    static const char *const names[] = { "pre", "setup", "run", "drain", "stop" };
     atomic_store_explicit(&s->run.phase, phase, memory_order_release);
+    /* For a driver that times other work against this run (--phases). */
+    if (s->run.o->phases && phase >= 0 && (size_t)phase < sizeof names / sizeof names[0]) {
+        fprintf(stderr, "tern-bench: phase %s\n", names[phase]);
+        fflush(stderr);
+    }
 }
 
 double set_wait_ready(bench_set *s, double timeout)
@@ -138,6 +144,7 @@ static void counts_add(bench_counts *d, const bench_counts *a)
 {
     d->published += a->published;
     d->puback += a->puback;
+    d->puback_in_run += a->puback_in_run;
     d->delivered += a->delivered;
     d->delivered_in_run += a->delivered_in_run;
     d->handshakes += a->handshakes;
@@ -204,6 +211,7 @@ void json_head(json *j, const bench_opts *o)
         json_f64(j, "duration_s", o->duration);
         if (o->qos)
             json_u64(j, "window", o->window);
+        json_bool(j, "persistent", o->persistent);
         break;
     }
     json_end(j);

@@ -72,8 +72,12 @@ int scen_traffic(const bench_opts *o)
     json_f64(&j, "setup_s", setup);
     json_u64(&j, "published", s.sum.published);
     json_f64(&j, "published_per_s", (double)s.sum.published / wall);
-    if (o->qos)
+    if (o->qos) {
         json_u64(&j, "puback", s.sum.puback);
+        /* Acknowledgements inside the measured window: with a store, the
+         * durable rate (each one waited for its commit). */
+        json_f64(&j, "puback_per_s", (double)s.sum.puback_in_run / wall);
+    }
     json_u64(&j, "expected", expected);
     json_u64(&j, "delivered", s.sum.delivered);
     json_f64(&j, "delivered_ratio", expected ? (double)s.sum.delivered / (double)expected : 0);

@@ -199,6 +199,8 @@ static int on_packet(bench_worker *w, bench_conn *c, const mqtt_packet *pk, uint
         if (c->role == ROLE_PUB && c->inflight > 0) {
             c->inflight--;
             w->c.puback++;
+            if (phase_of(w) == PHASE_RUN)
+                w->c.puback_in_run++;
         }
         return 0;
     default:
