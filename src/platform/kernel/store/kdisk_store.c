@@ -9,6 +9,7 @@
  */
 #include "store/kdisk_store.h"
 
+#include "bootconf.h"
 #include "clock.h"
 #include "console.h"
 #include "dev/blk.h"
@@ -114,7 +115,7 @@ static struct blk_dev *choose_disk(const tern_config *cfg)
     }
     if (candidates == 0) {
         if (want->kind != TERN_DISK_AUTO)
-            halt_store("store.disk", "no such disk");
+            bootconf_refuse_key(cfg, "store.disk", "no such disk");
         kprintf("tern: store: no disk with a tern data partition (%u disks): retained "
                 "messages and sessions live in memory only\n", blk_count());
         return NULL;
