@@ -248,7 +248,11 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     const char *why;
     if (!blk_durable_ok(d, &why))
         halt_store(d->name, why);
-    if (ksqlite_init(0) != 0)
+    /* SQLite's soft heap limit follows store.cache_size: the main
+     * connection's cache, a backup's small one, and room for statements
+     * and a large transaction's dirty pages; never below the default. */
+    uint64_t soft = (uint64_t)cfg->store_cache_kib * 1024 * 2 + (4u << 20);
+    if (ksqlite_init(soft < KSQLITE_SOFT_LIMIT ? KSQLITE_SOFT_LIMIT : soft) != 0)
         halt_store(d->name, "SQLite did not initialise");
     open_layout(d);
     open_vfs(d);
