@@ -167,6 +167,7 @@ typedef struct store_stats {
     uint64_t failed_commits;   /* transactions that failed (batches dropped) */
     uint64_t errors_full;      /* of those: SQLITE_FULL */
     uint64_t errors_io;        /* of those: SQLITE_IOERR */
+    uint64_t full_log_checkpoints; /* checkpoints after a full log (apply.c) */
     uint64_t last_commit_us;   /* latency of the last successful commit */
     uint64_t p50_commit_us;    /* over the window */
     uint64_t p99_commit_us;

@@ -5,7 +5,8 @@
  * lost or torn) never lose an acknowledged commit and always leave a
  * database that opens and passes integrity_check; disk errors and a full
  * log region fail only their group (STORE_EIO, STORE_EFULL) and the store
- * goes on; backups alternate between the backup regions and a damaged
+ * goes on, a log region that filled up is checkpointed so the next group
+ * commits; backups alternate between the backup regions and a damaged
  * database is restored from the newest, also when a power cut interrupted
  * the latest copy.
  */
@@ -222,6 +223,34 @@ TEST(kvfs_store_disk_errors_and_full_log_fail_only_their_group)
     CHECK_EQ(has(2) + has(4), 0);
     CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained WHERE topic LIKE 'big/%'"), 0);
     CHECK(kv_integrity_ok(KV_PATH));
+    kv_teardown(&e);
+}
+
+/* A log region of 1 MiB, far below SQLite's auto-checkpoint: a group
+ * that finds the region full fails, the store checkpoints, and the next
+ * group (small, or the same large one again) succeeds. */
+TEST(kvfs_store_full_log_region_is_checkpointed_so_the_next_group_commits)
+{
+    enum { LOG_KIB = 1024 };
+    kv_env e;
+    store_open_info info;
+    ts_full_log r;
+    store_stats st;
+    store *s;
+
+    CHECK(kv_setup(&e, 512, 4096, LOG_KIB, 14));
+    s = open_store(&info);
+    CHECK(s != NULL);
+    CHECK(ts_full_log_run(s, LOG_KIB * 1024, &r));
+    store_get_stats(s, &st);
+    CHECK_EQ(st.full_log_checkpoints, r.small_full + r.big_full);
+    store_close(s);
+    CHECK(kv_integrity_ok(KV_PATH));
+    CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained WHERE topic LIKE 'f/%'"),
+             r.small_ok);
+    CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained WHERE topic LIKE 'big/%'"),
+             (int64_t)r.big_ok * (LOG_KIB * 1024 * 6 / 10 / 10000));
+    CHECK_EQ(e.disk.partial_block_writes, 0);
     kv_teardown(&e);
 }
 
