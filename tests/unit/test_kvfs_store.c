@@ -17,15 +17,22 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
-static store *open_store(store_open_info *info)
+/* Open the store; a failure is said on stderr unless quiet (an open the
+ * test cuts short on purpose). */
+static store *open_store_q(store_open_info *info, bool quiet)
 {
     store_options opt = {.path = KV_PATH, .vfs = KV_VFS, .sync = STORE_SYNC_FULL};
     char err[STORE_ERR_SIZE];
     store *s = store_open(&opt, info, err, sizeof err);
 
-    if (s == NULL)
+    if (s == NULL && (!quiet || getenv("KV_DEBUG")))
         fprintf(stderr, "  store_open: %s\n", err);
     return s;
+}
+
+static store *open_store(store_open_info *info)
+{
+    return open_store_q(info, false);
 }
 
 /* One batch setting topic "t/<n>" (payload n, padded) and "last" to n. */
@@ -312,4 +319,87 @@ TEST(kvfs_store_backups_alternate_and_restore_the_newest_after_damage)
     CHECK_EQ(kv_query(KV_PATH ".bak-a", "SELECT count(*) FROM retained"), 41);
     CHECK(kv_integrity_ok(KV_PATH ".bak-a"));
     kv_teardown(&e);
+}
+
+/* The power goes at every device request of a restore in turn (the
+ * database damaged, two backups): whatever the cut leaves - the database
+ * still damaged, or emptied by the restore's first steps - the next boot
+ * restores the newest backup again instead of starting a new store. */
+TEST(kvfs_store_power_cut_during_a_restore_is_restored_at_the_next_boot)
+{
+    kv_env e;
+    store_open_info info;
+    store *s;
+    uint8_t *snap;
+    size_t bytes;
+    int empties = 0, cuts = 0;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 15));
+    s = open_store(&info);
+    CHECK(s != NULL);
+    for (uint32_t n = 1; n <= 20; n++)
+        CHECK_EQ(put(s, n, 2000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK);
+    for (uint32_t n = 21; n <= 40; n++)
+        CHECK_EQ(put(s, n, 2000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK); /* b holds 1..40 */
+    CHECK_EQ(put(s, 41, 2000), STORE_OK);
+    store_close(s);
+    fake_blk_cut(&e.disk);
+    damage_db(&e);
+    bytes = (size_t)(e.disk.dev.topo.capacity * e.disk.dev.topo.logical_block);
+    snap = malloc(bytes);
+    CHECK(snap != NULL);
+    memcpy(snap, e.disk.durable, bytes);
+    for (uint64_t die = 1; die < 100000; die++) {
+        memcpy(e.disk.durable, snap, bytes);
+        memcpy(e.disk.cur, snap, bytes);
+        if (!kv_remount(&e))
+            break;
+        e.disk.die_nth = die;
+        e.log[0] = '\0';
+        s = open_store_q(&info, true);
+        if (!e.disk.dead) {
+            /* the restore ran to its end before the power went */
+            if (s == NULL || !info.restored)
+                break;
+            store_close(s);
+            s = NULL;
+            empties = -empties - 1; /* mark: finished */
+            break;
+        }
+        store_close(s);
+        s = NULL;
+        fake_blk_cut(&e.disk);
+        cuts++;
+        e.log[0] = '\0';
+        if (!kv_remount(&e))
+            break;
+        /* restored again, or complete: the cut came after the copy's
+         * commit */
+        s = open_store(&info);
+        if (s == NULL || info.created) {
+            fprintf(stderr, "  power cut at request %llu: %s\n", (unsigned long long)die,
+                    s == NULL ? "does not open" : "opens as a new store");
+            if (getenv("KV_DEBUG"))
+                fprintf(stderr, "%s", e.log);
+            break;
+        }
+        empties += info.found_empty;
+        store_close(s);
+        s = NULL;
+        if (has(40) != 1 || has(41) != 0 || !kv_integrity_ok(KV_PATH)) {
+            fprintf(stderr, "  power cut at request %llu: wrong content\n",
+                    (unsigned long long)die);
+            break;
+        }
+    }
+    free(snap);
+    store_close(s);
+    kv_teardown(&e);
+    if (getenv("KV_DEBUG"))
+        fprintf(stderr, "  %d cuts, %d left the database empty\n", cuts, -empties - 1);
+    CHECK(empties < 0);      /* ran to a restore the power did not cut */
+    CHECK(-empties - 1 > 0); /* some cuts left the database empty */
+    CHECK(cuts > 10);
 }
