@@ -13,6 +13,16 @@
  * sqlite3_get_autocommit() and an explicit ROLLBACK issued when still inside
  * the transaction; the statements are reset, so the next call starts clean.
  * A ROLLBACK that fails is retried at the start of the next call.
+ *
+ * A full log: SQLite checkpoints (and so lets the next transaction write
+ * the WAL from its start) only after a commit that succeeded. When a group
+ * fails with SQLITE_FULL because the WAL cannot grow - it reached the end
+ * of its region in the unikernel (kvfs.h), or the disk is full and the
+ * file gets no more blocks in the daemon - no later commit could succeed
+ * either: each would append after the same committed frames. So after
+ * such a failure the store checkpoints (RESTART: every frame into the
+ * database, and the next writer starts at the WAL's start), and the next
+ * group, the core's rewrite of the failed one, gets the whole log.
  */
 #include "store/internal.h"
 
@@ -276,6 +286,30 @@ static void note_success(store *s)
     s->st.failing = false;
 }
 
+/* After a group failed with SQLITE_FULL (see the top of this file). The
+ * failure stays what the caller reports; the checkpoint only logs. */
+static void checkpoint_after_full(store *s)
+{
+    int log_frames = 0, copied = 0;
+    int rc;
+
+    if (!sqlite3_get_autocommit(s->db))
+        return; /* the ROLLBACK failed: retried first next time */
+    rc = sqlite3_wal_checkpoint_v2(s->db, "main", SQLITE_CHECKPOINT_RESTART, &log_frames,
+                                   &copied);
+    if (rc == SQLITE_OK && log_frames > 0) {
+        s->st.full_log_checkpoints++;
+        store_logf(s, BROKER_LOG_INFO,
+                   "store: checkpointed the %d log frames after a commit found the log "
+                   "full: the next commit writes the log from its start",
+                   log_frames);
+    } else if (rc != SQLITE_OK && s->fail_streak == 1) {
+        store_logf(s, BROKER_LOG_WARN,
+                   "store: checkpoint after a full log failed: %s (SQLite code %d)",
+                   sqlite3_errmsg(s->db), sqlite3_extended_errcode(s->db));
+    }
+}
+
 store_rc store_apply(store *s, const broker_store_batch *batches, size_t n)
 {
     uint64_t start = store_now_us(s), records = 0, bytes = 0;
@@ -319,6 +353,8 @@ done:
     } else {
         abandon(s);
         note_failure(s, out, n);
+        if (out == STORE_EFULL)
+            checkpoint_after_full(s);
     }
     return out;
 }

@@ -20,6 +20,18 @@
  * and its journal small: the unikernel keeps a backup's journal in memory
  * (src/platform/kernel/store/kvfs.h).
  *
+ * Restoring (at open): the main file and its journals are deleted, then the
+ * copy is written into the empty file in one transaction, in normal (not
+ * exclusive) locking mode so that its commit deletes the rollback journal
+ * (exclusive mode would only zero the journal's header and leave the file
+ * until the connection closes: the unikernel keeps the journal in the log
+ * region, and a power cut in that window left a journal there that kept
+ * the WAL from opening at the next boot). A crash in the middle leaves an
+ * empty database (its journal holds no pages), which store_open then
+ * restores again: a main file that is empty while a slot holds a valid
+ * copy is never taken for a new store, or the backups that followed would
+ * overwrite both slots with copies of nothing.
+ *
  * The copy is made from the store's own connection, a few pages per step.
  * SQLite updates pages already copied when that connection commits changes
  * to them, so commits run between steps and the copy stays a consistent
@@ -233,8 +245,7 @@ static int copy_into_main(const store *s, int slot)
                                  SQLITE_OPEN_EXRESCODE,
                              s->vfs);
     if (rc == SQLITE_OK)
-        rc = sqlite3_exec(dst, "PRAGMA locking_mode = EXCLUSIVE; PRAGMA synchronous = FULL",
-                          NULL, NULL, NULL);
+        rc = sqlite3_exec(dst, "PRAGMA synchronous = FULL", NULL, NULL, NULL);
     if (rc == SQLITE_OK) {
         b = sqlite3_backup_init(dst, "main", src, "main");
         if (b == NULL) {
@@ -252,26 +263,26 @@ static int copy_into_main(const store *s, int slot)
     return rc;
 }
 
-store_rc store_backup_restore(store *s, char *slot_out, char *err, size_t err_size)
+int store_backup_newest(const store *s, int64_t *gen_out)
 {
-    int64_t gen[2];
-    int slot, rc;
+    int64_t gen[2] = {slot_gen(s, 0, true), slot_gen(s, 1, true)};
+    int slot = gen[1] > gen[0] ? 1 : 0;
 
-    gen[0] = slot_gen(s, 0, true);
-    gen[1] = slot_gen(s, 1, true);
-    if (gen[0] < 0 && gen[1] < 0) {
-        if (err_size > 0)
-            (void)sqlite3_snprintf((int)err_size, err,
-                                   "%s: the database is damaged and no backup passes its check "
-                                   "(%s, %s); move the file away to start empty",
-                                   s->path, s->bak_path[0], s->bak_path[1]);
-        return STORE_ECORRUPT;
-    }
-    slot = gen[1] > gen[0] ? 1 : 0;
+    if (gen[slot] < 0)
+        return -1;
+    *gen_out = gen[slot];
+    return slot;
+}
+
+store_rc store_backup_restore(store *s, int slot, int64_t gen, const char *why, char *err,
+                              size_t err_size)
+{
+    int rc;
+
     store_logf(s, BROKER_LOG_ERROR,
-               "store: %s is damaged; restoring backup %lld from %s (changes committed after "
-               "that backup are lost)",
-               s->path, (long long)gen[slot], s->bak_path[slot]);
+               "store: %s %s; restoring backup %lld from %s (changes committed after that "
+               "backup are lost)",
+               s->path, why, (long long)gen, s->bak_path[slot]);
     rc = delete_files(s, s->path);
     if (rc == SQLITE_OK)
         rc = copy_into_main(s, slot);
@@ -281,6 +292,5 @@ store_rc store_backup_restore(store *s, char *slot_out, char *err, size_t err_si
                                    s->path, s->bak_path[slot], sqlite3_errstr(rc));
         return store_rc_from_sqlite(rc);
     }
-    *slot_out = slot == 0 ? 'a' : 'b';
     return STORE_OK;
 }

@@ -4,7 +4,8 @@
  * Every file opened through the shim is the wrapped VFS's file with a small
  * header in front (the shim's sqlite3_file, then the real one), and every
  * method forwards to the real file; xWrite/xTruncate and xSync first ask
- * should_fail(). Everything else (reads, locks, WAL index, mmap) passes
+ * should_fail(), and a WAL's writes are held below its size limit when one
+ * is set (store_fault_limit_wal). Everything else (reads, locks, WAL index, mmap) passes
  * through unchanged, so the database behaves exactly as without the shim
  * until a fault is armed.
  */
@@ -29,12 +30,14 @@ struct store_fault {
     bool fail_all;
     int all_code;
     uint64_t injected;
+    uint64_t wal_limit;         /* 0 = none; see store_fault_limit_wal */
 };
 
 typedef struct fault_file {
     sqlite3_file base; /* must be first: SQLite sees this */
     store_fault *f;
     sqlite3_file *real; /* follows this struct in the same allocation */
+    bool wal;           /* opened as a write-ahead log */
 } fault_file;
 
 static sqlite3_file *real_of(sqlite3_file *file)
@@ -73,10 +76,23 @@ static int ff_read(sqlite3_file *file, void *buf, int amt, sqlite3_int64 off)
     return real->pMethods->xRead(real, buf, amt, off);
 }
 
+/* A WAL that may not grow past the limit: as on a full disk, blocks the
+ * file already has can be rewritten, new ones cannot be had. */
+static bool beyond_wal_limit(const fault_file *ff, sqlite3_int64 end)
+{
+    return ff->wal && ff->f->wal_limit > 0 && end > 0 && (uint64_t)end > ff->f->wal_limit;
+}
+
 static int ff_write(sqlite3_file *file, const void *buf, int amt, sqlite3_int64 off)
 {
     sqlite3_file *real = real_of(file);
-    int rc = should_fail(((fault_file *)file)->f, STORE_FAULT_WRITE);
+    fault_file *ff = (fault_file *)file;
+    int rc = should_fail(ff->f, STORE_FAULT_WRITE);
+
+    if (rc == SQLITE_OK && beyond_wal_limit(ff, off + amt)) {
+        ff->f->injected++;
+        rc = SQLITE_FULL;
+    }
 
     return rc != SQLITE_OK ? rc : real->pMethods->xWrite(real, buf, amt, off);
 }
@@ -84,7 +100,13 @@ static int ff_write(sqlite3_file *file, const void *buf, int amt, sqlite3_int64 
 static int ff_truncate(sqlite3_file *file, sqlite3_int64 size)
 {
     sqlite3_file *real = real_of(file);
-    int rc = should_fail(((fault_file *)file)->f, STORE_FAULT_WRITE);
+    fault_file *ff = (fault_file *)file;
+    int rc = should_fail(ff->f, STORE_FAULT_WRITE);
+
+    if (rc == SQLITE_OK && beyond_wal_limit(ff, size)) {
+        ff->f->injected++;
+        rc = SQLITE_FULL;
+    }
 
     return rc != SQLITE_OK ? rc : real->pMethods->xTruncate(real, size);
 }
@@ -238,6 +260,7 @@ static int fv_open(sqlite3_vfs *vfs, sqlite3_filename name, sqlite3_file *file, 
     int rc;
 
     ff->f = f;
+    ff->wal = (flags & SQLITE_OPEN_WAL) != 0;
     ff->real = (sqlite3_file *)(ff + 1);
     memset(ff->real, 0, (size_t)f->base->szOsFile);
     rc = f->base->xOpen(f->base, name, ff->real, flags, out_flags);
@@ -400,6 +423,11 @@ void store_fault_fail_all(store_fault *f, bool on, int code)
 {
     f->fail_all = on;
     f->all_code = code;
+}
+
+void store_fault_limit_wal(store_fault *f, uint64_t bytes)
+{
+    f->wal_limit = bytes;
 }
 
 uint64_t store_fault_count(const store_fault *f, store_fault_op op)

@@ -44,6 +44,11 @@ void store_fault_destroy(store_fault *f);
 void store_fault_fail_nth(store_fault *f, store_fault_op op, uint32_t n, int code);
 /* While on, every write and sync fails with code. */
 void store_fault_fail_all(store_fault *f, bool on, int code);
+/* A write-ahead log may not grow past bytes (0 = no limit): a write or
+ * truncate that would end beyond fails with SQLITE_FULL, as on a full
+ * disk, where a file can rewrite the blocks it has but get no more.
+ * Counted as injected. */
+void store_fault_limit_wal(store_fault *f, uint64_t bytes);
 /* Operations of kind op seen so far, and faults injected. */
 uint64_t store_fault_count(const store_fault *f, store_fault_op op);
 uint64_t store_fault_injected(const store_fault *f);

@@ -101,8 +101,13 @@ store_rc store_schema_migrate(store *s, uint32_t *found, bool *created, char *er
 store_rc store_stmts_prepare(store *s);
 void store_stmts_finalize(store *s);
 
-/* backup.c: at open, when the main file fails its check. */
-store_rc store_backup_restore(store *s, char *slot_out, char *err, size_t err_size);
+/* backup.c, at open: the slot (0 = a, 1 = b) holding the newest copy that
+ * passes quick_check and its generation, or -1 when neither does. */
+int store_backup_newest(const store *s, int64_t *gen);
+/* Replace the main file with slot's copy (generation gen, for the log);
+ * why completes "PATH ..." in the logged line. */
+store_rc store_backup_restore(store *s, int slot, int64_t gen, const char *why, char *err,
+                              size_t err_size);
 
 /* stats.c */
 void store_stats_commit(store *s, uint64_t latency_us);

@@ -192,9 +192,38 @@ static store *alloc_store(const store_options *opt)
     return s;
 }
 
+/* A database with nothing in it: what a new file, and a restore cut short,
+ * look like (schema.c takes the same test for "create the schema"). */
+static bool is_empty(const store *s)
+{
+    int64_t app_id = -1, tables = -1;
+
+    return store_query_int(s->db, "PRAGMA application_id", &app_id) &&
+           store_query_int(s->db, "SELECT count(*) FROM sqlite_schema", &tables) &&
+           app_id == 0 && tables == 0;
+}
+
+/* Replace the closed database with backup slot and connect again. */
+static bool restore(store *s, int slot, int64_t gen, const char *why, store_open_info *info,
+                    char *err, size_t err_size)
+{
+    if (store_backup_restore(s, slot, gen, why, err, err_size) != STORE_OK)
+        return false;
+    info->restored = true;
+    info->restored_from = slot == 0 ? 'a' : 'b';
+    s->st.restored_at_open = true;
+    if (!connect_checked(s)) {
+        put_err(err, err_size, s->path, "the restored copy failed its check");
+        return false;
+    }
+    return true;
+}
+
 store *store_open(const store_options *opt, store_open_info *info, char *err, size_t err_size)
 {
     store *s = alloc_store(opt);
+    int64_t gen = 0;
+    int slot;
     store_rc rc;
 
     memset(info, 0, sizeof *info);
@@ -212,14 +241,24 @@ store *store_open(const store_options *opt, store_open_info *info, char *err, si
         }
         info->check_failed = true;
         disconnect(s);
-        if (store_backup_restore(s, &info->restored_from, err, err_size) != STORE_OK)
-            goto fail;
-        info->restored = true;
-        s->st.restored_at_open = true;
-        if (!connect_checked(s)) {
-            put_err(err, err_size, s->path, "the restored copy failed its check");
+        slot = store_backup_newest(s, &gen);
+        if (slot < 0) {
+            if (err_size > 0)
+                (void)sqlite3_snprintf((int)err_size, err,
+                                       "%s: the database is damaged and no backup passes its "
+                                       "check (%s, %s); move the file away to start empty",
+                                       s->path, s->bak_path[0], s->bak_path[1]);
             goto fail;
         }
+        if (!restore(s, slot, gen, "is damaged", info, err, err_size))
+            goto fail;
+    } else if (is_empty(s) && (slot = store_backup_newest(s, &gen)) >= 0) {
+        /* Not a new store: a restore was cut short (backup.c). */
+        info->found_empty = true;
+        disconnect(s);
+        if (!restore(s, slot, gen, "is empty but a backup holds a valid copy (a restore "
+                     "cut short, or the file was removed)", info, err, err_size))
+            goto fail;
     }
     rc = store_schema_migrate(s, &info->schema_found, &info->created, err, err_size);
     if (rc != STORE_OK)

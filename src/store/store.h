@@ -71,7 +71,10 @@ typedef struct store_options {
 typedef struct store_open_info {
     bool created;           /* the file was new or empty */
     bool check_failed;      /* PRAGMA quick_check (or opening) failed */
-    bool restored;          /* ... and the newest valid backup replaced it */
+    bool found_empty;       /* the file was empty (or missing) while a backup
+                               held a valid copy: a restore cut short */
+    bool restored;          /* the newest valid backup replaced the file, after
+                               check_failed or found_empty */
     char restored_from;     /* 'a' or 'b' when restored */
     uint32_t schema_found;  /* schema version before migration (0 = new) */
 } store_open_info;
@@ -80,9 +83,11 @@ typedef struct store_open_info {
  * Open or create the database: check it (PRAGMA quick_check); when that
  * fails, replace it with the newest backup that passes the same check; then
  * migrate the schema to STORE_SCHEMA_VERSION and prepare every statement.
- * Refuses a file that is not a tern database, one written by a newer
- * release, and a failed check with no valid backup (err says which). Returns
- * NULL on failure with one line in err.
+ * An empty (or missing) file is a new store only when no backup holds a
+ * valid copy: otherwise a restore was cut short (backup.c), and the newest
+ * valid copy replaces it too. Refuses a file that is not a tern database,
+ * one written by a newer release, and a failed check with no valid backup
+ * (err says which). Returns NULL on failure with one line in err.
  */
 store *store_open(const store_options *opt, store_open_info *info, char *err, size_t err_size);
 
@@ -167,6 +172,7 @@ typedef struct store_stats {
     uint64_t failed_commits;   /* transactions that failed (batches dropped) */
     uint64_t errors_full;      /* of those: SQLITE_FULL */
     uint64_t errors_io;        /* of those: SQLITE_IOERR */
+    uint64_t full_log_checkpoints; /* checkpoints after a full log (apply.c) */
     uint64_t last_commit_us;   /* latency of the last successful commit */
     uint64_t p50_commit_us;    /* over the window */
     uint64_t p99_commit_us;

@@ -3,7 +3,8 @@
 # broker core and the connection layer over the fake transport), journal
 # (the core's persistence records and restore), devices (the kernel's ACPI,
 # PCI capability and framebuffer parsers), bundle (the unikernel's boot
-# bundle), disk (the disk layout's GPT and superblock readers). Included from
+# bundle), disk (the disk layout's GPT and superblock readers, the store
+# VFS's region headers). Included from
 # the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -25,10 +26,13 @@ FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
 
+# The store VFS's region header parser (fuzz_disk's mode 4) and its hash.
+FUZZ_RGN_SRC := src/platform/kernel/store/region.c src/platform/kernel/rng/sha256.c
+
 # Code under test plus the daemon's tern_panic (stderr + abort), which is what
 # a fuzzer should see when an ALWAYS() invariant breaks.
-FUZZ_LIB_SRC := $(CORE_SRC) $(KDISK_SRC) src/platform/posix/panic.c tests/sim/alloc_track.c \
-                tests/unit/fake_transport.c
+FUZZ_LIB_SRC := $(CORE_SRC) $(KDISK_SRC) $(FUZZ_RGN_SRC) src/platform/posix/panic.c \
+                tests/sim/alloc_track.c tests/unit/fake_transport.c
 FUZZ_INC     := $(INC) -Itests
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all \
                 -fno-omit-frame-pointer
@@ -67,7 +71,8 @@ $(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
 	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ src/platform/posix/panic.c -o $@
 
 # fuzz_disk's seeds come from the layout's own writer on a memory disk.
-$(FUZZ_OUT)/gen_disk_seeds: $(FUZZ_DIR)/gen_disk_seeds.c tests/unit/mem_disk.c $(KDISK_SRC)
+$(FUZZ_OUT)/gen_disk_seeds: $(FUZZ_DIR)/gen_disk_seeds.c tests/unit/mem_disk.c $(KDISK_SRC) \
+                           $(FUZZ_RGN_SRC)
 	@mkdir -p $(@D)
 	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ -o $@
 

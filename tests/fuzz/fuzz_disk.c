@@ -6,7 +6,9 @@
  *      the disk's end, zeros between;
  *   1  ksuper_decode of the bytes;
  *   2  ksuper_read of a partition whose two slots hold the input;
- *   3  ksuper_plan for a fuzzed geometry.
+ *   3  ksuper_plan for a fuzzed geometry;
+ *   4  the store VFS's region header (store/region.c): rgn_hdr_parse of
+ *      two copies and rgn_hdr_pick of the results.
  * Properties:
  *   - nothing is read outside the input or written at all (ASan, and the
  *     disk's write call aborts);
@@ -17,10 +19,17 @@
  *     spelling), and its regions lie inside the partition without
  *     overlaps;
  *   - a plan decodes as valid, fits the partition, is aligned on the disk
- *     and gives the database and both backups one size.
+ *     and gives the database and both backups one size;
+ *   - a region header copy is parsed without reading past its length; an
+ *     accepted copy belongs to the region asked about, fits its capacity
+ *     and encodes back to exactly its 64 bytes; the pick is an accepted
+ *     copy with the highest seq, the empty region (only from blank or torn
+ *     copies), or one of the two copies' errors.
  */
 #include "platform/kernel/disk/gpt.h"
 #include "platform/kernel/disk/super.h"
+#include "platform/kernel/rng/sha256.h"
+#include "platform/kernel/store/region.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -239,15 +248,84 @@ static void fuzz_plan(const uint8_t *d, size_t n)
     }
 }
 
+/* Where a region header keeps its checksum: the first 8 bytes of SHA-256
+ * over the bytes before it (docs/DISK.md, "Inside the regions"). */
+enum { RGN_CHECK_AT = 56 };
+
+/* One copy parsed from a buffer of exactly its length (so ASan sees any
+ * read past it), with the properties of an accepted copy. */
+static int parse_copy(const uint8_t *d, size_t n, int fix, uint32_t role, uint64_t lba,
+                      uint64_t blocks, uint64_t capacity, struct rgn_hdr *out)
+{
+    uint8_t *buf = malloc(n ? n : 1);
+    FUZZ_ASSERT(buf != NULL);
+    memcpy(buf, d, n);
+    if (fix && n >= RGN_HDR_BYTES) {
+        /* past the checksum, so the fields' checks get fuzzed too */
+        uint8_t digest[SHA256_BYTES];
+        sha256(buf, RGN_CHECK_AT, digest);
+        memcpy(buf + RGN_CHECK_AT, digest, RGN_HDR_BYTES - RGN_CHECK_AT);
+    }
+    int rc = rgn_hdr_parse(buf, n, role, lba, blocks, capacity, out);
+    FUZZ_ASSERT(rc <= RGN_OK && rc >= RGN_BAD);
+    line_ok(rgn_parse_text(rc));
+    if (rc == RGN_OK) {
+        FUZZ_ASSERT(out->role == role && out->lba == lba && out->blocks == blocks);
+        FUZZ_ASSERT(out->size <= capacity && out->owner <= RGN_OWNER_JOURNAL && out->flags == 0);
+        FUZZ_ASSERT(out->owner != RGN_OWNER_NONE || out->size == 0);
+        uint8_t again[RGN_HDR_BYTES];
+        rgn_hdr_encode(out, again);
+        FUZZ_ASSERT(memcmp(again, buf, RGN_HDR_BYTES) == 0);
+    }
+    free(buf);
+    return rc;
+}
+
+/* flags (bit 0: write the right checksum into each copy), role, lba (u32),
+ * blocks (u32), capacity in 512-byte units (u32), copy 0's length, then
+ * copy 0's bytes and copy 1's (the rest). */
+static void fuzz_region(const uint8_t *d, size_t n)
+{
+    if (n < 15)
+        return;
+    int fix = d[0] & 1;
+    uint32_t role = d[1] % 5; /* the three roles and two that are none */
+    uint64_t lba = kdisk_le32(d + 2), blocks = kdisk_le32(d + 6);
+    uint64_t capacity = (uint64_t)kdisk_le32(d + 10) * 512;
+    size_t len0 = d[14], rest = n - 15;
+    len0 = len0 < rest ? len0 : rest;
+    struct rgn_hdr h[RGN_HDR_COPIES], pick;
+    int rc[RGN_HDR_COPIES];
+    rc[0] = parse_copy(d + 15, len0, fix, role, lba, blocks, capacity, &h[0]);
+    rc[1] = parse_copy(d + 15 + len0, rest - len0, fix, role, lba, blocks, capacity, &h[1]);
+    unsigned slot = 2;
+    int got = rgn_hdr_pick(h, rc, role, lba, blocks, &pick, &slot);
+    if (got != RGN_OK) {
+        FUZZ_ASSERT((got == rc[0] || got == rc[1]) && got != RGN_BLANK);
+        return;
+    }
+    FUZZ_ASSERT(slot < RGN_HDR_COPIES);
+    FUZZ_ASSERT(pick.role == role && pick.lba == lba && pick.blocks == blocks);
+    if (rc[slot] == RGN_OK) {
+        FUZZ_ASSERT(memcmp(&pick, &h[slot], sizeof pick) == 0);
+        FUZZ_ASSERT(rc[slot ^ 1] != RGN_OK || h[slot ^ 1].seq <= pick.seq);
+    } else {
+        /* the empty region: nothing valid, the next write goes to copy 0 */
+        FUZZ_ASSERT(rc[0] != RGN_OK && rc[1] != RGN_OK && slot == 1);
+        FUZZ_ASSERT(pick.size == 0 && pick.owner == RGN_OWNER_NONE && pick.seq == 0);
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0: fuzz_gpt(data + 1, size - 1); break;
     case 1: fuzz_decode(data + 1, size - 1); break;
     case 2: fuzz_read(data + 1, size - 1); break;
-    default: fuzz_plan(data + 1, size - 1); break;
+    case 3: fuzz_plan(data + 1, size - 1); break;
+    default: fuzz_region(data + 1, size - 1); break;
     }
     return 0;
 }

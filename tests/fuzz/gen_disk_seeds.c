@@ -1,13 +1,15 @@
 /*
  * gen_disk_seeds.c - writes fuzz_disk's seeds under
  * tests/fuzz/corpus/disk/ (make fuzz-seeds). The GPTs and superblocks come
- * from the layout's own writer and formatter on a memory disk, so the
- * seeds stay valid when the layout code changes; fuzz_disk.c describes
+ * from the layout's own writer and formatter on a memory disk, and the
+ * region headers from the store VFS's encoder, so the seeds stay valid
+ * when that code changes; fuzz_disk.c describes
  * the input format of each mode.
  *
  * Usage: gen_disk_seeds CORPUS_DIR
  */
 #include "platform/kernel/disk/layout.h"
+#include "platform/kernel/store/region.h"
 #include "unit/mem_disk.h"
 
 #include <stdio.h>
@@ -124,6 +126,46 @@ static void plan_seed(const char *dir, const char *name, uint8_t flags, uint32_t
     write_seed(dir, name, &s);
 }
 
+/* Mode 4: two region header copies from the VFS's own encoder, for a
+ * region of role at LBA 2048 of 8192 blocks holding 4 MiB - 8 KiB. */
+static void region_seed(const char *dir, const char *name, uint8_t flags, uint32_t role,
+                        const uint8_t *c0, size_t len0, const uint8_t *c1, size_t len1)
+{
+    struct seed s = {.len = 0};
+    put_u8(&s, 4);
+    put_u8(&s, flags);
+    put_u8(&s, (uint8_t)role);
+    put_u32(&s, 2048);
+    put_u32(&s, 8192);
+    put_u32(&s, 8192 - 16);
+    put_u8(&s, (uint8_t)len0);
+    put(&s, c0, len0);
+    put(&s, c1, len1);
+    write_seed(dir, name, &s);
+}
+
+static void region_seeds(const char *dir)
+{
+    struct rgn_hdr h = {.role = RGN_ROLE_DB, .owner = RGN_OWNER_MAIN, .seq = 7,
+                        .size = 1 << 20, .lba = 2048, .blocks = 8192};
+    uint8_t a[RGN_HDR_BYTES], b[RGN_HDR_BYTES], blank[RGN_HDR_BYTES] = {0};
+    rgn_hdr_encode(&h, a);
+    h.seq = 8;
+    h.size = 2 << 20;
+    rgn_hdr_encode(&h, b);
+    region_seed(dir, "region-db", 0, RGN_ROLE_DB, a, sizeof a, b, sizeof b);
+    b[40] ^= 1; /* a torn newer copy: the older one is used */
+    region_seed(dir, "region-db-torn", 0, RGN_ROLE_DB, a, sizeof a, b, sizeof b);
+    region_seed(dir, "region-db-fixed", 1, RGN_ROLE_DB, a, sizeof a, b, sizeof b);
+    region_seed(dir, "region-db-short", 0, RGN_ROLE_DB, a, 20, b, sizeof b);
+    h = (struct rgn_hdr){.role = RGN_ROLE_LOG, .owner = RGN_OWNER_WAL, .seq = 1,
+                         .size = 4096 * 3, .lba = 2048, .blocks = 8192};
+    rgn_hdr_encode(&h, a);
+    region_seed(dir, "region-log-wal", 0, RGN_ROLE_LOG, a, sizeof a, blank, sizeof blank);
+    region_seed(dir, "region-blank", 0, RGN_ROLE_BACKUP, blank, sizeof blank, blank,
+                sizeof blank);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -158,5 +200,6 @@ int main(int argc, char **argv)
     plan_seed(dir, "plan-1g", 0, 256, 262144, 0);
     plan_seed(dir, "plan-optimal-192k", 2, 1, 262144, 192 * 1024);
     plan_seed(dir, "plan-too-small", 0, 256, 5000, 0);
+    region_seeds(dir);
     return 0;
 }

@@ -33,6 +33,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_disk_image.py    the disk image tool's GPT (sgdisk, fdisk), no VM
   test_store.py         the store thread: commits that wait or compute do
                         not stop the network; RAM only without a disk
+  test_store_restore.py the disk store restores its newest backup at boot
+                        (an emptied or a damaged database), $SYS says so
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -52,12 +54,14 @@ import test_kvfs
 import test_net
 import test_pci_acpi
 import test_store
+import test_store_restore
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config, test_disk, test_disk_image, test_kvfs, test_store)
+           test_crypto, test_config, test_disk, test_disk_image, test_kvfs, test_store,
+           test_store_restore)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

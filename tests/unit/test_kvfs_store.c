@@ -5,7 +5,8 @@
  * lost or torn) never lose an acknowledged commit and always leave a
  * database that opens and passes integrity_check; disk errors and a full
  * log region fail only their group (STORE_EIO, STORE_EFULL) and the store
- * goes on; backups alternate between the backup regions and a damaged
+ * goes on, a log region that filled up is checkpointed so the next group
+ * commits; backups alternate between the backup regions and a damaged
  * database is restored from the newest, also when a power cut interrupted
  * the latest copy.
  */
@@ -16,15 +17,22 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 
-static store *open_store(store_open_info *info)
+/* Open the store; a failure is said on stderr unless quiet (an open the
+ * test cuts short on purpose). */
+static store *open_store_q(store_open_info *info, bool quiet)
 {
     store_options opt = {.path = KV_PATH, .vfs = KV_VFS, .sync = STORE_SYNC_FULL};
     char err[STORE_ERR_SIZE];
     store *s = store_open(&opt, info, err, sizeof err);
 
-    if (s == NULL)
+    if (s == NULL && (!quiet || getenv("KV_DEBUG")))
         fprintf(stderr, "  store_open: %s\n", err);
     return s;
+}
+
+static store *open_store(store_open_info *info)
+{
+    return open_store_q(info, false);
 }
 
 /* One batch setting topic "t/<n>" (payload n, padded) and "last" to n. */
@@ -225,6 +233,34 @@ TEST(kvfs_store_disk_errors_and_full_log_fail_only_their_group)
     kv_teardown(&e);
 }
 
+/* A log region of 1 MiB, far below SQLite's auto-checkpoint: a group
+ * that finds the region full fails, the store checkpoints, and the next
+ * group (small, or the same large one again) succeeds. */
+TEST(kvfs_store_full_log_region_is_checkpointed_so_the_next_group_commits)
+{
+    enum { LOG_KIB = 1024 };
+    kv_env e;
+    store_open_info info;
+    ts_full_log r;
+    store_stats st;
+    store *s;
+
+    CHECK(kv_setup(&e, 512, 4096, LOG_KIB, 14));
+    s = open_store(&info);
+    CHECK(s != NULL);
+    CHECK(ts_full_log_run(s, LOG_KIB * 1024, &r));
+    store_get_stats(s, &st);
+    CHECK_EQ(st.full_log_checkpoints, r.small_full + r.big_full);
+    store_close(s);
+    CHECK(kv_integrity_ok(KV_PATH));
+    CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained WHERE topic LIKE 'f/%'"),
+             r.small_ok);
+    CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained WHERE topic LIKE 'big/%'"),
+             (int64_t)r.big_ok * (LOG_KIB * 1024 * 6 / 10 / 10000));
+    CHECK_EQ(e.disk.partial_block_writes, 0);
+    kv_teardown(&e);
+}
+
 /* Overwrite the database region's data with garbage, on the disk. */
 static void damage_db(kv_env *e)
 {
@@ -283,4 +319,87 @@ TEST(kvfs_store_backups_alternate_and_restore_the_newest_after_damage)
     CHECK_EQ(kv_query(KV_PATH ".bak-a", "SELECT count(*) FROM retained"), 41);
     CHECK(kv_integrity_ok(KV_PATH ".bak-a"));
     kv_teardown(&e);
+}
+
+/* The power goes at every device request of a restore in turn (the
+ * database damaged, two backups): whatever the cut leaves - the database
+ * still damaged, or emptied by the restore's first steps - the next boot
+ * restores the newest backup again instead of starting a new store. */
+TEST(kvfs_store_power_cut_during_a_restore_is_restored_at_the_next_boot)
+{
+    kv_env e;
+    store_open_info info;
+    store *s;
+    uint8_t *snap;
+    size_t bytes;
+    int empties = 0, cuts = 0;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 15));
+    s = open_store(&info);
+    CHECK(s != NULL);
+    for (uint32_t n = 1; n <= 20; n++)
+        CHECK_EQ(put(s, n, 2000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK);
+    for (uint32_t n = 21; n <= 40; n++)
+        CHECK_EQ(put(s, n, 2000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK); /* b holds 1..40 */
+    CHECK_EQ(put(s, 41, 2000), STORE_OK);
+    store_close(s);
+    fake_blk_cut(&e.disk);
+    damage_db(&e);
+    bytes = (size_t)(e.disk.dev.topo.capacity * e.disk.dev.topo.logical_block);
+    snap = malloc(bytes);
+    CHECK(snap != NULL);
+    memcpy(snap, e.disk.durable, bytes);
+    for (uint64_t die = 1; die < 100000; die++) {
+        memcpy(e.disk.durable, snap, bytes);
+        memcpy(e.disk.cur, snap, bytes);
+        if (!kv_remount(&e))
+            break;
+        e.disk.die_nth = die;
+        e.log[0] = '\0';
+        s = open_store_q(&info, true);
+        if (!e.disk.dead) {
+            /* the restore ran to its end before the power went */
+            if (s == NULL || !info.restored)
+                break;
+            store_close(s);
+            s = NULL;
+            empties = -empties - 1; /* mark: finished */
+            break;
+        }
+        store_close(s);
+        s = NULL;
+        fake_blk_cut(&e.disk);
+        cuts++;
+        e.log[0] = '\0';
+        if (!kv_remount(&e))
+            break;
+        /* restored again, or complete: the cut came after the copy's
+         * commit */
+        s = open_store(&info);
+        if (s == NULL || info.created) {
+            fprintf(stderr, "  power cut at request %llu: %s\n", (unsigned long long)die,
+                    s == NULL ? "does not open" : "opens as a new store");
+            if (getenv("KV_DEBUG"))
+                fprintf(stderr, "%s", e.log);
+            break;
+        }
+        empties += info.found_empty;
+        store_close(s);
+        s = NULL;
+        if (has(40) != 1 || has(41) != 0 || !kv_integrity_ok(KV_PATH)) {
+            fprintf(stderr, "  power cut at request %llu: wrong content\n",
+                    (unsigned long long)die);
+            break;
+        }
+    }
+    free(snap);
+    store_close(s);
+    kv_teardown(&e);
+    if (getenv("KV_DEBUG"))
+        fprintf(stderr, "  %d cuts, %d left the database empty\n", cuts, -empties - 1);
+    CHECK(empties < 0);      /* ran to a restore the power did not cut */
+    CHECK(-empties - 1 > 0); /* some cuts left the database empty */
+    CHECK(cuts > 10);
 }

@@ -163,3 +163,116 @@ TEST(store_damaged_database_without_valid_backup_is_refused_untouched)
     CHECK(access(e.path, F_OK) == 0); /* left for the operator */
     ts_cleanup(&e);
 }
+
+/* Ten groups of 20 retained messages, backed up into a (200 rows), one more
+ * group backed up into b (220 rows), and one that no backup holds. */
+static bool two_backups(ts_env *e)
+{
+    for (uint64_t i = 1; i <= 10; i++)
+        if (!add_retained(e, i, 20))
+            return false;
+    if (store_backup_run(e->s) != STORE_OK || !add_retained(e, 11, 20) ||
+        store_backup_run(e->s) != STORE_OK || !add_retained(e, 12, 20))
+        return false;
+    ts_close(e);
+    return true;
+}
+
+/* Empty the database file the way a restore cut short leaves it. */
+static bool empty_file(const char *path)
+{
+    char wal[200];
+
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    (void)unlink(wal);
+    return truncate(path, 0) == 0;
+}
+
+/* The data-loss hole of a restore cut short: the main file is empty (or
+ * gone), which must not be taken for a new store while a backup holds a
+ * valid copy (the next backups would overwrite both slots with copies of
+ * nothing): the newest valid copy replaces it, and open says so. */
+TEST(store_empty_database_with_a_valid_backup_is_restored_not_recreated)
+{
+    ts_env e;
+    store_stats st;
+
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, false));
+    CHECK(two_backups(&e));
+    CHECK(empty_file(e.path));
+    CHECK(ts_open(&e, false));
+    CHECK(e.info.found_empty && e.info.restored && !e.info.created && !e.info.check_failed);
+    CHECK_EQ(e.info.restored_from, 'b');
+    store_get_stats(e.s, &st);
+    CHECK(st.restored_at_open);
+    CHECK(ts_log_count(&e, "is empty but a backup holds a valid copy") == 1);
+    ts_close(&e);
+    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained"), 220);
+
+    /* A missing file is the same case. */
+    CHECK(unlink(e.path) == 0);
+    CHECK(ts_open(&e, false));
+    CHECK(e.info.found_empty && e.info.restored);
+    ts_close(&e);
+    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained"), 220);
+    ts_cleanup(&e);
+}
+
+/* Restores that fail at every write in turn (the fault VFS: a disk error
+ * or a crash in the middle): the next open restores again and finds
+ * everything the newest backup holds, whether the failure left the main
+ * file damaged or empty. */
+TEST(store_restore_cut_short_at_any_write_is_restored_at_the_next_open)
+{
+    ts_env e;
+    bool hit = true;
+    int empties = 0;
+
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, true));
+    CHECK(two_backups(&e));
+    for (uint32_t n = 1; hit && n < 200; n++) {
+        uint64_t before = store_fault_injected(e.fault);
+        bool opened;
+
+        CHECK(damage(e.path));
+        store_fault_fail_nth(e.fault, STORE_FAULT_WRITE, n, STORE_FAULT_CODE_IO);
+        opened = ts_open(&e, true);
+        store_fault_fail_nth(e.fault, STORE_FAULT_WRITE, 0, 0);
+        hit = store_fault_injected(e.fault) > before;
+        if (opened) {
+            CHECK(e.info.check_failed && e.info.restored);
+            ts_close(&e);
+        } else {
+            CHECK(hit);
+            CHECK(ts_open(&e, true));
+            CHECK(e.info.restored && !e.info.created);
+            empties += e.info.found_empty;
+            ts_close(&e);
+        }
+        CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained"), 220);
+    }
+    CHECK(!hit);      /* ran past the restore's last write */
+    CHECK(empties > 0); /* and some failures left the file empty */
+    ts_cleanup(&e);
+}
+
+/* The new-store case is unchanged: an empty file whose backup slots hold
+ * nothing valid (here: text) is created, not restored. */
+TEST(store_empty_database_without_a_valid_backup_is_a_new_store)
+{
+    ts_env e;
+    char a[160];
+    FILE *f;
+
+    CHECK(ts_init(&e));
+    f = fopen(bak(&e, 'a', a, sizeof a), "w");
+    CHECK(f != NULL);
+    CHECK(fputs("not a database\n", f) >= 0 && fclose(f) == 0);
+    f = fopen(e.path, "w");
+    CHECK(f != NULL && fclose(f) == 0);
+    CHECK(ts_open(&e, false));
+    CHECK(e.info.created && !e.info.restored && !e.info.found_empty && !e.info.check_failed);
+    ts_cleanup(&e);
+}

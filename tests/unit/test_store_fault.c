@@ -2,7 +2,8 @@
  * test_store_fault.c - the store under injected disk faults (faultvfs.c):
  * a write or sync that fails makes the whole group fail with the right
  * error (disk full vs I/O error), leaves the file consistent without any
- * of the group's rows, and the next group commits normally.
+ * of the group's rows, and the next group commits normally, also when the
+ * failure was a log that could not grow.
  */
 #include "test.h"
 #include "test_store_util.h"
@@ -134,6 +135,34 @@ TEST(store_fault_all_writes_failing_then_recovering)
     ts_close(&e);
     CHECK(ts_integrity_ok(e.path));
     CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained"), 1);
+    ts_cleanup(&e);
+}
+
+/* A disk that gives the WAL no more blocks (it stays below 1 MiB, far
+ * below SQLite's auto-checkpoint): after a group fails with a full log the
+ * store checkpoints, so the next group succeeds instead of failing for
+ * good; nothing of a failed group is kept. */
+TEST(store_full_log_is_checkpointed_so_the_next_group_commits)
+{
+    enum { LOG_BYTES = 1024 * 1024 };
+    ts_env e;
+    ts_full_log r;
+    store_stats st;
+
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, true));
+    store_fault_limit_wal(e.fault, LOG_BYTES);
+    CHECK(ts_full_log_run(e.s, LOG_BYTES, &r));
+    store_get_stats(e.s, &st);
+    CHECK_EQ(st.errors_full, r.small_full + r.big_full);
+    CHECK_EQ(st.full_log_checkpoints, r.small_full + r.big_full);
+    CHECK(ts_log_count(&e, "after a commit found the log full") > 0);
+    ts_close(&e);
+    CHECK(ts_integrity_ok(e.path));
+    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained WHERE topic LIKE 'f/%'"),
+             r.small_ok);
+    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM retained WHERE topic LIKE 'big/%'"),
+             (int64_t)r.big_ok * (LOG_BYTES * 6 / 10 / 10000));
     ts_cleanup(&e);
 }
 

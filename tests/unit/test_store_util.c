@@ -290,3 +290,77 @@ broker_store_batch jb_batch(const jb *j)
 
     return b;
 }
+
+/* One group: count batches of one retained message each, payload bytes
+ * long, topics PREFIX/I. */
+static store_rc apply_retained(store *s, const char *prefix, uint64_t seq, uint32_t count,
+                               size_t payload)
+{
+    static jb j[64];
+    static char text[12000];
+    broker_store_batch b[64];
+
+    if (count > 64 || payload >= sizeof text)
+        return STORE_EOTHER;
+    memset(text, 'p', payload);
+    text[payload] = '\0';
+    for (uint32_t i = 0; i < count; i++) {
+        char topic[48];
+
+        snprintf(topic, sizeof topic, "%s/%u", prefix, i);
+        jb_init(&j[i], seq + i);
+        jb_retain_set(&j[i], topic, text, 1);
+        b[i] = jb_batch(&j[i]);
+    }
+    return store_apply(s, b, count);
+}
+
+bool ts_full_log_run(store *s, size_t log_bytes, ts_full_log *out)
+{
+    enum { BIG_PAYLOAD = 10000 };
+    uint32_t big_count = (uint32_t)(log_bytes * 6 / 10 / BIG_PAYLOAD);
+    bool after_full = false;
+    store_rc rc;
+
+    memset(out, 0, sizeof *out);
+    for (uint32_t n = 0; n < 400; n++) {
+        char prefix[32];
+
+        snprintf(prefix, sizeof prefix, "f/%u", n);
+        rc = apply_retained(s, prefix, n + 1, 1, 200);
+        if (rc == STORE_OK) {
+            out->small_ok++;
+            after_full = false;
+            continue;
+        }
+        if (rc != STORE_EFULL || after_full) {
+            fprintf(stderr, "  small group %u: %s%s\n", n, store_rc_text(rc),
+                    after_full ? " right after a full log" : "");
+            return false;
+        }
+        out->small_full++;
+        after_full = true;
+    }
+    for (uint32_t g = 0; g < 6; g++) {
+        char prefix[32];
+
+        snprintf(prefix, sizeof prefix, "big/%u", g);
+        rc = apply_retained(s, prefix, 1000 + 100 * g, big_count, BIG_PAYLOAD);
+        if (rc == STORE_EFULL) {
+            out->big_full++;
+            rc = apply_retained(s, prefix, 1000 + 100 * g, big_count, BIG_PAYLOAD);
+        }
+        if (rc != STORE_OK) {
+            fprintf(stderr, "  big group %u of %u KiB: %s\n", g,
+                    (unsigned)(big_count * BIG_PAYLOAD / 1024), store_rc_text(rc));
+            return false;
+        }
+        out->big_ok++;
+    }
+    if (out->small_full < 2 || out->big_full < 1) {
+        fprintf(stderr, "  the log filled %u and %u times: too large for this test\n",
+                out->small_full, out->big_full);
+        return false;
+    }
+    return true;
+}

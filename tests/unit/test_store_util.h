@@ -49,6 +49,23 @@ int64_t ts_query(const char *path, const char *sql);
 /* PRAGMA integrity_check says ok. */
 bool ts_integrity_ok(const char *path);
 
+/* What ts_full_log_run did: groups committed, and those that failed with
+ * STORE_EFULL (small: one retained message; big: about 60% of the log). */
+typedef struct ts_full_log {
+    uint32_t small_ok, small_full, big_ok, big_full;
+} ts_full_log;
+
+/*
+ * Commit into a store whose log holds log_bytes, far below SQLite's
+ * auto-checkpoint (1000 frames), so only a checkpoint after a full log
+ * lets commits go on: 400 small groups (topics "f/N"), each that fails
+ * with STORE_EFULL followed by one that must succeed; then 6 big groups
+ * (topics "big/G/I", 60% of the log each), each that fails with
+ * STORE_EFULL applied again and must then succeed. False, with a line on
+ * stderr, on any other result or when the log never filled.
+ */
+bool ts_full_log_run(store *s, size_t log_bytes, ts_full_log *out);
+
 /* A batch built by hand, in journal.h's encoding. */
 typedef struct jb {
     uint8_t data[16384];

@@ -375,8 +375,8 @@ static bool open_store(tern_storeq *q, const char *path, store_sync sync, uint32
         return false;
     }
     if (info.restored)
-        tern_logf(q->log, BROKER_LOG_ERROR,
-                  "store: %s failed its check and was restored from %s.bak-%c", path, path,
+        tern_logf(q->log, BROKER_LOG_ERROR, "store: %s %s and was restored from %s.bak-%c",
+                  path, info.found_empty ? "was empty" : "failed its check", path,
                   info.restored_from);
     if (store_load(q->s, b, err, sizeof err) != STORE_OK) {
         tern_logf(q->log, BROKER_LOG_ERROR, "store: %s", err);

@@ -221,8 +221,9 @@ static void open_database(const tern_config *cfg, struct blk_dev *d, int integri
     ds.st = store_open(&opt, &info, err, sizeof err);
     if (!ds.st)
         halt_store(d->name, err);
+    /* "empty": a restore cut short left it so, and a backup replaced it. */
     kprintf("tern: store: database %s: quick_check %s%s%s, schema %u, opened in %llu ms\n",
-            info.created ? "created" : "found",
+            info.created ? "created" : info.found_empty ? "empty" : "found",
             info.check_failed ? "failed" : "ok",
             info.restored ? "; replaced by backup " : "",
             info.restored ? (info.restored_from == 'a' ? "a" : "b") : "",
