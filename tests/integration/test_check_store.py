@@ -142,6 +142,27 @@ def test_check_store_not_yet_created_passes_and_creates_nothing(tmp_path):
     assert sorted(os.listdir(str(tmp_path))) == ["check.conf"]
 
 
+@pytest.mark.parametrize("how", ["missing", "empty"])
+def test_check_store_missing_or_empty_beside_a_valid_backup_says_restore(broker, tmp_path, how):
+    """A database emptied or removed by a restore cut short: the daemon
+    restores the newest valid backup (docs/STORE.md), and --check says so
+    instead of "will create"."""
+    store_dir = _make_store(broker, tmp_path)
+    db = str(store_dir / "tern.db")
+    os.replace(db, db + ".bak-a")
+    for leftover in ("tern.db-wal", "tern.db-shm"):
+        if os.path.exists(str(store_dir / leftover)):
+            os.remove(str(store_dir / leftover))
+    if how == "empty":
+        open(db, "wb").close()
+    before = _snapshot(str(store_dir))
+    conf, rc, out, err = _check(tmp_path, db)
+    assert rc == 0, (out, err)
+    assert "%s: store.path: %s is %s but a backup passes its check (%s.bak-a); the daemon " \
+        "will restore the newest valid backup" % (conf, db, how, db) in out, out
+    assert _snapshot(str(store_dir)) == before
+
+
 def test_check_store_held_by_a_running_daemon_is_not_opened(broker, tmp_path):
     db = str(tmp_path / "live.db")
     b = broker(config={"store.path": db})

@@ -87,6 +87,37 @@ static bool check_new_store(const char *config_path, const char *path, char *not
     return true;
 }
 
+/* A missing or empty database beside a backup that passes the check is a
+ * restore the daemon will finish (store_open: found_empty), not a new
+ * store. The first such backup's path into bak, or false. Read-only. */
+static bool restorable_backup(const char *path, char *bak, size_t bak_size)
+{
+    static const char *const suffixes[] = {".bak-a", ".bak-b"};
+    char why[STORE_ERR_SIZE];
+    store_check_info info;
+    struct stat st;
+
+    for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+        if ((size_t)snprintf(bak, bak_size, "%s%s", path, suffixes[i]) >= bak_size)
+            return false;
+        if (stat(bak, &st) == 0 && S_ISREG(st.st_mode) && lock_holder(bak) == 0 &&
+            store_check(bak, NULL, &info, why, sizeof why) == STORE_OK && !info.empty)
+            return true;
+    }
+    return false;
+}
+
+static void say_restore(const char *config_path, const char *path, char *note,
+                        size_t note_size)
+{
+    char bak[4096 + 8];
+
+    if (restorable_backup(path, bak, sizeof bak))
+        (void)say(note, note_size, "%s: store.path: %s is %s but a backup passes its check "
+                  "(%s); the daemon will restore the newest valid backup", config_path, path,
+                  access(path, F_OK) == 0 ? "empty" : "missing", bak);
+}
+
 bool tern_check_store(const tern_config *cfg, const char *config_path, char *note,
                       size_t note_size, char *err, size_t err_size)
 {
@@ -102,8 +133,12 @@ bool tern_check_store(const tern_config *cfg, const char *config_path, char *not
     if (!tern_path_resolve(config_path, cfg->store_path, path, sizeof path))
         return say(err, err_size, "%s: store.path: path too long", config_path);
     if (stat(path, &st) != 0) {
-        if (errno == ENOENT)
-            return check_new_store(config_path, path, note, note_size, err, err_size);
+        if (errno == ENOENT) {
+            if (!check_new_store(config_path, path, note, note_size, err, err_size))
+                return false;
+            say_restore(config_path, path, note, note_size);
+            return true;
+        }
         return say(err, err_size, "%s: store.path: %s: %s", config_path, path, strerror(errno));
     }
     if (S_ISDIR(st.st_mode))
@@ -122,10 +157,11 @@ bool tern_check_store(const tern_config *cfg, const char *config_path, char *not
     }
     if (store_check(path, NULL, &info, why, sizeof why) != STORE_OK)
         return say(err, err_size, "%s: store.path: %s", config_path, why);
-    if (info.empty)
+    if (info.empty) {
         (void)say(note, note_size, "%s: store.path: %s is empty; the daemon will create the "
                   "schema in it", config_path, path);
-    else if (info.schema_found < STORE_SCHEMA_VERSION)
+        say_restore(config_path, path, note, note_size);
+    } else if (info.schema_found < STORE_SCHEMA_VERSION)
         (void)say(note, note_size, "%s: store.path: %s: tern database, schema version %u; the "
                   "daemon will migrate it to version %u", config_path, path, info.schema_found,
                   STORE_SCHEMA_VERSION);
