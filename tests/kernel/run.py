@@ -33,6 +33,11 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_disk_image.py    the disk image tool's GPT (sgdisk, fdisk), no VM
   test_store.py         the store thread: commits that wait or compute do
                         not stop the network; RAM only without a disk
+  test_store_disk.py    the store on the machine's own disk over mutual TLS:
+                        retained and queued QoS 1/2 messages survive a quit
+                        and a kill on virtio-blk and virtio-scsi, QoS 2
+                        exactly once; the disk image under SeaBIOS and
+                        OVMF; refusals halt and leave the image unchanged
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -52,12 +57,14 @@ import test_kvfs
 import test_net
 import test_pci_acpi
 import test_store
+import test_store_disk
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config, test_disk, test_disk_image, test_kvfs, test_store)
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain, test_net,
+           test_faults, test_pci_acpi, test_crypto, test_config, test_disk, test_disk_image, test_kvfs,
+           test_store)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))
