@@ -62,9 +62,9 @@ import test_store_disk
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain, test_net,
-           test_faults, test_pci_acpi, test_crypto, test_config, test_disk, test_disk_image, test_kvfs,
-           test_store)
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
+           test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
+           test_disk_image, test_kvfs, test_store)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

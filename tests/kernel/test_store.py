@@ -8,7 +8,6 @@ answered at once; $SYS shows the commits. Without a disk with a tern data
 partition (none, or a zeroed one, which stays untouched) and without the
 double the broker says it keeps everything in memory.
 """
-import socket
 import time
 
 from clients import PINGREQ, PINGRESP, raw_client, recv_exact
