@@ -37,7 +37,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         retained and queued QoS 1/2 messages survive a quit
                         and a kill on virtio-blk and virtio-scsi, QoS 2
                         exactly once; the disk image under SeaBIOS and
-                        OVMF; refusals halt and leave the image unchanged
+                        OVMF; refusals halt and leave the image unchanged;
+                        a damaged database replaced by its backup
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """

@@ -12,7 +12,8 @@ mosquitto_sub) and, for exact QoS 2 flows, the raw TLS client.
   subscriber had is released again by PUBREL (never resent as PUBLISH),
   and a publisher's QoS 2 id acknowledged by PUBREC is still known (its
   resent PUBLISH is not delivered twice). The subscriber gets each message
-  once, and nothing again after one more reboot.
+  once, and nothing again after one more reboot, whose database passes
+  SQLite's integrity_check (the test kernel).
 - The disk image itself (GRUB on its ESP, tern.mode=disk) under SeaBIOS
   with virtio-blk and under OVMF with virtio-scsi: the first boot formats
   the data partition, a retained message survives a reboot.
@@ -20,8 +21,12 @@ mosquitto_sub) and, for exact QoS 2 flows, the raw TLS client.
   the image as it was: a newer layout, both superblocks corrupt, foreign
   data in the tern partition, a device without flush (test kernel,
   tern.test.blk=noflush), store.disk naming a disk that is not there
-  (FILE:LINE). One corrupt superblock is not a refusal: the other is
-  used, the console says so, and the data is all there.
+  (FILE:LINE), two disks with a tern partition and store.disk = auto.
+  One corrupt superblock is not a refusal: the other is used, the console
+  says so, and the data is all there. A disk named by its PCI address is
+  used and the other disk left alone.
+- Backups: a database whose first page is destroyed is replaced by the
+  backup at the next boot, said on the console and in $SYS.
 """
 import os
 import re
@@ -44,10 +49,10 @@ DISK_NAME = {"virtio-blk": rb"virtio-blk [0-9a-f]{2}:[0-9a-f]{2}\.\d",
              "virtio-scsi": rb"virtio-scsi [0-9a-f]{2}:[0-9a-f]{2}\.\d 0:0"}
 
 
-def mkdisk(build, tmp, size="64M", logical=512):
+def mkdisk(build, tmp, size="64M", logical=512, name="disk.img"):
     """A sparse raw disk with a blank tern data partition and no ESP
     (tern-mkdisk); its path and the partition's first byte."""
-    img = os.path.join(tmp, "disk.img")
+    img = os.path.join(tmp, name)
     tool = os.path.join(build.dir, "rel", "tern-mkdisk")
     args = [tool, "--size", size, "--esp", "0", "--logical-block", str(logical), img]
     r = subprocess.run(args, capture_output=True, text=True, timeout=60)
@@ -217,7 +222,8 @@ def survival_test(build, disk):
                 held = boot_release_then_kill(db, vm, kind, notes)
                 vm = db.boot()
                 boot_after_kill(db, vm, kind, held, notes)
-                vm = db.boot()
+                # The test kernel: the same broker, plus SQLite's integrity_check.
+                vm = db.boot(build.test_elf, "tern.test.integrity=1")
                 boot_nothing_twice(db, vm, kind, notes)
             except OSError as e:
                 raise Failure(f"{e!r} at boot {db.boots} after: {'; '.join(notes)}; serial "
@@ -330,9 +336,11 @@ def boot_after_kill(db, vm, kind, held, notes):
 
 
 def boot_nothing_twice(db, vm, kind, notes):
-    """Boot 4: nothing is delivered again; the store's $SYS state is ok."""
+    """Boot 4 (the test kernel): the database passes integrity_check,
+    nothing is delivered again, the store's $SYS state is ok."""
     with vm:
-        expect_reopened(db.ready(vm), kind, 1, loaded(2, 3, 0, 0, 0, 2))
+        expect_reopened(db.ready(vm), kind, 1, loaded(2, 3, 0, 0, 0, 2),
+                        rb"tern: store: integrity_check ok")
         keeper, present = db.raw("keeper", clean=False)
         got, resent = drain(keeper, "keeper")
         if not present or got or resent:
@@ -344,7 +352,8 @@ def boot_nothing_twice(db, vm, kind, notes):
                      "-W", "20", tls=db.pki.args("dev-operator")).strip()
         if state != "ok":
             raise Failure(f"$SYS/broker/store/state: {state!r}")
-        notes.append("nothing twice after another reboot; $SYS store state ok")
+        notes.append("nothing twice after another reboot; integrity_check ok; $SYS store "
+                     "state ok")
 
 
 # ---- the disk image: GRUB on its own disk, tern.mode=disk ----------------
@@ -384,10 +393,12 @@ def image_test(build, firmware, kind, timeout):
 
 # ---- refusals and the one-corrupt-superblock case -----------------------
 
-def refused(db, img, wants, halt=STORE_HALT, kernel=None, append=None):
+def refused(db, imgs, wants, halt=STORE_HALT, kernel=None, append=None):
     """A boot that must halt before serving, with each of wants on the
-    console and every byte of img unchanged."""
-    before = sha(img)
+    console and every byte of the image (or list of images) imgs
+    unchanged; the serial output."""
+    imgs = [imgs] if isinstance(imgs, str) else imgs
+    before = [sha(i) for i in imgs]
     with db.boot(kernel, append) as vm:
         took = vm.wait_for(lambda o: re.search(halt, o) is not None, 60)
         vm.stop()
@@ -395,8 +406,8 @@ def refused(db, img, wants, halt=STORE_HALT, kernel=None, append=None):
     if took is None or READY.search(out):
         raise Failure(f"no halt ({halt!r}):\n{show(out)}")
     expect_lines(out, wants)
-    if sha(img) != before:
-        raise Failure(f"the image changed on a refusal ({wants[0]!r})")
+    if [sha(i) for i in imgs] != before:
+        raise Failure(f"an image changed on a refusal ({wants[0]!r})")
     return out
 
 
@@ -509,6 +520,96 @@ def missing_disk_test(build):
     return check
 
 
+def region(build, img, name):
+    """(first byte, bytes) of a region of img's tern partition, as
+    tern-mkdisk --show reads the superblock."""
+    out = subprocess.run([os.path.join(build.dir, "rel", "tern-mkdisk"), "--show", img],
+                         capture_output=True, text=True, timeout=60).stdout
+    m = re.search(r"^  %s\s+LBA (\d+), (\d+) blocks" % name, out, re.M)
+    if not m:
+        raise Failure(f"no {name} region in tern-mkdisk --show:\n{out}")
+    return int(m.group(1)) * 512, int(m.group(2)) * 512
+
+
+def backup_restore_test(build):
+    """Backups every second: after one is complete, the database's first
+    page is overwritten (SQLite's header, after the region's two header
+    blocks: docs/DISK.md); the next boot's quick_check fails, the backup
+    replaces the database, the console and $SYS say so, and the store
+    works on (a new retained message survives another boot)."""
+    def check():
+        with scratch() as tmp:
+            img, _ = mkdisk(build, tmp)
+            db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"),
+                            MTLS_CONF + "store.backup_interval = 1\n")
+            operator = db.pki.args("dev-operator")
+            with db.boot() as vm:
+                db.ready(vm)
+                db.pub("test/ret/1", "backed up", 1, retain=True)
+                done = rb"tern: store: info: store: backup 1 to /tern.db.bak-a complete"
+                if vm.wait_for(lambda o: re.search(done, o) is not None, 60) is None:
+                    raise Failure("no backup:\n" + show(vm.text()))
+                db.quit(vm)
+            start, _ = region(build, img, "database")
+            data = start + 2 * 512  # physical blocks of 512 bytes here
+            with open(img, "rb") as f:
+                f.seek(data)
+                if f.read(16) != b"SQLite format 3\0":
+                    raise Failure("no SQLite header where docs/DISK.md puts the database")
+            patch(img, data, b"\xa5" * 512)
+            with db.boot() as vm:
+                store_lines(db.ready(vm), "virtio-blk",
+                            rb"tern: store: error: store: /tern.db is damaged; restoring backup "
+                            rb"1 from /tern.db.bak-a",
+                            rb"tern: store: database found: quick_check failed; replaced by "
+                            rb"backup a, schema 1")
+                db.expect_retained("test/ret/#", {"test/ret/1": "backed up"})
+                said = mosq("mosquitto_sub", db.port, "-t",
+                            "$SYS/broker/store/restored_from_backup", "-C", "1", "-W", "20",
+                            tls=operator).strip()
+                if said != "yes":
+                    raise Failure(f"$SYS/broker/store/restored_from_backup: {said!r}")
+                db.pub("test/ret/2", "after the restore", 1, retain=True)
+                vm.stop()
+            with db.boot() as vm:
+                expect_reopened(db.ready(vm), "virtio-blk", 1)
+                db.expect_retained("test/ret/#", {"test/ret/1": "backed up",
+                                                  "test/ret/2": "after the restore"})
+        return "backup a replaced the damaged database; console and $SYS said so; works on"
+    return check
+
+
+def two_disks_test(build):
+    """Two disks with a tern data partition: auto refuses to choose; named
+    by its PCI address (as the console listed it), the virtio-scsi disk is
+    formatted and used and the virtio-blk disk stays as it was."""
+    def check():
+        with scratch() as tmp:
+            blk, _ = mkdisk(build, tmp, name="blk.img")
+            scsi, _ = mkdisk(build, tmp, name="scsi.img")
+            disks = drive(blk, "d0", "virtio-blk") + drive(scsi, "d1", "virtio-scsi")
+            db = DiskBroker(build, tmp, disks)
+            out = refused(db, [blk, scsi], [
+                rb"tern: store: store.disk = auto: several disks hold a tern data partition "
+                rb"\(virtio-blk [0-9a-f:.]+, virtio-scsi [0-9a-f:.]+ 0:0\): name one with "
+                rb"store.disk"])
+            addr = re.search(rb"tern: disk virtio-scsi ([0-9a-f]{2}:[0-9a-f]{2}\.\d) ",
+                             out).group(1).decode()
+            named = os.path.join(tmp, "named")
+            os.mkdir(named)
+            db = DiskBroker(build, named, disks, MTLS_CONF + f"store.disk = {addr}\n")
+            before = sha(blk)
+            with db.boot() as vm:
+                store_lines(db.ready(vm), "virtio-scsi",
+                            rb"tern: store: DISK: formatted the blank tern partition #1 ")
+                db.pub("test/ret", "on scsi", 1, retain=True)
+                vm.stop()
+            if sha(blk) != before:
+                raise Failure("the disk store.disk did not name was written")
+        return f"auto refused, image unchanged; store.disk = {addr} used, the other untouched"
+    return check
+
+
 def cases(b):
     return {
         "store-disk-blk-survives-quit-and-kill-qos2-once":
@@ -525,4 +626,6 @@ def cases(b):
         "store-disk-refuses-foreign-partition": foreign_test(b),
         "store-disk-refuses-device-without-flush": noflush_test(b),
         "store-disk-named-disk-missing-halts-other-disk-untouched": missing_disk_test(b),
+        "store-disk-two-tern-disks-auto-refused-named-one-used": two_disks_test(b),
+        "store-disk-damaged-database-replaced-by-backup": backup_restore_test(b),
     }
