@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
 import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -494,6 +495,9 @@ def main(modules):
             except Failure as e:
                 failed += 1
                 print(f"FAIL {name}: {e}")
+            except Exception:  # a client's timeout, a socket error: this test fails, not the run
+                failed += 1
+                print(f"FAIL {name}: {traceback.format_exc()}")
             sys.stdout.flush()
     total = len([f for f in selected.values() if f])
     print(f"kernel tests: {total - failed} passed, {failed} failed "

@@ -199,6 +199,7 @@ def expect_reopened(out, kind, part, *wants, sb=rb"generation 2 \(superblock B\)
 
 
 def loaded(sessions, subs, messages, queued, qos2_ids, retained):
+    """The store's line with what it restored at boot."""
     return (rb"tern: store: info: store: loaded %d session\(s\), %d subscription\(s\), "
             rb"%d message\(s\), %d queue entries, %d inbound QoS 2 id\(s\), "
             rb"%d retained message\(s\)" % (sessions, subs, messages, queued, qos2_ids, retained))
