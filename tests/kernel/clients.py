@@ -1,7 +1,8 @@
 """The host's side of the broker tests: no tests of its own.
 
 MQTT clients run against a port forwarded to the guest: raw sockets (plain
-or mutual TLS), the unmodified mosquitto_pub/mosquitto_sub, Paho (through
+or mutual TLS; the integration tests' rawmqtt client over mutual TLS for
+exact QoS flows), the unmodified mosquitto_pub/mosquitto_sub, Paho (through
 paho_check.py and the system Python), $SYS memory readings, and the
 message checks that the plaintext and the mutual-TLS broker tests both
 make (QoS 0/1/2, a 300 kB message, retained, will, idle connections
@@ -10,10 +11,16 @@ answering PINGREQ).
 import os
 import socket
 import subprocess
+import sys
 import threading
 import time
 
-from harness import HERE, Failure, Pki, make_bundle, scratch, show, tls_vm
+from harness import HERE, REPO, Failure, Pki, make_bundle, scratch, show, tls_vm
+
+# Appended, not prepended: tests/integration has test modules of the same
+# names as this directory's (test_config.py), which must stay these.
+sys.path.append(os.path.join(REPO, "tests", "integration"))
+import rawmqtt as rm  # noqa: E402  (the integration tests' raw MQTT client, TLS capable)
 
 PAHO_CHECK = os.path.join(HERE, "paho_check.py")
 CORE_MEMORY = "$SYS/broker/memory/core"
@@ -95,6 +102,37 @@ def tls_client(ctx, port, client_id, timeout=30):
         s.close()
         raise Failure(f"{client_id}: CONNACK {ack.hex()}")
     return s
+
+
+def raw_tls(port, ctx, client_id, clean=True, timeout=30):
+    """A rawmqtt client over mutual TLS (ctx: Pki.context), connected as
+    client_id with a clean or a persistent session; the client and its
+    CONNACK's session-present flag."""
+    c = rm.RawClient("127.0.0.1", port, timeout=timeout, tls=ctx)
+    try:
+        ack = next_packet(c, rm.CONNACK, f"{client_id}: CONNACK", timeout, rm.connect(
+            client_id=client_id, clean=clean))
+    except BaseException:
+        c.close()
+        raise
+    if ack.return_code != 0:
+        c.close()
+        raise Failure(f"{client_id}: CONNACK return code {ack.return_code}")
+    return c, ack.session_present
+
+
+def next_packet(c, ptype, what, timeout=30, send=None):
+    """Send send (if given), then the next packet from rawmqtt client c,
+    which must be of type ptype; a Failure naming what otherwise."""
+    try:
+        if send is not None:
+            c.send(send)
+        pkt = c.recv_packet(timeout)
+    except (rm.Closed, OSError) as e:
+        raise Failure(f"{what}: {e!r}")
+    if pkt.type != ptype:
+        raise Failure(f"{what}: expected {rm.TYPE_NAMES[ptype]}, got {pkt!r}")
+    return pkt
 
 
 def expect_pings(socks):

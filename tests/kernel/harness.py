@@ -2,14 +2,16 @@
 
 QEMU launching with the serial console collected in the background and
 waits for lines on it, host ports forwarded to the guest, the build's
-kernel and ISO paths, the configurations and the development PKI the
-broker tests boot with (and boot bundles made by the image builder),
-screen readback (QMP screendump read with the kernel's own font), and the
-runner: the test registry collected from the test modules, -k selection,
-parallel jobs and the timing report.
+kernel and ISO paths, disk images (QEMU drives, hashing and patching their
+bytes), the configurations and the development PKI the broker tests boot
+with (and boot bundles made by the image builder), screen readback (QMP
+screendump read with the kernel's own font), QMP quit, and the runner: the
+test registry collected from the test modules, -k selection, parallel jobs
+and the timing report.
 """
 import argparse
 import concurrent.futures
+import hashlib
 import json
 import os
 import re
@@ -20,6 +22,8 @@ import sys
 import tempfile
 import threading
 import time
+import traceback
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -182,6 +186,31 @@ def drive(path, ident, kind="virtio-blk", device_opts=""):
                    "-device", f"scsi-hd,drive={ident},bus={ident}hba.0{opts}"]
 
 
+def sha(path):
+    """SHA-256 of a file (an image's bytes before and after a refusal)."""
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def patch(path, offset, data):
+    """Overwrite bytes of an image file at offset."""
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def reseal(path, slot):
+    """Recompute the CRC32 of the superblock at byte slot (docs/DISK.md:
+    CRC over 512 bytes at offset 16, taken as zero)."""
+    with open(path, "r+b") as f:
+        f.seek(slot)
+        sb = bytearray(f.read(512))
+        sb[16:20] = bytes(4)
+        sb[16:20] = zlib.crc32(sb).to_bytes(4, "little")
+        f.seek(slot)
+        f.write(sb)
+
+
 def module_vm(kernel, module, net, extra=()):
     """kernel with a boot module (a configuration or a bundle, by -initrd,
     which PVH passes in its module list), virtio-rng and the network net."""
@@ -309,7 +338,7 @@ def load_font():
 
 
 class Qmp:
-    """Just enough of QEMU's machine protocol: stop and screendump."""
+    """Just enough of QEMU's machine protocol: stop, screendump, quit."""
 
     def __init__(self, path, timeout=10):
         deadline = time.monotonic() + timeout
@@ -355,6 +384,22 @@ def qmp_args(tmp):
     """QEMU arguments for a QMP socket in tmp, and its path."""
     sock = os.path.join(tmp, "qmp")
     return ["-qmp", f"unix:{sock},server=on,wait=off"], sock
+
+
+def qmp_quit(vm, sock, timeout=30):
+    """Stop vm the orderly way: QMP quit through its socket (QEMU flushes
+    its disks and exits); fails unless QEMU is gone within timeout."""
+    q = Qmp(sock)
+    try:
+        q.cmd("quit")
+    except (Failure, OSError):
+        pass  # QEMU may close the socket before its reply arrives
+    q.close()
+    try:
+        vm.proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        raise Failure(f"QEMU still running {timeout} s after QMP quit")
+    vm.reader.join(2)
 
 
 def read_screen(path, glyphs, cols, rows, scale):
@@ -450,6 +495,9 @@ def main(modules):
             except Failure as e:
                 failed += 1
                 print(f"FAIL {name}: {e}")
+            except Exception:  # a client's timeout, a socket error: this test fails, not the run
+                failed += 1
+                print(f"FAIL {name}: {traceback.format_exc()}")
             sys.stdout.flush()
     total = len([f for f in selected.values() if f])
     print(f"kernel tests: {total - failed} passed, {failed} failed "

@@ -35,6 +35,12 @@ tests live in modules grouped by subject, each opening with what it tests:
                         not stop the network; RAM only without a disk
   test_store_restore.py the disk store restores its newest backup at boot
                         (an emptied or a damaged database), $SYS says so
+  test_store_disk.py    the store on the machine's own disk over mutual TLS:
+                        retained and queued QoS 1/2 messages survive a quit
+                        and a kill on virtio-blk and virtio-scsi, QoS 2
+                        exactly once; the disk image under SeaBIOS and
+                        OVMF; refusals halt and leave the image unchanged;
+                        a damaged database replaced by its backup
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -54,14 +60,15 @@ import test_kvfs
 import test_net
 import test_pci_acpi
 import test_store
+import test_store_disk
 import test_store_restore
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_broker_limits, test_broker_plain, test_net, test_faults, test_pci_acpi,
-           test_crypto, test_config, test_disk, test_disk_image, test_kvfs, test_store,
-           test_store_restore)
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
+           test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
+           test_disk_image, test_kvfs, test_store, test_store_restore)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -11,13 +11,11 @@ used around and reported, and a blank partition opened without formatting,
 foreign data and a newer layout are refused with the reason and leave every
 byte of the image unchanged.
 """
-import hashlib
 import os
 import re
 import subprocess
-import zlib
 
-from harness import Failure, Vm, drive, scratch, show
+from harness import Failure, Vm, drive, patch, reseal, scratch, sha, show
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GPT_H = os.path.join(HERE, "..", "..", "src", "platform", "kernel", "disk", "gpt.h")
@@ -154,29 +152,6 @@ def format_test(build_dir, kernel, disk, logical):
                 raise Failure(f"tern-mkdisk --show differs from the kernel {first}:\n{shown}")
         return f"{disk[0]}, {logical}-byte blocks: formatted, reopened, host agrees"
     return check
-
-
-def sha(path):
-    with open(path, "rb") as f:
-        return hashlib.sha256(f.read()).hexdigest()
-
-
-def patch(path, offset, data):
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        f.write(data)
-
-
-def reseal(path, slot):
-    """Recompute the CRC32 of the superblock at byte slot (docs/DISK.md:
-    CRC over 512 bytes at offset 16, taken as zero)."""
-    with open(path, "r+b") as f:
-        f.seek(slot)
-        sb = bytearray(f.read(512))
-        sb[16:20] = bytes(4)
-        sb[16:20] = zlib.crc32(sb).to_bytes(4, "little")
-        f.seek(slot)
-        f.write(sb)
 
 
 def refusals_test(build_dir, kernel):

@@ -4,15 +4,15 @@ the network), before the kernel has a disk: the test build's store double
 request, or compute like SQLite's virtual machine, for 400 ms. A retained
 QoS 1 message is acknowledged only after its commit, while a bystander's
 PINGREQ round trips and a QoS 1 message nothing durable depends on are
-answered at once; $SYS shows the commits. Without a disk and without the
+answered at once; $SYS shows the commits. Without a disk with a tern data
+partition (none, or a zeroed one, which stays untouched) and without the
 double the broker says it keeps everything in memory.
 """
-import socket
 import time
 
 from clients import PINGREQ, PINGRESP, raw_client, recv_exact
-from harness import MQTT_CONF, Failure, broker_vm, expect_lines, nic, module_vm, free_port, \
-    scratch, show, write_file
+from harness import MQTT_CONF, Failure, disk_image, drive, expect_lines, nic, module_vm, \
+    free_port, scratch, show, write_file
 
 COMMIT_MS = 400
 # Far below a commit: the network is served during it. Generous for TCG.
@@ -123,23 +123,42 @@ def commit_wait_test(kernel, mode):
     return check
 
 
-def ram_only_test(kernel):
-    """No disk and no double: the broker says its data lives in memory."""
+def all_zero(path):
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            if chunk.count(0) != len(chunk):
+                return False
+    return True
+
+
+def ram_only_test(kernel, zeroed_disk):
+    """No disk with a tern data partition and no double: the broker says
+    its data lives in memory. With a zeroed disk attached (no GPT), the
+    disk is counted and left alone: every byte stays zero."""
     def check():
         with scratch() as tmp:
-            vm, port = broker_vm(kernel, MQTT_CONF, tmp)
+            disks, img = [], None
+            if zeroed_disk:
+                img = disk_image(tmp, "zero.img")
+                disks = drive(img, "d0")
+            port = free_port()
+            vm = module_vm(kernel, write_file(tmp, "tern.conf", MQTT_CONF),
+                           nic(f"hostfwd=tcp:127.0.0.1:{port}-:1883"), disks)
             with vm:
                 took, out = vm.wait_ready(60)
-        expect_lines(out, (rb"tern: store: no disk with a tern data partition \(this kernel "
-                           rb"has no block drivers yet\): retained messages and sessions "
-                           rb"live in memory only",))
+            expect_lines(out, (rb"tern: store: no disk with a tern data partition \(%d disks\): "
+                               rb"retained messages and sessions live in memory only"
+                               % (1 if zeroed_disk else 0),))
+            if img and not all_zero(img):
+                raise Failure("the zeroed disk was written")
         return f"{took:.1f} s"
     return check
 
 
 def cases(b):
     return {
-        "store-ram-only-without-disk": ram_only_test(b.elf),
+        "store-ram-only-without-disk": ram_only_test(b.elf, False),
+        "store-ram-only-zeroed-disk-untouched": ram_only_test(b.elf, True),
         "store-commit-waiting-for-disk-does-not-stop-network":
             commit_wait_test(b.test_elf, "wait"),
         "store-long-commit-yields-to-network": commit_wait_test(b.test_elf, "cpu"),
