@@ -1,5 +1,5 @@
 """The store thread (issue 13: a commit waiting for the disk must not stop
-the network), before the kernel has a disk: the test build's store double
+the network), with timing no disk gives reliably: the test build's store double
 (tern.teststore, store/kstore_test.h) makes every commit wait like a disk
 request, or compute like SQLite's virtual machine, for 400 ms. A retained
 QoS 1 message is acknowledged only after its commit, while a bystander's
