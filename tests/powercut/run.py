@@ -46,6 +46,7 @@ import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -65,40 +66,55 @@ EARLY_CUTS = 0.1        # share of cycles that also cut the power during boot
 BOOT_TIMEOUT = 120.0    # TCG, a store to open and check, maybe a WAL to replay
 BYSTANDER = "bystander/#"
 
-# The guest's configuration, beside the listener and the PKI. The store
-# lines are what makes the guest keep its data on the NBD disk: the
-# kernel's store keys (docs/CONFIG.md) once they exist. LEAD: fill in
-# (e.g. "store.disk = auto"); left empty, the guest keeps everything in
-# RAM and the first check after a cut fails, as it must.
+# The guest's configuration, beside the listener and the PKI. Nothing for
+# the store: store.disk defaults to auto, the one disk whose GPT holds a
+# tern data partition (docs/CONFIG.md), which the disk below has; the
+# guest formats it at its first boot.
 GUEST_STORE_CONF = ()
 
-# The guest's console line with its store check at boot (quick_check or
-# integrity_check of the database the store opened). LEAD: point these at
-# the line the kernel's store prints. Without such a line, a boot fails.
-STORE_CHECK_LINE = re.compile(rb"tern: store: [^\n]*(?:quick_check|integrity_check)[^\n]*")
-STORE_CHECK_OK = re.compile(rb"(?:quick_check|integrity_check)[^\n]* ok\b")
+# The TEST kernel runs PRAGMA integrity_check after opening its store when
+# booted with this (src/platform/kernel/main.c); the production kernel only
+# runs quick_check.
+GUEST_APPEND = "tern.test.integrity=1"
+
+# The store's checks at every boot (src/platform/kernel/store/
+# kdisk_store.c): the open's quick_check, then integrity_check. A cut must
+# never damage the database, so a quick_check that failed (even one
+# repaired from a backup) fails the run as much as a failed integrity_check.
+STORE_QUICK_LINE = re.compile(rb"tern: store: database (?:created|found): quick_check [^\n]*")
+STORE_QUICK_OK = re.compile(rb"tern: store: database (?:created|found): quick_check ok, ")
+STORE_INTEGRITY_LINE = re.compile(rb"tern: store: integrity_check [^\n]*")
+STORE_INTEGRITY_OK = re.compile(rb"tern: store: integrity_check ok$")
 
 
 def guest_store_integrity(console):
     """The store's integrity as the guest reported it on the console of
-    one boot (bytes): "ok", or a Failure naming what the guest said (or
-    that it said nothing)."""
-    lines = STORE_CHECK_LINE.findall(console)
-    if not lines:
-        raise dl.Failure("no store check line on the guest's console (a line matching %s)"
-                         % STORE_CHECK_LINE.pattern.decode())
-    for line in lines:
-        if not STORE_CHECK_OK.search(line):
-            raise dl.Failure("store check: %s" % line.decode("utf-8", "replace"))
+    one boot (bytes): "ok" when it printed exactly one quick_check line
+    and one integrity_check line, both ok; else a Failure naming what the
+    guest said (or that it said nothing)."""
+    for what, line_re, ok_re in (("quick_check", STORE_QUICK_LINE, STORE_QUICK_OK),
+                                 ("integrity_check", STORE_INTEGRITY_LINE, STORE_INTEGRITY_OK)):
+        lines = line_re.findall(console)
+        if len(lines) != 1:
+            raise dl.Failure("%d store %s lines on the guest's console (want one matching %s)"
+                             % (len(lines), what, line_re.pattern.decode()))
+        if not ok_re.search(lines[0].rstrip(b"\r")):
+            raise dl.Failure("store check: %s" % lines[0].decode("utf-8", "replace"))
     return "ok"
 
 
-def make_disk_image(path, mib, template=None):
-    """The guest's disk before its first boot: a copy of template (a disk
-    made by the image tools: GPT with the tern data partition) or, without
-    one, mib MiB of zeroes."""
+def make_disk_image(path, mib, template=None, mkdisk=None):
+    """The guest's disk before its first boot: a copy of template, or one
+    made by tern-mkdisk (mkdisk: GPT with a blank tern data partition and
+    no ESP, which the kernel formats at its first boot), or without
+    either, mib MiB of zeroes (a guest that stores nothing)."""
     if template:
         shutil.copyfile(template, path)
+    elif mkdisk:
+        r = subprocess.run([mkdisk, "--size", "%dM" % mib, "--esp", "0", path],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise dl.Failure("tern-mkdisk: %s" % (r.stdout + r.stderr).strip())
     else:
         with open(path, "wb") as f:
             f.truncate(mib << 20)
@@ -119,7 +135,8 @@ class KernelTarget:
 
     def __init__(self, args, workdir, rng):
         build = harness.Build(args.build)
-        self.elf = build.elf
+        # The TEST kernel: the production one plus integrity_check at boot.
+        self.elf = build.test_elf
         self.workdir = workdir
         self.bus = args.bus
         self.physical_block = args.physical_block
@@ -136,7 +153,9 @@ class KernelTarget:
                          list(dl.NO_DROP_LIMITS) + list(GUEST_STORE_CONF)) + "\n"
         self.bundle = harness.make_bundle(args.build, workdir, conf, acl_text())
         image = os.path.join(workdir, "disk.img")
-        make_disk_image(image, args.disk_mib, args.disk_template)
+        # --plumbing: a zeroed disk (no GPT), so the guest stores nothing.
+        make_disk_image(image, args.disk_mib, args.disk_template,
+                        None if args.plumbing else os.path.join(args.build, "rel", "tern-mkdisk"))
         self.disk = nb.VolatileDisk(image, args.physical_block, random.Random(rng.random()))
         self.server = nb.NbdServer(self.disk, os.path.join(workdir, "nbd.sock"))
         port = harness.free_port()
@@ -156,7 +175,8 @@ class KernelTarget:
             self.elf, self.bundle,
             ["-nic", "user,model=virtio-net-pci,hostfwd=tcp:%s:%d-:8883"
              % (HOST, self.endpoint.port)],
-            extra=nb.qemu_disk_args(self.server, bus, self.physical_block) +
+            extra=["-append", GUEST_APPEND] +
+            nb.qemu_disk_args(self.server, bus, self.physical_block) +
             ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path])
         self.boots += 1
         # QEMU opens the disk at start: the backend sees every boot.
