@@ -11,8 +11,11 @@ persistent session, every PUBACK/PUBREC/PUBCOMP recorded. Each cycle:
 
   1. (one cycle in ten) cut the power during boot, while the guest opens
      and checks its store, and boot again;
-  2. a publisher streams; at a random moment QEMU is killed (SIGKILL) and
-     the backend cuts the power: the cache is lost whole ("lose-all"),
+  2. a publisher streams; after a random time QEMU is killed (SIGKILL),
+     either at once or (half the cuts) while the backend holds one of the
+     guest's next flushes unanswered, so that the writes of a sync in
+     progress are in the cache; the backend cuts the power: the cache is
+     lost whole ("lose-all"),
      kept whole ("keep-all") or each write kept, lost or torn by 512-byte
      sector inside its physical blocks ("random"), chosen per cut;
   3. the guest boots from what persisted; guest_store_integrity() reads
@@ -65,6 +68,19 @@ HOST = "127.0.0.1"
 EARLY_CUTS = 0.1        # share of cycles that also cut the power during boot
 BOOT_TIMEOUT = 120.0    # TCG, a store to open and check, maybe a WAL to replay
 BYSTANDER = "bystander/#"
+# Share of cuts taken while the guest waits for a flush (held by the
+# backend) instead of at a random moment: a random moment almost always
+# finds the cache empty, since the guest flushes right after it writes.
+# Under load, half of those come at one of the next LOAD_HOLD_MAX flushes
+# (mostly a group commit's one write), half at the next flush that finds
+# at least BIG_SYNC writes in the cache (a checkpoint, a large group).
+AT_FLUSH = 0.5
+LOAD_HOLD_MAX = 3
+BIG_SYNC = 4
+BOOT_HOLD_MAX = 12      # during boot, at one of its first 12 (format, open, checkpoint)
+HOLD_WAIT = 15.0        # seconds a held flush may take to come
+# How often each cut mode is chosen: "random" is the one that tears.
+CUT_WEIGHTS = {"lose-all": 1, "keep-all": 1, "random": 2}
 
 # The guest's configuration, beside the listener and the PKI. Nothing for
 # the store: store.disk defaults to auto, the one disk whose GPT holds a
@@ -241,6 +257,14 @@ class KernelTarget:
                 {k: after[k] - before[k] for k in ("writes", "fua_writes", "flushes")},))
         return "QEMU's cache %r; its write and flush reach the backend" % cache
 
+    def hold_flush(self, n, min_writes, timeout):
+        """Hold the guest's n-th flush from now with at least min_writes
+        writes in the cache (nb.VolatileDisk); True when one waits within
+        timeout seconds (the cut that follows finds that sync's writes in
+        the cache)."""
+        self.disk.hold_next_flush(n, min_writes)
+        return self.disk.wait_flush_held(timeout)
+
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
         if self.vm.proc.poll() is not None:
@@ -318,6 +342,9 @@ class DaemonTarget:
     def integrity(self):
         return self.checked
 
+    def hold_flush(self, n, min_writes, timeout):
+        return False   # the daemon's syncs are the host's: none to hold
+
     def kill(self, mode):
         self.daemon.kill()
         self.kills += 1
@@ -353,14 +380,27 @@ class Tally:
         self.early = 0
         self.modes = dict.fromkeys(nb.CUT_MODES, 0)
         self.lost = self.torn = self.kept = 0
+        self.at_flush = self.hold_missed = 0
 
-    def cut(self, target, mode):
+    def cut(self, target, mode, hold=0, min_writes=0, wait=0.0):
+        """Cut the power now, or (hold > 0) at the guest's hold-th flush
+        from now with at least min_writes writes in the cache, if one comes
+        within wait seconds."""
+        if hold:
+            if target.hold_flush(hold, min_writes, wait):
+                self.at_flush += 1
+            else:
+                self.hold_missed += 1
         r = target.kill(mode)
         if r is not None:
             self.modes[mode] += 1
             self.kept += r[0]
             self.lost += r[1]
             self.torn += r[2]
+
+
+def cut_mode(rng):
+    return rng.choices(list(CUT_WEIGHTS), list(CUT_WEIGHTS.values()))[0]
 
 
 def boot(target, plumbing):
@@ -398,11 +438,16 @@ def run_cuts(target, args, rng):
         dl.setup_session(ep)
     for cycle in range(1, args.cuts + 1):
         if rng.random() < EARLY_CUTS:
-            # Cut while the guest boots, opens and checks its store.
-            tally.cut(target, rng.choice(nb.CUT_MODES))
+            # Cut while the guest boots, opens and checks its store: at a
+            # random moment, or at one of its first flushes.
+            tally.cut(target, cut_mode(rng))
             target.start()
-            time.sleep(rng.uniform(0.0, target.boot_seconds))
-            tally.cut(target, rng.choice(nb.CUT_MODES))
+            if rng.random() < AT_FLUSH:
+                tally.cut(target, cut_mode(rng), rng.randint(1, BOOT_HOLD_MAX), 0,
+                          target.boot_seconds)
+            else:
+                time.sleep(rng.uniform(0.0, target.boot_seconds))
+                tally.cut(target, cut_mode(rng))
             tally.early += 1
             boot(target, args.plumbing)
         pub = dl.Publisher(ep, cycle, random.Random(rng.random()), state)
@@ -411,7 +456,13 @@ def run_cuts(target, args, rng):
             pub.join(ep.timeout)
             raise dl.Failure("publisher of cycle %d not connected: %r" % (cycle, pub.error))
         time.sleep(rng.uniform(0.02, args.max_load))
-        tally.cut(target, rng.choice(nb.CUT_MODES))
+        at = rng.random()
+        if at < AT_FLUSH / 2:
+            tally.cut(target, cut_mode(rng), rng.randint(1, LOAD_HOLD_MAX), 0, HOLD_WAIT)
+        elif at < AT_FLUSH:
+            tally.cut(target, cut_mode(rng), 1, BIG_SYNC, HOLD_WAIT)
+        else:
+            tally.cut(target, cut_mode(rng))
         pub.join(timeout=ep.timeout * 2)
         if pub.is_alive():
             raise dl.Failure("publisher did not notice the kill")
@@ -440,6 +491,9 @@ def run_cuts(target, args, rng):
 def summary(target, args, state, tally, seconds):
     c = target.counts()
     cuts = " ".join("%s %d" % kv for kv in tally.modes.items())
+    if target.name == "kernel":
+        cuts += "; %d at a held flush (%d held flushes never came)" % (
+            tally.at_flush, tally.hold_missed)
     what = ("plumbing only (durability NOT checked)" if args.plumbing else
             "every acknowledged message present after every boot; QoS 2 exactly once; "
             "store integrity ok")
