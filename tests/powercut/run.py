@@ -27,10 +27,12 @@ It prints the counts: published, acknowledged, cuts by mode, and the
 backend's writes, flushes, writes lost and torn.
 
 --failing-disk runs the failing-disk scenario instead: the backend fails
-writes and flushes for a while: no PUBACK for the durable publish,
-$SYS/broker/store/state says "failing", another client is still served,
-and when the disk is back the publish is acknowledged, state is "ok" and
-the message survives a power cut.
+writes and flushes, then only flushes, then only writes, for a while
+each: no PUBACK for a durable QoS 1 publish and no PUBREC for a QoS 2
+one, $SYS/broker/store/state says "failing", another client is still
+served; when the disk is back both are acknowledged, state is "ok" and
+they survive a power cut; last, a power cut while the disk fails keeps
+the last acknowledged values.
 
 --target daemon runs the same cycles against the Linux daemon with a store
 (SIGKILL, no power cut: its files are on the host's file system), to check
@@ -538,22 +540,27 @@ def store_state(operator, want, timeout):
                      % (seen, want, timeout))
 
 
-def publish_durable(ep, client_id, payload, wait):
-    """A retained QoS 1 publish (a durable record): None if PUBACKed
-    within wait seconds, else what happened instead."""
+def publish_durable(ep, client_id, payload, wait, qos=1, topic="r/fail/1"):
+    """A retained publish (a durable record) at QoS 1 or 2: None if
+    PUBACK (PUBREC, then PUBCOMP) came within wait seconds, else what
+    happened instead."""
     t0 = time.monotonic()
     c = ep.client()
     try:
         c.connect(client_id=client_id, clean=True, timeout=ep.timeout)
-        c.send(rm.publish("r/fail/1", payload, qos=1, retain=True, pid=1))
+        c.send(rm.publish(topic, payload, qos=qos, retain=True, pid=1))
         pkt = c.recv_packet(timeout=wait)
-        if pkt.type != rm.PUBACK:
-            raise dl.Failure("durable publish answered %r" % pkt)
+        if pkt.type != (rm.PUBACK if qos == 1 else rm.PUBREC):
+            raise dl.Failure("durable QoS %d publish answered %r" % (qos, pkt))
+        if qos == 2:
+            c.send(rm.pubrel(1))
+            c.expect(rm.PUBCOMP, timeout=ep.timeout)
         return None
     except TimeoutError:
-        return "no PUBACK within %.0f s" % wait
+        return "no %s within %.0f s" % ("PUBACK" if qos == 1 else "PUBREC", wait)
     except rm.Closed:
-        return "closed without PUBACK after %.1f s" % (time.monotonic() - t0)
+        return "closed without %s after %.1f s" % ("PUBACK" if qos == 1 else "PUBREC",
+                                                   time.monotonic() - t0)
     except OSError as e:
         return "%r after %.1f s" % (e, time.monotonic() - t0)
     finally:
@@ -581,35 +588,89 @@ def bystander_served(ep):
         pub.close()
 
 
+# The failing disk's phases: which requests fail, and the power cut after
+# the disk works again (lose-all: what the acknowledgement promised must be
+# flushed; random and keep-all: what the failed batches left in the cache
+# must not damage anything).
+FAULT_PHASES = (("writes and flushes", True, True, "lose-all"),
+                ("flushes only", False, True, "random"),
+                ("writes only", True, False, "keep-all"))
+
+
+def withheld_while_failing(target, args, what, phase):
+    """With the disk failing: neither a QoS 1 nor a QoS 2 durable publish
+    is acknowledged, $SYS says failing, a bystander is served. What
+    happened to the publishes."""
+    ep, op = target.endpoint, target.operator
+    why = []
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        w = publish_durable(ep, "fail-pub", b"during-%d" % phase, args.fail_seconds, qos, topic)
+        if not w:
+            raise dl.Failure("%s failing: %s for a durable QoS %d publish"
+                             % (what, "PUBACK" if qos == 1 else "PUBREC", qos))
+        why.append("QoS %d %s" % (qos, w))
+    store_state(op, "failing", 30)
+    bystander_served(ep)
+    return ", ".join(why)
+
+
+def acknowledged_again(target, payload):
+    """Once the disk works: both durable publishes acknowledged within a
+    minute, and $SYS says ok."""
+    ep = target.endpoint
+    deadline = time.monotonic() + 60
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        while publish_durable(ep, "fail-pub", payload, ep.timeout, qos, topic):
+            if time.monotonic() > deadline:
+                raise dl.Failure("no acknowledgement within 60 s of the disk working again")
+    store_state(target.operator, "ok", 30)
+
+
+def holds(target, want, when):
+    got = dl.read_retained(target.endpoint, ["r/fail/#"])
+    for topic in ("r/fail/1", "r/fail/2"):
+        if got.get(topic) != want:
+            raise dl.Failure("%s %s holds %r, not %r" % (when, topic, got.get(topic), want))
+
+
 def run_failing_disk(target, args):
+    """The failing-disk scenario: each of FAULT_PHASES, then a power cut
+    while the disk fails. Prints what happened."""
     started = time.monotonic()
     ep, op = target.endpoint, target.operator
     boot(target, args.plumbing)
-    why = publish_durable(ep, "fail-pub", b"before", ep.timeout)
-    if why:
-        raise dl.Failure("durable publish on a healthy disk: %s" % why)
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        why = publish_durable(ep, "fail-pub", b"before", ep.timeout, qos, topic)
+        if why:
+            raise dl.Failure("durable QoS %d publish on a healthy disk: %s" % (qos, why))
     store_state(op, "ok", 30)   # published after the first commit's report
+    last = b"before"
+    for phase, (what, write, flush, cut) in enumerate(FAULT_PHASES, 1):
+        target.set_disk_faults(write=write, flush=flush)
+        withheld = withheld_while_failing(target, args, what, phase)
+        target.set_disk_faults(write=False, flush=False)
+        last = b"after-%d" % phase
+        acknowledged_again(target, last)
+        target.kill(cut)
+        boot(target, args.plumbing)
+        holds(target, last, "after the disk failed %s, recovered, and a %s power cut"
+              % (what, cut))
+        print("failing disk (%s), %s failing: durable publishes withheld (%s); store state "
+              "failing; a bystander served; acknowledged and state ok once the disk worked; "
+              "both survived a %s power cut"
+              % (target.name, what, withheld, cut), flush=True)
+    # The power goes while the disk still fails: the last acknowledged
+    # values come back, the store intact.
     target.set_disk_faults(write=True, flush=True)
-    withheld = publish_durable(ep, "fail-pub", b"during", args.fail_seconds)
-    if not withheld:
-        raise dl.Failure("PUBACK for a durable publish while the disk fails every write")
-    store_state(op, "failing", 30)
-    bystander_served(ep)
+    withheld_while_failing(target, args, "writes and flushes", len(FAULT_PHASES) + 1)
+    target.kill("random")
     target.set_disk_faults(write=False, flush=False)
-    deadline = time.monotonic() + 60
-    while publish_durable(ep, "fail-pub", b"after", ep.timeout):
-        if time.monotonic() > deadline:
-            raise dl.Failure("no PUBACK within 60 s of the disk working again")
-    store_state(op, "ok", 30)
-    target.kill("lose-all")
     boot(target, args.plumbing)
-    got = dl.read_retained(ep, ["r/fail/#"]).get("r/fail/1")
-    if got != b"after":
-        raise dl.Failure("after recovery and a power cut r/fail/1 holds %r, not b'after'" % got)
-    print("failing disk (%s): durable publish while writes and flushes failed: %s; "
-          "store state failing; a bystander served; PUBACK and state ok once the disk "
-          "worked; the message survived a power cut; %.0f s"
-          % (target.name, withheld, time.monotonic() - started), flush=True)
+    holds(target, last, "after a power cut while the disk failed")
+    acknowledged_again(target, b"final")
+    print("failing disk (%s): a random power cut while it failed kept the acknowledged "
+          "values; the store then works; %.0f s" % (target.name, time.monotonic() - started),
+          flush=True)
 
 
 def main():
