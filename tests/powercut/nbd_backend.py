@@ -21,9 +21,10 @@ The model (VolatileDisk):
   - faults: set_faults(write=True) answers every write (and TRIM and
     WRITE_ZEROES) with EIO and changes nothing; set_faults(flush=True)
     answers every flush with EIO and leaves the cache volatile;
-  - a held flush: hold_next_flush(n, min_writes) makes the n-th flush
-    from now that finds at least min_writes writes in the cache wait,
-    unanswered and not done, until release_flush(); wait_flush_held() says when one
+  - a held flush: hold_next_flush(n, min_writes, ranges) makes the n-th
+    flush from now that finds at least min_writes writes in the cache (and,
+    with ranges, one of them inside those byte ranges) wait, unanswered
+    and not done, until release_flush(); wait_flush_held() says when one
     waits. A cut taken then finds the writes of the guest's sync in the
     cache: the moment a power cut can do the most harm, which a cut at a
     random moment rarely hits (the guest flushes right after it writes).
@@ -145,6 +146,7 @@ class VolatileDisk:
         self.hold = None
         self.hold_in = 0
         self.hold_min = 0
+        self.hold_ranges = None
         self.hold_cond = threading.Condition(self.lock)
         self.counts = dict.fromkeys(
             ("writes", "fua_writes", "flushes", "reads", "cuts", "writes_lost",
@@ -187,7 +189,7 @@ class VolatileDisk:
 
     def flush(self):
         with self.lock:
-            if self.hold == "armed" and len(self.pending) >= self.hold_min:
+            if self.hold == "armed" and self._hold_counts():
                 self.hold_in -= 1
             if self.hold == "armed" and self.hold_in == 0:
                 self.hold = "held"
@@ -216,14 +218,16 @@ class VolatileDisk:
         with self.lock:
             self.fail_write, self.fail_flush = bool(write), bool(flush)
 
-    def hold_next_flush(self, n=1, min_writes=0):
+    def hold_next_flush(self, n=1, min_writes=0, ranges=None):
         """The n-th flush from now (n >= 1) that finds at least min_writes
-        writes in the cache waits, undone and unanswered, until
+        writes in the cache, and with ranges [(offset, length), ...] one
+        of them overlapping a range, waits, undone and unanswered, until
         release_flush(); the flushes before it are done as usual."""
         if n < 1:
             raise ValueError("hold_next_flush(%d): n counts from 1" % n)
         with self.lock:
             self.hold, self.hold_in, self.hold_min = "armed", n, min_writes
+            self.hold_ranges = list(ranges) if ranges else None
 
     def wait_flush_held(self, timeout):
         """Wait until a flush waits (after hold_next_flush); False on
@@ -286,6 +290,15 @@ class VolatileDisk:
             return dict(self.counts)
 
     # -- inside the lock
+
+    def _hold_counts(self):
+        """Whether this flush counts toward the armed hold."""
+        if len(self.pending) < self.hold_min:
+            return False
+        if self.hold_ranges is None:
+            return True
+        return any(off < start + length and start < off + len(data)
+                   for off, data, _ in self.pending for start, length in self.hold_ranges)
 
     def _view(self, offset, length):
         data = bytearray(os.pread(self.fd, length, offset))

@@ -36,11 +36,18 @@ the last acknowledged values.
 
 --target daemon runs the same cycles against the Linux daemon with a store
 (SIGKILL, no power cut: its files are on the host's file system), to check
-the harness's own logic; --plumbing boots a guest that cannot store yet
-(the disk attached but unused) and skips the durability checks.
+the harness's own logic; --plumbing boots the guest with a zeroed disk (no
+GPT: it stores nothing, the disk is attached but unused) and skips the
+durability checks.
 
-    tests/powercut/run.py --build build --cuts 20 --seed 1
-    tests/powercut/run.py --failing-disk
+The guest is the TEST kernel (build/kernel/tern-test.elf) booted with
+tern.test.integrity=1 (PRAGMA integrity_check after the open's
+quick_check); its disk starts as a tern-mkdisk image with a blank tern
+data partition (no ESP), formatted by the guest at its first boot; the
+configuration has no store lines (store.disk = auto finds that disk).
+
+    tests/powercut/run.py --build build --cuts 20 --seed 1 --bus alternate
+    tests/powercut/run.py --failing-disk --bus alternate
     tests/powercut/run.py --target daemon --bin build/rel/ternd --cuts 10
 
 Exit status 0 when every check passed. Every wait has a timeout.
@@ -51,6 +58,7 @@ import os
 import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +70,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "kernel"))
 sys.path.insert(0, os.path.join(REPO, "tests", "torture"))
 import durable_load as dl  # noqa: E402
 import harness  # noqa: E402  (the kernel tests' QEMU, PKI and bundle helpers)
+import disk_check  # noqa: E402
 import nbd_backend as nb  # noqa: E402
 import rawmqtt as rm  # noqa: E402
 import torture  # noqa: E402  (the daemon under SIGKILL, the file integrity check)
@@ -81,14 +90,25 @@ LOAD_HOLD_MAX = 3
 BIG_SYNC = 4
 BOOT_HOLD_MAX = 12      # during boot, at one of its first 12 (format, open, checkpoint)
 HOLD_WAIT = 15.0        # seconds a held flush may take to come
+# Share of cycles that start with a cut while the guest copies its database
+# into a backup slot (at one of the first BACKUP_HOLD_MAX flushes with a
+# write into a backup region: emptying the slot, the copy's sync, its size).
+BACKUP_CUTS = 0.15
+BACKUP_HOLD_MAX = 3
+BACKUP_SLOTS = ("backup A", "backup B")
 # How often each cut mode is chosen: "random" is the one that tears.
 CUT_WEIGHTS = {"lose-all": 1, "keep-all": 1, "random": 2}
 
-# The guest's configuration, beside the listener and the PKI. Nothing for
-# the store: store.disk defaults to auto, the one disk whose GPT holds a
-# tern data partition (docs/CONFIG.md), which the disk below has; the
-# guest formats it at its first boot.
-GUEST_STORE_CONF = ()
+# The guest's configuration, beside the listener and the PKI. store.disk
+# is left at auto: the one disk whose GPT holds a tern data partition
+# (docs/CONFIG.md), which the disk below has; the guest formats it at its
+# first boot. Backups every few seconds instead of every hour, so that
+# cuts also land inside backup copies (each must leave one valid copy).
+GUEST_BACKUP_INTERVAL = 3
+GUEST_STORE_CONF = ("store.backup_interval = %d" % GUEST_BACKUP_INTERVAL,)
+# The store's console lines about backups (src/store/backup.c).
+BACKUP_STARTED = re.compile(rb"tern: store: info: store: backup \d+ to \S+ started")
+BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete")
 
 # The TEST kernel runs PRAGMA integrity_check after opening its store when
 # booted with this (src/platform/kernel/main.c); the production kernel only
@@ -170,7 +190,8 @@ class KernelTarget:
                           "sys.interval = 1"] +
                          list(dl.NO_DROP_LIMITS) + list(GUEST_STORE_CONF)) + "\n"
         self.bundle = harness.make_bundle(args.build, workdir, conf, acl_text())
-        image = os.path.join(workdir, "disk.img")
+        image = self.image = os.path.join(workdir, "disk.img")
+        self.mkdisk = os.path.join(args.build, "rel", "tern-mkdisk")
         # --plumbing: a zeroed disk (no GPT), so the guest stores nothing.
         make_disk_image(image, args.disk_mib, args.disk_template,
                         None if args.plumbing else os.path.join(args.build, "rel", "tern-mkdisk"))
@@ -183,6 +204,12 @@ class KernelTarget:
                                     timeout=30.0, quiet=2.0)
         self.vm = None
         self.boots = 0
+        self.backups_done = 0       # backup copies completed, over all boots
+        self.cuts_in_backup = 0     # cuts while a copy was in progress
+        self.backup_checks = 0      # times the backup slots were checked
+        self.backups_seen = 0       # complete copies found by those checks
+        self.where = None           # regions(), once the guest formatted the disk
+        self.check = not args.plumbing
         self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
 
     def start(self):
@@ -259,13 +286,31 @@ class KernelTarget:
                 {k: after[k] - before[k] for k in ("writes", "fua_writes", "flushes")},))
         return "QEMU's cache %r; its write and flush reach the backend" % cache
 
-    def hold_flush(self, n, min_writes, timeout):
+    def hold_flush(self, n, min_writes, timeout, backups=False):
         """Hold the guest's n-th flush from now with at least min_writes
-        writes in the cache (nb.VolatileDisk); True when one waits within
-        timeout seconds (the cut that follows finds that sync's writes in
-        the cache)."""
-        self.disk.hold_next_flush(n, min_writes)
+        writes in the cache (nb.VolatileDisk), with backups only one with a
+        write into a backup region; True when one waits within timeout
+        seconds (the cut that follows finds that sync's writes in the
+        cache)."""
+        ranges = [self.regions()[k] for k in BACKUP_SLOTS] if backups else None
+        self.disk.hold_next_flush(n, min_writes, ranges)
         return self.disk.wait_flush_held(timeout)
+
+    def regions(self):
+        """The tern regions on the disk (the guest formatted it at its
+        first boot), as byte ranges."""
+        if self.where is None:
+            self.where = disk_check.regions(self.image, self.mkdisk)
+        return self.where
+
+    def check_backups(self):
+        """Between boots: every backup slot is empty or a whole database."""
+        try:
+            verdict = disk_check.check_backups(self.image, self.regions(), self.physical_block)
+        except disk_check.DiskError as e:
+            raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
+        self.backup_checks += 1
+        self.backups_seen += sum(v != "empty" for v in verdict.values())
 
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
@@ -273,9 +318,16 @@ class KernelTarget:
             raise dl.Failure("QEMU exited on its own (status %s)" % self.vm.proc.returncode)
         self.vm.stop()
         self._keep_console()
-        if b"FATAL" in self.vm.text():
+        out = self.vm.text()
+        if b"FATAL" in out:
             raise dl.Failure("the guest reported a fatal fault:\n" + self.tail())
-        return self.server.power_cut(mode)
+        done = len(BACKUP_DONE.findall(out))
+        self.backups_done += done
+        self.cuts_in_backup += len(BACKUP_STARTED.findall(out)) > done
+        r = self.server.power_cut(mode)
+        if self.check:
+            self.check_backups()
+        return r
 
     def set_disk_faults(self, write, flush):
         self.disk.set_faults(write=write, flush=flush)
@@ -283,6 +335,10 @@ class KernelTarget:
     def counts(self):
         c = self.disk.stats()
         c["nbd_connections"] = self.server.connections
+        c["backups_done"] = self.backups_done
+        c["cuts_in_backup"] = self.cuts_in_backup
+        c["backup_checks"] = self.backup_checks
+        c["backups_seen"] = self.backups_seen
         return c
 
     def tail(self, n=40):
@@ -344,7 +400,7 @@ class DaemonTarget:
     def integrity(self):
         return self.checked
 
-    def hold_flush(self, n, min_writes, timeout):
+    def hold_flush(self, n, min_writes, timeout, backups=False):
         return False   # the daemon's syncs are the host's: none to hold
 
     def kill(self, mode):
@@ -383,13 +439,15 @@ class Tally:
         self.modes = dict.fromkeys(nb.CUT_MODES, 0)
         self.lost = self.torn = self.kept = 0
         self.at_flush = self.hold_missed = 0
+        self.in_backup = 0
 
-    def cut(self, target, mode, hold=0, min_writes=0, wait=0.0):
+    def cut(self, target, mode, hold=0, min_writes=0, wait=0.0, backups=False):
         """Cut the power now, or (hold > 0) at the guest's hold-th flush
-        from now with at least min_writes writes in the cache, if one comes
-        within wait seconds."""
+        from now with at least min_writes writes in the cache (backups:
+        one of them into a backup region), if one comes within wait
+        seconds."""
         if hold:
-            if target.hold_flush(hold, min_writes, wait):
+            if target.hold_flush(hold, min_writes, wait, backups):
                 self.at_flush += 1
             else:
                 self.hold_missed += 1
@@ -452,6 +510,18 @@ def run_cuts(target, args, rng):
                 tally.cut(target, cut_mode(rng))
             tally.early += 1
             boot(target, args.plumbing)
+        if target.name == "kernel" and not args.plumbing and rng.random() < BACKUP_CUTS:
+            # Cut while the guest copies its database into a backup slot:
+            # one is due store.backup_interval after the last copy, if
+            # anything was committed since (this publish).
+            why = publish_durable(target.endpoint, "backup-pub", b"%d" % cycle,
+                                  target.endpoint.timeout, 1, "bystander/backup")
+            if why:
+                raise dl.Failure("durable publish before a backup cut: %s" % why)
+            tally.cut(target, cut_mode(rng), rng.randint(1, BACKUP_HOLD_MAX), 0,
+                      GUEST_BACKUP_INTERVAL * 3, backups=True)
+            tally.in_backup += 1
+            boot(target, args.plumbing)
         pub = dl.Publisher(ep, cycle, random.Random(rng.random()), state)
         pub.start()
         if not pub.connected.wait(ep.timeout * 2):
@@ -494,8 +564,8 @@ def summary(target, args, state, tally, seconds):
     c = target.counts()
     cuts = " ".join("%s %d" % kv for kv in tally.modes.items())
     if target.name == "kernel":
-        cuts += "; %d at a held flush (%d held flushes never came)" % (
-            tally.at_flush, tally.hold_missed)
+        cuts += "; %d at a held flush (%d held flushes never came); %d aimed at a backup copy" % (
+            tally.at_flush, tally.hold_missed, tally.in_backup)
     what = ("plumbing only (durability NOT checked)" if args.plumbing else
             "every acknowledged message present after every boot; QoS 2 exactly once; "
             "store integrity ok")
@@ -503,9 +573,12 @@ def summary(target, args, state, tally, seconds):
             "%d acknowledged; %s" % (target.name, args.seed, args.cuts, tally.early,
                                      tally.published, state.acknowledged(), what))
     if target.name == "kernel":
-        line += ("; cuts: %s; disk: %d writes (%d FUA), %d flushes, at cuts %d writes "
-                 "lost, %d torn, %d kept; %d boots; %.0f s"
-                 % (cuts, c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
+        line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
+                 "every cut each slot empty or a whole database (%d complete copies seen); "
+                 "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
+                 "kept; %d boots; %.0f s"
+                 % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
+                    c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:
         line += "; %d kills; %.0f s" % (c["kills"], seconds)
@@ -692,12 +765,16 @@ def main():
     ap.add_argument("--fail-seconds", type=float, default=5.0,
                     help="how long a durable publish waits in vain on the failing disk")
     ap.add_argument("--plumbing", action="store_true",
-                    help="a guest without a store: boots, load, cuts; no durability checks")
+                    help="a zeroed disk, so the guest stores nothing: boots, load, cuts; no "
+                    "durability checks")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
     args.bin = args.bin or os.path.join(args.build, "rel", "ternd")
 
     rng = random.Random(args.seed)
+    # A SIGTERM (make interrupted, a CI timeout) unwinds like an error, so
+    # the finally below still stops QEMU.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = tempfile.mkdtemp(prefix="tern-powercut-")
     ok = False
     target = None

@@ -381,6 +381,22 @@ def test_hold_with_min_writes_skips_smaller_syncs(rig):
     c.close()
 
 
+def test_hold_with_ranges_waits_for_a_write_inside_them(rig):
+    disk, server, image = rig
+    c = Client(server)
+    disk.hold_next_flush(1, ranges=[(65536, 8192)])
+    assert c.write(0, bytes([NEW]) * 4096) == 0
+    assert c.write(65536 + 8192, bytes([NEW]) * 4096) == 0   # just past the range
+    assert c.flush() == 0                                    # not held
+    assert c.write(65536 + 4096, bytes([NEW]) * 512) == 0    # inside
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    disk.release_flush()
+    t.join(5)
+    assert out == [0]
+    c.close()
+
+
 def test_power_cut_during_a_held_flush_never_does_it(rig):
     disk, server, image = rig
     c = Client(server)

@@ -145,7 +145,10 @@ def test_failing_disk_scenario_passes_on_the_daemon_with_its_fault_hook(tmp_path
         run.run_failing_disk(target, args)
     finally:
         target.close()
-    assert "store state failing; a bystander served" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    for what in ("writes and flushes", "flushes only", "writes only"):
+        assert "%s failing: durable publishes withheld" % what in out
+    assert "a random power cut while it failed kept the acknowledged values" in out
 
 
 @needs_daemon
@@ -155,7 +158,71 @@ def test_failing_disk_scenario_catches_a_puback_from_a_disk_that_never_fails(tmp
     args = daemon_args(0, fail_seconds=3.0)
     target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
     try:
-        with pytest.raises(dl.Failure, match="PUBACK for a durable publish while the disk"):
+        with pytest.raises(dl.Failure, match="writes and flushes failing: PUBACK for a "
+                                             "durable QoS 1 publish"):
             run.run_failing_disk(target, args)
     finally:
         target.close()
+
+
+# ---- disk_check: the backup slots read from the host ------------------------
+
+import hashlib  # noqa: E402
+import sqlite3  # noqa: E402
+import struct  # noqa: E402
+
+import disk_check  # noqa: E402
+
+PB = 4096
+SLOTS = {"backup A": (1 << 20, 1 << 20), "backup B": (2 << 20, 1 << 20)}
+
+
+def region_header(start, length, seq, size):
+    """A region header copy as region.c encodes it (role 3: backup)."""
+    body = b"tern-rgn" + struct.pack("<IIIIQQQQ", 1, 3, 1 if size else 0, 0, seq, size,
+                                     start // 512, length // 512)
+    return body + hashlib.sha256(body).digest()[:8]
+
+
+def tern_db(tmp_path, app_id=disk_check.APPLICATION_ID):
+    path = str(tmp_path / ("src-%x.db" % app_id))
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA application_id = %d" % app_id)
+    db.execute("CREATE TABLE t(x)")
+    db.executemany("INSERT INTO t VALUES (?)", [(b"x" * 200,)] * 200)
+    db.commit()
+    db.close()
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def disk_with(tmp_path, slot_a):
+    """A 4 MiB image with backup A holding slot_a (bytes, or None: never
+    written) in its data area and a header saying so; backup B empty."""
+    image = str(tmp_path / "disk.img")
+    with open(image, "wb") as f:
+        f.truncate(4 << 20)
+        if slot_a is not None:
+            start, length = SLOTS["backup A"]
+            f.seek(start + PB)   # header copy 1, as if written second
+            f.write(region_header(start, length, 2, len(slot_a)))
+            f.seek(start + 2 * PB)
+            f.write(slot_a)
+    return image
+
+
+def test_backup_slots_empty_or_whole_databases_pass(tmp_path):
+    assert disk_check.check_backups(disk_with(tmp_path, None), SLOTS) == {
+        "backup A": "empty", "backup B": "empty"}
+    data = tern_db(tmp_path)
+    got = disk_check.check_backups(disk_with(tmp_path, data), SLOTS)
+    assert got == {"backup A": "%d bytes ok" % len(data), "backup B": "empty"}
+
+
+def test_damaged_or_foreign_backup_copy_fails(tmp_path):
+    data = bytearray(tern_db(tmp_path))
+    data[len(data) // 2:len(data) // 2 + 4096] = bytes(4096)   # a page gone
+    with pytest.raises(disk_check.DiskError, match="backup A .*integrity_check|not a database"):
+        disk_check.check_backups(disk_with(tmp_path, bytes(data)), SLOTS)
+    with pytest.raises(disk_check.DiskError, match="application_id"):
+        disk_check.check_backups(disk_with(tmp_path, tern_db(tmp_path, 1)), SLOTS)
