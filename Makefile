@@ -176,8 +176,8 @@ test: check-tree setup deps
 	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory torture-test
-	$(MAKE) --no-print-directory powercut-self-test
 	$(MAKE) --no-print-directory kernel-test
+	$(MAKE) --no-print-directory powercut-test
 
 clean:
 	rm -rf $(BUILD)

@@ -20,10 +20,18 @@ The model (VolatileDisk):
     block it touches, so a physical block ends up part old, part new);
   - faults: set_faults(write=True) answers every write (and TRIM and
     WRITE_ZEROES) with EIO and changes nothing; set_faults(flush=True)
-    answers every flush with EIO and leaves the cache volatile.
+    answers every flush with EIO and leaves the cache volatile;
+  - a held flush: hold_next_flush(n, min_writes, ranges) makes the n-th
+    flush from now that finds at least min_writes writes in the cache (and,
+    with ranges, one of them inside those byte ranges) wait, unanswered
+    and not done, until release_flush(); wait_flush_held() says when one
+    waits. A cut taken then finds the writes of the guest's sync in the
+    cache: the moment a power cut can do the most harm, which a cut at a
+    random moment rarely hits (the guest flushes right after it writes).
 
 Counts (stats()): writes, fua_writes, flushes, reads, cuts, writes_lost,
-writes_torn, writes_kept (at cuts), writes_failed, flushes_failed.
+writes_torn, writes_kept (at cuts), writes_failed, flushes_failed,
+flushes_held.
 
 The NBD side (NbdServer): fixed newstyle handshake, NBD_OPT_GO, INFO and
 EXPORT_NAME (any export name: there is one disk), LIST, ABORT; every other
@@ -131,9 +139,19 @@ class VolatileDisk:
         self.overlay = {}   # sector number -> its newest cached 512 bytes
         self.fail_write = False
         self.fail_flush = False
+        # The held flush: "armed" (flush number hold_in from now with at
+        # least hold_min writes in the cache waits),
+        # "held" (one waits), "released" or "cut" (let it go, done or
+        # undone), or None.
+        self.hold = None
+        self.hold_in = 0
+        self.hold_min = 0
+        self.hold_ranges = None
+        self.hold_cond = threading.Condition(self.lock)
         self.counts = dict.fromkeys(
             ("writes", "fua_writes", "flushes", "reads", "cuts", "writes_lost",
-             "writes_torn", "writes_kept", "writes_failed", "flushes_failed"), 0)
+             "writes_torn", "writes_kept", "writes_failed", "flushes_failed",
+             "flushes_held"), 0)
 
     def close(self):
         with self.lock:
@@ -171,6 +189,17 @@ class VolatileDisk:
 
     def flush(self):
         with self.lock:
+            if self.hold == "armed" and self._hold_counts():
+                self.hold_in -= 1
+            if self.hold == "armed" and self.hold_in == 0:
+                self.hold = "held"
+                self.counts["flushes_held"] += 1
+                self.hold_cond.notify_all()
+                self.hold_cond.wait_for(lambda: self.hold != "held")
+                if self.hold == "cut":
+                    self.hold = None
+                    return EIO   # the power went first: nothing of it was done
+                self.hold = None
             if self.fail_flush:
                 self.counts["flushes_failed"] += 1
                 return EIO
@@ -188,6 +217,35 @@ class VolatileDisk:
         every flush with EIO, until called again."""
         with self.lock:
             self.fail_write, self.fail_flush = bool(write), bool(flush)
+
+    def hold_next_flush(self, n=1, min_writes=0, ranges=None):
+        """The n-th flush from now (n >= 1) that finds at least min_writes
+        writes in the cache, and with ranges [(offset, length), ...] one
+        of them overlapping a range, waits, undone and unanswered, until
+        release_flush(); the flushes before it are done as usual."""
+        if n < 1:
+            raise ValueError("hold_next_flush(%d): n counts from 1" % n)
+        with self.lock:
+            self.hold, self.hold_in, self.hold_min = "armed", n, min_writes
+            self.hold_ranges = list(ranges) if ranges else None
+
+    def wait_flush_held(self, timeout):
+        """Wait until a flush waits (after hold_next_flush); False on
+        timeout."""
+        with self.lock:
+            return self.hold_cond.wait_for(lambda: self.hold == "held", timeout)
+
+    def release_flush(self, done=True):
+        """Let a waiting flush go: done (it flushes and answers as usual)
+        or not (the power went while it waited: answered EIO, the cache
+        untouched; for the test after killing the client, before
+        power_cut). Disarms a hold no flush has reached."""
+        with self.lock:
+            if self.hold == "held":
+                self.hold = "released" if done else "cut"
+            else:
+                self.hold = None
+            self.hold_cond.notify_all()
 
     def power_cut(self, mode):
         """The power goes: what of the cache reaches the medium depends on
@@ -232,6 +290,15 @@ class VolatileDisk:
             return dict(self.counts)
 
     # -- inside the lock
+
+    def _hold_counts(self):
+        """Whether this flush counts toward the armed hold."""
+        if len(self.pending) < self.hold_min:
+            return False
+        if self.hold_ranges is None:
+            return True
+        return any(off < start + length and start < off + len(data)
+                   for off, data, _ in self.pending for start, length in self.hold_ranges)
 
     def _view(self, offset, length):
         data = bytearray(os.pread(self.fd, length, offset))
@@ -334,6 +401,9 @@ class NbdServer:
         """The power cut of VolatileDisk.power_cut, once the client (QEMU,
         killed by the caller) is gone: a cut under a live client would let
         it go on writing into the next life of the disk."""
+        # A flush held for this cut never happens (the connection thread
+        # waits in it: release it, undone, so that it sees the client gone).
+        self.disk.release_flush(done=False)
         if not self.wait_idle(timeout):
             raise RuntimeError("power cut: an NBD client is still connected after %.0f s"
                                % timeout)

@@ -5,10 +5,10 @@
 # PYTHON.
 #
 #   make powercut [POWERCUT_CUTS=200] [POWERCUT_SEED=1]
-#       200 power cuts under a durable mutual-TLS load, then the failing
-#       disk scenario
+#       200 power cuts under a durable mutual-TLS load, the guest's disk on
+#       virtio-blk and virtio-scsi by turns, then the failing disk scenario
 #   make powercut-test       the bounded run for make test (20 cuts, the
-#                            failing disk)
+#                            failing disk; about 3 minutes under TCG)
 #   make powercut-self-test  the backend's own tests, no guest (seconds)
 #   make powercut-daemon     the harness's cycles against the Linux daemon
 #                            (SIGKILL, no power cut): checks the checker
@@ -17,17 +17,19 @@ POWERCUT_CUTS ?= 200
 POWERCUT_SEED ?= 1
 POWERCUT_TEST_CUTS := 20
 POWERCUT_RUN := $(PYTHON) tests/powercut/run.py --build $(BUILD) --seed $(POWERCUT_SEED)
-POWERCUT_DEPS := $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle
+# The TEST kernel (integrity_check at every boot), the bundle maker, and
+# tern-mkdisk for the guest's disk (a blank tern partition).
+POWERCUT_DEPS := $(KBUILD)/tern-test.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk
 
 .PHONY: powercut powercut-test powercut-self-test powercut-daemon
 
 powercut: $(POWERCUT_DEPS) powercut-self-test
 	$(POWERCUT_RUN) --cuts $(POWERCUT_CUTS) --bus alternate
-	$(POWERCUT_RUN) --failing-disk
+	$(POWERCUT_RUN) --failing-disk --bus alternate
 
 powercut-test: $(POWERCUT_DEPS) powercut-self-test
-	$(POWERCUT_RUN) --cuts $(POWERCUT_TEST_CUTS)
-	$(POWERCUT_RUN) --failing-disk
+	$(POWERCUT_RUN) --cuts $(POWERCUT_TEST_CUTS) --bus alternate
+	$(POWERCUT_RUN) --failing-disk --bus alternate
 
 powercut-self-test:
 	$(PYTHON) -m pytest -q tests/powercut

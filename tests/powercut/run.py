@@ -11,8 +11,11 @@ persistent session, every PUBACK/PUBREC/PUBCOMP recorded. Each cycle:
 
   1. (one cycle in ten) cut the power during boot, while the guest opens
      and checks its store, and boot again;
-  2. a publisher streams; at a random moment QEMU is killed (SIGKILL) and
-     the backend cuts the power: the cache is lost whole ("lose-all"),
+  2. a publisher streams; after a random time QEMU is killed (SIGKILL),
+     either at once or (half the cuts) while the backend holds one of the
+     guest's next flushes unanswered, so that the writes of a sync in
+     progress are in the cache; the backend cuts the power: the cache is
+     lost whole ("lose-all"),
      kept whole ("keep-all") or each write kept, lost or torn by 512-byte
      sector inside its physical blocks ("random"), chosen per cut;
   3. the guest boots from what persisted; guest_store_integrity() reads
@@ -24,18 +27,27 @@ It prints the counts: published, acknowledged, cuts by mode, and the
 backend's writes, flushes, writes lost and torn.
 
 --failing-disk runs the failing-disk scenario instead: the backend fails
-writes and flushes for a while: no PUBACK for the durable publish,
-$SYS/broker/store/state says "failing", another client is still served,
-and when the disk is back the publish is acknowledged, state is "ok" and
-the message survives a power cut.
+writes and flushes, then only flushes, then only writes, for a while
+each: no PUBACK for a durable QoS 1 publish and no PUBREC for a QoS 2
+one, $SYS/broker/store/state says "failing", another client is still
+served; when the disk is back both are acknowledged, state is "ok" and
+they survive a power cut; last, a power cut while the disk fails keeps
+the last acknowledged values.
 
 --target daemon runs the same cycles against the Linux daemon with a store
 (SIGKILL, no power cut: its files are on the host's file system), to check
-the harness's own logic; --plumbing boots a guest that cannot store yet
-(the disk attached but unused) and skips the durability checks.
+the harness's own logic; --plumbing boots the guest with a zeroed disk (no
+GPT: it stores nothing, the disk is attached but unused) and skips the
+durability checks.
 
-    tests/powercut/run.py --build build --cuts 20 --seed 1
-    tests/powercut/run.py --failing-disk
+The guest is the TEST kernel (build/kernel/tern-test.elf) booted with
+tern.test.integrity=1 (PRAGMA integrity_check after the open's
+quick_check); its disk starts as a tern-mkdisk image with a blank tern
+data partition (no ESP), formatted by the guest at its first boot; the
+configuration has no store lines (store.disk = auto finds that disk).
+
+    tests/powercut/run.py --build build --cuts 20 --seed 1 --bus alternate
+    tests/powercut/run.py --failing-disk --bus alternate
     tests/powercut/run.py --target daemon --bin build/rel/ternd --cuts 10
 
 Exit status 0 when every check passed. Every wait has a timeout.
@@ -46,6 +58,8 @@ import os
 import random
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -56,6 +70,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "kernel"))
 sys.path.insert(0, os.path.join(REPO, "tests", "torture"))
 import durable_load as dl  # noqa: E402
 import harness  # noqa: E402  (the kernel tests' QEMU, PKI and bundle helpers)
+import disk_check  # noqa: E402
 import nbd_backend as nb  # noqa: E402
 import rawmqtt as rm  # noqa: E402
 import torture  # noqa: E402  (the daemon under SIGKILL, the file integrity check)
@@ -64,41 +79,80 @@ HOST = "127.0.0.1"
 EARLY_CUTS = 0.1        # share of cycles that also cut the power during boot
 BOOT_TIMEOUT = 120.0    # TCG, a store to open and check, maybe a WAL to replay
 BYSTANDER = "bystander/#"
+# Share of cuts taken while the guest waits for a flush (held by the
+# backend) instead of at a random moment: a random moment almost always
+# finds the cache empty, since the guest flushes right after it writes.
+# Under load, half of those come at one of the next LOAD_HOLD_MAX flushes
+# (mostly a group commit's one write), half at the next flush that finds
+# at least BIG_SYNC writes in the cache (a checkpoint, a large group).
+AT_FLUSH = 0.5
+LOAD_HOLD_MAX = 3
+BIG_SYNC = 4
+BOOT_HOLD_MAX = 12      # during boot, at one of its first 12 (format, open, checkpoint)
+HOLD_WAIT = 15.0        # seconds a held flush may take to come
+# Share of cycles that start with a cut while the guest copies its database
+# into a backup slot (at one of the first BACKUP_HOLD_MAX flushes with a
+# write into a backup region: emptying the slot, the copy's sync, its size).
+BACKUP_CUTS = 0.15
+BACKUP_HOLD_MAX = 3
+BACKUP_SLOTS = ("backup A", "backup B")
+# How often each cut mode is chosen: "random" is the one that tears.
+CUT_WEIGHTS = {"lose-all": 1, "keep-all": 1, "random": 2}
 
-# The guest's configuration, beside the listener and the PKI. The store
-# lines are what makes the guest keep its data on the NBD disk: the
-# kernel's store keys (docs/CONFIG.md) once they exist. LEAD: fill in
-# (e.g. "store.disk = auto"); left empty, the guest keeps everything in
-# RAM and the first check after a cut fails, as it must.
-GUEST_STORE_CONF = ()
+# The guest's configuration, beside the listener and the PKI. store.disk
+# is left at auto: the one disk whose GPT holds a tern data partition
+# (docs/CONFIG.md), which the disk below has; the guest formats it at its
+# first boot. Backups every few seconds instead of every hour, so that
+# cuts also land inside backup copies (each must leave one valid copy).
+GUEST_BACKUP_INTERVAL = 3
+GUEST_STORE_CONF = ("store.backup_interval = %d" % GUEST_BACKUP_INTERVAL,)
+# The store's console lines about backups (src/store/backup.c).
+BACKUP_STARTED = re.compile(rb"tern: store: info: store: backup \d+ to \S+ started")
+BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete")
 
-# The guest's console line with its store check at boot (quick_check or
-# integrity_check of the database the store opened). LEAD: point these at
-# the line the kernel's store prints. Without such a line, a boot fails.
-STORE_CHECK_LINE = re.compile(rb"tern: store: [^\n]*(?:quick_check|integrity_check)[^\n]*")
-STORE_CHECK_OK = re.compile(rb"(?:quick_check|integrity_check)[^\n]* ok\b")
+# The TEST kernel runs PRAGMA integrity_check after opening its store when
+# booted with this (src/platform/kernel/main.c); the production kernel only
+# runs quick_check.
+GUEST_APPEND = "tern.test.integrity=1"
+
+# The store's checks at every boot (src/platform/kernel/store/
+# kdisk_store.c): the open's quick_check, then integrity_check. A cut must
+# never damage the database, so a quick_check that failed (even one
+# repaired from a backup) fails the run as much as a failed integrity_check.
+STORE_QUICK_LINE = re.compile(rb"tern: store: database (?:created|found): quick_check [^\n]*")
+STORE_QUICK_OK = re.compile(rb"tern: store: database (?:created|found): quick_check ok, ")
+STORE_INTEGRITY_LINE = re.compile(rb"tern: store: integrity_check [^\n]*")
+STORE_INTEGRITY_OK = re.compile(rb"tern: store: integrity_check ok$")
 
 
 def guest_store_integrity(console):
     """The store's integrity as the guest reported it on the console of
-    one boot (bytes): "ok", or a Failure naming what the guest said (or
-    that it said nothing)."""
-    lines = STORE_CHECK_LINE.findall(console)
-    if not lines:
-        raise dl.Failure("no store check line on the guest's console (a line matching %s)"
-                         % STORE_CHECK_LINE.pattern.decode())
-    for line in lines:
-        if not STORE_CHECK_OK.search(line):
-            raise dl.Failure("store check: %s" % line.decode("utf-8", "replace"))
+    one boot (bytes): "ok" when it printed exactly one quick_check line
+    and one integrity_check line, both ok; else a Failure naming what the
+    guest said (or that it said nothing)."""
+    for what, line_re, ok_re in (("quick_check", STORE_QUICK_LINE, STORE_QUICK_OK),
+                                 ("integrity_check", STORE_INTEGRITY_LINE, STORE_INTEGRITY_OK)):
+        lines = line_re.findall(console)
+        if len(lines) != 1:
+            raise dl.Failure("%d store %s lines on the guest's console (want one matching %s)"
+                             % (len(lines), what, line_re.pattern.decode()))
+        if not ok_re.search(lines[0].rstrip(b"\r")):
+            raise dl.Failure("store check: %s" % lines[0].decode("utf-8", "replace"))
     return "ok"
 
 
-def make_disk_image(path, mib, template=None):
-    """The guest's disk before its first boot: a copy of template (a disk
-    made by the image tools: GPT with the tern data partition) or, without
-    one, mib MiB of zeroes."""
+def make_disk_image(path, mib, template=None, mkdisk=None):
+    """The guest's disk before its first boot: a copy of template, or one
+    made by tern-mkdisk (mkdisk: GPT with a blank tern data partition and
+    no ESP, which the kernel formats at its first boot), or without
+    either, mib MiB of zeroes (a guest that stores nothing)."""
     if template:
         shutil.copyfile(template, path)
+    elif mkdisk:
+        r = subprocess.run([mkdisk, "--size", "%dM" % mib, "--esp", "0", path],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise dl.Failure("tern-mkdisk: %s" % (r.stdout + r.stderr).strip())
     else:
         with open(path, "wb") as f:
             f.truncate(mib << 20)
@@ -119,7 +173,8 @@ class KernelTarget:
 
     def __init__(self, args, workdir, rng):
         build = harness.Build(args.build)
-        self.elf = build.elf
+        # The TEST kernel: the production one plus integrity_check at boot.
+        self.elf = build.test_elf
         self.workdir = workdir
         self.bus = args.bus
         self.physical_block = args.physical_block
@@ -135,8 +190,11 @@ class KernelTarget:
                           "sys.interval = 1"] +
                          list(dl.NO_DROP_LIMITS) + list(GUEST_STORE_CONF)) + "\n"
         self.bundle = harness.make_bundle(args.build, workdir, conf, acl_text())
-        image = os.path.join(workdir, "disk.img")
-        make_disk_image(image, args.disk_mib, args.disk_template)
+        image = self.image = os.path.join(workdir, "disk.img")
+        self.mkdisk = os.path.join(args.build, "rel", "tern-mkdisk")
+        # --plumbing: a zeroed disk (no GPT), so the guest stores nothing.
+        make_disk_image(image, args.disk_mib, args.disk_template,
+                        None if args.plumbing else os.path.join(args.build, "rel", "tern-mkdisk"))
         self.disk = nb.VolatileDisk(image, args.physical_block, random.Random(rng.random()))
         self.server = nb.NbdServer(self.disk, os.path.join(workdir, "nbd.sock"))
         port = harness.free_port()
@@ -146,6 +204,12 @@ class KernelTarget:
                                     timeout=30.0, quiet=2.0)
         self.vm = None
         self.boots = 0
+        self.backups_done = 0       # backup copies completed, over all boots
+        self.cuts_in_backup = 0     # cuts while a copy was in progress
+        self.backup_checks = 0      # times the backup slots were checked
+        self.backups_seen = 0       # complete copies found by those checks
+        self.where = None           # regions(), once the guest formatted the disk
+        self.check = not args.plumbing
         self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
 
     def start(self):
@@ -156,7 +220,8 @@ class KernelTarget:
             self.elf, self.bundle,
             ["-nic", "user,model=virtio-net-pci,hostfwd=tcp:%s:%d-:8883"
              % (HOST, self.endpoint.port)],
-            extra=nb.qemu_disk_args(self.server, bus, self.physical_block) +
+            extra=["-append", GUEST_APPEND] +
+            nb.qemu_disk_args(self.server, bus, self.physical_block) +
             ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path])
         self.boots += 1
         # QEMU opens the disk at start: the backend sees every boot.
@@ -221,15 +286,48 @@ class KernelTarget:
                 {k: after[k] - before[k] for k in ("writes", "fua_writes", "flushes")},))
         return "QEMU's cache %r; its write and flush reach the backend" % cache
 
+    def hold_flush(self, n, min_writes, timeout, backups=False):
+        """Hold the guest's n-th flush from now with at least min_writes
+        writes in the cache (nb.VolatileDisk), with backups only one with a
+        write into a backup region; True when one waits within timeout
+        seconds (the cut that follows finds that sync's writes in the
+        cache)."""
+        ranges = [self.regions()[k] for k in BACKUP_SLOTS] if backups else None
+        self.disk.hold_next_flush(n, min_writes, ranges)
+        return self.disk.wait_flush_held(timeout)
+
+    def regions(self):
+        """The tern regions on the disk (the guest formatted it at its
+        first boot), as byte ranges."""
+        if self.where is None:
+            self.where = disk_check.regions(self.image, self.mkdisk)
+        return self.where
+
+    def check_backups(self):
+        """Between boots: every backup slot is empty or a whole database."""
+        try:
+            verdict = disk_check.check_backups(self.image, self.regions(), self.physical_block)
+        except disk_check.DiskError as e:
+            raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
+        self.backup_checks += 1
+        self.backups_seen += sum(v != "empty" for v in verdict.values())
+
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
         if self.vm.proc.poll() is not None:
             raise dl.Failure("QEMU exited on its own (status %s)" % self.vm.proc.returncode)
         self.vm.stop()
         self._keep_console()
-        if b"FATAL" in self.vm.text():
+        out = self.vm.text()
+        if b"FATAL" in out:
             raise dl.Failure("the guest reported a fatal fault:\n" + self.tail())
-        return self.server.power_cut(mode)
+        done = len(BACKUP_DONE.findall(out))
+        self.backups_done += done
+        self.cuts_in_backup += len(BACKUP_STARTED.findall(out)) > done
+        r = self.server.power_cut(mode)
+        if self.check:
+            self.check_backups()
+        return r
 
     def set_disk_faults(self, write, flush):
         self.disk.set_faults(write=write, flush=flush)
@@ -237,6 +335,10 @@ class KernelTarget:
     def counts(self):
         c = self.disk.stats()
         c["nbd_connections"] = self.server.connections
+        c["backups_done"] = self.backups_done
+        c["cuts_in_backup"] = self.cuts_in_backup
+        c["backup_checks"] = self.backup_checks
+        c["backups_seen"] = self.backups_seen
         return c
 
     def tail(self, n=40):
@@ -298,6 +400,9 @@ class DaemonTarget:
     def integrity(self):
         return self.checked
 
+    def hold_flush(self, n, min_writes, timeout, backups=False):
+        return False   # the daemon's syncs are the host's: none to hold
+
     def kill(self, mode):
         self.daemon.kill()
         self.kills += 1
@@ -333,14 +438,29 @@ class Tally:
         self.early = 0
         self.modes = dict.fromkeys(nb.CUT_MODES, 0)
         self.lost = self.torn = self.kept = 0
+        self.at_flush = self.hold_missed = 0
+        self.in_backup = 0
 
-    def cut(self, target, mode):
+    def cut(self, target, mode, hold=0, min_writes=0, wait=0.0, backups=False):
+        """Cut the power now, or (hold > 0) at the guest's hold-th flush
+        from now with at least min_writes writes in the cache (backups:
+        one of them into a backup region), if one comes within wait
+        seconds."""
+        if hold:
+            if target.hold_flush(hold, min_writes, wait, backups):
+                self.at_flush += 1
+            else:
+                self.hold_missed += 1
         r = target.kill(mode)
         if r is not None:
             self.modes[mode] += 1
             self.kept += r[0]
             self.lost += r[1]
             self.torn += r[2]
+
+
+def cut_mode(rng):
+    return rng.choices(list(CUT_WEIGHTS), list(CUT_WEIGHTS.values()))[0]
 
 
 def boot(target, plumbing):
@@ -378,12 +498,29 @@ def run_cuts(target, args, rng):
         dl.setup_session(ep)
     for cycle in range(1, args.cuts + 1):
         if rng.random() < EARLY_CUTS:
-            # Cut while the guest boots, opens and checks its store.
-            tally.cut(target, rng.choice(nb.CUT_MODES))
+            # Cut while the guest boots, opens and checks its store: at a
+            # random moment, or at one of its first flushes.
+            tally.cut(target, cut_mode(rng))
             target.start()
-            time.sleep(rng.uniform(0.0, target.boot_seconds))
-            tally.cut(target, rng.choice(nb.CUT_MODES))
+            if rng.random() < AT_FLUSH:
+                tally.cut(target, cut_mode(rng), rng.randint(1, BOOT_HOLD_MAX), 0,
+                          target.boot_seconds)
+            else:
+                time.sleep(rng.uniform(0.0, target.boot_seconds))
+                tally.cut(target, cut_mode(rng))
             tally.early += 1
+            boot(target, args.plumbing)
+        if target.name == "kernel" and not args.plumbing and rng.random() < BACKUP_CUTS:
+            # Cut while the guest copies its database into a backup slot:
+            # one is due store.backup_interval after the last copy, if
+            # anything was committed since (this publish).
+            why = publish_durable(target.endpoint, "backup-pub", b"%d" % cycle,
+                                  target.endpoint.timeout, 1, "bystander/backup")
+            if why:
+                raise dl.Failure("durable publish before a backup cut: %s" % why)
+            tally.cut(target, cut_mode(rng), rng.randint(1, BACKUP_HOLD_MAX), 0,
+                      GUEST_BACKUP_INTERVAL * 3, backups=True)
+            tally.in_backup += 1
             boot(target, args.plumbing)
         pub = dl.Publisher(ep, cycle, random.Random(rng.random()), state)
         pub.start()
@@ -391,7 +528,13 @@ def run_cuts(target, args, rng):
             pub.join(ep.timeout)
             raise dl.Failure("publisher of cycle %d not connected: %r" % (cycle, pub.error))
         time.sleep(rng.uniform(0.02, args.max_load))
-        tally.cut(target, rng.choice(nb.CUT_MODES))
+        at = rng.random()
+        if at < AT_FLUSH / 2:
+            tally.cut(target, cut_mode(rng), rng.randint(1, LOAD_HOLD_MAX), 0, HOLD_WAIT)
+        elif at < AT_FLUSH:
+            tally.cut(target, cut_mode(rng), 1, BIG_SYNC, HOLD_WAIT)
+        else:
+            tally.cut(target, cut_mode(rng))
         pub.join(timeout=ep.timeout * 2)
         if pub.is_alive():
             raise dl.Failure("publisher did not notice the kill")
@@ -420,6 +563,9 @@ def run_cuts(target, args, rng):
 def summary(target, args, state, tally, seconds):
     c = target.counts()
     cuts = " ".join("%s %d" % kv for kv in tally.modes.items())
+    if target.name == "kernel":
+        cuts += "; %d at a held flush (%d held flushes never came); %d aimed at a backup copy" % (
+            tally.at_flush, tally.hold_missed, tally.in_backup)
     what = ("plumbing only (durability NOT checked)" if args.plumbing else
             "every acknowledged message present after every boot; QoS 2 exactly once; "
             "store integrity ok")
@@ -427,9 +573,12 @@ def summary(target, args, state, tally, seconds):
             "%d acknowledged; %s" % (target.name, args.seed, args.cuts, tally.early,
                                      tally.published, state.acknowledged(), what))
     if target.name == "kernel":
-        line += ("; cuts: %s; disk: %d writes (%d FUA), %d flushes, at cuts %d writes "
-                 "lost, %d torn, %d kept; %d boots; %.0f s"
-                 % (cuts, c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
+        line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
+                 "every cut each slot empty or a whole database (%d complete copies seen); "
+                 "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
+                 "kept; %d boots; %.0f s"
+                 % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
+                    c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:
         line += "; %d kills; %.0f s" % (c["kills"], seconds)
@@ -464,22 +613,27 @@ def store_state(operator, want, timeout):
                      % (seen, want, timeout))
 
 
-def publish_durable(ep, client_id, payload, wait):
-    """A retained QoS 1 publish (a durable record): None if PUBACKed
-    within wait seconds, else what happened instead."""
+def publish_durable(ep, client_id, payload, wait, qos=1, topic="r/fail/1"):
+    """A retained publish (a durable record) at QoS 1 or 2: None if
+    PUBACK (PUBREC, then PUBCOMP) came within wait seconds, else what
+    happened instead."""
     t0 = time.monotonic()
     c = ep.client()
     try:
         c.connect(client_id=client_id, clean=True, timeout=ep.timeout)
-        c.send(rm.publish("r/fail/1", payload, qos=1, retain=True, pid=1))
+        c.send(rm.publish(topic, payload, qos=qos, retain=True, pid=1))
         pkt = c.recv_packet(timeout=wait)
-        if pkt.type != rm.PUBACK:
-            raise dl.Failure("durable publish answered %r" % pkt)
+        if pkt.type != (rm.PUBACK if qos == 1 else rm.PUBREC):
+            raise dl.Failure("durable QoS %d publish answered %r" % (qos, pkt))
+        if qos == 2:
+            c.send(rm.pubrel(1))
+            c.expect(rm.PUBCOMP, timeout=ep.timeout)
         return None
     except TimeoutError:
-        return "no PUBACK within %.0f s" % wait
+        return "no %s within %.0f s" % ("PUBACK" if qos == 1 else "PUBREC", wait)
     except rm.Closed:
-        return "closed without PUBACK after %.1f s" % (time.monotonic() - t0)
+        return "closed without %s after %.1f s" % ("PUBACK" if qos == 1 else "PUBREC",
+                                                   time.monotonic() - t0)
     except OSError as e:
         return "%r after %.1f s" % (e, time.monotonic() - t0)
     finally:
@@ -507,35 +661,89 @@ def bystander_served(ep):
         pub.close()
 
 
+# The failing disk's phases: which requests fail, and the power cut after
+# the disk works again (lose-all: what the acknowledgement promised must be
+# flushed; random and keep-all: what the failed batches left in the cache
+# must not damage anything).
+FAULT_PHASES = (("writes and flushes", True, True, "lose-all"),
+                ("flushes only", False, True, "random"),
+                ("writes only", True, False, "keep-all"))
+
+
+def withheld_while_failing(target, args, what, phase):
+    """With the disk failing: neither a QoS 1 nor a QoS 2 durable publish
+    is acknowledged, $SYS says failing, a bystander is served. What
+    happened to the publishes."""
+    ep, op = target.endpoint, target.operator
+    why = []
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        w = publish_durable(ep, "fail-pub", b"during-%d" % phase, args.fail_seconds, qos, topic)
+        if not w:
+            raise dl.Failure("%s failing: %s for a durable QoS %d publish"
+                             % (what, "PUBACK" if qos == 1 else "PUBREC", qos))
+        why.append("QoS %d %s" % (qos, w))
+    store_state(op, "failing", 30)
+    bystander_served(ep)
+    return ", ".join(why)
+
+
+def acknowledged_again(target, payload):
+    """Once the disk works: both durable publishes acknowledged within a
+    minute, and $SYS says ok."""
+    ep = target.endpoint
+    deadline = time.monotonic() + 60
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        while publish_durable(ep, "fail-pub", payload, ep.timeout, qos, topic):
+            if time.monotonic() > deadline:
+                raise dl.Failure("no acknowledgement within 60 s of the disk working again")
+    store_state(target.operator, "ok", 30)
+
+
+def holds(target, want, when):
+    got = dl.read_retained(target.endpoint, ["r/fail/#"])
+    for topic in ("r/fail/1", "r/fail/2"):
+        if got.get(topic) != want:
+            raise dl.Failure("%s %s holds %r, not %r" % (when, topic, got.get(topic), want))
+
+
 def run_failing_disk(target, args):
+    """The failing-disk scenario: each of FAULT_PHASES, then a power cut
+    while the disk fails. Prints what happened."""
     started = time.monotonic()
     ep, op = target.endpoint, target.operator
     boot(target, args.plumbing)
-    why = publish_durable(ep, "fail-pub", b"before", ep.timeout)
-    if why:
-        raise dl.Failure("durable publish on a healthy disk: %s" % why)
+    for qos, topic in ((1, "r/fail/1"), (2, "r/fail/2")):
+        why = publish_durable(ep, "fail-pub", b"before", ep.timeout, qos, topic)
+        if why:
+            raise dl.Failure("durable QoS %d publish on a healthy disk: %s" % (qos, why))
     store_state(op, "ok", 30)   # published after the first commit's report
+    last = b"before"
+    for phase, (what, write, flush, cut) in enumerate(FAULT_PHASES, 1):
+        target.set_disk_faults(write=write, flush=flush)
+        withheld = withheld_while_failing(target, args, what, phase)
+        target.set_disk_faults(write=False, flush=False)
+        last = b"after-%d" % phase
+        acknowledged_again(target, last)
+        target.kill(cut)
+        boot(target, args.plumbing)
+        holds(target, last, "after the disk failed %s, recovered, and a %s power cut"
+              % (what, cut))
+        print("failing disk (%s), %s failing: durable publishes withheld (%s); store state "
+              "failing; a bystander served; acknowledged and state ok once the disk worked; "
+              "both survived a %s power cut"
+              % (target.name, what, withheld, cut), flush=True)
+    # The power goes while the disk still fails: the last acknowledged
+    # values come back, the store intact.
     target.set_disk_faults(write=True, flush=True)
-    withheld = publish_durable(ep, "fail-pub", b"during", args.fail_seconds)
-    if not withheld:
-        raise dl.Failure("PUBACK for a durable publish while the disk fails every write")
-    store_state(op, "failing", 30)
-    bystander_served(ep)
+    withheld_while_failing(target, args, "writes and flushes", len(FAULT_PHASES) + 1)
+    target.kill("random")
     target.set_disk_faults(write=False, flush=False)
-    deadline = time.monotonic() + 60
-    while publish_durable(ep, "fail-pub", b"after", ep.timeout):
-        if time.monotonic() > deadline:
-            raise dl.Failure("no PUBACK within 60 s of the disk working again")
-    store_state(op, "ok", 30)
-    target.kill("lose-all")
     boot(target, args.plumbing)
-    got = dl.read_retained(ep, ["r/fail/#"]).get("r/fail/1")
-    if got != b"after":
-        raise dl.Failure("after recovery and a power cut r/fail/1 holds %r, not b'after'" % got)
-    print("failing disk (%s): durable publish while writes and flushes failed: %s; "
-          "store state failing; a bystander served; PUBACK and state ok once the disk "
-          "worked; the message survived a power cut; %.0f s"
-          % (target.name, withheld, time.monotonic() - started), flush=True)
+    holds(target, last, "after a power cut while the disk failed")
+    acknowledged_again(target, b"final")
+    print("failing disk (%s): a random power cut while it failed kept the acknowledged "
+          "values; the store then works; %.0f s" % (target.name, time.monotonic() - started),
+          flush=True)
 
 
 def main():
@@ -557,12 +765,16 @@ def main():
     ap.add_argument("--fail-seconds", type=float, default=5.0,
                     help="how long a durable publish waits in vain on the failing disk")
     ap.add_argument("--plumbing", action="store_true",
-                    help="a guest without a store: boots, load, cuts; no durability checks")
+                    help="a zeroed disk, so the guest stores nothing: boots, load, cuts; no "
+                    "durability checks")
     ap.add_argument("--keep", action="store_true", help="keep the work directory")
     args = ap.parse_args()
     args.bin = args.bin or os.path.join(args.build, "rel", "ternd")
 
     rng = random.Random(args.seed)
+    # A SIGTERM (make interrupted, a CI timeout) unwinds like an error, so
+    # the finally below still stops QEMU.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     workdir = tempfile.mkdtemp(prefix="tern-powercut-")
     ok = False
     target = None

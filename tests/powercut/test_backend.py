@@ -10,6 +10,7 @@ import shutil
 import socket
 import struct
 import subprocess
+import threading
 
 import pytest
 
@@ -311,6 +312,116 @@ def test_flush_works_again_when_the_fault_is_cleared(rig):
     c.close()
     cut(server, "lose-all")
     assert on_disk(image, 0, 4096) == bytes([NEW]) * 4096
+
+
+def flush_in_thread(c):
+    """c.flush() on a thread: (thread, result list)."""
+    out = []
+
+    def go():
+        try:
+            out.append(c.flush())
+        except (OSError, EOFError) as e:
+            out.append(e)
+    t = threading.Thread(target=go, daemon=True)
+    t.start()
+    return t, out
+
+
+def test_held_flush_waits_undone_until_released(rig):
+    disk, server, image = rig
+    c = Client(server)
+    assert c.write(4096, bytes([NEW]) * 4096) == 0
+    disk.hold_next_flush()
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    t.join(0.2)
+    assert t.is_alive() and out == []                 # unanswered
+    assert on_disk(image, 4096, 4096) == bytes([OLD]) * 4096   # and undone
+    disk.release_flush()
+    t.join(5)
+    assert out == [0]
+    assert on_disk(image, 4096, 4096) == bytes([NEW]) * 4096
+    assert c.flush() == 0                             # the hold was for one flush
+    assert disk.stats()["flushes_held"] == 1
+    c.close()
+
+
+def test_hold_of_the_third_flush_lets_two_through(rig):
+    disk, server, image = rig
+    c = Client(server)
+    disk.hold_next_flush(3)
+    for i in range(2):
+        assert c.write(i * 4096, bytes([NEW]) * 4096) == 0
+        assert c.flush() == 0
+    assert c.write(8192, bytes([NEW]) * 4096) == 0
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    assert on_disk(image, 0, 12288) == bytes([NEW]) * 8192 + bytes([OLD]) * 4096
+    disk.release_flush()
+    t.join(5)
+    assert out == [0]
+    c.close()
+
+
+def test_hold_with_min_writes_skips_smaller_syncs(rig):
+    disk, server, image = rig
+    c = Client(server)
+    disk.hold_next_flush(1, min_writes=3)
+    assert c.write(0, bytes([NEW]) * 4096) == 0
+    assert c.flush() == 0                             # one write: not held
+    for i in range(3):
+        assert c.write((i + 1) * 4096, bytes([NEW]) * 4096) == 0
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    assert on_disk(image, 4096, 4096) == bytes([OLD]) * 4096
+    disk.release_flush()
+    t.join(5)
+    assert out == [0]
+    c.close()
+
+
+def test_hold_with_ranges_waits_for_a_write_inside_them(rig):
+    disk, server, image = rig
+    c = Client(server)
+    disk.hold_next_flush(1, ranges=[(65536, 8192)])
+    assert c.write(0, bytes([NEW]) * 4096) == 0
+    assert c.write(65536 + 8192, bytes([NEW]) * 4096) == 0   # just past the range
+    assert c.flush() == 0                                    # not held
+    assert c.write(65536 + 4096, bytes([NEW]) * 512) == 0    # inside
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    disk.release_flush()
+    t.join(5)
+    assert out == [0]
+    c.close()
+
+
+def test_power_cut_during_a_held_flush_never_does_it(rig):
+    disk, server, image = rig
+    c = Client(server)
+    assert c.write(0, bytes([NEW]) * 8192) == 0
+    disk.hold_next_flush()
+    t, out = flush_in_thread(c)
+    assert disk.wait_flush_held(5)
+    c.s.shutdown(socket.SHUT_RDWR)                    # the client dies waiting
+    c.s.close()
+    assert cut(server, "lose-all") == (0, 1, 0)
+    t.join(5)
+    assert out and out[0] != 0                        # never answered ok
+    assert on_disk(image, 0, 8192) == bytes([OLD]) * 8192
+
+
+def test_a_hold_no_flush_reached_is_disarmed_by_a_cut(rig):
+    disk, server, image = rig
+    disk.hold_next_flush()
+    assert not disk.wait_flush_held(0.1)
+    cut(server, "keep-all")
+    c = Client(server)
+    assert c.write(0, bytes([NEW]) * 512) == 0
+    assert c.flush() == 0                             # not held
+    assert on_disk(image, 0, 512) == bytes([NEW]) * 512
+    c.close()
 
 
 def test_trim_and_write_zeroes_read_as_zeroes(rig):

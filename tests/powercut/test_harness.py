@@ -66,12 +66,30 @@ def test_queued_lost_or_duplicated_fails(q1, q2, why):
         dl.check_queued(s)
 
 
-def test_guest_store_integrity_needs_an_ok_check_line():
-    with pytest.raises(dl.Failure, match="no store check line"):
-        run.guest_store_integrity(b"tern: ready (boot pvh)\n")
-    with pytest.raises(dl.Failure, match="store check: "):
-        run.guest_store_integrity(b"tern: store: quick_check: *** in database main ***\n")
-    assert run.guest_store_integrity(b"tern: store: tern.db quick_check ok\n") == "ok"
+QUICK_OK = b"tern: store: database found: quick_check ok, schema 1, opened in 62 ms\n"
+INTEGRITY_OK = b"tern: store: integrity_check ok\n"
+
+
+def test_guest_store_integrity_passes_with_both_checks_ok():
+    assert run.guest_store_integrity(b"tern: booting\n" + QUICK_OK + INTEGRITY_OK +
+                                     b"tern: ready (boot pvh)\n") == "ok"
+    created = b"tern: store: database created: quick_check ok, schema 1, opened in 9 ms\r\n"
+    assert run.guest_store_integrity(created + b"tern: store: integrity_check ok\r\n") == "ok"
+
+
+@pytest.mark.parametrize("console,why", [
+    (b"tern: ready (boot pvh)\n", "0 store quick_check lines"),
+    (QUICK_OK, "0 store integrity_check lines"),
+    (INTEGRITY_OK, "0 store quick_check lines"),
+    (QUICK_OK + QUICK_OK + INTEGRITY_OK, "2 store quick_check lines"),
+    (b"tern: store: database found: quick_check failed; replaced by backup a, schema 1, "
+     b"opened in 80 ms\n" + INTEGRITY_OK, "store check: .*replaced by backup a"),
+    (QUICK_OK + b"tern: store: integrity_check FAILED: *** in database main ***\n",
+     "store check: tern: store: integrity_check FAILED"),
+])
+def test_guest_store_integrity_fails_without_both_checks_ok(console, why):
+    with pytest.raises(dl.Failure, match=why):
+        run.guest_store_integrity(console)
 
 
 def daemon_args(cuts, **kw):
@@ -127,7 +145,10 @@ def test_failing_disk_scenario_passes_on_the_daemon_with_its_fault_hook(tmp_path
         run.run_failing_disk(target, args)
     finally:
         target.close()
-    assert "store state failing; a bystander served" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    for what in ("writes and flushes", "flushes only", "writes only"):
+        assert "%s failing: durable publishes withheld" % what in out
+    assert "a random power cut while it failed kept the acknowledged values" in out
 
 
 @needs_daemon
@@ -137,7 +158,71 @@ def test_failing_disk_scenario_catches_a_puback_from_a_disk_that_never_fails(tmp
     args = daemon_args(0, fail_seconds=3.0)
     target = run.DaemonTarget(args, str(tmp_path), random.Random(1))
     try:
-        with pytest.raises(dl.Failure, match="PUBACK for a durable publish while the disk"):
+        with pytest.raises(dl.Failure, match="writes and flushes failing: PUBACK for a "
+                                             "durable QoS 1 publish"):
             run.run_failing_disk(target, args)
     finally:
         target.close()
+
+
+# ---- disk_check: the backup slots read from the host ------------------------
+
+import hashlib  # noqa: E402
+import sqlite3  # noqa: E402
+import struct  # noqa: E402
+
+import disk_check  # noqa: E402
+
+PB = 4096
+SLOTS = {"backup A": (1 << 20, 1 << 20), "backup B": (2 << 20, 1 << 20)}
+
+
+def region_header(start, length, seq, size):
+    """A region header copy as region.c encodes it (role 3: backup)."""
+    body = b"tern-rgn" + struct.pack("<IIIIQQQQ", 1, 3, 1 if size else 0, 0, seq, size,
+                                     start // 512, length // 512)
+    return body + hashlib.sha256(body).digest()[:8]
+
+
+def tern_db(tmp_path, app_id=disk_check.APPLICATION_ID):
+    path = str(tmp_path / ("src-%x.db" % app_id))
+    db = sqlite3.connect(path)
+    db.execute("PRAGMA application_id = %d" % app_id)
+    db.execute("CREATE TABLE t(x)")
+    db.executemany("INSERT INTO t VALUES (?)", [(b"x" * 200,)] * 200)
+    db.commit()
+    db.close()
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def disk_with(tmp_path, slot_a):
+    """A 4 MiB image with backup A holding slot_a (bytes, or None: never
+    written) in its data area and a header saying so; backup B empty."""
+    image = str(tmp_path / "disk.img")
+    with open(image, "wb") as f:
+        f.truncate(4 << 20)
+        if slot_a is not None:
+            start, length = SLOTS["backup A"]
+            f.seek(start + PB)   # header copy 1, as if written second
+            f.write(region_header(start, length, 2, len(slot_a)))
+            f.seek(start + 2 * PB)
+            f.write(slot_a)
+    return image
+
+
+def test_backup_slots_empty_or_whole_databases_pass(tmp_path):
+    assert disk_check.check_backups(disk_with(tmp_path, None), SLOTS) == {
+        "backup A": "empty", "backup B": "empty"}
+    data = tern_db(tmp_path)
+    got = disk_check.check_backups(disk_with(tmp_path, data), SLOTS)
+    assert got == {"backup A": "%d bytes ok" % len(data), "backup B": "empty"}
+
+
+def test_damaged_or_foreign_backup_copy_fails(tmp_path):
+    data = bytearray(tern_db(tmp_path))
+    data[len(data) // 2:len(data) // 2 + 4096] = bytes(4096)   # a page gone
+    with pytest.raises(disk_check.DiskError, match="backup A .*integrity_check|not a database"):
+        disk_check.check_backups(disk_with(tmp_path, bytes(data)), SLOTS)
+    with pytest.raises(disk_check.DiskError, match="application_id"):
+        disk_check.check_backups(disk_with(tmp_path, tern_db(tmp_path, 1)), SLOTS)

@@ -198,25 +198,29 @@ int kvfs_io_flush_run(struct kvfs *fs)
 {
     const struct kvfs_rgn *g;
     uint64_t bytes, done = 0;
-    int rc = SQLITE_OK;
 
     if (fs->run_rgn < 0)
         return SQLITE_OK;
     g = &fs->rgn[fs->run_rgn];
     bytes = (uint64_t)fs->run_n * fs->pb;
-    while (done < bytes && rc == SQLITE_OK) {
+    while (done < bytes) {
         uint32_t n = bytes - done < fs->xfer ? (uint32_t)(bytes - done) : fs->xfer;
         uint64_t lba = g->data_lba + (fs->run_first * fs->pb + done) / fs->lb;
 
+        /* A failed write leaves its blocks unknown (blk.h), and the run
+         * also holds bytes of earlier xWrite calls that SQLite was told
+         * are written (the tail of a WAL commit's last frame, written
+         * after its sync, sits in the block the next commit starts in).
+         * So the run is kept whole, to be written again by the next
+         * attempt (a write elsewhere, a read, a sync, a close); until one
+         * succeeds, those fail too. */
         if (blk_do(fs, BLK_WRITE, lba, n, fs->run + done) != BLK_OK)
-            rc = SQLITE_IOERR_WRITE;
+            return SQLITE_IOERR_WRITE;
         done += n;
     }
-    /* A failed write leaves the blocks unknown (blk.h); SQLite is told and
-     * rolls back or retries; the run is not kept either way. */
     fs->run_rgn = -1;
     fs->run_n = 0;
-    return rc;
+    return SQLITE_OK;
 }
 
 /* Make physical block b of region r the next block of the run (starting a
