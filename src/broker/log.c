@@ -70,7 +70,7 @@ void bk_log_limited(broker *b, bk_log_kind kind, broker_log_level level, const c
     if (!level_on(b, level))
         return;
     log_sink sink = sink_of(b);
-    if (log_window_admit(&b->logs.w[kind], kind_name[kind], level, b->now_ms, &sink,
+    if (broker_logwin_admit(&b->logs.w[kind], kind_name[kind], level, b->now_ms, &sink,
                          &b->logs.deadline)) {
         va_list ap;
         va_start(ap, fmt);
@@ -90,7 +90,7 @@ static void tick(broker *b, uint64_t now_ms, bool force)
     log_sink sink = sink_of(b);
     uint64_t next = UINT64_MAX;
     for (int k = 0; k < BK_LOGK_COUNT; k++) {
-        uint64_t due = log_window_tick(&b->logs.w[k], kind_name[k], now_ms, force, &sink);
+        uint64_t due = broker_logwin_tick(&b->logs.w[k], kind_name[k], now_ms, force, &sink);
         if (due < next)
             next = due;
     }

@@ -29,7 +29,7 @@ static void window_end(bk_log_window *w, const char *kind, uint64_t now_ms,
     w->suppressed = 0;
 }
 
-bool log_window_admit(bk_log_window *w, const char *kind, broker_log_level level,
+bool broker_logwin_admit(bk_log_window *w, const char *kind, broker_log_level level,
                       uint64_t now_ms, const log_sink *sink, uint64_t *deadline)
 {
     if (w->lines > 0 && now_ms - w->start_ms >= TERN_LOG_WINDOW_MS)
@@ -50,7 +50,7 @@ bool log_window_admit(bk_log_window *w, const char *kind, broker_log_level level
     return false;
 }
 
-uint64_t log_window_tick(bk_log_window *w, const char *kind, uint64_t now_ms, bool force,
+uint64_t broker_logwin_tick(bk_log_window *w, const char *kind, uint64_t now_ms, bool force,
                          const log_sink *sink)
 {
     uint64_t end = w->start_ms + TERN_LOG_WINDOW_MS;

@@ -39,7 +39,7 @@ typedef struct log_sink {
  * *deadline lowered to the window's end (when the summary is due). The
  * caller has already checked that `level` is logged at all.
  */
-bool log_window_admit(bk_log_window *w, const char *kind, broker_log_level level,
+bool broker_logwin_admit(bk_log_window *w, const char *kind, broker_log_level level,
                       uint64_t now_ms, const log_sink *sink, uint64_t *deadline);
 
 /*
@@ -47,7 +47,7 @@ bool log_window_admit(bk_log_window *w, const char *kind, broker_log_level level
  * log is going away): the summary of its suppressed lines, if any. Returns
  * when w still owes a summary (its window's end), UINT64_MAX for never.
  */
-uint64_t log_window_tick(bk_log_window *w, const char *kind, uint64_t now_ms, bool force,
+uint64_t broker_logwin_tick(bk_log_window *w, const char *kind, uint64_t now_ms, bool force,
                          const log_sink *sink);
 
 #endif

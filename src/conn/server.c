@@ -57,7 +57,7 @@ bool conni_log_admit(conn_server *s, conn_log_kind kind, broker_log_level level,
 
     if (s->log == NULL || level > s->log_level)
         return false;
-    return log_window_admit(&s->logw[kind], log_kind_name[kind], level, now, &sink,
+    return broker_logwin_admit(&s->logw[kind], log_kind_name[kind], level, now, &sink,
                             &s->log_deadline);
 }
 
@@ -68,7 +68,7 @@ static void log_tick(conn_server *s, uint64_t now, bool force)
     uint64_t next = UINT64_MAX;
 
     for (int k = 0; k < CONN_LOGK_COUNT; k++) {
-        uint64_t due = log_window_tick(&s->logw[k], log_kind_name[k], now, force, &sink);
+        uint64_t due = broker_logwin_tick(&s->logw[k], log_kind_name[k], now, force, &sink);
 
         if (due < next)
             next = due;
