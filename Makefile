@@ -163,8 +163,10 @@ unit: $(BUILD)/asan/unit-tests
 unit-core: $(BUILD)/asan/unit-core-tests
 	$(BUILD)/asan/unit-core-tests
 
+# tern-bench: test_bench_kstore drives the disk-store benchmark's driver
+# against the daemon (a check of its plumbing and figures, not a timing).
 integration: setup deps
-	$(MAKE) --no-print-directory $(BUILD)/asan/ternd
+	$(MAKE) --no-print-directory $(BUILD)/asan/ternd $(BUILD)/rel/tern-bench
 	TERN_BIN=$(abspath $(BUILD)/asan/ternd) $(PYTHON) -m pytest -q tests/integration
 
 # check-tree first: a stray tracked *.orig fails at once, before any build.

@@ -22,6 +22,7 @@ KSTORE = os.path.join(REPO, "tools", "bench", "kstore.py")
 
 pytestmark = [
     pytest.mark.tern_only,
+    # make integration builds it; run alone, say what is missing.
     pytest.mark.skipif(not os.access(BENCH, os.X_OK),
                        reason="needs %s (make build/rel/tern-bench)" % BENCH),
 ]
