@@ -147,7 +147,9 @@ class KernelTarget:
         self.workdir = os.path.join(workdir, name)
         os.makedirs(self.workdir)
         workdir = self.workdir
-        self.store_lines = [] if name == "kernel-ram" else \
+        # kernel-ram: the same disk attached, but store.disk = none (the
+        # default, auto, would find the template's tern partition and store).
+        self.store_lines = ["store.disk = none"] if name == "kernel-ram" else \
             list(GUEST_STORE_CONF) + list(a.guest_store)
         conf = broker_conf(a.transport, "0.0.0.0", GUEST_PORT[a.transport], "pki",
                            "tern.acl", self.store_lines)
