@@ -10,21 +10,26 @@ development PKI: QoS 1 retained publishes and QoS 1 / QoS 2 messages for a
 persistent session, every PUBACK/PUBREC/PUBCOMP recorded. Each cycle:
 
   1. (one cycle in ten) cut the power during boot, while the guest opens
-     and checks its store, and boot again;
+     and checks its store, and boot again; (about one in seven) cut it
+     while the guest copies its database into a backup slot (its backups
+     run every GUEST_BACKUP_INTERVAL seconds), and boot again;
   2. a publisher streams; after a random time QEMU is killed (SIGKILL),
      either at once or (half the cuts) while the backend holds one of the
      guest's next flushes unanswered, so that the writes of a sync in
      progress are in the cache; the backend cuts the power: the cache is
-     lost whole ("lose-all"),
-     kept whole ("keep-all") or each write kept, lost or torn by 512-byte
-     sector inside its physical blocks ("random"), chosen per cut;
-  3. the guest boots from what persisted; guest_store_integrity() reads
+     lost whole ("lose-all"), kept whole ("keep-all") or each write kept,
+     lost or torn by 512-byte sector inside its physical blocks
+     ("random", chosen twice as often), chosen per cut;
+  3. after every cut, disk_check.py reads the backup slots from the
+     image: each is empty or a whole tern database (integrity_check);
+     the guest boots from what persisted; guest_store_integrity() reads
      the store's check from the console; every acknowledged retained
      message holds its value or a newer one; the persistent session gets
      every acknowledged QoS 1 message, every QoS 2 message exactly once.
 
-It prints the counts: published, acknowledged, cuts by mode, and the
-backend's writes, flushes, writes lost and torn.
+It prints the counts: published, acknowledged, cuts by mode and by aim,
+backup copies made and cut, and the backend's writes, flushes, writes
+lost and torn.
 
 --failing-disk runs the failing-disk scenario instead: the backend fails
 writes and flushes, then only flushes, then only writes, for a while
@@ -194,7 +199,7 @@ class KernelTarget:
         self.mkdisk = os.path.join(args.build, "rel", "tern-mkdisk")
         # --plumbing: a zeroed disk (no GPT), so the guest stores nothing.
         make_disk_image(image, args.disk_mib, args.disk_template,
-                        None if args.plumbing else os.path.join(args.build, "rel", "tern-mkdisk"))
+                        None if args.plumbing else self.mkdisk)
         self.disk = nb.VolatileDisk(image, args.physical_block, random.Random(rng.random()))
         self.server = nb.NbdServer(self.disk, os.path.join(workdir, "nbd.sock"))
         port = harness.free_port()
@@ -757,7 +762,10 @@ def main():
     ap.add_argument("--bus", choices=("virtio-blk", "virtio-scsi", "alternate"),
                     default="virtio-blk")
     ap.add_argument("--physical-block", type=int, default=4096)
-    ap.add_argument("--disk-mib", type=int, default=64)
+    # 256 MiB: a 79 MiB database region. The load's retained topics reach
+    # about 100,000 (16 MB of database) in 200 cycles, which a 64 MiB
+    # disk's 17 MiB region barely holds.
+    ap.add_argument("--disk-mib", type=int, default=256)
     ap.add_argument("--disk-template", help="the disk's first contents (default: zeroes)")
     ap.add_argument("--max-load", type=float, default=1.5,
                     help="longest load before a cut, seconds (at least 0.02)")
