@@ -11,6 +11,12 @@
 
 enum { MIB = 1024 * 1024 };
 
+int klayout_part_is_tern(const struct gpt_part *p)
+{
+    struct gpt_guid tern;
+    return !gpt_guid_parse(TERN_DATA_TYPE_GUID, &tern) && gpt_guid_eq(&p->type, &tern);
+}
+
 /* The one partition of tern's type, or a refusal naming all of them. */
 static int find_partition(struct klayout *out, struct kdisk_report *rep)
 {
@@ -22,7 +28,7 @@ static int find_partition(struct klayout *out, struct kdisk_report *rep)
     size_t used = 0;
     for (unsigned i = 0; i < out->gpt.count; i++) {
         const struct gpt_part *p = &out->gpt.parts[i];
-        if (!gpt_guid_eq(&p->type, &tern))
+        if (!klayout_part_is_tern(p))
             continue;
         if (!found++)
             out->part = *p;

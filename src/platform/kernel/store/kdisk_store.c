@@ -79,17 +79,15 @@ static int has_tern_partition(struct blk_dev *d)
     struct blkdisk bd;
     struct kdisk_report rep;
     struct gpt *g = kmalloc(sizeof *g);
-    struct gpt_guid tern;
     int found = 0;
     if (!g || blkdisk_open(d, &bd)) {
         kfree(g);
         return 0;
     }
     kdisk_report_clear(&rep);
-    gpt_guid_parse(TERN_DATA_TYPE_GUID, &tern);
     if (gpt_read(&bd.disk, g, &rep) == KDISK_OK)
         for (unsigned i = 0; i < g->count; i++)
-            found |= gpt_guid_eq(&g->parts[i].type, &tern);
+            found |= klayout_part_is_tern(&g->parts[i]);
     blkdisk_close(&bd);
     kfree(g);
     return found;
