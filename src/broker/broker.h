@@ -58,6 +58,10 @@ typedef enum broker_log_level {
 
 typedef void (*broker_log_fn)(void *ctx, broker_log_level level, const char *msg);
 
+/* "error", "warn", "info", "debug" (the config's words), "log" otherwise:
+ * for platforms that print the level beside a line. */
+const char *broker_log_level_name(broker_log_level level);
+
 /* Limits (SPEC C4). Zero in any field means "use the default": the
  * defaults are TERN_DEFAULT_* in limits_default.h, one table shared with
  * the configuration parser, where each says what it bounds and why. */

@@ -112,3 +112,9 @@ void bk_log_flush(broker *b)
 {
     tick(b, b->now_ms, true);
 }
+
+const char *broker_log_level_name(broker_log_level level)
+{
+    static const char *const names[] = {"error", "warn", "info", "debug"};
+    return (unsigned)level < sizeof names / sizeof names[0] ? names[level] : "log";
+}

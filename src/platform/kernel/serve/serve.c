@@ -77,10 +77,9 @@ static uint64_t heap_used(void *ctx)
 /* Log lines may exceed kprintf's line limit: formatted here. */
 static void write_line(broker_log_level level, const char *msg)
 {
-    static const char *const names[] = { "error", "warn", "info", "debug" };
     char line[320];
-    int n = snprintf(line, sizeof line, "tern: mqtt: %s: %s\n",
-                     (unsigned)level < 4 ? names[level] : "log", msg);
+    int n = snprintf(line, sizeof line, "tern: mqtt: %s: %s\n", broker_log_level_name(level),
+                     msg);
     if (n < 0)
         return;
     if ((size_t)n >= sizeof line) {

@@ -140,10 +140,9 @@ static void vfs_wait(void *ctx, bool (*done)(void *arg), void *arg)
 static void store_log(void *ctx, broker_log_level level, const char *msg)
 {
     (void)ctx;
-    static const char *const names[] = {"error", "warn", "info", "debug"};
     if (level == BROKER_LOG_DEBUG)
         return;
-    kprintf("tern: store: %s: %s\n", (unsigned)level < 4 ? names[level] : "log", msg);
+    kprintf("tern: store: %s: %s\n", broker_log_level_name(level), msg);
 }
 
 static uint64_t store_clock_us(void *ctx)
