@@ -59,6 +59,10 @@ struct broker {
     char *version;
     uint64_t start_ms;
     uint64_t now_ms;          /* time of the event being handled */
+    /* broker_set_wall_clock: wall-clock ms at core time wall_at_now; both
+     * 0 while unknown. Wall = wall_base_ms + (now - wall_at_now). */
+    uint64_t wall_base_ms;
+    uint64_t wall_at_now;
     broker_acl *acl;          /* owned; NULL = no ACL */
     bool durable;             /* journal records and gate acknowledgements */
     bool restoring;           /* broker_restore_*: no records */

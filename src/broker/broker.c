@@ -257,6 +257,12 @@ static void expire_sessions(broker *b, uint64_t now_ms)
     }
 }
 
+void broker_set_wall_clock(broker *b, uint64_t wall_ms, uint64_t now_ms)
+{
+    b->wall_base_ms = wall_ms;
+    b->wall_at_now = wall_ms ? now_ms : 0;
+}
+
 void broker_tick(broker *b, uint64_t now_ms)
 {
     b->now_ms = now_ms;
@@ -381,7 +387,7 @@ void broker_set_acl(broker *b, broker_acl *acl)
                 if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
                     bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                            s->id);
-                    bk_journal_sub(b, s, (const uint8_t *)filter, flen, 0, false);
+                    bk_journal_sub(b, s, (const uint8_t *)filter, flen, NULL, false);
                     bk_tree_remove_sub(b, &b->tree, x);
                     continue;
                 }

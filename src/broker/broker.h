@@ -181,6 +181,17 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
  */
 void broker_closed(broker *b, broker_conn *c, uint64_t now_ms);
 
+/*
+ * The wall-clock time (milliseconds since the Unix epoch) at core time
+ * now_ms. MQTT 5.0 expiries that must run while the broker is down
+ * (session expiry, message expiry) are journaled as wall-clock times and
+ * turned back into core time at restore. Call before restoring and again
+ * whenever the platform's clock is corrected. Until it is called (or with
+ * wall_ms 0: no trustworthy clock) such expiries restart from the moment
+ * of restore, and the store says so in its log.
+ */
+void broker_set_wall_clock(broker *b, uint64_t wall_ms, uint64_t now_ms);
+
 /* Time passed: keepalive and connect timeouts, session expiry, $SYS. */
 void broker_tick(broker *b, uint64_t now_ms);
 /* Earliest time broker_tick has work to do (UINT64_MAX = none). */

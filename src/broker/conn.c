@@ -424,14 +424,14 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
     case MQTT_PUBACK:
     case MQTT_PUBREC:
     case MQTT_PUBCOMP:
-        handle_ack(b, c, pkt->type, pkt->u.packet_id);
+        handle_ack(b, c, pkt->type, pkt->u.ack.packet_id);
         break;
     case MQTT_PUBREL: {
         /* PUBCOMP only once the id's removal is on disk: a stored id would
          * make the broker drop the client's next message with that id. */
         uint64_t mark = bk_journal_mark(b);
-        bk_session_in_qos2_del(b, c->sess, pkt->u.packet_id);
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.packet_id,
+        bk_session_in_qos2_del(b, c->sess, pkt->u.ack.packet_id);
+        if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.ack.packet_id,
                                  bk_journal_gate_session(b, c->sess, mark)))
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
         break;

@@ -198,18 +198,18 @@ void bk_journal_session_del(broker *b, const session *s)
     (void)emit(b, J_SESSION_DEL, f, NFIELDS(f));
 }
 
-void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
-                    bool put)
+void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen,
+                    const sub *x, bool put)
 {
     /* A subscription row is keyed by its filter: an empty one would name no
      * row, and a delete of it would leave the store keeping what memory
      * dropped. Such a record comes only from a bug; stop before it is
      * written rather than let the disk and memory diverge. */
-    ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX);
+    ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX && (!put || x));
     if (!bk_journaled(b, s))
         return;
     /* The qos comes last and only in a put. */
-    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(qos)};
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(put ? x->qos : 0)};
     (void)emit(b, put ? J_SUB_PUT : J_SUB_DEL, f, put ? NFIELDS(f) : NFIELDS(f) - 1);
 }
 
@@ -305,7 +305,7 @@ static void snapshot(broker *b)
                 /* Every filter fits (TREE_FILTER_MAX); bk_journal_sub() refuses an
                  * empty one. */
                 size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
-                bk_journal_sub(b, s, (const uint8_t *)filter, flen, x->qos, true);
+                bk_journal_sub(b, s, (const uint8_t *)filter, flen, x, true);
             }
             for (uint32_t k = 0; k < s->q_count; k++) {
                 qentry *e = bk_session_entry(s, k);

@@ -16,6 +16,20 @@ msg *bk_msg_new(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t
                 size_t payload_len, uint8_t qos, bool retain);
 static inline const uint8_t *bk_msg_topic(const msg *m) { return m->data; }
 static inline const uint8_t *bk_msg_payload(const msg *m) { return m->data + m->topic_len; }
+/* MQTT 5.0: build a message with its forwarded properties (msg-t.h says
+ * which) and its expiry (core time in ms, 0 = never). */
+msg *bk_msg_new5(broker *b, const uint8_t *topic, size_t topic_len, const uint8_t *payload,
+                 size_t payload_len, const uint8_t *props, size_t props_len, uint8_t qos,
+                 bool retain, uint64_t expiry_ms);
+static inline const uint8_t *bk_msg_props(const msg *m)
+{
+    return m->data + m->topic_len + m->payload_len;
+}
+/* Has m expired at core time now_ms? */
+static inline bool bk_msg_expired(const msg *m, uint64_t now_ms)
+{
+    return m->expiry_ms != 0 && m->expiry_ms <= now_ms;
+}
 static inline msg *bk_msg_ref(msg *m) { m->refs++; return m; }
 /* Drop a reference; the last one frees m. NULL is ignored. */
 void bk_msg_unref(broker *b, msg *m);

@@ -26,9 +26,10 @@ void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const u
 void bk_journal_retain_del(broker *b, const uint8_t *topic, size_t tlen);
 void bk_journal_session_put(broker *b, const session *s);
 void bk_journal_session_del(broker *b, const session *s);
-/* flen must be 1..TREE_FILTER_MAX: an empty filter is a bug (panic). */
-void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen, uint8_t qos,
-                    bool put);
+/* flen must be 1..TREE_FILTER_MAX: an empty filter is a bug (panic). A put
+ * records x's QoS, options and identifier; a delete passes x NULL. */
+void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t flen,
+                    const sub *x, bool put);
 void bk_journal_queue_put(broker *b, const session *s, const qentry *e);
 void bk_journal_queue_state(broker *b, const session *s, const qentry *e);
 void bk_journal_queue_del(broker *b, const session *s, const qentry *e);

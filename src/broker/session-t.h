@@ -49,8 +49,16 @@ typedef struct qentry {
     uint16_t packet_id;
     uint8_t qos;
     uint8_t state;    /* qentry_state */
-    bool retain;      /* deliver with the retain flag (retained on subscribe) */
+    bool retain;      /* deliver with the retain flag (retained on subscribe,
+                         or Retain As Published) */
     bool sent;        /* transmitted at least once (resends carry DUP) */
+    /* MQTT 5.0 Subscription Identifiers the delivery carries: sub_id is
+     * the one (0 = none); a message matching several of the session's
+     * subscriptions that have identifiers carries all of them
+     * [MQTT-3.3.4-4]: the rest in sub_ids_more, owned, [count, id, ...],
+     * NULL when there are none. Journaled with the entry (J_QUEUE_PUT). */
+    uint32_t sub_id;
+    uint32_t *sub_ids_more;
     /* Batch that must commit before this entry's current state may go on
      * the wire (0 = no wait). Set for QoS 2 only: a QoS 2 receiver knows
      * a message by its packet id, so the id must be on disk before the
@@ -88,6 +96,20 @@ struct session {
     uint16_t *in_qos2;
     uint32_t in_qos2_count, in_qos2_cap;
     uint64_t expires_at;      /* ms, offline persistent sessions; 0 = never */
+    /* MQTT 5.0 Session Expiry Interval in seconds, with 5.0's meaning for
+     * every session: 0 = ends when its connection does, UINT32_MAX = never
+     * expires. A 3.1.1 session gets 0 (clean) or limits.session_expiry_s
+     * (0 there meaning UINT32_MAX). Journaled with the session; the time
+     * an offline session expires is journaled as a wall-clock time
+     * (broker_set_wall_clock) so it runs while the broker is down. */
+    uint32_t expiry_interval_s;
+    /* MQTT 5.0 delayed will (Will Delay Interval): the will of the
+     * session's last connection, published at will_at_ms (core time)
+     * unless a new connection resumes the session first, or when the
+     * session ends, whichever comes first [MQTT-3.1.3-9]. Owned
+     * reference; NULL = none. Journaled (J_WILL_PUT / J_WILL_DEL). */
+    msg *will;
+    uint64_t will_at_ms;
     uint64_t match_epoch;     /* bk_tree_match dedup stamp */
     uint32_t match_idx;
     uint32_t hashv;

@@ -136,7 +136,7 @@ static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_byte
     sub *x = bk_tree_subscribe(b, &b->tree, s, f->p, f->len, qos, &is_new);
     if (!x)
         return refuse(j, &j->no_memory, f, base, "out of memory");
-    bk_journal_sub(b, s, f->p, f->len, qos, true);
+    bk_journal_sub(b, s, f->p, f->len, x, true);
     x->acl_check =
         bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)f->p, f->len);
     return qos;
@@ -194,7 +194,8 @@ static void spend(uint32_t *budget, uint32_t n)
 static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uint32_t *budget)
 {
     session *s = c->sess;
-    const mqtt_list l = {j->packet_id, j->count, {base + j->raw_off, j->raw_len}};
+    const mqtt_list l = {.packet_id = j->packet_id, .count = j->count,
+                         .raw = {base + j->raw_off, j->raw_len}};
     bool is_sub = j->type == MQTT_SUBSCRIBE;
     mqtt_bytes f;
     uint8_t qos = 0;
@@ -210,7 +211,7 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
             if (is_sub)
                 j->codes[j->index] = subscribe_one(b, s, j, &f, qos, base);
             else if (bk_tree_unsubscribe(b, &b->tree, s, f.p, f.len))
-                bk_journal_sub(b, s, f.p, f.len, 0, false);
+                bk_journal_sub(b, s, f.p, f.len, NULL, false);
         }
         log_refusals(b, s, j, base);
         /* Acknowledged once what it changed in a persistent session is on

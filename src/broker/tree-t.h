@@ -29,6 +29,10 @@ typedef struct sub {
     session *sess;
     uint8_t qos;
     bool acl_check;   /* a deny rule overlaps the filter: check each message */
+    /* MQTT 5.0 subscription options (MQTT_SUBOPT_* bits above the QoS:
+     * No Local, Retain As Published, Retain Handling); 0 for 3.1.1. */
+    uint8_t options;
+    uint32_t sub_id;  /* Subscription Identifier, 0 = none */
 } sub;
 
 struct tnode {

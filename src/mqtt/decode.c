@@ -258,7 +258,7 @@ static mqtt_err decode_body(mqtt_reader *r, mqtt_packet *out)
     case MQTT_PUBREL:
     case MQTT_PUBCOMP:
     case MQTT_UNSUBACK:
-        return rd_packet_id(r, &out->u.packet_id); /* length checked earlier */
+        return rd_packet_id(r, &out->u.ack.packet_id); /* length checked earlier */
     case MQTT_CONNECT:
         return decode_connect(r, &out->u.connect);
     case MQTT_CONNACK:
@@ -273,6 +273,8 @@ static mqtt_err decode_body(mqtt_reader *r, mqtt_packet *out)
     case MQTT_PINGRESP:
     case MQTT_DISCONNECT:
         return MQTT_OK;
+    case MQTT_AUTH:
+        break; /* refused with the first byte until level 5 is decoded */
     }
     return MQTT_ERR_BAD_TYPE; /* unreachable: the first byte was checked */
 }

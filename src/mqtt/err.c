@@ -26,6 +26,12 @@ const char *mqtt_err_str(mqtt_err err)
     case MQTT_ERR_BAD_SUBACK_CODE: return "invalid SUBACK return code";
     case MQTT_ERR_BAD_CONNACK: return "invalid CONNACK";
     case MQTT_ERR_BUFFER_FULL: return "output buffer too small";
+    case MQTT_ERR_BAD_PROPERTY: return "invalid property";
+    case MQTT_ERR_DUP_PROPERTY: return "property repeated";
+    case MQTT_ERR_BAD_PROPERTY_VALUE: return "property value not allowed";
+    case MQTT_ERR_BAD_TOPIC_ALIAS: return "invalid topic alias";
+    case MQTT_ERR_BAD_REASON_CODE: return "reason code not allowed";
+    case MQTT_ERR_BAD_SUB_OPTIONS: return "invalid subscription options";
     case MQTT_ERR__COUNT: break;
     }
     return "unknown error";

@@ -100,7 +100,7 @@ static void check_equal(const mqtt_packet *a, const mqtt_packet *b, bool level31
     case MQTT_PUBREL:
     case MQTT_PUBCOMP:
     case MQTT_UNSUBACK:
-        FUZZ_ASSERT(a->u.packet_id == b->u.packet_id);
+        FUZZ_ASSERT(a->u.ack.packet_id == b->u.ack.packet_id);
         break;
     case MQTT_SUBSCRIBE:
     case MQTT_UNSUBSCRIBE:
@@ -143,7 +143,7 @@ static size_t reencode(const mqtt_packet *p, uint8_t level, uint8_t *out, size_t
     case MQTT_PUBREL:
     case MQTT_PUBCOMP:
     case MQTT_UNSUBACK:
-        n = mqtt_encode_ack(out, cap, level, p->type, p->u.packet_id);
+        n = mqtt_encode_ack(out, cap, level, p->type, p->u.ack.packet_id);
         break;
     case MQTT_SUBSCRIBE:
         n = mqtt_encode_subscribe(out, cap, level, p->u.subscribe.packet_id, filters, codes,
@@ -161,6 +161,9 @@ static size_t reencode(const mqtt_packet *p, uint8_t level, uint8_t *out, size_t
     case MQTT_PINGRESP:
     case MQTT_DISCONNECT:
         n = mqtt_encode_empty(out, cap, p->type);
+        break;
+    case MQTT_AUTH:
+        FUZZ_ASSERT(0); /* AUTH is not decoded below level 5 */
         break;
     }
     free(filters);

@@ -157,10 +157,10 @@ static void on_packet(actx *a, int k, const mqtt_packet *p)
             reply(c, buf, mqtt_encode_ack(buf, 4, 4, MQTT_PUBREC, p->u.publish.packet_id));
         break;
     case MQTT_PUBREC:
-        reply(c, buf, mqtt_encode_ack(buf, 4, 4, MQTT_PUBREL, p->u.packet_id));
+        reply(c, buf, mqtt_encode_ack(buf, 4, 4, MQTT_PUBREL, p->u.ack.packet_id));
         break;
     case MQTT_PUBREL:
-        reply(c, buf, mqtt_encode_ack(buf, 4, 4, MQTT_PUBCOMP, p->u.packet_id));
+        reply(c, buf, mqtt_encode_ack(buf, 4, 4, MQTT_PUBCOMP, p->u.ack.packet_id));
         break;
     default:
         break;

@@ -430,7 +430,7 @@ void client_receive(world *w, int k, const mqtt_packet *p)
     case MQTT_PUBREC:
     case MQTT_PUBREL:
     case MQTT_PUBCOMP:
-        on_ack(w, i, p->type, p->u.packet_id);
+        on_ack(w, i, p->type, p->u.ack.packet_id);
         break;
     case MQTT_SUBACK: {
         size_t pos = 0;

@@ -46,7 +46,7 @@ TEST(puback_waits_for_commit_when_message_is_queued_for_an_offline_session)
     broker_store_done(w.b, batch.seq, true);
     fw_drain(&w);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 3);
+    CHECK_EQ(pk.u.ack.packet_id, 3);
     CHECK_EQ(ms_count(ms, 'Q'), 1);
     CHECK_EQ(ms_count(ms, 'M'), 1);
     fw_free(&w);
@@ -79,9 +79,9 @@ TEST(held_acknowledgement_keeps_later_ones_in_order)
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 1);
+    CHECK_EQ(pk.u.ack.packet_id, 1);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 2);
+    CHECK_EQ(pk.u.ack.packet_id, 2);
     CHECK_EQ(ms_count(ms, 'R'), 1);
     fw_free(&w);
     free(ms);
@@ -200,7 +200,7 @@ TEST(outbound_qos2_after_pubrec_resumes_with_pubrel_after_restart)
     fc_connect(&w, s2, "sub", false, 0);
     CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
     CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
-    CHECK_EQ(pk.u.packet_id, id);
+    CHECK_EQ(pk.u.ack.packet_id, id);
     CHECK(!fc_next(s2, &pk));
     fc_ack(&w, s2, MQTT_PUBCOMP, id);
     ms_commit_all(ms, w.b);
@@ -379,7 +379,7 @@ TEST(pubrel_resent_on_reconnect_waits_for_the_pubrec_commit)
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
-    CHECK_EQ(pk.u.packet_id, id);
+    CHECK_EQ(pk.u.ack.packet_id, id);
     CHECK(!fc_next(s2, &pk));
     fw_free(&w);
     free(ms);
@@ -515,17 +515,17 @@ TEST(disk_failure_does_not_gate_a_clean_message_to_a_clean_subscriber)
      * batch is taken), and while the repairing snapshot is being written. */
     fc_publish(&w, p, "t", "one", 1, false, 5);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 5);
+    CHECK_EQ(pk.u.ack.packet_id, 5);
     broker_store_batch repair;
     CHECK(broker_store_take(w.b, &repair));
     fc_publish(&w, p, "t", "two", 1, false, 6);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 6);
+    CHECK_EQ(pk.u.ack.packet_id, 6);
     fc_publish(&w, p, "t", "three", 2, false, 7);
     CHECK(fc_next_is(p, MQTT_PUBREC, &pk));
     fc_ack(&w, p, MQTT_PUBREL, 7);
     CHECK(fc_next_is(p, MQTT_PUBCOMP, &pk));
-    CHECK_EQ(pk.u.packet_id, 7);
+    CHECK_EQ(pk.u.ack.packet_id, 7);
 
     /* The subscriber got all three at once, and acknowledges them. */
     const char *want[] = {"one", "two", "three"};
@@ -570,7 +570,7 @@ TEST(disk_failure_does_not_gate_a_qos1_message_nobody_subscribes_to)
     mqtt_packet pk;
     fc_publish(&w, p, "nobody/listens", "x", 1, false, 3);
     CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-    CHECK_EQ(pk.u.packet_id, 3);
+    CHECK_EQ(pk.u.ack.packet_id, 3);
     fail_all(&w);
     fail_all(&w);
     CHECK(!p->closed);
@@ -630,7 +630,7 @@ TEST(pubrec_of_a_resent_qos2_publish_waits_for_the_first_ones_commit)
     ms_commit_all(ms, w.b);
     fw_drain(&w);
     CHECK(fc_next_is(p2, MQTT_PUBREC, &pk));
-    CHECK_EQ(pk.u.packet_id, 9);
+    CHECK_EQ(pk.u.ack.packet_id, 9);
     CHECK_EQ(ms_count(ms, 'I'), 1);
     fw_free(&w);
     free(ms);

@@ -73,7 +73,7 @@ TEST(qos1_publish_is_acknowledged_and_delivered_at_granted_qos)
     fc_publish(&w, p, "t", "x", 1, false, 7);
     mqtt_packet pk;
     EXPECT_PACKET(p, pk, MQTT_PUBACK);
-    CHECK_EQ(pk.u.packet_id, 7);
+    CHECK_EQ(pk.u.ack.packet_id, 7);
     EXPECT_PACKET(s1, pk, MQTT_PUBLISH);
     CHECK_EQ(pk.u.publish.qos, 1);
     CHECK(pk.u.publish.packet_id != 0);
@@ -92,13 +92,13 @@ TEST(qos2_inbound_routes_once_despite_resent_publish)
     mqtt_packet pk;
     fc_publish(&w, p, "t", "once", 2, false, 9);
     EXPECT_PACKET(p, pk, MQTT_PUBREC);
-    CHECK_EQ(pk.u.packet_id, 9);
+    CHECK_EQ(pk.u.ack.packet_id, 9);
     /* The publisher did not see PUBREC and resends: acknowledged, not routed. */
     fc_publish(&w, p, "t", "once", 2, false, 9);
     EXPECT_PACKET(p, pk, MQTT_PUBREC);
     fc_ack(&w, p, MQTT_PUBREL, 9);
     EXPECT_PACKET(p, pk, MQTT_PUBCOMP);
-    CHECK_EQ(pk.u.packet_id, 9);
+    CHECK_EQ(pk.u.ack.packet_id, 9);
     CHECK_EQ(fc_count_publish(s), 1);
     /* After PUBREL the id is free again: a new message with it is routed. */
     fc_publish(&w, p, "t", "twice", 2, false, 9);
@@ -123,7 +123,7 @@ TEST(qos2_outbound_flow_completes_with_pubrel_pubcomp)
     CHECK(!fc_next(s, &pk)); /* window of one */
     fc_ack(&w, s, MQTT_PUBREC, id);
     EXPECT_PACKET(s, pk, MQTT_PUBREL);
-    CHECK_EQ(pk.u.packet_id, id);
+    CHECK_EQ(pk.u.ack.packet_id, id);
     CHECK(!fc_next(s, &pk)); /* still in flight until PUBCOMP */
     fc_ack(&w, s, MQTT_PUBCOMP, id);
     EXPECT_PACKET(s, pk, MQTT_PUBLISH);
@@ -228,7 +228,7 @@ TEST(pending_pubrel_is_resent_after_reconnect)
     fc_connect(&w, s2, "sub", false, 0);
     EXPECT_PACKET(s2, pk, MQTT_CONNACK);
     EXPECT_PACKET(s2, pk, MQTT_PUBREL);
-    CHECK_EQ(pk.u.packet_id, id);
+    CHECK_EQ(pk.u.ack.packet_id, id);
     CHECK(!fc_next(s2, &pk)); /* the PUBLISH itself is not sent again */
     fw_free(&w);
 }
@@ -606,7 +606,7 @@ TEST(unsubscribe_stops_delivery)
     mqtt_packet pk;
     EXPECT_PACKET(s, pk, MQTT_SUBACK);
     EXPECT_PACKET(s, pk, MQTT_UNSUBACK);
-    CHECK_EQ(pk.u.packet_id, 2);
+    CHECK_EQ(pk.u.ack.packet_id, 2);
     fc_publish(&w, p, "t/x", "m", 0, false, 0);
     CHECK(!fc_next(s, &pk));
     fw_free(&w);

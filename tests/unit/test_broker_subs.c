@@ -293,7 +293,7 @@ TEST(large_subscribe_is_worked_through_in_slices_other_clients_served_between)
         CHECK(mqtt_suback_next(&p.u.suback, &pos, &code));
         CHECK_EQ(code, i == 5000 ? MQTT_SUBACK_FAILURE : 1);
     }
-    CHECK(raw_next(&a, &p) && p.type == MQTT_PUBACK && p.u.packet_id == 8);
+    CHECK(raw_next(&a, &p) && p.type == MQTT_PUBACK && p.u.ack.packet_id == 8);
     broker_stats st;
     broker_get_stats(b, &st);
     CHECK_EQ(st.subscriptions_count, 9999);
@@ -365,7 +365,7 @@ TEST(sliced_unsubscribe_and_subscribe_through_the_layer_answer_once)
     CHECK(fc_next_is(c, MQTT_PUBLISH, &p) && fc_payload_is(&p, "kept") && p.u.publish.retain);
     CHECK(!fc_next(c, &p));
     fw_send(&w, c, unsub, ulen);
-    CHECK(fc_next_is(c, MQTT_UNSUBACK, &p) && p.u.packet_id == 4);
+    CHECK(fc_next_is(c, MQTT_UNSUBACK, &p) && p.u.ack.packet_id == 4);
     CHECK(!fc_next(c, &p));
     broker_stats st;
     broker_get_stats(w.b, &st);
@@ -450,7 +450,7 @@ TEST(sliced_subscribe_of_a_persistent_session_is_acknowledged_once_on_disk)
     CHECK(!fc_next(s2, &pk)); /* held for the commit */
     ms_commit_all(ms, w.b);
     fw_drain(&w);
-    CHECK(fc_next_is(s2, MQTT_UNSUBACK, &pk) && pk.u.packet_id == 2);
+    CHECK(fc_next_is(s2, MQTT_UNSUBACK, &pk) && pk.u.ack.packet_id == 2);
     fw_restart(&w);
     CHECK(ms_load(ms, w.b));
     broker_get_stats(w.b, &st);

@@ -210,15 +210,15 @@ TEST(mqtt_acks_roundtrip_in_both_directions_at_both_levels)
                 CHECK_EQ(n, 4);
                 CHECK_EQ(decode_all(buf, n, MQTT_FROM_CLIENT, levels[l], &pkt), MQTT_OK);
                 CHECK_EQ(pkt.type, both[t]);
-                CHECK_EQ(pkt.u.packet_id, ids[k]);
+                CHECK_EQ(pkt.u.ack.packet_id, ids[k]);
                 CHECK_EQ(decode_all(buf, n, MQTT_FROM_SERVER, levels[l], &pkt), MQTT_OK);
-                CHECK_EQ(pkt.u.packet_id, ids[k]);
+                CHECK_EQ(pkt.u.ack.packet_id, ids[k]);
             }
         }
         size_t n = mqtt_encode_ack(buf, sizeof buf, levels[l], MQTT_UNSUBACK, 99);
         CHECK_EQ(decode_all(buf, n, MQTT_FROM_SERVER, levels[l], &pkt), MQTT_OK);
         CHECK_EQ(pkt.type, MQTT_UNSUBACK);
-        CHECK_EQ(pkt.u.packet_id, 99);
+        CHECK_EQ(pkt.u.ack.packet_id, 99);
         CHECK_EQ(decode_all(buf, n, MQTT_FROM_CLIENT, levels[l], &pkt), MQTT_ERR_BAD_TYPE);
     }
 }

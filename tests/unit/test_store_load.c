@@ -129,7 +129,7 @@ TEST(store_roundtrip_resumes_outbound_qos2_with_pubrel)
     fc_connect(&w, s2, "sub", false, 0);
     CHECK(fc_next_is(s2, MQTT_CONNACK, &pk));
     CHECK(fc_next_is(s2, MQTT_PUBREL, &pk));
-    CHECK_EQ(pk.u.packet_id, id);
+    CHECK_EQ(pk.u.ack.packet_id, id);
     CHECK(!fc_next(s2, &pk));
     fc_ack(&w, s2, MQTT_PUBCOMP, id);
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);

@@ -119,7 +119,7 @@ TEST(queued_batches_commit_as_one_group_and_release_acks_in_order)
     fw_drain(&w);
     for (uint16_t id = 1; id <= 3; id++) {
         CHECK(fc_next_is(p, MQTT_PUBACK, &pk));
-        CHECK_EQ(pk.u.packet_id, id);
+        CHECK_EQ(pk.u.ack.packet_id, id);
     }
     CHECK_EQ(ms_count(f.ms, 'R'), 1);
     CHECK_EQ(squeue_next(&q, 0, &wake), SQUEUE_WAIT);
