@@ -50,6 +50,9 @@ static void apply_defaults(broker_limits *l)
     DEF(max_subscriptions, TERN_DEFAULT_MAX_SUBSCRIPTIONS);
     DEF(max_topic_levels, TERN_DEFAULT_MAX_TOPIC_LEVELS);
     DEF(max_topic_length, TERN_DEFAULT_MAX_TOPIC_LENGTH);
+    DEF(max_keepalive, TERN_DEFAULT_MAX_KEEPALIVE);
+    DEF(max_topic_alias, TERN_DEFAULT_MAX_TOPIC_ALIAS);
+    DEF(receive_maximum, TERN_DEFAULT_RECEIVE_MAXIMUM);
     DEF(max_sessions_per_identity, TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY);
     DEF(max_queued_bytes_per_identity, TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY);
 #undef DEF

@@ -112,6 +112,18 @@ typedef struct broker_limits {
      * message beyond it is dropped for that session (counted), as beyond
      * max_queued_bytes. */
     uint32_t max_queued_bytes_per_identity;
+    /* MQTT 5.0. The longest keep alive a client may ask for, in seconds:
+     * a 5.0 client asking more (or 0) is told this one in CONNACK's Server
+     * Keep Alive; a 3.1.1 client keeps its own (it cannot be told). */
+    uint32_t max_keepalive;
+    /* Topic aliases a 5.0 client may set towards the broker (CONNACK's
+     * Topic Alias Maximum; each holds a topic of at most max_topic_length
+     * bytes). UINT32_MAX = none (the field's 0 means the default). */
+    uint32_t max_topic_alias;
+    /* QoS 1/2 PUBLISHes a 5.0 client may have unacknowledged towards the
+     * broker (CONNACK's Receive Maximum); one more is a protocol error
+     * (DISCONNECT 0x93). At most 65535. */
+    uint32_t receive_maximum;
 } broker_limits;
 
 typedef struct broker_config {
@@ -125,6 +137,13 @@ typedef struct broker_config {
     bool sys_public;               /* everyone may read $SYS, not only operators */
     bool durable;                  /* produce store records and hold acknowledgements
                                       until they are committed: see journal.h */
+    /* MQTT 5.0 switches, off = the feature is available (the default):
+     * retained messages, and shared subscriptions ($share/GROUP/FILTER).
+     * A disabled feature is announced in CONNACK and refused as 5.0
+     * says (a retained PUBLISH: DISCONNECT 0x9A; a shared filter: SUBACK
+     * 0x9E; 3.1.1 clients: closed / 0x80). */
+    bool retain_disabled;
+    bool shared_subs_disabled;
     /* Optional: all the heap the broker's process holds (the core plus the
      * platform's TLS sessions and buffers). When set, $SYS/broker/memory/used
      * reports it; $SYS/broker/memory/core always reports the core's own. */

@@ -137,6 +137,27 @@
 #define TERN_DEFAULT_MAX_TOPIC_LENGTH 4096u
 #endif
 
+/* MQTT 5.0: the longest keep alive a 5.0 client may ask for (seconds);
+ * the protocol's largest, so only a client asking for none (0) is given
+ * one. An operator who wants dead connections found sooner lowers it. */
+#ifndef TERN_DEFAULT_MAX_KEEPALIVE
+#define TERN_DEFAULT_MAX_KEEPALIVE 65535u
+#endif
+
+/* MQTT 5.0: topic aliases a client may set towards the broker, per
+ * connection. Mosquitto's default; each alias holds one topic name. */
+#ifndef TERN_DEFAULT_MAX_TOPIC_ALIAS
+#define TERN_DEFAULT_MAX_TOPIC_ALIAS 10u
+#endif
+
+/* MQTT 5.0: QoS 1/2 PUBLISHes a client may have unacknowledged towards
+ * the broker. Acknowledgements wait for the store's commit (ADR-019), so
+ * a client needs a window to keep its link busy; its acknowledgements are
+ * held at most MAX_HELD_ACKS (persist-t.h) per connection. */
+#ifndef TERN_DEFAULT_RECEIVE_MAXIMUM
+#define TERN_DEFAULT_RECEIVE_MAXIMUM 1024u
+#endif
+
 /* Persistent sessions (clean_session = 0) of one TLS identity; a CONNECT
  * that would create one more is refused (CONNACK 0x05). Session expiry
  * defaults to never, so without it one certificate opened 10,000 sessions,
