@@ -176,10 +176,13 @@ CASES=(
     "idle-mtls|idle|mtls|--conns $IDLE_TLS --concurrency 32 --hold 1"
     "latency-q0|latency|plain|--pairs 8 --rate 100 --qos 0 --duration $D --drain 1"
     "latency-q1|latency|plain|--pairs 8 --rate 100 --qos 1 --duration $D --drain 1"
+    "latency-q1-v5|latency|plain|--mqtt 5 --pairs 8 --rate 100 --qos 1 --duration $D --drain 1"
     "fanout-100|fanout|plain|--subs 100 --rate 500 --duration $D --drain 2"
     "fanout-1000|fanout|plain|--subs 1000 --rate 50 --duration $D --drain 2"
     "flood-q0-64|flood|plain|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
     "flood-q1-64|flood|plain|--pairs 16 --qos 1 --size 64 --duration $D --drain $DRAIN"
+    "flood-q0-64-v5|flood|plain|--mqtt 5 --pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
+    "flood-q1-64-v5|flood|plain|--mqtt 5 --pairs 16 --qos 1 --size 64 --duration $D --drain $DRAIN"
     "flood-q0-1k|flood|plain|--pairs 16 --qos 0 --size 1024 --duration $D --drain $DRAIN"
     "flood-mtls-q0-64|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
 )

@@ -74,6 +74,7 @@ typedef struct bench_opts {
     size_t batch;             /* flood: bytes queued per publisher per turn */
     uint64_t seed;
     uint16_t keepalive;
+    uint8_t level;            /* MQTT protocol level spoken: 4 (3.1.1) or 5 */
     bool sys;                 /* idle: read the broker's own memory figure */
     const char *sys_topic;
     const char *sys_cert;     /* identity for the $SYS reader (TLS) */

@@ -186,7 +186,7 @@ int conn_send_connect(bench_conn *c)
         pass = o->sys_pass;
     }
     mqtt_connect m = {
-        .level = MQTT_LEVEL_311,
+        .level = o->level,
         /* --persistent: the broker keeps a subscriber's session (and must
          * store what is queued for it); everyone else starts clean. */
         .clean_session = !(o->persistent && c->role == ROLE_SUB),
@@ -212,7 +212,7 @@ int conn_send_subscribe(bench_conn *c, const char *filter, uint8_t qos)
 {
     mqtt_bytes f = { (const uint8_t *)filter, strlen(filter) };
     uint8_t *p = conn_reserve(c, 512);
-    size_t n = p ? mqtt_encode_subscribe(p, 512, MQTT_LEVEL_311, 1, &f, &qos, 1) : 0;
+    size_t n = p ? mqtt_encode_subscribe(p, 512, c->w->run->o->level, 1, &f, &qos, 1) : 0;
     if (n == 0)
         return -1;
     c->out_len += n;

@@ -31,6 +31,7 @@ static const char usage[] =
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
+    "  --mqtt 3.1.1|5 [3.1.1]  protocol version every client speaks\n"
     "  --persistent       subscribers keep persistent sessions (clean session 0): every\n"
     "                     QoS 1 message to them is queued durably (a broker with a store\n"
     "                     acknowledges it once on disk)\n"
@@ -94,6 +95,15 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     if (strcmp(n, name) == 0) {                                                                  \
         o->field = v;                                                                            \
         return 0;                                                                                \
+    }
+    if (strcmp(n, "--mqtt") == 0) {
+        if (strcmp(v, "3.1.1") == 0 || strcmp(v, "4") == 0)
+            o->level = MQTT_LEVEL_311;
+        else if (strcmp(v, "5") == 0 || strcmp(v, "5.0") == 0)
+            o->level = MQTT_LEVEL_5;
+        else
+            return bad("--mqtt", v, "3.1.1 or 5");
+        return 0;
     }
     STR("--host", host)
     STR("--label", label)
@@ -168,6 +178,7 @@ int opts_parse(int argc, char **argv, bench_opts *o)
     o->batch = 16384;
     o->seed = 1;
     o->keepalive = 60;
+    o->level = MQTT_LEVEL_311;
     o->sys_topic = "$SYS/broker/memory/used";
     o->group = "x25519";
     o->sys_wait = 15;

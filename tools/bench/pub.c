@@ -42,15 +42,17 @@ int pub_prepare(bench_conn *c, uint64_t seed)
         .topic = { (const uint8_t *)topic, (size_t)tn },
         .payload = { payload, o->size },
     };
-    size_t cap = mqtt_publish_size(MQTT_LEVEL_311, (size_t)tn, o->size, p.qos);
+    size_t cap = mqtt_publish_size(o->level, (size_t)tn, o->size, p.qos);
     c->tmpl = malloc(cap);
-    size_t n = c->tmpl ? mqtt_encode_publish(c->tmpl, cap, MQTT_LEVEL_311, &p) : 0;
+    size_t n = c->tmpl ? mqtt_encode_publish(c->tmpl, cap, o->level, &p) : 0;
     free(payload);
     if (n == 0)
         return -1;
     c->tmpl_len = n;
     c->tmpl_payload = n - o->size;
-    c->tmpl_id = c->tmpl_payload - 2; /* packet identifier just before the payload */
+    /* The packet identifier comes just before the payload, or at level 5
+     * before the (empty) property block's one length byte. */
+    c->tmpl_id = c->tmpl_payload - (o->level == MQTT_LEVEL_5 ? 3 : 2);
     return 0;
 }
 

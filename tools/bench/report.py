@@ -81,10 +81,13 @@ DESCR = {
     "idle-mtls": "idle connections, mutual TLS",
     "latency-q0": "latency, 8 pairs x 100 msg/s, 64 B, QoS 0",
     "latency-q1": "latency, 8 pairs x 100 msg/s, 64 B, QoS 1",
+    "latency-q1-v5": "latency, MQTT 5.0, 8 pairs x 100 msg/s, 64 B, QoS 1",
     "fanout-100": "fan-out, 1 -> 100 subscribers, 500 msg/s",
     "fanout-1000": "fan-out, 1 -> 1,000 subscribers, 50 msg/s",
     "flood-q0-64": "flood, 16 pairs, QoS 0, 64 B",
     "flood-q1-64": "flood, 16 pairs, QoS 1, 64 B, window 64",
+    "flood-q0-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 0, 64 B",
+    "flood-q1-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 1, 64 B, window 64",
     "flood-q0-1k": "flood, 16 pairs, QoS 0, 1 KiB",
     "flood-mtls-q0-64": "flood over mutual TLS, 16 pairs, QoS 0, 64 B",
 }

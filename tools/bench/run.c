@@ -204,6 +204,7 @@ void json_head(json *j, const bench_opts *o)
         break;
     default:
         json_u64(j, "qos", o->qos);
+        json_str(j, "mqtt", o->level == MQTT_LEVEL_5 ? "5" : "3.1.1");
         json_u64(j, "payload", o->size);
         json_u64(j, "publishers", o->scenario == SCEN_FANOUT ? 1 : o->pairs);
         json_u64(j, "subscribers", o->scenario == SCEN_FANOUT ? o->subs : o->pairs);

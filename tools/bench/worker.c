@@ -170,7 +170,7 @@ static int on_publish(bench_worker *w, bench_conn *c, const mqtt_publish *p, uin
         return 0;
     /* Room was checked by the caller. */
     uint8_t *o = conn_reserve(c, 4);
-    if (!o || mqtt_encode_ack(o, 4, MQTT_LEVEL_311, MQTT_PUBACK, p->packet_id) != 4)
+    if (!o || mqtt_encode_ack(o, 4, w->run->o->level, MQTT_PUBACK, p->packet_id) != 4)
         return -1;
     c->out_len += 4;
     return 0;
@@ -218,7 +218,7 @@ static int process_input(bench_worker *w, bench_conn *c, uint64_t now)
         mqtt_packet pk;
         size_t used = 0;
         mqtt_err e = mqtt_decode(c->in + off, c->in_len - off, MQTT_FROM_SERVER,
-                                 MQTT_LEVEL_311, 0, &pk, &used);
+                                 w->run->o->level, 0, &pk, &used);
         if (e == MQTT_NEED_MORE)
             break;
         if (e != MQTT_OK) {
