@@ -17,6 +17,9 @@ every row and fails (exit status 1) when:
 - a row binding the server (server or both) that is not "tested" gives no
   reason for it.
 
+A tested row that proves only part of its statement says "partly:" and
+what is not covered; the summary counts such rows.
+
 The markdown layout it reads, in one place:
 
     <!-- conformance: version=3.1.1 statements=141 -->
@@ -49,6 +52,9 @@ MARKER = re.compile(r"<!--\s*conformance:\s*version=(\S+)\s+statements=(\d+)\s*-
 # body misprints one (3.1.1's MQTT-3.1.2.7 and MQTT-3-8.3-4, 5.0's
 # MQTT-4.2-1), the matrix uses the regular form, as 5.0's appendix B does.
 STATEMENT_ID = re.compile(r"^MQTT-\d+\.\d+\.\d+-\d+$")
+# A tested row whose tests cover only part of the statement says so with
+# "partly:" and what is left; the summary counts them.
+PARTLY = re.compile(r"\bpartly:", re.I)
 TEST_REF = re.compile(r"`([A-Za-z0-9_./-]+)::([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\]`]+)\])?`")
 
 
@@ -184,12 +190,27 @@ def summary(root, rows, announced):
                    + ", ".join(f"{counts[s]} {s}" for s in STATUSES))
         out.append(f"  binding the server ({len(server)}): "
                    + ", ".join(f"{scounts[s]} {s}" for s in STATUSES))
+        partly = sum(1 for r in vr if r.status == "tested" and PARTLY.search(r.detail))
+        if partly:
+            out.append(f"  tested rows with a part untested (\"partly:\"): {partly}")
         planned = sorted({r.expected.strip("` ") for r in vr
                           if r.status != "tested" and r.expected.strip("` ")})
         if planned:
             present = [p for p in planned if os.path.isfile(os.path.join(root, p))]
             out.append(f"  expected test files: {len(planned)}, present now: {len(present)}"
                        + (" (" + ", ".join(present) + ")" if present else ""))
+    return out
+
+
+def gaps(rows):
+    """The rows binding the server that are not tested, or tested only
+    partly: what is left to do, one line each."""
+    out = []
+    for r in rows:
+        if r.binds not in ("server", "both") or r.status == "n/a":
+            continue
+        if r.status != "tested" or PARTLY.search(r.detail):
+            out.append(f"{r.version} {r.sid} [{r.status}] {r.detail}")
     return out
 
 
@@ -200,6 +221,9 @@ def main(argv=None):
                     help="repository root (default: this script's repository)")
     ap.add_argument("--matrix", help="the matrix (default: ROOT/docs/CONFORMANCE.md)")
     ap.add_argument("--quiet", action="store_true", help="print errors only")
+    ap.add_argument("--gaps", action="store_true",
+                    help="also list the rows binding the server that are not tested "
+                         "or tested only partly, with their reasons")
     args = ap.parse_args(argv)
     matrix = args.matrix or os.path.join(args.root, "docs", "CONFORMANCE.md")
     try:
@@ -214,6 +238,9 @@ def main(argv=None):
     if not args.quiet:
         for line in summary(args.root, rows, announced):
             print(f"conformance: {line}")
+    if args.gaps:
+        for line in gaps(rows):
+            print(line)
     if errors:
         print(f"conformance: {len(errors)} error(s)", file=sys.stderr)
         return 1

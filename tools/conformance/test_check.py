@@ -156,3 +156,15 @@ def test_main_exits_0_on_a_consistent_matrix(tree, capsys):
     (tree / "docs" / "CONFORMANCE.md").write_text(matrix(GOOD_ROWS))
     assert check.main(["--root", str(tree)]) == 0
     assert "conformance: ok" in capsys.readouterr().out
+
+
+def test_partly_tested_rows_are_counted_and_listed_as_gaps(tree):
+    rows_in = GOOD_ROWS + [
+        "| MQTT-2.3.1-4 | server packet ids | server | tested | "
+        "`tests/integration/test_a.py::test_pingreq_gets_pingresp`; partly: uniqueness |",
+        "| MQTT-3.3.1-7 | QoS 0 retained replaces | server | untested | no QoS 0 replacement test |"]
+    rows, announced, errors = check.check(str(tree), matrix(rows_in))
+    assert errors == []
+    assert '  tested rows with a part untested ("partly:"): 1' in check.summary(str(tree), rows, announced)
+    listed = check.gaps(rows)
+    assert [line.split()[1] for line in listed] == ["MQTT-2.3.1-4", "MQTT-3.3.1-7"]
