@@ -168,3 +168,15 @@ def test_partly_tested_rows_are_counted_and_listed_as_gaps(tree):
     assert '  tested rows with a part untested ("partly:"): 1' in check.summary(str(tree), rows, announced)
     listed = check.gaps(rows)
     assert [line.split()[1] for line in listed] == ["MQTT-2.3.1-4", "MQTT-3.3.1-7"]
+
+
+def test_expected_test_glob_counts_as_present_once_a_file_matches(tree):
+    v5 = ["| MQTT-2.2.2-1 | property length 0 | both | not implemented | level 5 is refused | "
+          "`tests/unit/test_mqtt5_*.c` |"]
+    text = matrix(v5, version="5.0", header=HEADER5)
+    rows, announced, errors = check.check(str(tree), text)
+    assert errors == []
+    assert check.summary(str(tree), rows, announced)[-1] == "  expected test files: 1, present now: 0"
+    (tree / "tests" / "unit" / "test_mqtt5_props.c").write_text("TEST(x)\n{\n}\n")
+    assert check.summary(str(tree), rows, announced)[-1] == \
+        "  expected test files: 1, present now: 1 (tests/unit/test_mqtt5_*.c)"
