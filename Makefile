@@ -5,7 +5,10 @@
 #                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
 #   make test       check the tree, set up the machine and dependencies, run every test
-#   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...)
+#   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...),
+#                   then run check-conformance
+#   make check-conformance  check docs/CONFORMANCE.md against the tree (every tested
+#                   row names a test that exists) and the checker's own tests
 #   make unit       unit tests under ASan+UBSan
 #   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
 #                   SQLite (codec, core, config, kernel-host, platform helpers) under
@@ -123,7 +126,8 @@ include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree
+.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree \
+        check-conformance
 
 all: $(BUILD)/rel/ternd
 
@@ -184,6 +188,19 @@ test: check-tree setup deps
 clean:
 	rm -rf $(BUILD)
 
-# No tracked file that .gitignore excludes (*.orig, *.rej, editor swap files).
+# No tracked file that .gitignore excludes (*.orig, *.rej, editor swap files);
+# and the conformance matrix's claims hold.
 check-tree:
 	@scripts/check-tree.sh
+	@$(MAKE) --no-print-directory check-conformance
+
+# docs/CONFORMANCE.md: every "tested" row names a test that exists, no row
+# binding the server is left without a status or a reason. Python's standard
+# library only, no build: cheap enough to run first in make test, before
+# make setup has installed pytest, so the checker's own tests run only
+# where pytest already is.
+check-conformance:
+	@$(PYTHON) tools/conformance/check.py
+	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider tools/conformance; \
+	else echo "check-conformance: the checker's own tests skipped: no pytest yet"; fi
