@@ -127,6 +127,40 @@ def test_messages_in_flight_to_one_client_never_share_a_packet_id(broker):
         assert all(not p.dup for p in first + second)
 
 
+def test_packet_ids_wrapping_around_skip_the_ids_still_in_flight(broker):
+    """[MQTT-2.3.1-4]: over more than 65535 deliveries the server's ids wrap
+    around; the ids a QoS 1 PUBLISH (no PUBACK) and a QoS 2 one (PUBREC
+    sent, no PUBCOMP) hold all the while are never given to another
+    message. The subscriber acknowledges everything else as it arrives."""
+    b = broker(limits_max_inflight=250)  # a whole chunk in flight at once
+    total = 66000
+    with connected(b, "wrap-sub") as sub, connected(b, "wrap-pub") as pub:
+        assert sub.subscribe([("wrap/#", 2)]) == [2]
+        publish_acked(pub, "wrap/held1", b"q1", qos=1, pid=1)
+        publish_acked(pub, "wrap/held2", b"q2", qos=2, pid=2)
+        held = {p.topic: p.pid for p in (sub.expect(R.PUBLISH), sub.expect(R.PUBLISH))}
+        sub.send(R.pubrec(held["wrap/held2"]))
+        assert sub.expect(R.PUBREL).pid == held["wrap/held2"]
+        # QoS 1 traffic in chunks, each wholly in flight before the
+        # subscriber acknowledges it and the publisher's PUBACKs are read.
+        chunk, seen, clash = 240, 0, []
+        for start in range(0, total, chunk):
+            n = min(chunk, total - start)
+            pub.send(b"".join(R.publish("wrap/t", b"", qos=1, pid=1 + (start + i) % 65535)
+                              for i in range(n)))
+            pids = [sub.expect(R.PUBLISH).pid for _ in range(n)]
+            assert len(set(pids)) == n
+            clash += [x for x in pids if x in held.values()]
+            sub.send(b"".join(R.puback(x) for x in pids))
+            seen += n
+            for _ in range(n):
+                pub.expect(R.PUBACK)
+        assert seen == total and clash == []
+        # The held flows still complete under their ids.
+        sub.send(R.puback(held["wrap/held1"]) + R.pubcomp(held["wrap/held2"]))
+        assert sub.is_open_after_ping() and sub.pending == []
+
+
 def test_acknowledged_qos1_packet_id_reused_by_client_is_a_new_message(broker):
     """[MQTT-4.3.2-2]: once the server has sent PUBACK, a PUBLISH with the
     same packet id is a new publication, forwarded again."""
@@ -378,10 +412,17 @@ def test_unsubscribe_completes_deliveries_already_started(broker):
 def test_session_of_an_open_connection_outlives_session_expiry(broker):
     """[MQTT-4.1.0-2]: a session lasts at least as long as its network
     connection. With session.expiry = 1 s, a connection held open 3 s keeps
-    its subscription, and the session is present when it reconnects."""
+    its subscription, and the session is present when it reconnects. The
+    session has been offline once before (its expiry clock started), so a
+    clock that a reconnection does not stop would end it."""
     b = broker(session_expiry=1)
     with connected(b, "long-sub", clean=False) as sub:
         assert sub.subscribe([("long/t", 1)]) == [1]
+        sub.send(R.disconnect())
+        assert sub.wait_closed(timeout=3) == []
+    with R.RawClient(b.host, b.port) as sub:
+        ack = sub.connect(client_id="long-sub", clean=False)
+        assert (ack.return_code, ack.session_present) == (0, True)
         deadline = time.monotonic() + 3.0
         while time.monotonic() < deadline:  # several expiry checks (1 s each)
             assert sub.is_open_after_ping()
