@@ -127,6 +127,11 @@ def test_messages_in_flight_to_one_client_never_share_a_packet_id(broker):
         assert all(not p.dup for p in first + second)
 
 
+# Mosquitto 2.0.11 fails this: its ids wrap without a look at the ones in
+# flight, so ids 1 and 2 are given out again while held, and the second
+# PUBACK for an id closes the subscriber as a protocol error
+# (eclipse-mosquitto/mosquitto#3598).
+@pytest.mark.tern_only
 def test_packet_ids_wrapping_around_skip_the_ids_still_in_flight(broker):
     """[MQTT-2.3.1-4]: over more than 65535 deliveries the server's ids wrap
     around; the ids a QoS 1 PUBLISH (no PUBACK) and a QoS 2 one (PUBREC
