@@ -141,7 +141,7 @@ static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_byte
     /* A shared subscription is asked of the ACL by its FILTER: a rule for
      * topic X governs `$share/g/X`. */
     mqtt_bytes group = {0}, inner = *f;
-    int shared = bk_tree_share_split(f->p, f->len, &group, &inner);
+    int shared = mqtt_share_split(f->p, f->len, &group, &inner);
     if (shared < 0) {
         b->stats.subscriptions_refused++;
         return refuse(j, &j->over_limits, f, base, "malformed shared subscription",
@@ -195,7 +195,7 @@ static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_byte
 static uint8_t unsubscribe_one(broker *b, session *s, const mqtt_bytes *f)
 {
     mqtt_bytes group, inner;
-    if (bk_tree_share_split(f->p, f->len, &group, &inner) < 0)
+    if (mqtt_share_split(f->p, f->len, &group, &inner) < 0)
         return MQTT_RC_TOPIC_FILTER_INVALID;
     sub *x = bk_tree_find_sub(&b->tree, s, f->p, f->len);
     if (!x)

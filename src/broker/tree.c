@@ -246,27 +246,6 @@ static sub *index_find(const session *sess, const tnode *n, const mqtt_bytes *gr
     return NULL;
 }
 
-int bk_tree_share_split(const uint8_t *f, size_t flen, mqtt_bytes *group, mqtt_bytes *inner)
-{
-    static const char prefix[] = "$share/";
-    const size_t plen = sizeof prefix - 1;
-    if (flen < plen || memcmp(f, prefix, plen) != 0)
-        return 0;
-    size_t end = plen;
-    while (end < flen && f[end] != '/') {
-        if (f[end] == '+' || f[end] == '#')
-            return -1; /* [MQTT-4.8.2-2] */
-        end++;
-    }
-    /* A GROUP of one character at least, then '/' and a FILTER
-     * [MQTT-4.8.2-1] [MQTT-4.8.2-2]; the FILTER is valid when f is. */
-    if (end == plen || end + 1 >= flen)
-        return -1;
-    *group = (mqtt_bytes){f + plen, end - plen};
-    *inner = (mqtt_bytes){f + end + 1, flen - end - 1};
-    return 1;
-}
-
 /* Rebuild the session's index with size slots (a power of two) from its
  * list; false on allocation failure, the old index staying in place. */
 static bool index_resize(broker *b, session *sess, uint32_t size)
@@ -315,7 +294,7 @@ sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size
     if (!sess->sub_count)
         return NULL;
     mqtt_bytes group = {0}, inner = {f, flen};
-    if (bk_tree_share_split(f, flen, &group, &inner) < 0)
+    if (mqtt_share_split(f, flen, &group, &inner) < 0)
         return NULL;
     const tnode *n = path_find(t, inner.p, inner.len);
     return n ? index_find(sess, n, &group) : NULL;
@@ -358,7 +337,7 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
                        uint8_t qos, bool *is_new)
 {
     mqtt_bytes group = {0}, inner = {f, flen};
-    if (bk_tree_share_split(f, flen, &group, &inner) < 0)
+    if (mqtt_share_split(f, flen, &group, &inner) < 0)
         return NULL; /* callers check it first */
     tnode *n = path_get(b, t, inner.p, inner.len);
     if (!n)

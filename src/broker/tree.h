@@ -15,14 +15,8 @@
 
 int bk_tree_init(broker *b, tree *t);
 void bk_tree_free(broker *b, tree *t);
-/* Split a shared subscription's filter `$share/GROUP/FILTER` [MQTT-4.8.2-1]
- * [MQTT-4.8.2-2]: 1 with *group and *inner set, 0 when f is not shared
- * (does not start with "$share/"), -1 when it is but malformed (empty
- * GROUP, or one holding '+' or '#', or no FILTER after it). f is a valid
- * topic filter. */
-int bk_tree_share_split(const uint8_t *f, size_t flen, mqtt_bytes *group, mqtt_bytes *inner);
 /* Add or update sess's subscription to filter f (a shared one joins its
- * group, created on first use; bk_tree_share_split() must have accepted
+ * group, created on first use; mqtt_share_split() must have accepted
  * it). *is_new tells if it was added. Returns the sub, or NULL on
  * allocation failure. The cost depends on f, not on how many
  * subscriptions sess has (so do the calls below). */
