@@ -8,6 +8,7 @@
  */
 #include "broker/broker-t.h"
 #include "broker/conn-t.h"
+#include "broker/session.h"
 #include "broker/acl.h"
 #include "fake_client.h"
 #include "model_store.h"
@@ -349,6 +350,43 @@ TEST(shared_subscription_of_a_persistent_session_survives_a_restart)
     fw_drain(&w);
     CHECK(fc_next_is(a2, MQTT_UNSUBACK, &p));
     CHECK_EQ(ms_count(ms, 'B'), 0); /* its row, keyed by the whole filter, is gone */
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(shared_unsubscribe_moves_queued_rows_of_a_persistent_member_to_another)
+{
+    broker_limits lim = {.max_inflight = 1};
+    mstore *ms = calloc(1, sizeof *ms);
+    CHECK(ms);
+    fworld w;
+    fw_init_durable(&w, &lim);
+    w.commit = commit_to_model;
+    w.commit_ctx = ms;
+    fclient *a = fw_connect_as(&w, "a", false);
+    fclient *b = fw_connect_as(&w, "b", false);
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_subscribe(&w, a, 1, "$share/g/q", 1);
+    fc_subscribe(&w, b, 1, "$share/g/q", 1);
+    for (int i = 0; i < 6; i++)
+        fc_publish(&w, pub, "q", "m", 1, false, (uint16_t)(i + 1));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK_EQ(ms_count(ms, 'Q'), 6); /* 3 each: 1 sent, 2 queued */
+    fc_unsubscribe(&w, a, 9, "$share/g/q");
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    /* a's queued two are b's now, on disk too; a keeps its sent one. */
+    CHECK_EQ(ms_count(ms, 'Q'), 6);
+    CHECK_EQ(a->conn->sess->q_count, 1);
+    CHECK_EQ(b->conn->sess->q_count, 5);
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.subscriptions_count, 1);
+    CHECK_EQ(bk_session_find(&w.b->sessions, (const uint8_t *)"b", 1)->q_count, 5);
+    CHECK_EQ(bk_session_find(&w.b->sessions, (const uint8_t *)"a", 1)->q_count, 1);
     fw_free(&w);
     free(ms);
 }
