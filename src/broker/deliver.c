@@ -696,26 +696,41 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
         const match *mt = &matches[i];
         session *s = mt->sess;
         uint8_t sq = mt->qos;
-        bool rap = mt->flags & MATCH_RAP;
+        uint8_t rap = MATCH_RAP;
         bool local = s == own;
         if (local) {
             if (!(mt->flags & MATCH_LOCAL))
                 continue; /* every matching subscription has No Local */
             sq = mt->qos_local;
-            rap = mt->flags & MATCH_RAP_LOCAL;
+            rap = MATCH_RAP_LOCAL;
         }
         uint8_t q = sq < qos ? sq : qos;
         if (mt->acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
             continue;
+        bool keep_retain = retain && (mt->flags & rap);
+        if (q == 0) {
+            broker_conn *c = s->conn;
+            if (!conn_live(c))
+                continue; /* offline sessions do not queue QoS 0 */
+            if (!c->connack_held && !keep_retain && !mt->ids) {
+                /* The common case, inline (the hot path of a fan-out): a
+                 * plain copy, its encoding shared between subscribers. */
+                if (bk_out_pending(c) >= b->lim.max_out_bytes)
+                    bk_dropped(b, s, 0, topic, tlen,
+                               "its output buffer holds limits.max_out_bytes (a slow reader)");
+                else if (!send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
+                    bk_dropped(b, s, 0, topic, tlen, "out of memory");
+                continue;
+            }
+        }
         bk_via via = {0};
         if (mt->ids && !via_of(b, mt, local, &via)) {
             bk_dropped(b, s, q, topic, tlen, "out of memory");
             continue;
         }
-        bool keep_retain = retain && rap;
         if (q == 0) {
-            send_qos0_to(b, s, &m, &owned, n > 1 ? &enc : NULL, topic, tlen, payload, plen, qos,
-                         retain, keep_retain, &via);
+            send_qos0_to(b, s, &m, &owned, NULL, topic, tlen, payload, plen, qos, retain,
+                         keep_retain, &via);
             continue;
         }
         if (!msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain)) {
