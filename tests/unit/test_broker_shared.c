@@ -390,3 +390,55 @@ TEST(shared_unsubscribe_moves_queued_rows_of_a_persistent_member_to_another)
     fw_free(&w);
     free(ms);
 }
+
+TEST(shared_turns_go_on_among_the_members_left)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *m[3];
+    static const char *ids[3] = {"m0", "m1", "m2"};
+    for (int i = 0; i < 3; i++) {
+        m[i] = fw_connect_as(&w, ids[i], true);
+        fc_subscribe(&w, m[i], 1, "$share/g/t", 0);
+        fc_clear(m[i]);
+    }
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, pub, "t", "m", 0, false, 0);
+    /* Whoever's turn it is next leaves; the other two alternate. */
+    fc_unsubscribe(&w, m[1], 2, "$share/g/t");
+    fc_unsubscribe(&w, m[2], 2, "$share/g/t");
+    fc_subscribe(&w, m[2], 3, "$share/g/t", 0);
+    for (int i = 0; i < 3; i++)
+        fc_clear(m[i]);
+    for (int i = 0; i < 8; i++)
+        fc_publish(&w, pub, "t", "m", 0, false, 0);
+    CHECK_EQ(fc_count_publish(m[0]), 4);
+    CHECK_EQ(fc_count_publish(m[1]), 0);
+    CHECK_EQ(fc_count_publish(m[2]), 4);
+    fw_free(&w);
+}
+
+TEST(shared_qos2_message_sent_to_a_departed_member_goes_to_no_one_else)
+{
+    broker_limits lim = {.max_inflight = 4};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *a = fw_connect_as(&w, "a", true);
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_subscribe(&w, a, 1, "$share/g/q", 2);
+    fc_clear(a);
+    fc_publish(&w, pub, "q", "two", 2, false, 1);
+    fc_publish(&w, pub, "q", "one", 1, false, 2);
+    CHECK_EQ(fc_count_publish(a), 2);
+    fclient *b = fw_connect_as(&w, "b", true);
+    fc_subscribe(&w, b, 1, "$share/g/q", 2);
+    fc_clear(b);
+    /* a ends with both unacknowledged: the QoS 1 one goes to b, the QoS 2
+     * one, which a may have taken, to no one [MQTT-4.8.2-5]. */
+    fw_drop(&w, a);
+    mqtt_packet p;
+    CHECK(fc_next_is(b, MQTT_PUBLISH, &p));
+    CHECK(fc_payload_is(&p, "one"));
+    CHECK(!fc_next(b, &p));
+    fw_free(&w);
+}
