@@ -269,6 +269,10 @@ TEST(v5_resubscribing_replaces_the_identifier_and_options)
     fc_publish5(&w, a, "t", "own", 1, false, 1, NULL);
     const session *s = a->conn->sess;
     CHECK_EQ(s->q_count, 1); /* No Local is gone with the old options */
+    /* The QoS is the sub's own; options keeps the bits above it (what the
+     * store records and restore checks). */
+    CHECK_EQ(s->subs->options, 0);
+    CHECK_EQ(s->subs->qos, 1);
     CHECK_EQ(bk_session_entry(s, 0)->sub_id, 6);
     CHECK(bk_session_entry(s, 0)->sub_ids_more == NULL);
     /* A SUBSCRIBE without an identifier removes it. */
