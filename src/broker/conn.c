@@ -104,12 +104,47 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
     bk_conn_mark_dirty(b, c);
 }
 
+/* DISCONNECT with a reason, to a level-5 client whose CONNACK went out
+ * ([MQTT-3.14.0-1]: none before it; a held CONNACK has not). No Reason
+ * String: the log has the text, and the packet stays within any Maximum
+ * Packet Size the client set [MQTT-3.14.2-3]. Nothing follows it on the
+ * wire: the connection is CLOSING from here [MQTT-3.14.4-1]. */
+static void send_disconnect(broker *b, broker_conn *c, uint8_t reason)
+{
+    if (c->level != MQTT_LEVEL_5 || c->state != CONN_ACTIVE || c->connack_held)
+        return;
+    uint8_t buf[8];
+    size_t n = mqtt_encode_reason5(buf, sizeof buf, MQTT_DISCONNECT, reason, NULL, 0);
+    ALWAYS(n != 0);
+    uint8_t *p = bk_out_reserve(b, c, n);
+    if (!p)
+        return; /* closed without it: the connection ends either way [MQTT-4.13.2-1] */
+    memcpy(p, buf, n);
+    bk_out_commit(b, c, n);
+}
+
+void bk_conn_end_reason(broker *b, broker_conn *c, uint8_t reason, bool fire_will,
+                        const char *why, uint64_t now_ms)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    send_disconnect(b, c, reason);
+    bk_conn_end(b, c, fire_will, why, now_ms);
+}
+
+void bk_conn_fail(broker *b, broker_conn *c, uint8_t reason, const char *why)
+{
+    if (c->state == CONN_CLOSING)
+        return;
+    b->stats.protocol_errors++;
+    bk_log_limited(b, BK_LOGK_PROTOCOL, BROKER_LOG_INFO,
+                   "client %s: protocol error: %s (reason 0x%02x)", conn_name(c), why, reason);
+    bk_conn_end_reason(b, c, reason, true, "protocol error", b->now_ms);
+}
+
 static void protocol_error(broker *b, broker_conn *c, const char *what)
 {
-    b->stats.protocol_errors++;
-    bk_log_limited(b, BK_LOGK_PROTOCOL, BROKER_LOG_INFO, "client %s: protocol error: %s",
-                   conn_name(c), what);
-    bk_conn_end(b, c, true, "protocol error", b->now_ms);
+    bk_conn_fail(b, c, MQTT_RC_PROTOCOL_ERROR, what);
 }
 
 static void make_auto_id(broker *b, char *out, size_t cap)
