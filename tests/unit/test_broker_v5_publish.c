@@ -744,3 +744,62 @@ TEST(v5_qos0_copy_is_shared_between_v5_subscribers_and_carries_the_properties)
     CHECK(fc_payload_is(&pk, "x"));
     fw_free(&w);
 }
+
+/* The Subscription Identifiers a PUBLISH carries, as a bit set of ids < 32. */
+static uint32_t sub_ids_of(const mqtt_packet *p)
+{
+    uint32_t set = 0;
+    mqtt_prop x;
+    for (unsigned i = 0; fc_prop_find(fc_props_of(p), MQTT_PROP_SUBSCRIPTION_ID, i, &x); i++)
+        set |= 1u << x.value;
+    return set;
+}
+
+TEST(v5_publish_carries_every_matching_subscription_identifier_at_qos0_and_qos1)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *s = conn5(&w, "s", true, NULL), *p = conn5(&w, "p", true, NULL);
+    fprops id7 = {.len = 0}, id9 = {.len = 0};
+    fp_varint(&id7, MQTT_PROP_SUBSCRIPTION_ID, 7);
+    fp_varint(&id9, MQTT_PROP_SUBSCRIPTION_ID, 9);
+    fc_subscribe5(&w, s, 1, "a/#", 1, &id7);
+    fc_subscribe5(&w, s, 2, "a/b", 1, &id9);
+    fc_subscribe5(&w, s, 3, "+/b", 1, NULL);
+    fc_clear(s);
+    fc_publish5(&w, p, "a/b", "q0", 0, false, 0, NULL);
+    fc_publish5(&w, p, "a/b", "q1", 1, false, 1, NULL);
+    fc_publish5(&w, p, "a/c", "one", 1, false, 2, NULL);
+    mqtt_packet pk;
+    /* [MQTT-3.3.4-3], [MQTT-3.3.4-4]: one copy with both identifiers. */
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    CHECK(fc_payload_is(&pk, "q0"));
+    CHECK_EQ(sub_ids_of(&pk), (1u << 7) | (1u << 9));
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    CHECK(fc_payload_is(&pk, "q1"));
+    CHECK_EQ(sub_ids_of(&pk), (1u << 7) | (1u << 9));
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    CHECK(fc_payload_is(&pk, "one"));
+    CHECK_EQ(sub_ids_of(&pk), 1u << 7);
+    CHECK(!fc_next(s, &pk));
+    fw_free(&w);
+}
+
+TEST(v5_subscription_identifiers_are_kept_for_a_resend_after_reconnect)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *s = conn5_persistent(&w, "s", false), *p = conn5(&w, "p", true, NULL);
+    fprops id5 = {.len = 0};
+    fp_varint(&id5, MQTT_PROP_SUBSCRIPTION_ID, 5);
+    fc_subscribe5(&w, s, 1, "t", 1, &id5);
+    fc_clear(s);
+    fc_publish5(&w, p, "t", "x", 1, false, 1, NULL);
+    fw_drop(&w, s);
+    fclient *s2 = conn5_persistent(&w, "s", false);
+    mqtt_packet pk;
+    EXPECT_PACKET(s2, pk, MQTT_PUBLISH);
+    CHECK(pk.u.publish.dup);
+    CHECK_EQ(sub_ids_of(&pk), 1u << 5);
+    fw_free(&w);
+}
