@@ -694,7 +694,7 @@ TEST(v5_topic_beyond_the_limits_gets_0x90_at_qos1_and_disconnect_at_qos0)
     fw_free(&w);
 }
 
-TEST(v5_qos1_dropped_for_every_subscriber_by_a_limit_gets_0x97)
+TEST(v5_qos1_and_qos2_dropped_for_every_subscriber_by_a_limit_get_0x97)
 {
     broker_limits lim = {0};
     lim.max_queued = 1;
@@ -711,6 +711,14 @@ TEST(v5_qos1_dropped_for_every_subscriber_by_a_limit_gets_0x97)
     CHECK_EQ(fc_reason_of(&pk), MQTT_RC_SUCCESS);
     EXPECT_PACKET(p, pk, MQTT_PUBACK);
     CHECK_EQ(fc_reason_of(&pk), MQTT_RC_QUOTA_EXCEEDED);
+    /* QoS 2: the error PUBREC ends the flow, the id is not kept
+     * [MQTT-4.3.3-9], so a PUBREL for it is answered 0x92. */
+    fc_publish5(&w, p, "t", "3", 2, false, 3, NULL);
+    EXPECT_PACKET(p, pk, MQTT_PUBREC);
+    CHECK_EQ(fc_reason_of(&pk), MQTT_RC_QUOTA_EXCEEDED);
+    fc_ack5(&w, p, MQTT_PUBREL, 3, 0, NULL);
+    EXPECT_PACKET(p, pk, MQTT_PUBCOMP);
+    CHECK_EQ(fc_reason_of(&pk), MQTT_RC_PACKET_ID_NOT_FOUND);
     fw_free(&w);
 }
 
