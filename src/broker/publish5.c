@@ -85,16 +85,20 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
     }
     uint16_t alias = 0;
     bool known = false;
-    if (!dup && c->client_topic_alias_max) {
+    if (!dup && c->client_topic_alias_max)
         alias = bk_alias_out_pick(c, v->topic, v->tlen, &known);
-        /* Setting an alias adds its 3 bytes to the full topic: only when
-         * that still fits. Using one always fits (the topic goes). */
-        if (alias && !known && full + 3u > c->client_max_packet)
-            alias = 0;
-    }
     size_t tlen = known ? 0 : v->tlen;
     size_t own = base - v->props_len + (alias ? 3u : 0u);
     size_t n = mqtt_publish5_size(tlen, v->plen, qos, own + v->props_len);
+    if (alias && (n == 0 || n > c->client_max_packet)) {
+        /* The alias's 3 bytes (with a topic too short to gain them back,
+         * or beside the topic that sets it) would not fit: in full. */
+        alias = 0;
+        known = false;
+        tlen = v->tlen;
+        own -= 3u;
+        n = full;
+    }
     ALWAYS(n != 0);
 
     uint8_t stack[OWN_PROPS_STACK];

@@ -811,3 +811,27 @@ TEST(v5_subscription_identifiers_are_kept_for_a_resend_after_reconnect)
     CHECK_EQ(sub_ids_of(&pk), 1u << 5);
     fw_free(&w);
 }
+
+TEST(v5_topic_alias_is_not_used_when_it_would_exceed_the_maximum_packet_size)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fprops cp = {.len = 0};
+    fp_u16(&cp, MQTT_PROP_TOPIC_ALIAS_MAXIMUM, 4);
+    /* 2 fixed header + 5 topic + 1 property length + 1 payload: the
+     * message fits in full, not with the 3 bytes of an alias beside it. */
+    fp_u32(&cp, MQTT_PROP_MAXIMUM_PACKET_SIZE, 9);
+    fclient *s = conn5(&w, "s", true, &cp), *p = conn5(&w, "p", true, NULL);
+    sub5(&w, s, "t/x", 0);
+    fc_publish5(&w, p, "t/x", "1", 0, false, 0, NULL);
+    fc_publish5(&w, p, "t/x", "2", 0, false, 0, NULL);
+    for (int i = 0; i < 2; i++) {
+        mqtt_packet pk;
+        EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+        CHECK_EQ(pk.size, 9);
+        CHECK(fc_bytes_is(pk.u.publish.topic, "t/x"));
+        CHECK(!has_prop(&pk, MQTT_PROP_TOPIC_ALIAS));
+    }
+    CHECK_EQ(stats(&w).msgs_over_client_max, 0);
+    fw_free(&w);
+}
