@@ -835,3 +835,26 @@ TEST(v5_topic_alias_is_not_used_when_it_would_exceed_the_maximum_packet_size)
     CHECK_EQ(stats(&w).msgs_over_client_max, 0);
     fw_free(&w);
 }
+
+TEST(v5_known_topic_alias_is_not_used_when_the_full_topic_is_smaller_and_only_that_fits)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fprops cp = {.len = 0};
+    fp_u16(&cp, MQTT_PROP_TOPIC_ALIAS_MAXIMUM, 4);
+    fp_u32(&cp, MQTT_PROP_MAXIMUM_PACKET_SIZE, 20);
+    fclient *s = conn5(&w, "s", true, &cp), *p = conn5(&w, "p", true, NULL);
+    sub5(&w, s, "t", 0);
+    fc_publish5(&w, p, "t", "1", 0, false, 0, NULL);
+    /* 6 bytes + 14 of payload in full; with the alias (3 bytes for the
+     * 1-byte topic) 22. */
+    fc_publish5(&w, p, "t", "0123456789abcd", 0, false, 0, NULL);
+    mqtt_packet pk;
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    CHECK(has_prop(&pk, MQTT_PROP_TOPIC_ALIAS)); /* the alias is set */
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    CHECK_EQ(pk.size, 20);
+    CHECK(fc_bytes_is(pk.u.publish.topic, "t"));
+    CHECK(!has_prop(&pk, MQTT_PROP_TOPIC_ALIAS));
+    fw_free(&w);
+}
