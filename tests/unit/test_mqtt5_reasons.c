@@ -68,6 +68,8 @@ static void with_reason(mqtt_type t, uint8_t rc, bbuf *out)
         if (t >= MQTT_PUBACK && t <= MQTT_PUBCOMP)
             bb_u16(&body, 7);
         bb_u8(&body, rc);
+        if (t == MQTT_AUTH)
+            bb_u8(&body, 0); /* AUTH's Property Length is not optional */
         break;
     }
     bb_frame(out, first, &body);
@@ -129,6 +131,11 @@ TEST(mqtt5_auth_reason_codes_follow_the_sent_by_column)
         CHECK_EQ(bb_decode(&pkt, MQTT_FROM_CLIENT, MQTT_LEVEL_5, &p),
                  rc == 0x18 || rc == 0x19 ? MQTT_OK : MQTT_ERR_BAD_REASON_CODE);
     }
+    /* AUTH has no one-byte form, unlike DISCONNECT */
+    static const uint8_t one[] = { 0xf0, 0x01, 0x18 };
+    mqtt_packet q;
+    size_t n;
+    CHECK_EQ(mqtt_decode(one, 3, MQTT_FROM_CLIENT, 5, 0, &q, &n), MQTT_ERR_TRUNCATED);
     /* the empty AUTH means Success: a server's only */
     static const uint8_t empty[] = { 0xf0, 0x00 };
     mqtt_packet p;
@@ -141,21 +148,21 @@ TEST(mqtt5_auth_reason_codes_follow_the_sent_by_column)
 
 TEST(mqtt5_auth_exists_only_at_level_5_and_server_disconnect_only_at_level_5)
 {
-    static const uint8_t auth[] = { 0xf0, 0x01, 0x18 };
+    static const uint8_t auth[] = { 0xf0, 0x02, 0x18, 0x00 };
     static const uint8_t disc[] = { 0xe0, 0x00 };
     static const uint8_t levels[] = { 0, 3, 4 };
     mqtt_packet p;
     size_t used;
     for (size_t i = 0; i < sizeof levels; i++) {
-        CHECK_EQ(mqtt_decode(auth, 3, MQTT_FROM_CLIENT, levels[i], 0, &p, &used), MQTT_ERR_BAD_TYPE);
-        CHECK_EQ(mqtt_decode(auth, 3, MQTT_FROM_SERVER, levels[i], 0, &p, &used), MQTT_ERR_BAD_TYPE);
+        CHECK_EQ(mqtt_decode(auth, 4, MQTT_FROM_CLIENT, levels[i], 0, &p, &used), MQTT_ERR_BAD_TYPE);
+        CHECK_EQ(mqtt_decode(auth, 4, MQTT_FROM_SERVER, levels[i], 0, &p, &used), MQTT_ERR_BAD_TYPE);
         CHECK_EQ(mqtt_decode(disc, 2, MQTT_FROM_SERVER, levels[i], 0, &p, &used), MQTT_ERR_BAD_TYPE);
     }
-    CHECK_EQ(mqtt_decode(auth, 3, MQTT_FROM_CLIENT, 5, 0, &p, &used), MQTT_OK);
+    CHECK_EQ(mqtt_decode(auth, 4, MQTT_FROM_CLIENT, 5, 0, &p, &used), MQTT_OK);
     CHECK_EQ(mqtt_decode(disc, 2, MQTT_FROM_SERVER, 5, 0, &p, &used), MQTT_OK);
     /* AUTH's reserved flag bits */
-    static const uint8_t flags[] = { 0xf1, 0x01, 0x18 };
-    CHECK_EQ(mqtt_decode(flags, 3, MQTT_FROM_CLIENT, 5, 0, &p, &used), MQTT_ERR_BAD_FLAGS);
+    static const uint8_t flags[] = { 0xf1, 0x02, 0x18, 0x00 };
+    CHECK_EQ(mqtt_decode(flags, 4, MQTT_FROM_CLIENT, 5, 0, &p, &used), MQTT_ERR_BAD_FLAGS);
 }
 
 TEST(mqtt5_ack_short_forms_decode_as_success_without_properties)
