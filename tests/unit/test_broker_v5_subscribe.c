@@ -345,6 +345,9 @@ TEST(v5_no_local_on_a_shared_subscription_is_a_protocol_error)
     fclient *a = connect5(&w, "a", true);
     CHECK(a);
     sub5(&w, a, 1, "$share/g/t", MQTT_SUBOPT_NO_LOCAL, 0); /* [MQTT-3.8.3-4] */
+    mqtt_packet p;
+    CHECK(fc_next_is(a, MQTT_DISCONNECT, &p));
+    CHECK_EQ(fc_reason_of(&p), MQTT_RC_PROTOCOL_ERROR);
     CHECK(a->closed);
     fw_free(&w);
 }
@@ -355,7 +358,11 @@ TEST(v5_malformed_shared_filter_is_a_protocol_error)
     fw_init(&w, NULL);
     fclient *a = connect5(&w, "a", true);
     CHECK(a);
-    sub5(&w, a, 1, "$share/g+/t", 0, 0); /* [MQTT-4.8.2-2] */
+    /* A valid topic filter, but an empty share name [MQTT-4.8.2-1]. */
+    sub5(&w, a, 1, "$share//t", 0, 0);
+    mqtt_packet p;
+    CHECK(fc_next_is(a, MQTT_DISCONNECT, &p));
+    CHECK_EQ(fc_reason_of(&p), MQTT_RC_PROTOCOL_ERROR);
     CHECK(a->closed);
     fw_free(&w);
 }
