@@ -749,7 +749,11 @@ void bk_share_leave(broker *b, sub *x)
 
 void bk_share_session_end(broker *b, session *s)
 {
-    for (const sub *x = s->subs; x; x = x->sess_next) {
+    /* Most sessions hold nothing a group gave them: one pass says so. */
+    uint32_t tagged = 0;
+    for (uint32_t i = 0; i < s->q_count; i++)
+        tagged += bk_session_entry(s, i)->shared != 0;
+    for (const sub *x = s->subs; x && tagged; x = x->sess_next) {
         if (!x->group)
             continue;
         for (uint32_t i = 0; i < s->q_count; i++) {
@@ -757,8 +761,10 @@ void bk_share_session_end(broker *b, session *s)
             /* Unsent, or QoS 1 sent and unacknowledged: to another member
              * [MQTT-4.8.2-3 ff.]. A QoS 2 message sent is the receiver's
              * to finish: never sent to another client [MQTT-4.8.2-5]. */
-            if (e->shared == x->group->serial && e->m &&
-                (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
+            if (e->shared != x->group->serial)
+                continue;
+            tagged--;
+            if (e->m && (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
                 share_redeliver(b, x->group, s, e);
         }
     }
