@@ -167,6 +167,14 @@ typedef struct broker_conn_info {
 broker *broker_create(const broker_config *cfg, uint64_t now_ms);
 /* Free everything, including connections the platform never closed. */
 void broker_destroy(broker *b);
+/*
+ * The broker is about to stop (SIGTERM, a halt): every connection ends,
+ * a level-5 client being sent DISCONNECT 0x8B (Server shutting down)
+ * first; no wills are published. The connections become dirty with that
+ * output and a close request: the platform writes what each socket takes
+ * at once, then calls broker_destroy. Nothing else may be called before.
+ */
+void broker_shutdown(broker *b, uint64_t now_ms);
 
 /*
  * A transport connection was accepted. `ctx` is the platform's handle, given
@@ -270,6 +278,11 @@ typedef struct broker_stats {
     uint64_t topics_refused;      /* PUBLISH and will topics beyond the levels or length limit
                                      (the connection was closed) */
     uint64_t sessions_refused;    /* CONNECTs refused at limits.max_sessions_per_identity */
+    /* MQTT 5.0 publish path. */
+    uint64_t msgs_expired;        /* copies of messages dropped unsent: their Message Expiry
+                                     Interval passed first [MQTT-3.3.2-5] */
+    uint64_t msgs_over_client_max;/* copies of messages dropped unsent: above the receiving
+                                     client's Maximum Packet Size [MQTT-3.1.2-25] */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

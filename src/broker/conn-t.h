@@ -21,6 +21,12 @@ struct list_job; /* subscribe.c */
  * disconnected. Milliseconds of silence allowed per second of keepalive. */
 #define KEEPALIVE_GRACE_MS_PER_S 1500u
 
+/* MQTT 5.0: one Topic Alias's topic, owned (conn.c, deliver.c). */
+typedef struct bk_alias {
+    uint8_t *topic;                 /* NULL = alias not set */
+    uint16_t len;
+} bk_alias;
+
 typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
     CONN_ACTIVE,      /* CONNECT accepted */
@@ -48,6 +54,27 @@ struct broker_conn {
     uint32_t in_pause_at;           /* output bytes that pause input */
     uint16_t keepalive_s;
     uint8_t level;                  /* protocol level from CONNECT */
+    /* MQTT 5.0 (conn.c): what the client's CONNECT asked for, kept for the
+     * publish path and the CONNACK; all at their 3.1.1 meaning (no limit)
+     * for a level 3/4 client. */
+    uint16_t client_receive_max;    /* Receive Maximum: the client's window of QoS 1/2
+                                       PUBLISHes from us; 65535 when absent */
+    uint16_t client_topic_alias_max;/* Topic Alias Maximum: aliases we may set towards
+                                       it; 0 = none */
+    uint32_t client_max_packet;     /* Maximum Packet Size it accepts; UINT32_MAX when
+                                       absent (the protocol's maximum) */
+    uint32_t will_delay_s;          /* the will's Will Delay Interval */
+    bool request_problem_info;      /* Reason Strings and User Properties wanted beyond
+                                       PUBLISH, CONNACK and DISCONNECT [MQTT-3.1.2-29] */
+    bool request_response_info;     /* it asked for Response Information */
+    bool auth_method;               /* CONNECT named an Authentication Method: AUTH allowed */
+    /* What the CONNACK says beyond the session present flag (kept so a
+     * CONNACK held for a commit is built the same when it goes out):
+     * the client id was assigned, the keep alive or the session expiry
+     * interval differ from what the client asked. */
+    bool connack_assigned_id;
+    bool connack_keepalive;
+    bool connack_expiry;
     uint8_t state;                  /* conn_state */
     bool in_dirty;
     bool in_wheel;
@@ -67,6 +94,21 @@ struct broker_conn {
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
+    /* MQTT 5.0 publish path (conn.c, deliver.c). Topic Aliases live as
+     * long as the connection and never pass to another [MQTT-3.3.2-7].
+     * Inbound: the client's aliases, alias_in[alias - 1], grown to the
+     * highest alias used, at most limits.max_topic_alias entries, each a
+     * topic within limits.max_topic_length. Outbound: the topics the
+     * broker gave aliases to this client, alias = index + 1 (deliver.c
+     * says the policy). */
+    bk_alias *alias_in;             /* owned, NULL = none set */
+    bk_alias *alias_out;            /* owned, NULL = none given */
+    uint16_t alias_in_cap;
+    uint16_t alias_out_count;
+    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
+     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
+     * the client counts its send quota (never below 0). */
+    uint32_t in_unacked;
 };
 
 #endif

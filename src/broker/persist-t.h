@@ -18,10 +18,11 @@
 
 typedef struct held_ack {
     uint64_t seq;      /* batch that must commit first; 0 = only order */
-    uint8_t *codes;    /* SUBACK return codes, owned; NULL for other types */
+    uint8_t *codes;    /* (UN)SUBACK reason codes, owned; NULL for other packets */
     uint32_t ncodes;
     uint16_t packet_id;
     uint8_t type;      /* mqtt_type */
+    uint8_t reason;    /* MQTT 5.0 reason code of a PUBACK/PUBREC/PUBREL/PUBCOMP */
 } held_ack;
 
 typedef struct jbatch {

@@ -58,6 +58,11 @@ typedef struct qentry {
      * [MQTT-3.3.4-4]: the rest in sub_ids_more, owned, [count, id, ...],
      * NULL when there are none. Journaled with the entry (J_QUEUE_PUT). */
     uint32_t sub_id;
+    /* Delivered through a shared subscription: its group's serial
+     * (sgroup.serial, tree-t.h), so the entry goes to another member when
+     * this one leaves before receiving it; 0 = not shared. Not journaled:
+     * restored entries are 0. (In what was padding.) */
+    uint32_t shared;
     uint32_t *sub_ids_more;
     /* Batch that must commit before this entry's current state may go on
      * the wire (0 = no wait). Set for QoS 2 only: a QoS 2 receiver knows
@@ -65,6 +70,16 @@ typedef struct qentry {
      * receiver sees it, and a PUBREL before the PUBLISH can be forgotten. */
     uint64_t jseq;
 } qentry;
+
+/* What one delivery came through (routing, deliver.c): the Subscription
+ * Identifiers it carries (MQTT 5.0), as a qentry holds them (sub_id, and
+ * the rest in `more`, [count, id...], borrowed), and the shared group's
+ * serial (qentry.shared). */
+typedef struct bk_via {
+    uint32_t sub_id;
+    const uint32_t *more;
+    uint32_t shared;
+} bk_via;
 
 struct session {
     session *hnext;           /* chain in the session hash table */
@@ -106,8 +121,11 @@ struct session {
     /* MQTT 5.0 delayed will (Will Delay Interval): the will of the
      * session's last connection, published at will_at_ms (core time)
      * unless a new connection resumes the session first, or when the
-     * session ends, whichever comes first [MQTT-3.1.3-9]. Owned
-     * reference; NULL = none. Journaled (J_WILL_PUT / J_WILL_DEL). */
+     * session ends, whichever comes first [MQTT-3.1.2-8]
+     * [MQTT-3.1.2-26]. Owned reference; NULL = none. Journaled
+     * (J_WILL_PUT / J_WILL_DEL). Unlike other messages it keeps its
+     * Message Expiry Interval among its properties: the interval counts
+     * from its publication (bk_will_publish). */
     msg *will;
     uint64_t will_at_ms;
     uint64_t match_epoch;     /* bk_tree_match dedup stamp */
@@ -132,6 +150,10 @@ typedef struct session_table {
     size_t count;
     session *offline;         /* persistent sessions without a connection */
     size_t offline_count;
+    /* No offline session has a will or an expiry due before this (ms,
+     * core time; UINT64_MAX = none). May be early, never late:
+     * bk_sessions_tick recomputes it. */
+    uint64_t next_event_ms;
     bool freeing;             /* bk_sessions_free: keep the table's size */
 } session_table;
 
