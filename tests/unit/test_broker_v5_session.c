@@ -517,7 +517,7 @@ TEST(v5_will_delay_is_cancelled_when_the_session_resumes)
     fclient *c = connect_delayed_will(&w, 100, 5, 0);
     fw_drop(&w, c);
     fw_advance(&w, 2000);
-    c = connect5(&w, "c", false, 100); /* [MQTT-3.1.2-26] */
+    c = connect5(&w, "c", false, 100); /* [MQTT-3.1.3-9] */
     fw_advance(&w, 10000);
     fw_drop(&w, c); /* this connection has no will: none may go, up to the end */
     fw_advance(&w, 101000);
