@@ -221,7 +221,9 @@ def auth5(reason=0x18, props=()):
 def connack_fields(pkt):
     """CONNACK -> (session_present, reason_code, props)."""
     assert pkt.type == rm.CONNACK, pkt
-    props, _ = decode_props(pkt.body, 2)
+    # A 3.1.1 refusal (0x01, unacceptable protocol version) has no
+    # properties: read as none, the reason code tells.
+    props = decode_props(pkt.body, 2)[0] if len(pkt.body) > 2 else {}
     return bool(pkt.body[0] & 1), pkt.body[1], props
 
 
