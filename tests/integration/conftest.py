@@ -67,6 +67,7 @@ _MOSQUITTO_EQUIV = {
     "limits.max_keepalive": "max_keepalive",
     "limits.max_topic_alias": "max_topic_alias",
     "limits.receive_maximum": "max_inflight_messages",
+    "acl.file": "acl_file",
 }
 
 
