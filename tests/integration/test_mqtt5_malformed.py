@@ -57,9 +57,11 @@ CASES = [
     ("unknown-property-identifier",
      R5.publish5("m/t", b"x", raw_props=bytes([3, 0x7F, 0, 0])), (R5.RC_MALFORMED,)),
     # [MQTT-3.3.4-6]: a PUBLISH from a client must not carry a Subscription
-    # Identifier: Protocol Error.
+    # Identifier. The specification names no code: Protocol Error (the
+    # property is valid in PUBLISH, only not from a client) or Malformed.
     ("subscription-identifier-in-publish",
-     R5.publish5("m/t", b"x", props=[(R5.SUBSCRIPTION_ID, 3)]), (R5.RC_PROTOCOL_ERROR,)),
+     R5.publish5("m/t", b"x", props=[(R5.SUBSCRIPTION_ID, 3)]), (R5.RC_PROTOCOL_ERROR,
+                                                                 R5.RC_MALFORMED)),
     # 3.3.2.3.2: Payload Format Indicator other than 0/1 is a Protocol Error.
     ("payload-format-indicator-2",
      R5.publish5("m/t", b"x", props=[(R5.PAYLOAD_FORMAT, 2)]), (R5.RC_PROTOCOL_ERROR,)),

@@ -174,12 +174,16 @@ const scenarios = {
     const [c] = await connect({});
     const res = [];
     for (const f of args.filters) {
-      try {
-        const granted = await c.subscribeAsync(f, { qos: 1 });
-        res.push({ filter: f, codes: granted.map((g) => g.qos) });
-      } catch (err) {
-        res.push({ filter: f, error: String(err.message), code: err.code === undefined ? null : err.code });
-      }
+      // The callback form: MQTT.js passes a refusal as an error whose
+      // .code is the SUBACK reason code.
+      const r = await new Promise((resolve) => {
+        c.subscribe(f, { qos: 1 }, (err, granted) => {
+          if (err && err.code !== undefined) resolve({ filter: f, codes: [err.code] });
+          else if (err) resolve({ filter: f, error: String(err.message) });
+          else resolve({ filter: f, codes: granted.map((g) => g.qos) });
+        });
+      });
+      res.push(r);
     }
     await c.endAsync();
     done({ results: res });
