@@ -201,6 +201,10 @@ class Paho5:
                    lambda: "%d messages%s (have %r)" % (n, " on " + topic if topic else "", sel()))
         return sel()
 
+    def wait_for(self, predicate, timeout=5, what="messages"):
+        """Wait until predicate(list of messages) is true; return its value."""
+        return self._wait(lambda: predicate(list(self.messages)), timeout, what)
+
     def barrier(self, sender, name):
         """Subscribe to barrier/NAME, have `sender` (a Paho5 or PahoClient)
         publish a QoS 1 marker there and wait for it: anything the broker
