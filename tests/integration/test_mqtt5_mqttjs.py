@@ -41,12 +41,6 @@ def test_mqttjs_session_with_expiry_keeps_messages_published_while_away(broker):
     assert r == {"sessionPresent": True, "received": ["while-away"]}
 
 
-def test_mqttjs_session_is_gone_after_its_expiry_interval(broker):
-    b = broker()
-    r = mqttjs("session", b.port, clientId="js-gone", topic="js/se/g", expiry=1, waitMs=2500)
-    assert r == {"sessionPresent": False, "received": []}
-
-
 def test_mqttjs_shared_subscription_members_split_the_messages(broker):
     b = broker()
     r = mqttjs("shared", b.port, group="jsg", topic="js/share/t", count=10)
