@@ -8,9 +8,10 @@ bounded waits, next to mqttclients.py (3.1.1).
   each message came with. It also drops the reason code of a DISCONNECT
   shorter than 3 bytes (its _handle_disconnect), so server DISCONNECT
   reasons are checked with raw5.RawClient5 or MQTT.js instead.
-- Mosq5Sub / mosq5_pub / mosq_rr: mosquitto_sub, mosquitto_pub and
-  mosquitto_rr (Debian's, 2.0.11) with -V mqttv5 and their -D properties;
-  Mosq5Sub prints each message's 5.0 properties with -F.
+- Mosq5Sub / mosq5_pub: mosquitto_sub and mosquitto_pub (Debian's,
+  2.0.11) with -V mqttv5 and their -D properties; Mosq5Sub prints each
+  message's 5.0 properties with -F. (mosquitto_rr, the request/response
+  client, runs in its test.)
 - mqttjs(): runs a scenario of tests/integration/js/runner.js (MQTT.js, the
   npm mqtt package that `make setup` installs there) and returns its JSON.
 - sigterm_and_wait(): SIGTERM a broker from the fixture and wait for a
@@ -337,29 +338,27 @@ class Mosq5Sub:
 
 
 def mosq5_pub(port, topic, message, qos=0, retain=False, props=(), host=HOST, extra=(),
-              check=True):
+              check=True, lines=None):
     """mosquitto_pub -V mqttv5 once. props: (command, name, value...) tuples
-    for -D, e.g. ("publish", "user-property", "k", "v")."""
+    for -D, e.g. ("publish", "user-property", "k", "v"). lines: payloads
+    sent as separate messages over one connection (-l), message ignored."""
     args = ["mosquitto_pub", "-V", "mqttv5", "-h", host, "-p", str(port), "-t", topic,
-            "-q", str(qos), "-m", message]
+            "-q", str(qos)]
+    stdin = None
+    if lines is not None:
+        args.append("-l")
+        stdin = "".join(l + "\n" for l in lines).encode()
+    else:
+        args += ["-m", message]
     if retain:
         args.append("-r")
     for p in props:
         args += ["-D"] + list(p)
     args += list(extra)
-    res = subprocess.run(args, capture_output=True, timeout=20)
+    res = subprocess.run(args, input=stdin, capture_output=True, timeout=20)
     if check:
         assert res.returncode == 0, "mosquitto_pub failed rc=%s: %s" % (res.returncode, res.stderr)
     return res
-
-
-def mosq_rr(port, request_topic, response_topic, message, timeout=5, host=HOST, extra=()):
-    """mosquitto_rr: publish a request with a Response Topic (and
-    Correlation Data) and print the first response. Returns
-    CompletedProcess (stdout: the response payload)."""
-    args = ["mosquitto_rr", "-V", "mqttv5", "-h", host, "-p", str(port), "-t", request_topic,
-            "-e", response_topic, "-m", message, "-W", str(int(timeout))] + list(extra)
-    return subprocess.run(args, capture_output=True, timeout=timeout + 10)
 
 
 # --------------------------------------------------------------------------

@@ -14,7 +14,6 @@ import pytest
 
 import raw5 as R5
 import rawmqtt as rm
-from conftest import IS_MOSQUITTO
 from mqtt5clients import Mosq5Sub, Paho5, mosq5_pub, sigterm_and_wait
 
 

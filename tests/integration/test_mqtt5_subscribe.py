@@ -251,7 +251,7 @@ def test_departed_members_unacknowledged_messages_go_to_another_member(broker):
     fast = paho5(b, "sh-fast")
     fast.subscribe("$share/dep/shd/t", 1)
     slow.abort()                          # session expiry 0: the session ends
-    got = fast.wait_for(lambda ms: sorted({m.payload for m in ms if m.topic == "shd/t"}, key=int)
+    fast.wait_for(lambda ms: sorted({m.payload for m in ms if m.topic == "shd/t"}, key=int)
                         == [b"%d" % i for i in range(6)], timeout=5,
                         what="all 6 messages at the remaining member")
     assert R5.publish_fields(held)[3] in [m.payload for m in fast.messages]
@@ -286,11 +286,10 @@ def test_3_1_1_client_can_be_a_member_of_a_shared_subscription(broker):
 
 def test_mosquitto_sub_members_of_a_shared_subscription_split_the_messages(broker):
     b = broker()
-    subs = [Mosq5Sub(b.port, ["$share/ms/shmq/t"], qos=1, timeout=4) for _ in range(2)]
+    subs = [Mosq5Sub(b.port, ["$share/ms/shmq/t"], qos=1, timeout=2) for _ in range(2)]
     for s in subs:
         s.wait_subscribed()
-    for i in range(10):
-        mosq5_pub(b.port, "shmq/t", "%d" % i, qos=1)
+    mosq5_pub(b.port, "shmq/t", None, qos=1, lines=["%d" % i for i in range(10)])
     got = [s.wait(expect_rc=27) for s in subs]   # -W ends them
     payloads = sorted([m.payload for g in got for m in g], key=int)
     assert payloads == [b"%d" % i for i in range(10)]
