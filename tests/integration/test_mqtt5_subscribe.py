@@ -252,8 +252,8 @@ def test_departed_members_unacknowledged_messages_go_to_another_member(broker):
     fast.subscribe("$share/dep/shd/t", 1)
     slow.abort()                          # session expiry 0: the session ends
     fast.wait_for(lambda ms: sorted({m.payload for m in ms if m.topic == "shd/t"}, key=int)
-                        == [b"%d" % i for i in range(6)], timeout=5,
-                        what="all 6 messages at the remaining member")
+                  == [b"%d" % i for i in range(6)], timeout=5,
+                  what="all 6 messages at the remaining member")
     assert R5.publish_fields(held)[3] in [m.payload for m in fast.messages]
     fast.disconnect()
     p.disconnect()
