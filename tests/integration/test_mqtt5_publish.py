@@ -362,7 +362,7 @@ def test_mosquitto_rr_gets_the_response_on_its_response_topic(broker):
     responder.disconnect()
 
 
-def test_reason_string_or_none_but_publish_to_nobody_is_acknowledged_with_success_or_0x10(broker):
+def test_publish_to_a_topic_nobody_subscribes_is_acknowledged_with_0x00_or_0x10(broker):
     # PUBACK reason: 0x00, or 0x10 (No matching subscribers) which a server
     # MAY use (3.4.2.1); never an error for an allowed topic.
     b = broker()
@@ -425,3 +425,30 @@ def test_3_1_1_paho_and_5_0_paho_talk_both_ways(broker):
     assert [m.payload for m in new.wait_messages(1)] == [b"hi new"]
     old.disconnect()
     new.disconnect()
+
+
+# ---- reason codes and reason strings ----------------------------------------
+
+@pytest.mark.tern_only
+def test_refused_publish_gets_0x87_with_a_reason_string_unless_problem_information_is_off(
+        broker, tmp_path):
+    # A QoS 1 PUBLISH the ACL refuses: PUBACK 0x87 (Not authorized, 3.4.2.1)
+    # with a Reason String saying why (3.4.2.2.2, issue 15 "reason
+    # strings"); a client that set Request Problem Information 0 gets the
+    # code without the string [MQTT-3.1.2-29].
+    acl = tmp_path / "acl"
+    acl.write_text("topic read closed/#\n")
+    b = broker(config={"acl.file": str(acl)})
+    c = R5.RawClient5(b.host, b.port)
+    assert c.connect5(client_id="rs-on")[1] == 0
+    c.send(R5.publish5("closed/t", b"x", qos=1, pid=5))
+    ack = c.expect(rm.PUBACK)
+    assert (ack.pid, R5.ack_reason(ack)) == (5, R5.RC_NOT_AUTHORIZED)
+    props, _ = R5.decode_props(ack.body, 3)
+    assert props.get(R5.REASON_STRING), props
+    quiet = R5.RawClient5(b.host, b.port)
+    assert quiet.connect5(client_id="rs-off", props=[(R5.REQUEST_PROBLEM_INFO, 0)])[1] == 0
+    quiet.send(R5.publish5("closed/t", b"x", qos=1, pid=6))
+    ack = quiet.expect(rm.PUBACK)
+    assert (ack.pid, R5.ack_reason(ack)) == (6, R5.RC_NOT_AUTHORIZED)
+    assert len(ack.body) == 3 or R5.decode_props(ack.body, 3)[0] == {}, ack.body
