@@ -68,6 +68,7 @@ _MOSQUITTO_EQUIV = {
     "limits.max_topic_alias": "max_topic_alias",
     "limits.receive_maximum": "max_inflight_messages",
     "acl.file": "acl_file",
+    "mqtt.retain_available": "retain_available",
 }
 
 

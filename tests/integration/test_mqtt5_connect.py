@@ -46,6 +46,36 @@ def test_connack_announces_the_configured_capabilities(broker):
     c.disconnect()
 
 
+def test_retain_switched_off_is_announced_and_a_retained_publish_gets_0x9a(broker):
+    # mqtt.retain_available = false (Mosquitto's retain_available): CONNACK's
+    # Retain Available 0; a PUBLISH with RETAIN 1 then gets DISCONNECT 0x9A
+    # (Retain not supported, 3.3.1.3); a will with Will Retain 1 is refused
+    # with CONNACK 0x9A [MQTT-3.2.2-13].
+    b = broker(config={"mqtt.retain_available": False})
+    c, _, props = raw5(b, client_id="noret")
+    assert props.get(R5.RETAIN_AVAILABLE) == 0
+    c.send(R5.publish5("noret/t", b"x", qos=0, retain=True))
+    assert c.expect_disconnect()[0] == R5.RC_RETAIN_NOT_SUPPORTED
+    w = R5.RawClient5(b.host, b.port)
+    present, rc, _ = w.connect5(client_id="noret-will", will=("noret/w", b"x", 0, True))
+    assert (present, rc) == (False, R5.RC_RETAIN_NOT_SUPPORTED)
+    assert w.wait_closed() == []
+
+
+@pytest.mark.tern_only
+def test_shared_subscriptions_switched_off_are_announced_and_refused(broker):
+    # mqtt.shared_subscriptions = false: CONNACK's Shared Subscription
+    # Available 0 and a $share filter refused with SUBACK 0x9E (Shared
+    # Subscriptions not supported), 0x80 for a 3.1.1 client.
+    b = broker(config={"mqtt.shared_subscriptions": False})
+    c, _, props = raw5(b, client_id="noshare")
+    assert props.get(R5.SHARED_AVAILABLE) == 0
+    assert c.subscribe5([("$share/g/t", 1), ("plain/t", 1)]) == [R5.RC_SHARED_NOT_SUPPORTED, 1]
+    old = rm.RawClient(b.host, b.port)
+    assert old.connect(client_id="noshare-311").return_code == 0
+    assert old.subscribe([("$share/g/t", 1)]) == [0x80]
+
+
 def test_connack_assigns_a_unique_client_identifier_to_an_empty_one(broker):
     # A zero-length ClientID gets a unique one, returned in CONNACK's
     # Assigned Client Identifier [MQTT-3.1.3-6] [MQTT-3.1.3-7].
