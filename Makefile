@@ -15,7 +15,8 @@
 #                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
 #   make integration  integration tests (real clients) against the ASan daemon
 #   make deps       fetch, verify and build the pinned Debian source packages
-#   make setup      install the host packages the build and tests need
+#   make setup      install the host packages the build and tests need, and
+#                   MQTT.js (npm ci) for the MQTT 5.0 integration tests
 #
 # Two build variants share the sources: rel (-O2, hardened) and asan
 # (AddressSanitizer + UndefinedBehaviorSanitizer, used by the tests).

@@ -22,7 +22,12 @@ set -euo pipefail
 #            xz-utils (tarballs), debian-archive-keyring (verifies the trixie
 #            source index), ca-certificates
 #   tests:   openssl (test PKI), mosquitto mosquitto-clients (reference
-#            broker and clients), python3 python3-paho-mqtt python3-pytest
+#            broker and clients; -V mqttv5), python3 python3-paho-mqtt
+#            (1.6.1: MQTTv5 with properties) python3-pytest, nodejs npm
+#            (MQTT.js for the 5.0 tests: npm ci in tests/integration/js,
+#            see install_mqttjs below; npm only when no npm is on PATH,
+#            since a NodeSource nodejs brings its own and conflicts with
+#            Debian's)
 #   bench:   jq (reads the load generator's JSON lines), iproute2 (ss: free
 #            ports), util-linux (taskset: CPU pinning), valgrind
 #            (scripts/callgrind.sh: instructions per message)
@@ -40,8 +45,24 @@ PACKAGES=(
     qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf gdisk fdisk
     jq iproute2 util-linux valgrind
 )
+command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 die() { printf 'setup-host: error: %s\n' "$*" >&2; exit 1; }
+
+# MQTT.js for the MQTT 5.0 integration tests: the exact versions of
+# tests/integration/js/package-lock.json into its node_modules (ignored by
+# git). Skipped when the installed tree is newer than the lock file.
+install_mqttjs() {
+    local js
+    js=$(cd "$(dirname "${BASH_SOURCE[0]}")/../tests/integration/js" && pwd)
+    if [[ -f $js/node_modules/.package-lock.json &&
+          $js/node_modules/.package-lock.json -nt $js/package-lock.json ]]; then
+        return 0
+    fi
+    echo "setup-host: npm ci in $js (MQTT.js)"
+    (cd "$js" && npm ci --no-audit --no-fund --loglevel=error >/dev/null) ||
+        die "npm ci failed in $js (network or npm registry?)"
+}
 
 # Warn (without touching it) when something already listens on TCP port 1883,
 # typically a system mosquitto started by systemd after its package was
@@ -75,11 +96,12 @@ done
 
 if ((${#missing[@]} == 0)); then
     check_port_1883
+    [[ ${TERN_SETUP_DRY_RUN:-} == 1 ]] || install_mqttjs
     exit 0
 fi
 
 if [[ ${TERN_SETUP_DRY_RUN:-} == 1 ]]; then
-    echo "setup-host: would install ${missing[*]} (dry run)"
+    echo "setup-host: would install ${missing[*]} and MQTT.js (dry run)"
     exit 0
 fi
 
@@ -102,4 +124,5 @@ APT_OPTS=(-q -o DPkg::Lock::Timeout=300)
     die "apt-get install failed for: ${missing[*]}"
 
 check_port_1883
+install_mqttjs
 echo "setup-host: done"

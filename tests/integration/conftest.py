@@ -62,6 +62,13 @@ _MOSQUITTO_EQUIV = {
     "limits.max_packet_size": "max_packet_size",
     "limits.max_connections": "max_connections",
     "sys.interval": "sys_interval",
+    # MQTT 5.0 (test_mqtt5_*.py). Mosquitto's one inflight setting is both
+    # its outbound window and the Receive Maximum it puts in CONNACK.
+    "limits.max_keepalive": "max_keepalive",
+    "limits.max_topic_alias": "max_topic_alias",
+    "limits.receive_maximum": "max_inflight_messages",
+    "acl.file": "acl_file",
+    "mqtt.retain_available": "retain_available",
 }
 
 

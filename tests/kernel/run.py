@@ -22,6 +22,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
+  test_mqtt5.py         MQTT 5.0 over mutual TLS with Paho MQTTv5
+                        (paho5_check.py) and a takeover's DISCONNECT
   test_broker_limits.py limits against one client over mutual TLS (input
                         budget, handshakes per address, sessions per
                         identity, their $SYS counters)
@@ -57,6 +59,7 @@ import test_disk
 import test_disk_image
 import test_faults
 import test_kvfs
+import test_mqtt5
 import test_net
 import test_pci_acpi
 import test_store
@@ -67,7 +70,7 @@ import test_store_restore
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
-           test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
+           test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_kvfs, test_store, test_store_restore)
 
 if __name__ == "__main__":
