@@ -238,12 +238,23 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
  * payload only (what 3.1.1 cannot carry is dropped), a 5.0 client the
  * properties too, and via's Subscription Identifiers (publish5.c). via may
  * be NULL (none). */
-static bk_send5 send_view(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
-                          bool retain, bool dup, uint16_t packet_id, const bk_via *via)
+__attribute__((noinline)) static bk_send5 send_view5(broker *b, broker_conn *c,
+                                                     const bk_pubview *v, uint8_t qos,
+                                                     bool retain, bool dup, uint16_t packet_id,
+                                                     const bk_via *via)
+{
+    return bk_publish5_write(b, c, v, qos, retain, dup, packet_id, via ? via->sub_id : 0,
+                             via ? via->more : NULL, NULL);
+}
+
+static inline __attribute__((always_inline)) bk_send5 send_view(broker *b, broker_conn *c,
+                                                                const bk_pubview *v,
+                                                                uint8_t qos, bool retain,
+                                                                bool dup, uint16_t packet_id,
+                                                                const bk_via *via)
 {
     if (c->level == MQTT_LEVEL_5)
-        return bk_publish5_write(b, c, v, qos, retain, dup, packet_id, via ? via->sub_id : 0,
-                                 via ? via->more : NULL, NULL);
+        return send_view5(b, c, v, qos, retain, dup, packet_id, via);
     return send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
                         packet_id)
                ? BK_SEND5_OK
@@ -264,8 +275,10 @@ typedef struct encoded {
     uint8_t level;
 } encoded;
 
-static bk_send5 send_qos0(broker *b, broker_conn *c, encoded *enc, const bk_pubview *v,
-                          const bk_via *via)
+static inline __attribute__((always_inline)) bk_send5 send_qos0(broker *b, broker_conn *c,
+                                                                 encoded *enc,
+                                                                 const bk_pubview *v,
+                                                                 const bk_via *via)
 {
     bool ids = via && (via->sub_id || via->more);
     bool shared = enc && (c->level != MQTT_LEVEL_5 || (!ids && c->client_topic_alias_max == 0));
@@ -631,9 +644,9 @@ static bool via_of(broker *b, const match *mt, bool local, bk_via *via)
  * between plain copies (no identifiers, no retain flag, no alias: see
  * send_qos0). Whether it reached s: sent, queued behind a held CONNACK,
  * or too large for its client (as good as sent [MQTT-3.1.2-25]). */
-static bool send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc,
-                         const bk_pubview *v, uint8_t qos, bool retain, bool keep_retain,
-                         const bk_via *via)
+static inline __attribute__((always_inline)) bool
+send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc, const bk_pubview *v,
+             uint8_t qos, bool retain, bool keep_retain, const bk_via *via)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
@@ -780,8 +793,9 @@ void bk_share_session_end(broker *b, session *s)
     }
 }
 
-long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg *m)
+long bk_route_view(broker *b, bk_pubview view, uint8_t qos, bool retain, msg *m)
 {
+    const bk_pubview *v = &view;
     const uint8_t *topic = v->topic;
     size_t tlen = v->tlen;
     bool owned = false;
@@ -859,5 +873,5 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
     bk_pubview v = {topic, payload, NULL, tlen, plen, 0, 0};
     if (m)
         v = bk_msg_view(m); /* its properties and expiry too */
-    (void)bk_route_view(b, &v, qos, retain, m);
+    (void)bk_route_view(b, v, qos, retain, m);
 }

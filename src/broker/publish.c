@@ -216,7 +216,7 @@ __attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, m
         v.props = buf;
         v.props_len = n;
     }
-    long reached = bk_route_view(b, &v, p->qos, p->retain, NULL);
+    long reached = bk_route_view(b, v, p->qos, p->retain, NULL);
     if (buf && buf != stack)
         bk_mem_free(b, buf);
     return reached;
@@ -231,7 +231,7 @@ static inline __attribute__((always_inline)) uint8_t route(broker *b, broker_con
 {
     if (c->level != MQTT_LEVEL_5) {
         bk_pubview v = {topic.p, p->payload.p, NULL, topic.len, p->payload.len, 0, 0};
-        (void)bk_route_view(b, &v, p->qos, p->retain, NULL);
+        (void)bk_route_view(b, v, p->qos, p->retain, NULL);
         return 0;
     }
     uint64_t dropped = b->stats.publish_dropped;
@@ -244,11 +244,14 @@ static inline __attribute__((always_inline)) uint8_t route(broker *b, broker_con
                                                : MQTT_RC_NO_MATCHING_SUBSCRIBERS;
 }
 
-void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
+/* One body for both levels, specialised by bk_handle_publish: v5 is a
+ * constant in each copy, so the 3.1.1 one is the path it always was. */
+static inline __attribute__((always_inline)) void handle_publish(broker *b, broker_conn *c,
+                                                                 const mqtt_publish *p,
+                                                                 const bool v5)
 {
     session *s = c->sess;
     uint64_t mark = bk_journal_mark(b);
-    bool v5 = c->level == MQTT_LEVEL_5;
     mqtt_bytes topic = p->topic;
     uint8_t rc = 0; /* level 5: a refusal's reason code */
 
@@ -336,6 +339,20 @@ void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
     if (!bk_ack_rc_send_or_hold(b, c, MQTT_PUBACK, p->packet_id, rc,
                                 bk_journal_gate_if_changed(b, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
+}
+
+__attribute__((noinline)) static void handle_publish5(broker *b, broker_conn *c,
+                                                      const mqtt_publish *p)
+{
+    handle_publish(b, c, p, true);
+}
+
+void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
+{
+    if (c->level == MQTT_LEVEL_5)
+        handle_publish5(b, c, p);
+    else
+        handle_publish(b, c, p, false);
 }
 
 void bk_handle_ack(broker *b, broker_conn *c, mqtt_type type, const mqtt_ack *a)
