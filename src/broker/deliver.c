@@ -778,7 +778,11 @@ void bk_share_leave(broker *b, sub *x)
 
 void bk_share_session_end(broker *b, session *s)
 {
-    for (const sub *x = s->subs; x; x = x->sess_next) {
+    /* Most sessions hold nothing a group gave them: one pass says so. */
+    uint32_t tagged = 0;
+    for (uint32_t i = 0; i < s->q_count; i++)
+        tagged += bk_session_entry(s, i)->shared != 0;
+    for (const sub *x = s->subs; x && tagged; x = x->sess_next) {
         if (!x->group)
             continue;
         for (uint32_t i = 0; i < s->q_count; i++) {
@@ -786,8 +790,10 @@ void bk_share_session_end(broker *b, session *s)
             /* Unsent, or QoS 1 sent and unacknowledged: to another member
              * [MQTT-4.8.2-3 ff.]. A QoS 2 message sent is the receiver's
              * to finish: never sent to another client [MQTT-4.8.2-5]. */
-            if (e->shared == x->group->serial && e->m &&
-                (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
+            if (e->shared != x->group->serial)
+                continue;
+            tagged--;
+            if (e->m && (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
                 share_redeliver(b, x->group, s, e);
         }
     }
@@ -829,23 +835,40 @@ long bk_route_view(broker *b, bk_pubview view, uint8_t qos, bool retain, msg *m)
         const match *mt = &matches[i];
         session *s = mt->sess;
         uint8_t sq = mt->qos;
-        bool rap = mt->flags & MATCH_RAP;
+        uint8_t rap = MATCH_RAP;
         bool local = s == own;
         if (local) {
             if (!(mt->flags & MATCH_LOCAL))
                 continue; /* every matching subscription has No Local */
             sq = mt->qos_local;
-            rap = mt->flags & MATCH_RAP_LOCAL;
+            rap = MATCH_RAP_LOCAL;
         }
         uint8_t q = sq < qos ? sq : qos;
         if (mt->acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
             continue;
+        bool keep_retain = retain && (mt->flags & rap);
+        if (q == 0) {
+            broker_conn *c = s->conn;
+            if (!conn_live(c))
+                continue; /* offline sessions do not queue QoS 0 */
+            if (!c->connack_held && !keep_retain && !mt->ids) {
+                /* The common case, inline (the hot path of a fan-out): a
+                 * plain copy, its encoding shared between subscribers. */
+                if (bk_out_pending(c) >= b->lim.max_out_bytes)
+                    bk_dropped(b, s, 0, topic, tlen,
+                               "its output buffer holds limits.max_out_bytes (a slow reader)");
+                else if (send_qos0(b, c, n > 1 ? &enc : NULL, v, NULL) == BK_SEND5_NOMEM)
+                    bk_dropped(b, s, 0, topic, tlen, "out of memory");
+                else
+                    reached++; /* sent, or too large for it: as good as sent [MQTT-3.1.2-25] */
+                continue;
+            }
+        }
         bk_via via = {0};
         if (mt->ids && !via_of(b, mt, local, &via)) {
             bk_dropped(b, s, q, topic, tlen, "out of memory");
             continue;
         }
-        bool keep_retain = retain && rap;
         if (q == 0) {
             if (send_qos0_to(b, s, &m, &owned, n > 1 ? &enc : NULL, v, qos, retain, keep_retain,
                              &via))

@@ -130,8 +130,11 @@ int broker_restore_sub(broker *b, const uint8_t *id, size_t idlen, const uint8_t
     sub *x = bk_tree_subscribe(b, &b->tree, s, filter, flen, qos, &is_new);
     if (!x)
         return -1;
-    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)filter,
-                                               flen);
+    /* The ACL governs the FILTER of `$share/GROUP/FILTER` (subscribe.c). */
+    mqtt_bytes group, inner = {filter, flen};
+    (void)mqtt_share_split(filter, flen, &group, &inner); /* bk_tree_subscribe took it */
+    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)inner.p,
+                                               inner.len);
     return 0;
 }
 

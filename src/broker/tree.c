@@ -429,15 +429,6 @@ static void unlink_sub(broker *b, tree *t, sub *s)
     prune(b, t, n);
 }
 
-bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
-{
-    sub *s = bk_tree_find_sub(t, sess, f, flen);
-    if (!s)
-        return false;
-    bk_tree_remove_sub(b, t, s);
-    return true;
-}
-
 void bk_tree_remove_sub(broker *b, tree *t, sub *s)
 {
     sess_unlink(b, s);

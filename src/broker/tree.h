@@ -24,8 +24,6 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
                        uint8_t qos, bool *is_new);
 /* sess's subscription to exactly f, or NULL. */
 sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size_t flen);
-/* Remove sess's subscription to f; false when there was none. */
-bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
 /* Remove one subscription, from its session too. */
 void bk_tree_remove_sub(broker *b, tree *t, sub *s);
 /* Remove every subscription of sess (session teardown). */

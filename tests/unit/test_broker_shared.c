@@ -8,9 +8,13 @@
  */
 #include "broker/broker-t.h"
 #include "broker/conn-t.h"
+#include "broker/session.h"
 #include "broker/acl.h"
 #include "fake_client.h"
+#include "model_store.h"
 #include "test.h"
+
+#include <stdlib.h>
 
 #include <string.h>
 
@@ -306,5 +310,135 @@ TEST(shared_last_member_leaving_frees_the_group_and_node)
     CHECK(w.b->tree.node_count > nodes);
     fc_unsubscribe(&w, a, 2, "$share/g/x/y");
     CHECK_EQ(w.b->tree.node_count, nodes);
+    fw_free(&w);
+}
+
+static void commit_to_model(fworld *w)
+{
+    ms_commit_all(w->commit_ctx, w->b);
+}
+
+TEST(shared_subscription_of_a_persistent_session_survives_a_restart)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    CHECK(ms);
+    fworld w;
+    fw_init_durable(&w, NULL);
+    w.commit = commit_to_model;
+    w.commit_ctx = ms;
+    fclient *a = fw_connect_as(&w, "a", false);
+    fc_subscribe(&w, a, 1, "$share/g/t", 1);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(suback_is(a, 1, 1));
+    CHECK_EQ(ms_count(ms, 'B'), 1);
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    /* The store kept the whole `$share/g/t`: back as a member of g on t
+     * (a plain filter `$share/g/t` would not match topic t). */
+    fclient *a2 = fw_open(&w);
+    fc_connect(&w, a2, "a", false, 0);
+    mqtt_packet p;
+    CHECK(fc_next_is(a2, MQTT_CONNACK, &p));
+    CHECK(p.u.connack.session_present);
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, pub, "t", "m", 0, false, 0);
+    CHECK(fc_next_is(a2, MQTT_PUBLISH, &p));
+    CHECK(fc_payload_is(&p, "m"));
+    fc_unsubscribe(&w, a2, 2, "$share/g/t");
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK(fc_next_is(a2, MQTT_UNSUBACK, &p));
+    CHECK_EQ(ms_count(ms, 'B'), 0); /* its row, keyed by the whole filter, is gone */
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(shared_unsubscribe_moves_queued_rows_of_a_persistent_member_to_another)
+{
+    broker_limits lim = {.max_inflight = 1};
+    mstore *ms = calloc(1, sizeof *ms);
+    CHECK(ms);
+    fworld w;
+    fw_init_durable(&w, &lim);
+    w.commit = commit_to_model;
+    w.commit_ctx = ms;
+    fclient *a = fw_connect_as(&w, "a", false);
+    fclient *b = fw_connect_as(&w, "b", false);
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_subscribe(&w, a, 1, "$share/g/q", 1);
+    fc_subscribe(&w, b, 1, "$share/g/q", 1);
+    for (int i = 0; i < 6; i++)
+        fc_publish(&w, pub, "q", "m", 1, false, (uint16_t)(i + 1));
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK_EQ(ms_count(ms, 'Q'), 6); /* 3 each: 1 sent, 2 queued */
+    fc_unsubscribe(&w, a, 9, "$share/g/q");
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    /* a's queued two are b's now, on disk too; a keeps its sent one. */
+    CHECK_EQ(ms_count(ms, 'Q'), 6);
+    CHECK_EQ(a->conn->sess->q_count, 1);
+    CHECK_EQ(b->conn->sess->q_count, 5);
+    fw_restart(&w);
+    CHECK(ms_load(ms, w.b));
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.subscriptions_count, 1);
+    CHECK_EQ(bk_session_find(&w.b->sessions, (const uint8_t *)"b", 1)->q_count, 5);
+    CHECK_EQ(bk_session_find(&w.b->sessions, (const uint8_t *)"a", 1)->q_count, 1);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(shared_turns_go_on_among_the_members_left)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *m[3];
+    static const char *ids[3] = {"m0", "m1", "m2"};
+    for (int i = 0; i < 3; i++) {
+        m[i] = fw_connect_as(&w, ids[i], true);
+        fc_subscribe(&w, m[i], 1, "$share/g/t", 0);
+        fc_clear(m[i]);
+    }
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_publish(&w, pub, "t", "m", 0, false, 0);
+    /* Whoever's turn it is next leaves; the other two alternate. */
+    fc_unsubscribe(&w, m[1], 2, "$share/g/t");
+    fc_unsubscribe(&w, m[2], 2, "$share/g/t");
+    fc_subscribe(&w, m[2], 3, "$share/g/t", 0);
+    for (int i = 0; i < 3; i++)
+        fc_clear(m[i]);
+    for (int i = 0; i < 8; i++)
+        fc_publish(&w, pub, "t", "m", 0, false, 0);
+    CHECK_EQ(fc_count_publish(m[0]), 4);
+    CHECK_EQ(fc_count_publish(m[1]), 0);
+    CHECK_EQ(fc_count_publish(m[2]), 4);
+    fw_free(&w);
+}
+
+TEST(shared_qos2_message_sent_to_a_departed_member_goes_to_no_one_else)
+{
+    broker_limits lim = {.max_inflight = 4};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *a = fw_connect_as(&w, "a", true);
+    fclient *pub = fw_connect_as(&w, "pub", true);
+    fc_subscribe(&w, a, 1, "$share/g/q", 2);
+    fc_clear(a);
+    fc_publish(&w, pub, "q", "two", 2, false, 1);
+    fc_publish(&w, pub, "q", "one", 1, false, 2);
+    CHECK_EQ(fc_count_publish(a), 2);
+    fclient *b = fw_connect_as(&w, "b", true);
+    fc_subscribe(&w, b, 1, "$share/g/q", 2);
+    fc_clear(b);
+    /* a ends with both unacknowledged: the QoS 1 one goes to b, the QoS 2
+     * one, which a may have taken, to no one [MQTT-4.8.2-5]. */
+    fw_drop(&w, a);
+    mqtt_packet p;
+    CHECK(fc_next_is(b, MQTT_PUBLISH, &p));
+    CHECK(fc_payload_is(&p, "one"));
+    CHECK(!fc_next(b, &p));
     fw_free(&w);
 }
