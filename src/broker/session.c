@@ -248,9 +248,15 @@ void bk_session_set_expiry(broker *b, session *s, uint32_t interval_s)
     if (s->clean)
         return;
     /* From persistent to ending with its connection: off the disk first
-     * (while it is still journaled), then no longer counted as one of its
+     * (while it is still journaled), its queue's messages released there
+     * as bk_session_destroy does, then no longer counted as one of its
      * identity's persistent sessions. */
     bk_journal_session_del(b, s);
+    for (uint32_t i = 0; bk_journaled(b, s) && i < s->q_count; i++) {
+        qentry *e = bk_session_entry(s, i);
+        if (e->state != Q_DONE && e->m && e->qos > 0)
+            bk_journal_msg_unref(b, e->m);
+    }
     if (s->ident) {
         ALWAYS(s->ident->persistent > 0);
         s->ident->persistent--;
