@@ -8,9 +8,9 @@
  *   git worktree add /tmp/tern-v1 6ceab90 && cd /tmp/tern-v1
  *   mkdir -p build && ln -s ~/.cache/tern/deps-HASH build/deps
  *   cc -std=c17 -Isrc -isystem build/deps/sqlite tests/unit/data/store-v1-gen.c \
- *      src/store/*.c src/broker/journal_decode.c build/deps/sqlite/libsqlite3.a \
- *      -pthread -lm -o /tmp/store-v1-gen
- *   /tmp/store-v1-gen tests/unit/data/store-v1.db
+ *      src/store/*.c src/broker/*.c src/mqtt/*.c src/platform/posix/panic.c \
+ *      build/deps/sqlite/libsqlite3.a -pthread -lm -o /tmp/store-v1-gen
+ *   /tmp/store-v1-gen tests/unit/data/store-v1.db && rm tests/unit/data/store-v1.db-wal
  *
  * It drives the real version-1 store (store_open, store_apply, store_close)
  * with batches in the version-1 record encoding, so the file is what that
