@@ -469,7 +469,7 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
         b->stats.publish_dropped++;
         return;
     }
-    bk_journal_retain_set(b, topic, tlen, payload, plen, qos);
+    bk_journal_retain_set(b, *m);
 }
 
 void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,

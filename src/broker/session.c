@@ -142,6 +142,8 @@ void bk_session_destroy(broker *b, session *s)
     bk_tree_remove_all(b, &b->tree, s);
     for (uint32_t i = 0; i < s->q_count; i++) {
         qentry *e = bk_session_entry(s, i);
+        bk_mem_free(b, e->sub_ids_more);
+        e->sub_ids_more = NULL;
         if (e->state == Q_DONE || !e->m)
             continue;
         if (bk_journaled(b, s) && e->qos > 0)
@@ -150,6 +152,8 @@ void bk_session_destroy(broker *b, session *s)
     }
     bk_mem_free(b, s->q);
     bk_mem_free(b, s->in_qos2);
+    bk_msg_unref(b, s->will); /* a delayed will not published (NULL when none) */
+    s->will = NULL;
     bk_ident_detach(b, s);
     bk_mem_free(b, s);
 }
@@ -222,6 +226,8 @@ static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     e->retain = retain;
     e->sent = false;
     e->jseq = 0;
+    e->sub_id = 0;
+    e->sub_ids_more = NULL;
     s->q_count++;
     bk_session_bytes_add(s, m->payload_len);
     if (bk_journaled(b, s) && qos > 0) {
@@ -246,6 +252,8 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     e->retain = retain;
     e->sent = state != Q_QUEUED; /* perhaps sent before the restart: DUP */
     e->jseq = 0;
+    e->sub_id = 0; /* restore.c sets the identifiers */
+    e->sub_ids_more = NULL;
     s->q_count++;
     if (state == Q_QUEUED) {
         bk_session_bytes_add(s, m ? m->payload_len : 0);
@@ -317,6 +325,8 @@ void bk_session_complete(broker *b, session *s, qentry *e)
     e->state = Q_DONE;
     bk_msg_unref(b, e->m);
     e->m = NULL;
+    bk_mem_free(b, e->sub_ids_more);
+    e->sub_ids_more = NULL;
     s->inflight--;
     drop_done_head(b, s);
 }
@@ -327,6 +337,8 @@ void bk_session_sent_qos0(broker *b, session *s, qentry *e)
     e->state = Q_DONE;
     bk_msg_unref(b, e->m);
     e->m = NULL;
+    bk_mem_free(b, e->sub_ids_more);
+    e->sub_ids_more = NULL;
     ALWAYS(s->q_wire == s->q_sent); /* sent only when nothing before it waits */
     s->q_sent++;
     s->q_wire++;
