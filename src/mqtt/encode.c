@@ -12,14 +12,21 @@
  *   message downgraded to QoS 0 can be passed on unchanged;
  * - CONNACK carries Session Present only for level 4 with return code 0
  *   ([MQTT-3.2.2-4]; 3.1 has no such flag).
- * Any level other than 3 is encoded as 3.1.1 until level 5 exists.
+ * At level 5 these encoders write the 5.0 form with an empty property block
+ * (encode5.c does the work): a PUBLISH, CONNACK or SUBACK gains its
+ * Property Length byte, a CONNACK's 3.1.1 return code becomes the 5.0 reason
+ * code of the same meaning, and the publish acks keep their 4-byte form,
+ * which 5.0 reads as Success (3.4.2.1). A 5.0 UNSUBACK needs a reason code
+ * per filter, so mqtt_encode_ack() refuses it at level 5 (an invariant):
+ * use mqtt_encode_suback5().
  */
 #include "mqtt/mqtt.h"
 #include "mqtt/wire.h"
 
 size_t mqtt_publish_size(uint8_t level, size_t topic_len, size_t payload_len, uint8_t qos)
 {
-    (void)level;
+    if (level == MQTT_LEVEL_5)
+        return mqtt_publish5_size(topic_len, payload_len, qos, 0);
     if (topic_len > UINT16_MAX || payload_len > MQTT_MAX_REMAINING)
         return 0;
     return packet_size(2 + topic_len + (qos ? 2u : 0u) + payload_len);
@@ -30,6 +37,8 @@ size_t mqtt_encode_publish(uint8_t *out, size_t cap, uint8_t level, const mqtt_p
     MQTT_INVARIANT(p->qos <= 2);
     MQTT_INVARIANT(p->qos == 0 || p->packet_id != 0);
     MQTT_INVARIANT(p->topic.len >= 1 && p->topic.len <= UINT16_MAX);
+    if (level == MQTT_LEVEL_5)
+        return mqtt_encode_publish5(out, cap, p, NULL, 0);
 
     size_t size = mqtt_publish_size(level, p->topic.len, p->payload.len, p->qos);
     if (size == 0 || cap < size)
@@ -51,6 +60,18 @@ size_t mqtt_encode_connack(uint8_t *out, size_t cap, uint8_t level, bool session
                            uint8_t return_code)
 {
     MQTT_INVARIANT(return_code <= MQTT_CONNACK_NOT_AUTHORIZED);
+    if (level == MQTT_LEVEL_5) {
+        /* the 5.0 reason code that says what each 3.1.1 return code says */
+        static const uint8_t v5[] = {
+            [MQTT_CONNACK_ACCEPTED] = MQTT_RC_SUCCESS,
+            [MQTT_CONNACK_BAD_PROTOCOL] = MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION,
+            [MQTT_CONNACK_ID_REJECTED] = MQTT_RC_CLIENT_ID_NOT_VALID,
+            [MQTT_CONNACK_UNAVAILABLE] = MQTT_RC_SERVER_UNAVAILABLE,
+            [MQTT_CONNACK_BAD_CREDENTIALS] = MQTT_RC_BAD_USERNAME_OR_PASSWORD,
+            [MQTT_CONNACK_NOT_AUTHORIZED] = MQTT_RC_NOT_AUTHORIZED,
+        };
+        return mqtt_encode_connack5(out, cap, session_present, v5[return_code], NULL, 0);
+    }
 
     bool sp = session_present && return_code == 0 && level != MQTT_LEVEL_31;
     mqtt_writer w = { out, cap, 0 };
@@ -62,9 +83,8 @@ size_t mqtt_encode_connack(uint8_t *out, size_t cap, uint8_t level, bool session
 
 size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, uint16_t packet_id)
 {
-    (void)level;
     MQTT_INVARIANT(type == MQTT_PUBACK || type == MQTT_PUBREC || type == MQTT_PUBREL ||
-                   type == MQTT_PUBCOMP || type == MQTT_UNSUBACK);
+                   type == MQTT_PUBCOMP || (type == MQTT_UNSUBACK && level != MQTT_LEVEL_5));
     MQTT_INVARIANT(packet_id != 0);
 
     uint8_t first = (uint8_t)(type << 4 | (type == MQTT_PUBREL ? 0x2 : 0));
@@ -76,20 +96,21 @@ size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, 
 
 size_t mqtt_suback_size(uint8_t level, size_t count)
 {
-    (void)level;
-    if (count > MQTT_MAX_REMAINING - 2)
+    size_t props = level == MQTT_LEVEL_5 ? 1u : 0u; /* an empty property block */
+    if (count > MQTT_MAX_REMAINING - 2 - props)
         return 0;
-    return packet_size(2 + count); /* packet id, then one code per filter */
+    return packet_size(2 + props + count); /* packet id, then one code per filter */
 }
 
 size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,
                           const uint8_t *codes, size_t count)
 {
-    (void)level;
     MQTT_INVARIANT(packet_id != 0);
     MQTT_INVARIANT(count >= 1);
     for (size_t i = 0; i < count; i++)
         MQTT_INVARIANT(codes[i] <= 2 || codes[i] == MQTT_SUBACK_FAILURE);
+    if (level == MQTT_LEVEL_5)
+        return mqtt_encode_suback5(out, cap, MQTT_SUBACK, packet_id, codes, count, NULL, 0);
 
     size_t size = mqtt_suback_size(level, count);
     mqtt_writer w = { out, cap, 0 };

@@ -1,5 +1,6 @@
 /*
- * err.c - a short constant text per codec error, for logs and the console.
+ * err.c - a short constant text per codec error, for logs and the console,
+ * and the MQTT 5.0 reason code a server answers each decode error with.
  */
 #include "mqtt/mqtt.h"
 
@@ -35,4 +36,51 @@ const char *mqtt_err_str(mqtt_err err)
     case MQTT_ERR__COUNT: break;
     }
     return "unknown error";
+}
+
+/*
+ * Section 4.13: a Malformed Packet (0x81) is one that cannot be parsed by
+ * the data rules (bad lengths, flags, types of values, UTF-8); a Protocol
+ * Error (0x82) is a packet that parses but breaks a rule the specification
+ * states ("It is a Protocol Error to ..."). Where the spec names the code
+ * for a case it is cited.
+ */
+uint8_t mqtt_err_reason(mqtt_err err)
+{
+    switch (err) {
+    case MQTT_ERR_TOO_LARGE:
+        return MQTT_RC_PACKET_TOO_LARGE; /* 3.1.2.11.4, 4.13 */
+    case MQTT_ERR_BAD_PROTOCOL_NAME:  /* 3.1.2.1: MAY answer 0x84 */
+    case MQTT_ERR_BAD_PROTOCOL_LEVEL: /* [MQTT-3.1.2-2] */
+        return MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION;
+    case MQTT_ERR_BAD_TOPIC_ALIAS:
+        return MQTT_RC_TOPIC_ALIAS_INVALID; /* 3.3.2.3.4 */
+    case MQTT_ERR_BAD_TYPE:           /* a packet this side may not send */
+    case MQTT_ERR_BAD_TOPIC_NAME:     /* [MQTT-3.3.2-2]; empty without alias, 3.3.2.3.4 */
+    case MQTT_ERR_BAD_TOPIC_FILTER:   /* [MQTT-4.7.1-1..3], [MQTT-4.8.2-1/2] */
+    case MQTT_ERR_ZERO_PACKET_ID:     /* [MQTT-2.2.1-3] */
+    case MQTT_ERR_NO_TOPICS:          /* [MQTT-3.8.3-2], [MQTT-3.10.3-2] */
+    case MQTT_ERR_BAD_SUBACK_CODE:
+    case MQTT_ERR_BAD_CONNACK:        /* [MQTT-3.2.2-6] */
+    case MQTT_ERR_DUP_PROPERTY:       /* "a Protocol Error to include ... more than once" */
+    case MQTT_ERR_BAD_PROPERTY_VALUE: /* "a Protocol Error ... value of 0" and the like */
+    case MQTT_ERR_BAD_SUB_OPTIONS:    /* 3.8.3.1, [MQTT-3.8.3-4] */
+        return MQTT_RC_PROTOCOL_ERROR;
+    case MQTT_ERR_LENGTH_ENCODING:    /* [MQTT-1.5.5-1] */
+    case MQTT_ERR_BAD_FLAGS:          /* [MQTT-2.1.3-1], [MQTT-3.8.3-5] */
+    case MQTT_ERR_TRUNCATED:
+    case MQTT_ERR_TRAILING_BYTES:
+    case MQTT_ERR_BAD_UTF8:           /* [MQTT-1.5.4-1] */
+    case MQTT_ERR_BAD_CONNECT_FLAGS:  /* [MQTT-3.1.2-3] */
+    case MQTT_ERR_BAD_QOS:            /* [MQTT-3.3.1-4] */
+    case MQTT_ERR_BAD_PROPERTY:       /* 2.2.2.2 */
+    case MQTT_ERR_BAD_REASON_CODE:
+        return MQTT_RC_MALFORMED_PACKET;
+    case MQTT_OK:
+    case MQTT_NEED_MORE:
+    case MQTT_ERR_BUFFER_FULL:
+    case MQTT_ERR__COUNT:
+        break;
+    }
+    return MQTT_RC_UNSPECIFIED_ERROR;
 }

@@ -1,6 +1,6 @@
 /*
  * list.c - iterators over the entry lists of a decoded SUBSCRIBE,
- * UNSUBSCRIBE or SUBACK. mqtt_decode() has validated every entry, so these
+ * UNSUBSCRIBE, SUBACK or (level 5) UNSUBACK. mqtt_decode() has validated every entry, so these
  * only walk; the bounds checks that remain keep a hand-built or corrupted
  * list from reading past raw (they end the walk instead).
  */
@@ -18,7 +18,7 @@ static bool next_filter(const mqtt_list *l, size_t *pos, mqtt_bytes *filter)
     return true;
 }
 
-bool mqtt_subscribe_next(const mqtt_list *l, size_t *pos, mqtt_bytes *filter, uint8_t *qos)
+bool mqtt_subscribe_next(const mqtt_list *l, size_t *pos, mqtt_bytes *filter, uint8_t *options)
 {
     size_t p = *pos;
     mqtt_bytes f;
@@ -26,7 +26,7 @@ bool mqtt_subscribe_next(const mqtt_list *l, size_t *pos, mqtt_bytes *filter, ui
     if (!next_filter(l, &p, &f) || p >= l->raw.len)
         return false;
     *filter = f;
-    *qos = l->raw.p[p] & 3u;
+    *options = l->raw.p[p]; /* levels 3/4: the decoder allowed only the QoS bits */
     *pos = p + 1;
     return true;
 }

@@ -66,7 +66,7 @@ typedef enum mqtt_err {
     MQTT_ERR_BAD_PROTOCOL_LEVEL,/* name fine, level unsupported: CONNACK 0x01 */
     MQTT_ERR_BAD_CONNECT_FLAGS, /* reserved bit, will/user/password flag rules */
     MQTT_ERR_BAD_QOS,           /* QoS 3 */
-    MQTT_ERR_BAD_TOPIC_NAME,    /* empty, or contains + or # */
+    MQTT_ERR_BAD_TOPIC_NAME,    /* empty (level 5: without a Topic Alias), or contains + or # */
     MQTT_ERR_BAD_TOPIC_FILTER,  /* empty, or misplaced + or # */
     MQTT_ERR_ZERO_PACKET_ID,    /* packet identifier 0 where one is required */
     MQTT_ERR_NO_TOPICS,         /* SUBSCRIBE/UNSUBSCRIBE without any filter */
@@ -81,8 +81,8 @@ typedef enum mqtt_err {
     MQTT_ERR_BAD_PROPERTY_VALUE,/* a value the spec forbids: Receive Maximum 0,
                                    Maximum Packet Size 0, a 0/1 byte above 1,
                                    Subscription Identifier 0 (0x82) */
-    MQTT_ERR_BAD_TOPIC_ALIAS,   /* Topic Alias 0, or an empty topic without an alias (0x94
-                                   where the alias is the fault, else 0x82) */
+    MQTT_ERR_BAD_TOPIC_ALIAS,   /* Topic Alias 0 (0x94). An empty topic without an alias
+                                   is MQTT_ERR_BAD_TOPIC_NAME (a Protocol Error, 0x82) */
     MQTT_ERR_BAD_REASON_CODE,   /* a reason code not defined for this packet (0x81) */
     MQTT_ERR_BAD_SUB_OPTIONS,   /* Retain Handling 3, or No Local on a shared
                                    subscription filter (0x82) */
@@ -414,6 +414,16 @@ bool mqtt_suback_next(const mqtt_list *l, size_t *pos, uint8_t *code);
 bool mqtt_utf8_valid(const uint8_t *s, size_t len); /* MQTT rules: no U+0000, no surrogates */
 bool mqtt_topic_name_valid(const uint8_t *s, size_t len);
 bool mqtt_topic_filter_valid(const uint8_t *s, size_t len);
+/*
+ * Shared subscription syntax (MQTT 5.0 section 4.8.2), for a valid topic
+ * filter f: 0 when f does not start with "$share/" (an ordinary filter);
+ * 1 when it is "$share/NAME/FILTER" with NAME non-empty and free of '/',
+ * '+' and '#' and FILTER non-empty ([MQTT-4.8.2-1], [MQTT-4.8.2-2]), with
+ * *group = NAME and *filter = FILTER (views into f); -1 when it starts with
+ * "$share/" but is malformed. The level-5 decoder refuses -1; at levels 3/4
+ * it is the broker's call.
+ */
+int mqtt_share_split(const uint8_t *f, size_t len, mqtt_bytes *group, mqtt_bytes *filter);
 
 /*
  * Encoders. Each writes one whole packet to out[0..cap) and returns its size,

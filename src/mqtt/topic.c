@@ -3,7 +3,9 @@
  * filters (what a SUBSCRIBE carries), 3.1.1 section 4.7. Both are UTF-8
  * strings of 1..65535 bytes; the upper bound is the caller's two-byte length
  * prefix, so it is not re-checked here. Each check is a single pass that
- * validates UTF-8 and wildcards together.
+ * validates UTF-8 and wildcards together. Also the MQTT 5.0 shared
+ * subscription form "$share/NAME/FILTER" (section 4.8.2), one source for
+ * the decoder and the broker.
  */
 #include "mqtt/mqtt.h"
 #include "mqtt/utf8.h"
@@ -72,4 +74,26 @@ bool mqtt_topic_filter_valid(const uint8_t *s, size_t len)
         i++;
     }
     return true;
+}
+
+int mqtt_share_split(const uint8_t *f, size_t len, mqtt_bytes *group, mqtt_bytes *filter)
+{
+    static const char prefix[] = "$share/";
+    const size_t plen = sizeof prefix - 1;
+
+    if (len < plen || memcmp(f, prefix, plen) != 0)
+        return 0;
+    size_t i = plen;
+    while (i < len && f[i] != '/') {
+        if (f[i] == '+' || f[i] == '#')
+            return -1; /* [MQTT-4.8.2-2] */
+        i++;
+    }
+    /* NAME at least one character, then '/', then a non-empty FILTER
+     * ([MQTT-4.8.2-1], [MQTT-4.8.2-2]) */
+    if (i == plen || i == len || i + 1 == len)
+        return -1;
+    *group = (mqtt_bytes){ f + plen, i - plen };
+    *filter = (mqtt_bytes){ f + i + 1, len - i - 1 };
+    return 1;
 }

@@ -1,4 +1,4 @@
-"""Raw MQTT 3.1.1 packets over a plain socket, for the integration tests only.
+"""Raw MQTT 3.1.1 and 5.0 packets over a plain socket, for the integration tests only.
 
 Real clients (mosquitto_pub/sub, Paho) are used wherever they can produce the
 situation under test. This module is for what they cannot do: malformed or
@@ -11,6 +11,13 @@ is wrong in exactly one way.
 
 Reading: RawClient.recv_packet() returns a Packet (type, flags, body) with
 helpers to decode the fields of the packet types a broker sends.
+
+MQTT 5.0: connect(proto_level=5, properties=..., will=(..., will_props)),
+publish5, subscribe5, unsubscribe5, ack5, disconnect5 and auth build level-5
+packets; a property block's content is the concatenation of prop_*() values
+(the builders add the Property Length; *_block= overrides the whole block,
+length included, for malformed ones). Packet.v5() decodes a received level-5
+packet: its reason code(s) and a Props of its properties.
 """
 
 import select
@@ -33,14 +40,66 @@ UNSUBACK = 11
 PINGREQ = 12
 PINGRESP = 13
 DISCONNECT = 14
+AUTH = 15
 
 TYPE_NAMES = {
     CONNECT: "CONNECT", CONNACK: "CONNACK", PUBLISH: "PUBLISH",
     PUBACK: "PUBACK", PUBREC: "PUBREC", PUBREL: "PUBREL",
     PUBCOMP: "PUBCOMP", SUBSCRIBE: "SUBSCRIBE", SUBACK: "SUBACK",
     UNSUBSCRIBE: "UNSUBSCRIBE", UNSUBACK: "UNSUBACK", PINGREQ: "PINGREQ",
-    PINGRESP: "PINGRESP", DISCONNECT: "DISCONNECT",
+    PINGRESP: "PINGRESP", DISCONNECT: "DISCONNECT", AUTH: "AUTH",
 }
+
+# MQTT 5.0 property identifiers (section 2.2.2.2) and their data types.
+PAYLOAD_FORMAT = 0x01
+MESSAGE_EXPIRY = 0x02
+CONTENT_TYPE = 0x03
+RESPONSE_TOPIC = 0x08
+CORRELATION_DATA = 0x09
+SUBSCRIPTION_ID = 0x0B
+SESSION_EXPIRY = 0x11
+ASSIGNED_CLIENT_ID = 0x12
+SERVER_KEEP_ALIVE = 0x13
+AUTH_METHOD = 0x15
+AUTH_DATA = 0x16
+REQUEST_PROBLEM_INFO = 0x17
+WILL_DELAY = 0x18
+REQUEST_RESPONSE_INFO = 0x19
+RESPONSE_INFO = 0x1A
+SERVER_REFERENCE = 0x1C
+REASON_STRING = 0x1F
+RECEIVE_MAXIMUM = 0x21
+TOPIC_ALIAS_MAXIMUM = 0x22
+TOPIC_ALIAS = 0x23
+MAXIMUM_QOS = 0x24
+RETAIN_AVAILABLE = 0x25
+USER_PROPERTY = 0x26
+MAXIMUM_PACKET_SIZE = 0x27
+WILDCARD_SUB_AVAILABLE = 0x28
+SUB_ID_AVAILABLE = 0x29
+SHARED_SUB_AVAILABLE = 0x2A
+
+PROP_TYPES = {
+    PAYLOAD_FORMAT: "byte", MESSAGE_EXPIRY: "u32", CONTENT_TYPE: "str",
+    RESPONSE_TOPIC: "str", CORRELATION_DATA: "bin", SUBSCRIPTION_ID: "varint",
+    SESSION_EXPIRY: "u32", ASSIGNED_CLIENT_ID: "str", SERVER_KEEP_ALIVE: "u16",
+    AUTH_METHOD: "str", AUTH_DATA: "bin", REQUEST_PROBLEM_INFO: "byte",
+    WILL_DELAY: "u32", REQUEST_RESPONSE_INFO: "byte", RESPONSE_INFO: "str",
+    SERVER_REFERENCE: "str", REASON_STRING: "str", RECEIVE_MAXIMUM: "u16",
+    TOPIC_ALIAS_MAXIMUM: "u16", TOPIC_ALIAS: "u16", MAXIMUM_QOS: "byte",
+    RETAIN_AVAILABLE: "byte", USER_PROPERTY: "pair", MAXIMUM_PACKET_SIZE: "u32",
+    WILDCARD_SUB_AVAILABLE: "byte", SUB_ID_AVAILABLE: "byte",
+    SHARED_SUB_AVAILABLE: "byte",
+}
+
+# Subscription options (SUBSCRIBE, level 5).
+NO_LOCAL = 0x04
+RETAIN_AS_PUBLISHED = 0x08
+
+
+def retain_handling(n):
+    """Options bits for Retain Handling n (0 send, 1 if new, 2 never)."""
+    return n << 4
 
 
 # --------------------------------------------------------------------------
@@ -81,16 +140,23 @@ def packet(ptype, flags, body, remaining_length=None):
 
 def connect(client_id="", clean=True, keepalive=60, will=None,
             username=None, password=None, proto_name="MQTT", proto_level=4,
-            connect_flags=None, header_flags=0):
-    """CONNECT. will = (topic, payload, qos, retain) or None.
-    connect_flags overrides the computed flags byte (reserved bit tests)."""
+            connect_flags=None, header_flags=0, properties=b"",
+            properties_block=None):
+    """CONNECT. will = (topic, payload, qos, retain) or, at level 5,
+    (topic, payload, qos, retain, will_properties) or None.
+    connect_flags overrides the computed flags byte (reserved bit tests).
+    Level 5: properties is the CONNECT property block's content (prop_*()
+    values), properties_block the whole block, length included."""
+    v5 = proto_level == 5
     flags = 0
     payload = mqtt_string(client_id)
     if clean:
         flags |= 0x02
     if will is not None:
-        wtopic, wpayload, wqos, wretain = will
+        wtopic, wpayload, wqos, wretain = will[:4]
         flags |= 0x04 | (wqos << 3) | (0x20 if wretain else 0)
+        if v5:
+            payload += prop_block(will[4] if len(will) > 4 else b"")
         payload += mqtt_string(wtopic) + mqtt_string(wpayload)
     if username is not None:
         flags |= 0x80
@@ -101,6 +167,8 @@ def connect(client_id="", clean=True, keepalive=60, will=None,
     if connect_flags is not None:
         flags = connect_flags
     var = mqtt_string(proto_name) + bytes([proto_level, flags]) + struct.pack("!H", keepalive)
+    if v5:
+        var += prop_block(properties) if properties_block is None else properties_block
     return packet(CONNECT, header_flags, var + payload)
 
 
@@ -147,6 +215,122 @@ def unsubscribe(pid, filters, flags=0x02):
     for flt in filters:
         body += mqtt_string(flt)
     return packet(UNSUBSCRIBE, flags, body)
+
+
+# --------------------------------------------------------------------------
+# MQTT 5.0 encoding
+
+
+def prop_byte(pid, v):
+    return bytes([pid, v])
+
+
+def prop_u16(pid, v):
+    return bytes([pid]) + struct.pack("!H", v)
+
+
+def prop_u32(pid, v):
+    return bytes([pid]) + struct.pack("!I", v)
+
+
+def prop_varint(pid, v):
+    return bytes([pid]) + varint(v)
+
+
+def prop_str(pid, s):
+    """A UTF-8 string or binary data property."""
+    return bytes([pid]) + mqtt_string(s)
+
+
+def prop_user(key, value):
+    return bytes([USER_PROPERTY]) + mqtt_string(key) + mqtt_string(value)
+
+
+def prop(pid, value):
+    """Any property, its encoding chosen by PROP_TYPES; value is a
+    (key, value) tuple for a user property."""
+    kind = PROP_TYPES[pid]
+    if kind == "byte":
+        return prop_byte(pid, value)
+    if kind == "u16":
+        return prop_u16(pid, value)
+    if kind == "u32":
+        return prop_u32(pid, value)
+    if kind == "varint":
+        return prop_varint(pid, value)
+    if kind == "pair":
+        return prop_user(*value)
+    return prop_str(pid, value)
+
+
+def prop_block(content):
+    """Property Length + content (bytes, or a list of prop_*() values)."""
+    if isinstance(content, (list, tuple)):
+        content = b"".join(content)
+    return varint(len(content)) + content
+
+
+def publish5(topic, payload=b"", qos=0, retain=False, dup=False, pid=None,
+             properties=b"", flags=None, properties_block=None):
+    """Level-5 PUBLISH; topic may be "" with a TOPIC_ALIAS property."""
+    if flags is None:
+        flags = (0x08 if dup else 0) | (qos << 1) | (0x01 if retain else 0)
+    body = mqtt_string(topic)
+    if qos > 0 or pid is not None:
+        if pid is None:
+            raise ValueError("QoS > 0 PUBLISH needs a packet id")
+        body += struct.pack("!H", pid)
+    body += prop_block(properties) if properties_block is None else properties_block
+    body += _b(payload)
+    return packet(PUBLISH, flags, body)
+
+
+def subscribe5(pid, filters, properties=b"", flags=0x02, properties_block=None):
+    """Level-5 SUBSCRIBE. filters = [(topic_filter, options_byte), ...]
+    (QoS | NO_LOCAL | RETAIN_AS_PUBLISHED | retain_handling(n))."""
+    body = struct.pack("!H", pid)
+    body += prop_block(properties) if properties_block is None else properties_block
+    for flt, opts in filters:
+        body += mqtt_string(flt) + bytes([opts])
+    return packet(SUBSCRIBE, flags, body)
+
+
+def unsubscribe5(pid, filters, properties=b"", flags=0x02):
+    body = struct.pack("!H", pid) + prop_block(properties)
+    for flt in filters:
+        body += mqtt_string(flt)
+    return packet(UNSUBSCRIBE, flags, body)
+
+
+def ack5(ptype, pid, reason=None, properties=None):
+    """PUBACK/PUBREC/PUBREL/PUBCOMP at level 5: reason None is the 2-byte
+    short form; properties None leaves the Property Length out."""
+    body = struct.pack("!H", pid)
+    if reason is not None:
+        body += bytes([reason])
+        if properties is not None:
+            body += prop_block(properties)
+    return packet(ptype, 0x02 if ptype == PUBREL else 0, body)
+
+
+def disconnect5(reason=None, properties=None):
+    """DISCONNECT at level 5: reason None gives the empty form."""
+    body = b""
+    if reason is not None:
+        body = bytes([reason])
+        if properties is not None:
+            body += prop_block(properties)
+    return packet(DISCONNECT, 0, body)
+
+
+def auth(reason=None, properties=None):
+    """AUTH (level 5 only), built like disconnect5."""
+    body = b""
+    if reason is not None:
+        body = bytes([reason])
+        if properties is not None:
+            body += prop_block(properties)
+    return packet(AUTH, 0, body)
 
 
 def pingreq():
@@ -229,6 +413,143 @@ class Packet:
     def granted(self):
         assert self.type == SUBACK, self
         return list(self.body[2:])
+
+    def v5(self):
+        """Decode this packet as MQTT 5.0 (section 3): a V5 with the reason
+        code(s), the properties and, for PUBLISH, topic, pid and payload.
+        The short forms decode as the spec says (reason 0, no properties)."""
+        b = self.body
+        if self.type == CONNACK:
+            props, _ = parse_props(b, 2)
+            return V5(session_present=bool(b[0] & 1), reason=b[1], props=props)
+        if self.type in (PUBACK, PUBREC, PUBREL, PUBCOMP):
+            (pid,) = struct.unpack_from("!H", b, 0)
+            reason = b[2] if len(b) > 2 else 0
+            props = parse_props(b, 3)[0] if len(b) > 3 else Props([])
+            return V5(pid=pid, reason=reason, props=props)
+        if self.type in (DISCONNECT, AUTH):
+            reason = b[0] if b else 0
+            props = parse_props(b, 1)[0] if len(b) > 1 else Props([])
+            return V5(reason=reason, props=props)
+        if self.type in (SUBACK, UNSUBACK):
+            (pid,) = struct.unpack_from("!H", b, 0)
+            props, pos = parse_props(b, 2)
+            return V5(pid=pid, props=props, reasons=list(b[pos:]))
+        if self.type == PUBLISH:
+            topic, pos = _read_string(b, 0)
+            pid = None
+            if self.qos > 0:
+                (pid,) = struct.unpack_from("!H", b, pos)
+                pos += 2
+            props, pos = parse_props(b, pos)
+            return V5(topic=topic.decode("utf-8"), pid=pid, props=props,
+                      payload=bytes(b[pos:]))
+        return V5()
+
+
+# --------------------------------------------------------------------------
+# MQTT 5.0 decoding
+
+
+def _read_varint(buf, pos):
+    value, shift = 0, 0
+    for _ in range(4):
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return value, pos
+    raise ValueError("malformed variable byte integer from peer")
+
+
+def _read_string(buf, pos):
+    (n,) = struct.unpack_from("!H", buf, pos)
+    return bytes(buf[pos + 2:pos + 2 + n]), pos + 2 + n
+
+
+class Props:
+    """A decoded property block: items is [(id, value), ...] in wire order;
+    strings are str, binary data bytes, a user property a (key, value)
+    tuple of str."""
+
+    def __init__(self, items):
+        self.items = items
+
+    def get(self, pid, default=None):
+        for k, v in self.items:
+            if k == pid:
+                return v
+        return default
+
+    def all(self, pid):
+        return [v for k, v in self.items if k == pid]
+
+    def __contains__(self, pid):
+        return any(k == pid for k, _ in self.items)
+
+    @property
+    def user(self):
+        return self.all(USER_PROPERTY)
+
+    def __repr__(self):
+        return "Props(%r)" % self.items
+
+
+def parse_props(buf, pos):
+    """The property block at buf[pos:]: (Props, position after it)."""
+    length, pos = _read_varint(buf, pos)
+    end = pos + length
+    if end > len(buf):
+        raise ValueError("property block runs past the packet")
+    items = []
+    while pos < end:
+        pid = buf[pos]
+        pos += 1
+        kind = PROP_TYPES.get(pid)
+        if kind == "byte":
+            value = buf[pos]
+            pos += 1
+        elif kind == "u16":
+            (value,) = struct.unpack_from("!H", buf, pos)
+            pos += 2
+        elif kind == "u32":
+            (value,) = struct.unpack_from("!I", buf, pos)
+            pos += 4
+        elif kind == "varint":
+            value, pos = _read_varint(buf, pos)
+        elif kind == "pair":
+            k, pos = _read_string(buf, pos)
+            v, pos = _read_string(buf, pos)
+            value = (k.decode("utf-8"), v.decode("utf-8"))
+        elif kind == "str":
+            raw, pos = _read_string(buf, pos)
+            value = raw.decode("utf-8")
+        elif kind == "bin":
+            value, pos = _read_string(buf, pos)
+        else:
+            raise ValueError("unknown property id %#x from peer" % pid)
+        items.append((pid, value))
+    if pos != end:
+        raise ValueError("property runs past its block")
+    return Props(items), end
+
+
+class V5:
+    """The level-5 fields of a received packet (see Packet.v5)."""
+
+    def __init__(self, **fields):
+        self.reason = None      # CONNACK, acks, DISCONNECT, AUTH
+        self.reasons = []       # SUBACK, UNSUBACK
+        self.props = Props([])
+        self.session_present = False
+        self.pid = None
+        self.topic = None
+        self.payload = None
+        self.__dict__.update(fields)
+
+    def __repr__(self):
+        return "V5(%r)" % self.__dict__
 
 
 class Closed(Exception):

@@ -382,3 +382,223 @@ bool fc_payload_is(const mqtt_packet *p, const char *s)
     return p->u.publish.payload.len == strlen(s) &&
            memcmp(p->u.publish.payload.p, s, strlen(s)) == 0;
 }
+
+/* MQTT 5.0 helpers. */
+
+static void fp_took(fprops *fp, size_t n)
+{
+    if (n == 0)
+        abort(); /* the block is full: a bug in the test */
+    fp->len += n;
+}
+
+void fp_u8(fprops *fp, uint8_t id, uint8_t v)
+{
+    fp_took(fp, mqtt_prop_u8(fp->buf + fp->len, sizeof fp->buf - fp->len, id, v));
+}
+
+void fp_u16(fprops *fp, uint8_t id, uint16_t v)
+{
+    fp_took(fp, mqtt_prop_u16(fp->buf + fp->len, sizeof fp->buf - fp->len, id, v));
+}
+
+void fp_u32(fprops *fp, uint8_t id, uint32_t v)
+{
+    fp_took(fp, mqtt_prop_u32(fp->buf + fp->len, sizeof fp->buf - fp->len, id, v));
+}
+
+void fp_varint(fprops *fp, uint8_t id, uint32_t v)
+{
+    fp_took(fp, mqtt_prop_varint(fp->buf + fp->len, sizeof fp->buf - fp->len, id, v));
+}
+
+void fp_str(fprops *fp, uint8_t id, const char *s)
+{
+    fp_took(fp, mqtt_prop_bytes(fp->buf + fp->len, sizeof fp->buf - fp->len, id,
+                                (const uint8_t *)s, strlen(s)));
+}
+
+void fp_user(fprops *fp, const char *key, const char *value)
+{
+    fp_took(fp, mqtt_prop_pair(fp->buf + fp->len, sizeof fp->buf - fp->len,
+                               MQTT_PROP_USER_PROPERTY, (const uint8_t *)key, strlen(key),
+                               (const uint8_t *)value, strlen(value)));
+}
+
+static mqtt_bytes fp_view(const fprops *fp)
+{
+    return fp ? (mqtt_bytes){ fp->buf, fp->len } : (mqtt_bytes){ NULL, 0 };
+}
+
+/* Buffers for the helpers below: a property block plus the fields. */
+enum { FC5_BUF = sizeof(fprops) * 2 + 4096 };
+
+void fc_send_connect(fworld *w, fclient *c, const mqtt_connect *cp)
+{
+    uint8_t *buf = malloc(FC5_BUF);
+    if (!buf)
+        abort();
+    c->level = cp->level;
+    send_buf(w, c, buf, mqtt_encode_connect(buf, FC5_BUF, cp));
+    free(buf);
+}
+
+void fc_connect5_will(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive,
+                      const fprops *props, const char *will_topic, const char *will_msg,
+                      uint8_t will_qos, bool will_retain, const fprops *will_props)
+{
+    mqtt_connect cp;
+    memset(&cp, 0, sizeof cp);
+    cp.level = MQTT_LEVEL_5;
+    cp.clean_session = clean;
+    cp.keepalive = keepalive;
+    cp.client_id = (mqtt_bytes){ (const uint8_t *)id, strlen(id) };
+    cp.props.raw = fp_view(props);
+    if (will_topic) {
+        cp.will_flag = true;
+        cp.will_qos = will_qos;
+        cp.will_retain = will_retain;
+        cp.will_topic = (mqtt_bytes){ (const uint8_t *)will_topic, strlen(will_topic) };
+        cp.will_payload = (mqtt_bytes){ (const uint8_t *)will_msg, strlen(will_msg) };
+        cp.will_props.raw = fp_view(will_props);
+    }
+    fc_send_connect(w, c, &cp);
+}
+
+void fc_connect5(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive,
+                 const fprops *props)
+{
+    fc_connect5_will(w, c, id, clean, keepalive, props, NULL, NULL, 0, false, NULL);
+}
+
+void fc_publish5(fworld *w, fclient *c, const char *topic, const char *payload, uint8_t qos,
+                 bool retain, uint16_t id, const fprops *props)
+{
+    mqtt_publish p = {
+        .qos = qos,
+        .retain = retain,
+        .packet_id = id,
+        .topic = { (const uint8_t *)topic, strlen(topic) },
+        .payload = { (const uint8_t *)payload, strlen(payload) },
+    };
+    mqtt_bytes pr = fp_view(props);
+    size_t cap = mqtt_publish5_size(p.topic.len, p.payload.len, qos, pr.len);
+    uint8_t *buf = malloc(cap ? cap : 1);
+    if (!buf)
+        abort();
+    send_buf(w, c, buf, mqtt_encode_publish5(buf, cap, &p, &pr, 1));
+    free(buf);
+}
+
+void fc_subscribe5(fworld *w, fclient *c, uint16_t id, const char *filter, uint8_t options,
+                   const fprops *props)
+{
+    mqtt_bytes f = { (const uint8_t *)filter, strlen(filter) };
+    mqtt_bytes pr = fp_view(props);
+    size_t cap = f.len + pr.len + 16;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        abort();
+    send_buf(w, c, buf, mqtt_encode_subscribe5(buf, cap, id, &f, &options, 1, &pr));
+    free(buf);
+}
+
+void fc_unsubscribe5(fworld *w, fclient *c, uint16_t id, const char *filter,
+                     const fprops *props)
+{
+    mqtt_bytes f = { (const uint8_t *)filter, strlen(filter) };
+    mqtt_bytes pr = fp_view(props);
+    size_t cap = f.len + pr.len + 16;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        abort();
+    send_buf(w, c, buf, mqtt_encode_unsubscribe5(buf, cap, id, &f, 1, &pr));
+    free(buf);
+}
+
+void fc_ack5(fworld *w, fclient *c, mqtt_type type, uint16_t id, uint8_t reason,
+             const fprops *props)
+{
+    uint8_t buf[sizeof(fprops) + 16];
+    mqtt_bytes pr = fp_view(props);
+    send_buf(w, c, buf, mqtt_encode_ack5(buf, sizeof buf, type, id, reason, &pr, 1));
+}
+
+void fc_reason5(fworld *w, fclient *c, mqtt_type type, uint8_t reason, const fprops *props)
+{
+    uint8_t buf[sizeof(fprops) + 16];
+    mqtt_bytes pr = fp_view(props);
+    send_buf(w, c, buf, mqtt_encode_reason5(buf, sizeof buf, type, reason, &pr, 1));
+}
+
+int fc_reason_of(const mqtt_packet *p)
+{
+    size_t pos = 0;
+    uint8_t code;
+    switch (p->type) {
+    case MQTT_CONNACK:
+        return p->u.connack.return_code;
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP:
+        return p->u.ack.reason;
+    case MQTT_DISCONNECT:
+        return p->u.disconnect.reason;
+    case MQTT_AUTH:
+        return p->u.auth.reason;
+    case MQTT_SUBACK:
+    case MQTT_UNSUBACK:
+        return mqtt_suback_next(&p->u.suback, &pos, &code) ? code : -1;
+    default:
+        return -1;
+    }
+}
+
+const mqtt_props *fc_props_of(const mqtt_packet *p)
+{
+    static const mqtt_props none; /* read-only: all zero */
+    switch (p->type) {
+    case MQTT_CONNACK: return &p->u.connack.props;
+    case MQTT_PUBLISH: return &p->u.publish.props;
+    case MQTT_PUBACK:
+    case MQTT_PUBREC:
+    case MQTT_PUBREL:
+    case MQTT_PUBCOMP: return &p->u.ack.props;
+    case MQTT_SUBACK:
+    case MQTT_UNSUBACK: return &p->u.suback.props;
+    case MQTT_DISCONNECT: return &p->u.disconnect.props;
+    case MQTT_AUTH: return &p->u.auth.props;
+    case MQTT_CONNECT: return &p->u.connect.props;
+    case MQTT_SUBSCRIBE: return &p->u.subscribe.props;
+    case MQTT_UNSUBSCRIBE: return &p->u.unsubscribe.props;
+    default: return &none;
+    }
+}
+
+bool fc_prop_find(const mqtt_props *props, uint8_t id, unsigned n, mqtt_prop *out)
+{
+    size_t pos = 0;
+    while (mqtt_prop_next(&props->raw, &pos, out)) {
+        if (out->id == id && n-- == 0)
+            return true;
+    }
+    return false;
+}
+
+bool fc_user_prop(const mqtt_props *props, const char *key, mqtt_bytes *value)
+{
+    mqtt_prop p;
+    for (unsigned i = 0; fc_prop_find(props, MQTT_PROP_USER_PROPERTY, i, &p); i++) {
+        if (fc_bytes_is(p.data, key)) {
+            *value = p.data2;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool fc_bytes_is(mqtt_bytes b, const char *s)
+{
+    return b.len == strlen(s) && (b.len == 0 || memcmp(b.p, s, b.len) == 0);
+}

@@ -86,6 +86,59 @@ void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, u
 void fc_ack(fworld *w, fclient *c, mqtt_type type, uint16_t id);
 void fc_disconnect(fworld *w, fclient *c);
 
+/*
+ * MQTT 5.0. A property block for a packet, built with the fp_*() appenders
+ * (each aborts when the block is full: a bug in the test). Pass fp.buf,
+ * fp.len to the *5 helpers; an empty block is { .len = 0 }.
+ */
+typedef struct fprops {
+    uint8_t buf[2048];
+    size_t len;
+} fprops;
+void fp_u8(fprops *fp, uint8_t id, uint8_t v);
+void fp_u16(fprops *fp, uint8_t id, uint16_t v);
+void fp_u32(fprops *fp, uint8_t id, uint32_t v);
+void fp_varint(fprops *fp, uint8_t id, uint32_t v);
+void fp_str(fprops *fp, uint8_t id, const char *s);   /* string or binary */
+void fp_user(fprops *fp, const char *key, const char *value);
+
+/* Send any CONNECT (its level, properties and will properties included);
+ * the client's level becomes cp->level. */
+void fc_send_connect(fworld *w, fclient *c, const mqtt_connect *cp);
+/* CONNECT at level 5 with a property block (props may be NULL). */
+void fc_connect5(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive,
+                 const fprops *props);
+/* The same with a will and its property block (may be NULL). */
+void fc_connect5_will(fworld *w, fclient *c, const char *id, bool clean, uint16_t keepalive,
+                      const fprops *props, const char *will_topic, const char *will_msg,
+                      uint8_t will_qos, bool will_retain, const fprops *will_props);
+/* PUBLISH at level 5; topic may be "" when props carry a Topic Alias. */
+void fc_publish5(fworld *w, fclient *c, const char *topic, const char *payload, uint8_t qos,
+                 bool retain, uint16_t id, const fprops *props);
+/* SUBSCRIBE at level 5 with a whole options byte (MQTT_SUBOPT_*). */
+void fc_subscribe5(fworld *w, fclient *c, uint16_t id, const char *filter, uint8_t options,
+                   const fprops *props);
+void fc_unsubscribe5(fworld *w, fclient *c, uint16_t id, const char *filter,
+                     const fprops *props);
+/* PUBACK/PUBREC/PUBREL/PUBCOMP with a reason code (and properties). */
+void fc_ack5(fworld *w, fclient *c, mqtt_type type, uint16_t id, uint8_t reason,
+             const fprops *props);
+/* DISCONNECT or AUTH with a reason code (and properties). */
+void fc_reason5(fworld *w, fclient *c, mqtt_type type, uint8_t reason, const fprops *props);
+
+/* The reason code of a decoded packet: CONNACK's return/reason code, an
+ * ack's, DISCONNECT's or AUTH's, the first code of a SUBACK or level-5
+ * UNSUBACK; -1 for packets without one. */
+int fc_reason_of(const mqtt_packet *p);
+/* The properties of a decoded packet (all zero for those without). */
+const mqtt_props *fc_props_of(const mqtt_packet *p);
+/* The n-th (from 0) property with this id in a decoded block. */
+bool fc_prop_find(const mqtt_props *props, uint8_t id, unsigned n, mqtt_prop *out);
+/* The value of the first user property named key, or false. */
+bool fc_user_prop(const mqtt_props *props, const char *key, mqtt_bytes *value);
+/* A view equals a C string. */
+bool fc_bytes_is(mqtt_bytes b, const char *s);
+
 /* Open a connection and CONNECT with keepalive 0, skipping the CONNACK
  * (committing first if the broker holds it, see fworld.commit). */
 fclient *fw_connect_as(fworld *w, const char *id, bool clean);

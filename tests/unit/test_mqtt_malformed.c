@@ -90,7 +90,7 @@ static const bad_case bad_cases[] = {
     ROW("PUBLISH topic longer than packet", C, 4, 0, "\x30\x04\x00\x05" "ab", MQTT_ERR_TRUNCATED),
     ROW("PUBLISH one byte of topic length", C, 4, 0, "\x30\x01\x00", MQTT_ERR_TRUNCATED),
     ROW("PUBLISH empty body", C, 4, 0, "\x30\x00", MQTT_ERR_TRUNCATED),
-    ROW("PUBLISH at unsupported level 5", C, 5, 0, "\x30\x03\x00\x01t", MQTT_ERR_BAD_PROTOCOL_LEVEL),
+    ROW("PUBLISH at unsupported level 6", C, 6, 0, "\x30\x03\x00\x01t", MQTT_ERR_BAD_PROTOCOL_LEVEL),
 
     /* Fixed-size packets. */
     ROW("PUBACK packet id 0", C, 4, 0, "\x40\x02\x00\x00", MQTT_ERR_ZERO_PACKET_ID),
@@ -112,7 +112,7 @@ static const bad_case bad_cases[] = {
 
     /* CONNECT. "\x10\x0c" MQTT4 flags keepalive(2) client-id "" is the valid base. */
     ROW("CONNECT name MQTT level 3", C, 0, 0, "\x10\x0c\x00\x04MQTT\x03\x02\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_LEVEL),
-    ROW("CONNECT name MQTT level 5", C, 0, 0, "\x10\x0d\x00\x04MQTT\x05\x02\x00\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_LEVEL),
+    ROW("CONNECT name MQTT level 6", C, 0, 0, "\x10\x0d\x00\x04MQTT\x06\x02\x00\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_LEVEL),
     ROW("CONNECT name MQIsdp level 4", C, 0, 0, "\x10\x0e\x00\x06MQIsdp\x04\x02\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_LEVEL),
     ROW("CONNECT name MQTX", C, 0, 0, "\x10\x0c\x00\x04MQTX\x04\x02\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_NAME),
     ROW("CONNECT name lowercase mqtt", C, 0, 0, "\x10\x0c\x00\x04mqtt\x04\x02\x00\x00\x00\x00", MQTT_ERR_BAD_PROTOCOL_NAME),
