@@ -11,7 +11,6 @@
 #include "broker/access.h"
 #include "broker/base.h"
 #include "broker/broker-t.h"
-#include "broker/deliver.h"
 #include "broker/ident.h"
 #include "broker/journal.h"
 #include "broker/mem.h"
@@ -28,7 +27,6 @@ typedef struct restore_state {
     size_t cap, count;
     size_t sessions, queued, retained, dropped;
     size_t expired;     /* messages, queue entries, sessions dropped as expired */
-    size_t wills;       /* wills published at the end of restore */
     size_t unclocked;   /* wall-clock times read without a wall clock */
 } restore_state;
 
@@ -124,6 +122,14 @@ static uint64_t msg_expiry(broker *b, restore_state *r, uint64_t t, bool *passed
     return core == UINT64_MAX ? 0 : core;
 }
 
+/* An offline session's expiry or will is due at core time at: the
+ * sessions' tick must look by then (session-t.h: early, never late). */
+static void note_event(broker *b, uint64_t at)
+{
+    if (at < b->sessions.next_event_ms)
+        b->sessions.next_event_ms = at;
+}
+
 /* The records restore produces: removals of what expired (see the top). */
 static void forget_retained(broker *b, const uint8_t *topic, size_t tlen)
 {
@@ -201,6 +207,7 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
     else if (at == 0 || at == UINT64_MAX)
         at = b->now_ms + (uint64_t)expiry_interval * 1000u;
     s->expires_at = at ? at : 1;
+    note_event(b, s->expires_at);
     r->sessions++;
     return 0;
 }
@@ -370,45 +377,20 @@ int broker_restore_will(broker *b, const uint8_t *id, size_t idlen, const uint8_
      * compared): broker_restore_done() publishes it. */
     uint64_t at = core_time(b, r, fire_at, &passed);
     s->will_at_ms = passed || at == 0 || at == UINT64_MAX ? b->now_ms : at;
+    note_event(b, s->will_at_ms);
     return 0;
 }
 
-/* Publish s's will (unless its own expiry passed) and forget it. */
-static void fire_will(broker *b, restore_state *r, session *s)
-{
-    msg *w = s->will;
-    s->will = NULL;
-    s->will_at_ms = 0;
-    if (!bk_msg_expired(w, b->now_ms)) {
-        bk_route_publish(b, bk_msg_topic(w), w->topic_len, bk_msg_payload(w), w->payload_len,
-                         w->qos, w->retain, w);
-        r->wills++;
-    }
-    bk_msg_unref(b, w);
-}
-
 /* The sessions that expired while the broker was down end now, after
- * their wills [MQTT-3.1.3-9]; wills whose delay passed are published.
- * Every restored session is offline. Runs with records on: the session
- * deletions and will removals go to the disk. */
+ * their wills [MQTT-3.1.2-8]; wills whose delay passed are published:
+ * what the sessions' tick does when their time comes (session.c), run
+ * once at once so that no client resumes such a session. Runs with
+ * records on: the session deletions and will removals reach the disk. */
 static void end_expired(broker *b, restore_state *r)
 {
-    session *s = b->sessions.offline;
-    while (s) {
-        session *next = s->off_next;
-        bool expired = s->expires_at <= b->now_ms;
-        if (s->will && (expired || s->will_at_ms <= b->now_ms)) {
-            fire_will(b, r, s);
-            if (!expired)
-                bk_journal_will(b, s);
-        }
-        if (expired) {
-            bk_log(b, BROKER_LOG_INFO, "session %s expired while the broker was down", s->id);
-            bk_session_destroy(b, s);
-            r->expired++;
-        }
-        s = next;
-    }
+    size_t before = b->sessions.count;
+    bk_sessions_tick(b, b->now_ms);
+    r->expired += before - b->sessions.count;
 }
 
 void broker_restore_done(broker *b)
@@ -424,11 +406,11 @@ void broker_restore_done(broker *b)
     bk_log(b, BROKER_LOG_INFO,
            "restored %zu persistent sessions, %zu queued messages, %zu retained messages%s",
            r->sessions, r->queued, r->retained, r->dropped ? " (some entries lacked data)" : "");
-    if (r->expired || r->wills)
+    if (r->expired)
         bk_log(b, BROKER_LOG_INFO,
                "restore: %zu sessions, queued or retained messages expired while the broker "
-               "was down; %zu delayed wills published",
-               r->expired, r->wills);
+               "was down (wills of the sessions published)",
+               r->expired);
     if (r->unclocked)
         bk_log(b, BROKER_LOG_WARN,
                "restore: no wall clock: %zu recorded expiry times could not be checked (messages "

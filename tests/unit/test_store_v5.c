@@ -284,19 +284,19 @@ TEST(core_records_its_mqtt5_state_and_a_later_restore_deducts_the_time_down)
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     session *s = find_session(w.b, "c5");
     CHECK(s != NULL && s->subs != NULL);
-    /* What the 5.0 connection and subscription paths set. */
+    /* What the 5.0 subscription path sets, and the connection's Session
+     * Expiry Interval. */
     s->subs->options = MQTT_SUBOPT_NO_LOCAL;
     s->subs->sub_id = 5;
-    s->expiry_interval_s = 600;
+    bk_session_set_expiry(w.b, s, 600);
+    CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
+    /* Offline: the record says when it expires; a delayed will is kept. */
     fc_disconnect(&w, c);
     CHECK(s->conn == NULL);
-    s->expires_at = w.now + 600000u;
-    bk_journal_session_put(w.b, s);
-    s->will = bk_msg_new5(w.b, (const uint8_t *)"w/c5", 4, (const uint8_t *)"bye", 3, props,
-                          sizeof props, 1, false, w.now + 900000u);
-    CHECK(s->will != NULL);
-    s->will_at_ms = w.now + 30000u;
-    bk_journal_will(w.b, s);
+    msg *will = bk_msg_new5(w.b, (const uint8_t *)"w/c5", 4, (const uint8_t *)"bye", 3, props,
+                            sizeof props, 1, false, w.now + 900000u);
+    CHECK(will != NULL);
+    bk_session_keep_will(w.b, s, will, 30, w.now);
     CHECK(broker_store_take(w.b, &b));
     pos = 0;
     CHECK_EQ(journal_next(b.data, b.len, &pos, &rec), 1);
