@@ -122,6 +122,44 @@ static uint64_t msg_expiry(broker *b, restore_state *r, uint64_t t, bool *passed
     return core == UINT64_MAX ? 0 : core;
 }
 
+/* Forwarded properties (msg-t.h) go out in PUBLISH packets as they are: a
+ * damaged store must not make the broker send a malformed block. A whole
+ * block of the properties a message carries, each at most once (User
+ * Properties repeat), strings valid UTF-8, the Response Topic a topic
+ * name [MQTT-3.3.2-13]; a will's block may also keep its Message Expiry
+ * Interval (session-t.h). */
+static bool props_ok(const uint8_t *p, size_t len, bool is_will)
+{
+    uint64_t allowed = MQTT_PROP_BIT(MQTT_PROP_PAYLOAD_FORMAT) |
+                       MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE) |
+                       MQTT_PROP_BIT(MQTT_PROP_RESPONSE_TOPIC) |
+                       MQTT_PROP_BIT(MQTT_PROP_CORRELATION_DATA) |
+                       MQTT_PROP_BIT(MQTT_PROP_USER_PROPERTY) |
+                       (is_will ? MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY) : 0);
+    const mqtt_bytes raw = {p, len};
+    uint64_t seen = 0;
+    size_t pos = 0;
+    mqtt_prop pr;
+    while (mqtt_prop_next(&raw, &pos, &pr)) {
+        if (pr.id >= 64)
+            return false;
+        uint64_t bit = MQTT_PROP_BIT(pr.id);
+        if (!(allowed & bit) ||
+            (pr.id != MQTT_PROP_USER_PROPERTY && (seen & bit)))
+            return false;
+        seen |= bit;
+        if ((pr.id == MQTT_PROP_PAYLOAD_FORMAT && pr.value > 1) ||
+            (pr.id == MQTT_PROP_CONTENT_TYPE && !mqtt_utf8_valid(pr.data.p, pr.data.len)) ||
+            (pr.id == MQTT_PROP_RESPONSE_TOPIC &&
+             !mqtt_topic_name_valid(pr.data.p, pr.data.len)) ||
+            (pr.id == MQTT_PROP_USER_PROPERTY &&
+             (!mqtt_utf8_valid(pr.data.p, pr.data.len) ||
+              !mqtt_utf8_valid(pr.data2.p, pr.data2.len))))
+            return false;
+    }
+    return pos == len; /* the walk stops early at anything malformed */
+}
+
 /* An offline session's expiry or will is due at core time at: the
  * sessions' tick must look by then (session-t.h: early, never late). */
 static void note_event(broker *b, uint64_t at)
@@ -152,7 +190,7 @@ int broker_restore_retained(broker *b, const uint8_t *topic, size_t tlen,
 {
     restore_state *r = rs_get(b);
     if (!r || tlen == 0 || tlen > UINT16_MAX || qos > 2 || props_len > UINT32_MAX ||
-        !mqtt_topic_name_valid(topic, tlen))
+        !mqtt_topic_name_valid(topic, tlen) || !props_ok(props, props_len, false))
         return -1;
     bool passed;
     uint64_t expiry = msg_expiry(b, r, expiry_at, &passed);
@@ -246,7 +284,8 @@ int broker_restore_msg(broker *b, uint64_t msg_id, const uint8_t *topic, size_t 
     /* The topic goes out in PUBLISH packets as it is: a damaged store must
      * not make the broker send clients a malformed one. */
     if (!r || msg_id == 0 || tlen == 0 || tlen > UINT16_MAX || qos > 2 ||
-        props_len > UINT32_MAX || !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id))
+        props_len > UINT32_MAX || !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id) ||
+        !props_ok(props, props_len, false))
         return -1;
     /* Kept even when expired: an entry already sent must still be
      * completed; broker_restore_queued() drops the unsent ones. */
@@ -364,7 +403,7 @@ int broker_restore_will(broker *b, const uint8_t *id, size_t idlen, const uint8_
     session *s = bk_session_find(&b->sessions, id, idlen);
     /* The will goes out as a PUBLISH: the same checks as a message. */
     if (!r || !s || tlen == 0 || tlen > UINT16_MAX || qos > 2 || props_len > UINT32_MAX ||
-        !mqtt_topic_name_valid(topic, tlen))
+        !mqtt_topic_name_valid(topic, tlen) || !props_ok(props, props_len, true))
         return -1;
     bool passed;
     uint64_t expiry = msg_expiry(b, r, expiry_at, &passed);

@@ -332,3 +332,49 @@ TEST(core_records_its_mqtt5_state_and_a_later_restore_deducts_the_time_down)
     fw_free(&w);
     ts_cleanup(&e);
 }
+
+TEST(store_load_refuses_a_message_whose_stored_properties_are_malformed)
+{
+    ts_env e;
+    jb j;
+    fworld w;
+    char err[STORE_ERR_SIZE];
+    /* A Content Type whose length runs past the block, a Topic Alias
+     * (never forwarded), and a Response Topic with a wildcard. */
+    static const uint8_t truncated[] = {0x03, 0x00, 0x09, 'a'};
+    static const uint8_t alias[] = {0x23, 0x00, 0x01};
+    static const uint8_t wildcard[] = {0x08, 0x00, 0x03, 'a', '/', '#'};
+    const struct {
+        const uint8_t *p;
+        size_t n;
+    } bad[] = {{truncated, sizeof truncated}, {alias, sizeof alias}, {wildcard, sizeof wildcard}};
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(ts_init(&e));
+        CHECK(ts_open(&e, false));
+        jb_init(&j, 1);
+        jb_session_put5(&j, "c", "", 0, 3600, 0);
+        jb_msg_put5(&j, 1, "t", "p", 1, 0, bad[i].p, bad[i].n, 0);
+        jb_queue_put(&j, "c", 1, 1, 1, 0);
+        broker_store_batch b = jb_batch(&j);
+        CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK);
+        fw_init_durable(&w, NULL);
+        CHECK(store_load(e.s, w.b, err, sizeof err) != STORE_OK);
+        CHECK(strstr(err, "message row 1") != NULL);
+        fw_free(&w);
+        ts_cleanup(&e);
+    }
+    /* The same message with well-formed properties loads. */
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, false));
+    jb_init(&j, 1);
+    jb_session_put5(&j, "c", "", 0, 3600, 0);
+    jb_msg_put5(&j, 1, "t", "p", 1, 0, props, sizeof props, 0);
+    jb_queue_put(&j, "c", 1, 1, 1, 0);
+    broker_store_batch ok = jb_batch(&j);
+    CHECK_EQ(store_apply(e.s, &ok, 1), STORE_OK);
+    fw_init_durable(&w, NULL);
+    CHECK_EQ(store_load(e.s, w.b, err, sizeof err), STORE_OK);
+    fw_free(&w);
+    ts_cleanup(&e);
+}
