@@ -164,7 +164,7 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
             s->conn = NULL;
             /* A Session Expiry Interval of 0 (a 3.1.1 clean session, or
              * set so by a 5.0 CONNECT or DISCONNECT) ends the session
-             * with its connection [MQTT-3.1.2-25]. */
+             * with its connection [MQTT-3.1.2-23]. */
             if (s->clean || s->expiry_interval_s == 0) {
                 bk_session_destroy(b, s);
                 s = NULL;
@@ -464,6 +464,14 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         }
     }
 
+    /* A CONNECT that created or discarded a persistent session is answered
+     * once that is on disk: a client told its clean start happened must
+     * never see the old session again after a crash (it has dropped its
+     * half, so a resent QoS 2 message would reach it twice). Until then
+     * its input waits and nothing else is sent to it. Taken before the
+     * session goes online, whose record (no longer expiring) the CONNACK
+     * need not wait for. */
+    uint64_t gate = bk_journal_gate_if_changed(b, mark);
     c->state = CONN_ACTIVE;
     c->sess = s;
     bk_session_set_online(b, s, c);
@@ -496,12 +504,6 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
                "client %s connected from %s (level %u, %s session, keepalive %u)", s->id,
                c->peer ? c->peer : "?", cp->level, cp->clean_session ? "clean" : "persistent",
                keepalive);
-    /* A CONNECT that created or discarded a persistent session is answered
-     * once that is on disk: a client told its clean start happened must
-     * never see the old session again after a crash (it has dropped its
-     * half, so a resent QoS 2 message would reach it twice). Until then
-     * its input waits and nothing else is sent to it. */
-    uint64_t gate = bk_journal_gate_if_changed(b, mark);
     c->connack_held = gate != 0;
     if (!bk_ack_send_or_hold(b, c, MQTT_CONNACK,
                              (uint16_t)((present ? 1u : 0u) << 8 | MQTT_CONNACK_ACCEPTED), gate)) {

@@ -28,9 +28,10 @@
  *   length (property blocks, short forms of the acks, DISCONNECT and AUTH),
  *   so only those two keep the early judgement on the header. A reason code
  *   not allowed in the packet, or not from that side (reason.c), is
- *   MQTT_ERR_BAD_REASON_CODE. AUTH with one byte (a reason code and no
- *   Property Length) is accepted as DISCONNECT's is: 3.15.2.2.1 names no
- *   such rule and the meaning is unambiguous.
+ *   MQTT_ERR_BAD_REASON_CODE. DISCONNECT may stop after its reason code
+ *   (3.14.2.2.1: "If the Remaining Length is less than 2, a value of 0 is
+ *   used"); AUTH names no such form (3.15.2.1 allows only leaving out both
+ *   reason and properties), so a one-byte AUTH is MQTT_ERR_TRUNCATED.
  * - Shared subscription filters at level 5: "$share/NAME/FILTER" with a
  *   NAME that is empty or holds '/', '+' or '#', or no FILTER, is
  *   MQTT_ERR_BAD_TOPIC_FILTER in SUBSCRIBE and UNSUBSCRIBE ([MQTT-4.8.2-1],
@@ -311,8 +312,8 @@ static mqtt_err decode_reason_packet(mqtt_reader *r, mqtt_type type, mqtt_role r
     MQTT_TRY(rd_u8(r, &d->reason));
     if (!reason_allowed(type, role, d->reason))
         return MQTT_ERR_BAD_REASON_CODE;
-    if (rd_left(r) == 0)
-        return MQTT_OK;
+    if (rd_left(r) == 0) /* AUTH has no one-byte form: its Property Length is due */
+        return type == MQTT_AUTH ? MQTT_ERR_TRUNCATED : MQTT_OK;
     MQTT_TRY(prop_read_block(r, type == MQTT_AUTH ? PCTX_AUTH : PCTX_DISCONNECT, role, &d->props));
     return rd_left(r) ? MQTT_ERR_TRAILING_BYTES : MQTT_OK;
 }

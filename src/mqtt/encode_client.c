@@ -30,7 +30,8 @@ size_t mqtt_encode_connect(uint8_t *out, size_t cap, const mqtt_connect *c)
     MQTT_INVARIANT(c->client_id.len <= UINT16_MAX && c->will_topic.len <= UINT16_MAX &&
                    c->will_payload.len <= UINT16_MAX && c->username.len <= UINT16_MAX &&
                    c->password.len <= UINT16_MAX);
-    /* A property block of the test tools, far below the packet limit. */
+    /* Blocks bounded so that the sum below stays under MQTT_MAX_REMAINING
+     * (a client's CONNECT properties are a few dozen bytes). */
     MQTT_INVARIANT(c->props.raw.len <= UINT16_MAX * 4u && c->will_props.raw.len <= UINT16_MAX * 4u);
 
     const char *name = c->level == MQTT_LEVEL_31 ? "MQIsdp" : "MQTT";

@@ -57,7 +57,8 @@ typedef enum mqtt_err {
     MQTT_NEED_MORE,             /* incomplete packet: read more bytes */
     MQTT_ERR_LENGTH_ENCODING,   /* Remaining Length longer than 4 bytes or non-minimal */
     MQTT_ERR_TOO_LARGE,         /* packet exceeds the caller's maximum size */
-    MQTT_ERR_BAD_TYPE,          /* packet type 0/15, or a server-to-client type */
+    MQTT_ERR_BAD_TYPE,          /* packet type 0, 15 (AUTH) below level 5, or a type
+                                   this side may not send */
     MQTT_ERR_BAD_FLAGS,         /* reserved fixed-header flag bits wrong */
     MQTT_ERR_TRUNCATED,         /* a field runs past the end of the packet */
     MQTT_ERR_TRAILING_BYTES,    /* bytes left over after the last field */
@@ -95,7 +96,8 @@ const char *mqtt_err_str(mqtt_err err);
 /* The MQTT 5.0 reason code a server sends in DISCONNECT (or CONNACK, for a
  * bad CONNECT) for a decode error: 0x81 malformed packet, 0x82 protocol
  * error, 0x95 packet too large, 0x94 topic alias invalid, 0x84 unsupported
- * protocol version. Not meaningful for MQTT_OK / MQTT_NEED_MORE. */
+ * protocol version (err.c says which is which). Not meaningful for MQTT_OK /
+ * MQTT_NEED_MORE / MQTT_ERR_BUFFER_FULL (0x80 unspecified). */
 uint8_t mqtt_err_reason(mqtt_err err);
 
 /* MQTT 5.0 reason codes (section 2.4), every one the specification defines.
@@ -435,7 +437,9 @@ size_t mqtt_publish_size(uint8_t level, size_t topic_len, size_t payload_len, ui
 size_t mqtt_encode_publish(uint8_t *out, size_t cap, uint8_t level, const mqtt_publish *p);
 size_t mqtt_encode_connack(uint8_t *out, size_t cap, uint8_t level, bool session_present,
                            uint8_t return_code);
-/* PUBACK, PUBREC, PUBREL (flags 0x2 applied), PUBCOMP, UNSUBACK: 4 bytes. */
+/* PUBACK, PUBREC, PUBREL (flags 0x2 applied), PUBCOMP, UNSUBACK: 4 bytes.
+ * At level 5 the publish acks come out as the 4-byte Success form; a 5.0
+ * UNSUBACK carries a reason code per filter: mqtt_encode_suback5(). */
 size_t mqtt_encode_ack(uint8_t *out, size_t cap, uint8_t level, mqtt_type type, uint16_t packet_id);
 size_t mqtt_suback_size(uint8_t level, size_t count); /* count return codes */
 size_t mqtt_encode_suback(uint8_t *out, size_t cap, uint8_t level, uint16_t packet_id,

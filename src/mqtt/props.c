@@ -95,8 +95,8 @@ mqtt_err rd_varint(mqtt_reader *r, uint32_t *out)
 static mqtt_err read_value(mqtt_reader *r, prop_type t, mqtt_prop *p)
 {
     mqtt_err e = MQTT_OK;
-    uint8_t b;
-    uint16_t h;
+    uint8_t b = 0;
+    uint16_t h = 0;
 
     p->value = 0;
     p->data = (mqtt_bytes){ 0 };

@@ -160,6 +160,149 @@ static void gen_decode(const char *dir)
     decode_seed(dir, "pingresp", true, L4, o, mqtt_encode_empty(o, 2, MQTT_PINGRESP));
 }
 
+/* MQTT 5.0 packets: every packet type with properties, the short forms, a
+ * will with properties, subscription options and a shared filter. Each
+ * property block is assembled with the codec's writers. */
+typedef struct pblock {
+    uint8_t b[256];
+    size_t n;
+} pblock;
+
+static void pb_add(pblock *p, size_t n)
+{
+    if (n == 0) {
+        fprintf(stderr, "gen_seeds: property block overflow\n");
+        exit(1);
+    }
+    p->n += n;
+}
+#define PB_CAP(p) ((p)->b + (p)->n), (sizeof (p)->b - (p)->n)
+
+static mqtt_bytes pb_view(const pblock *p)
+{
+    return (mqtt_bytes){p->b, p->n};
+}
+
+static void pb_user(pblock *p, const char *k, const char *v)
+{
+    pb_add(p, mqtt_prop_pair(PB_CAP(p), MQTT_PROP_USER_PROPERTY, (const uint8_t *)k, strlen(k),
+                             (const uint8_t *)v, strlen(v)));
+}
+
+static void pb_str(pblock *p, uint8_t id, const char *v)
+{
+    pb_add(p, mqtt_prop_bytes(PB_CAP(p), id, (const uint8_t *)v, strlen(v)));
+}
+
+static void gen_decode5(const char *dir)
+{
+    uint8_t o[512];
+    const uint8_t L5 = 3;
+    pblock a = {.n = 0}, w = {.n = 0};
+
+    pb_add(&a, mqtt_prop_u32(PB_CAP(&a), MQTT_PROP_SESSION_EXPIRY, 3600));
+    pb_add(&a, mqtt_prop_u16(PB_CAP(&a), MQTT_PROP_RECEIVE_MAXIMUM, 10));
+    pb_add(&a, mqtt_prop_u32(PB_CAP(&a), MQTT_PROP_MAXIMUM_PACKET_SIZE, 4096));
+    pb_add(&a, mqtt_prop_u16(PB_CAP(&a), MQTT_PROP_TOPIC_ALIAS_MAXIMUM, 8));
+    pb_add(&a, mqtt_prop_u8(PB_CAP(&a), MQTT_PROP_REQUEST_PROBLEM_INFO, 1));
+    pb_str(&a, MQTT_PROP_AUTH_METHOD, "PLAIN");
+    pb_user(&a, "k", "v");
+    pb_add(&w, mqtt_prop_u32(PB_CAP(&w), MQTT_PROP_WILL_DELAY, 5));
+    pb_add(&w, mqtt_prop_u8(PB_CAP(&w), MQTT_PROP_PAYLOAD_FORMAT, 1));
+    pb_str(&w, MQTT_PROP_RESPONSE_TOPIC, "r/t");
+    pb_str(&w, MQTT_PROP_CORRELATION_DATA, "cd");
+    mqtt_connect c = {.level = 5, .clean_session = true, .keepalive = 30, .client_id = str("c5"),
+                      .will_flag = true, .will_qos = 1, .will_topic = str("will/t"),
+                      .will_payload = str("gone"), .password_flag = true,
+                      .password = str("pw")};
+    c.props.raw = pb_view(&a);
+    c.will_props.raw = pb_view(&w);
+    decode_seed(dir, "connect-5-will-props", false, 0, o, mqtt_encode_connect(o, 512, &c));
+
+    pblock pp = {.n = 0};
+    pb_add(&pp, mqtt_prop_u8(PB_CAP(&pp), MQTT_PROP_PAYLOAD_FORMAT, 1));
+    pb_add(&pp, mqtt_prop_u32(PB_CAP(&pp), MQTT_PROP_MESSAGE_EXPIRY, 60));
+    pb_add(&pp, mqtt_prop_u16(PB_CAP(&pp), MQTT_PROP_TOPIC_ALIAS, 2));
+    pb_str(&pp, MQTT_PROP_CONTENT_TYPE, "text/plain");
+    pb_user(&pp, "a", "b");
+    mqtt_bytes ppv = pb_view(&pp);
+    mqtt_publish p = {.qos = 1, .packet_id = 4, .topic = str("a/b"), .payload = str("hi")};
+    decode_seed(dir, "publish-5-props", false, L5, o, mqtt_encode_publish5(o, 512, &p, &ppv, 1));
+    p.topic = (mqtt_bytes){NULL, 0};
+    decode_seed(dir, "publish-5-alias-only", false, L5, o,
+                mqtt_encode_publish5(o, 512, &p, &ppv, 1));
+    pblock sid = {.n = 0};
+    pb_add(&sid, mqtt_prop_varint(PB_CAP(&sid), MQTT_PROP_SUBSCRIPTION_ID, 1));
+    pb_add(&sid, mqtt_prop_varint(PB_CAP(&sid), MQTT_PROP_SUBSCRIPTION_ID, 300000));
+    mqtt_bytes two[2] = {ppv, pb_view(&sid)};
+    p.topic = str("x");
+    p.qos = 2;
+    decode_seed(dir, "publish-5-server-subids", true, L5, o,
+                mqtt_encode_publish5(o, 512, &p, two, 2));
+
+    pblock rs = {.n = 0};
+    pb_str(&rs, MQTT_PROP_REASON_STRING, "why");
+    pb_user(&rs, "x", "y");
+    mqtt_bytes rsv = pb_view(&rs);
+    decode_seed(dir, "puback-5-short", false, L5, o,
+                mqtt_encode_ack5(o, 512, MQTT_PUBACK, 1, 0, NULL, 0));
+    decode_seed(dir, "pubrec-5-reason", false, L5, o,
+                mqtt_encode_ack5(o, 512, MQTT_PUBREC, 2, MQTT_RC_NO_MATCHING_SUBSCRIBERS, NULL, 0));
+    decode_seed(dir, "pubrel-5-props", false, L5, o,
+                mqtt_encode_ack5(o, 512, MQTT_PUBREL, 3, MQTT_RC_PACKET_ID_NOT_FOUND, &rsv, 1));
+    decode_seed(dir, "pubcomp-5-server", true, L5, o,
+                mqtt_encode_ack5(o, 512, MQTT_PUBCOMP, 3, 0, &rsv, 1));
+
+    pblock si = {.n = 0};
+    pb_add(&si, mqtt_prop_varint(PB_CAP(&si), MQTT_PROP_SUBSCRIPTION_ID, 77));
+    mqtt_bytes siv = pb_view(&si);
+    mqtt_bytes f[3] = {str("a/+"), str("$share/grp/b/#"), str("c")};
+    uint8_t opts[3] = {1 | MQTT_SUBOPT_NO_LOCAL | MQTT_SUBOPT_RETAIN_AS_PUBLISHED,
+                       2 | 2u << MQTT_SUBOPT_RETAIN_HANDLING_SHIFT,
+                       1u << MQTT_SUBOPT_RETAIN_HANDLING_SHIFT};
+    decode_seed(dir, "subscribe-5-options", false, L5, o,
+                mqtt_encode_subscribe5(o, 512, 9, f, opts, 3, &siv));
+    decode_seed(dir, "unsubscribe-5", false, L5, o,
+                mqtt_encode_unsubscribe5(o, 512, 10, f, 3, &rsv));
+
+    pblock se = {.n = 0};
+    pb_add(&se, mqtt_prop_u32(PB_CAP(&se), MQTT_PROP_SESSION_EXPIRY, 0));
+    mqtt_bytes sev = pb_view(&se);
+    decode_seed(dir, "disconnect-5-will", false, L5, o,
+                mqtt_encode_reason5(o, 512, MQTT_DISCONNECT, MQTT_RC_DISCONNECT_WITH_WILL, &sev, 1));
+    decode_seed(dir, "disconnect-5-server", true, L5, o,
+                mqtt_encode_reason5(o, 512, MQTT_DISCONNECT, MQTT_RC_SESSION_TAKEN_OVER, &rsv, 1));
+    pblock au = {.n = 0};
+    pb_str(&au, MQTT_PROP_AUTH_METHOD, "SCRAM-SHA-1");
+    pb_str(&au, MQTT_PROP_AUTH_DATA, "nonce");
+    mqtt_bytes auv = pb_view(&au);
+    decode_seed(dir, "auth-5-continue", false, L5, o,
+                mqtt_encode_reason5(o, 512, MQTT_AUTH, MQTT_RC_CONTINUE_AUTHENTICATION, &auv, 1));
+    decode_seed(dir, "auth-5-success-server", true, L5, o,
+                mqtt_encode_reason5(o, 512, MQTT_AUTH, MQTT_RC_SUCCESS, NULL, 0));
+
+    pblock ca = {.n = 0};
+    pb_add(&ca, mqtt_prop_u16(PB_CAP(&ca), MQTT_PROP_RECEIVE_MAXIMUM, 100));
+    pb_add(&ca, mqtt_prop_u8(PB_CAP(&ca), MQTT_PROP_MAXIMUM_QOS, 1));
+    pb_add(&ca, mqtt_prop_u8(PB_CAP(&ca), MQTT_PROP_RETAIN_AVAILABLE, 0));
+    pb_add(&ca, mqtt_prop_u8(PB_CAP(&ca), MQTT_PROP_WILDCARD_SUB_AVAILABLE, 1));
+    pb_add(&ca, mqtt_prop_u8(PB_CAP(&ca), MQTT_PROP_SUB_ID_AVAILABLE, 1));
+    pb_add(&ca, mqtt_prop_u8(PB_CAP(&ca), MQTT_PROP_SHARED_SUB_AVAILABLE, 1));
+    pb_add(&ca, mqtt_prop_u16(PB_CAP(&ca), MQTT_PROP_SERVER_KEEP_ALIVE, 60));
+    pb_add(&ca, mqtt_prop_u16(PB_CAP(&ca), MQTT_PROP_TOPIC_ALIAS_MAXIMUM, 16));
+    pb_add(&ca, mqtt_prop_u32(PB_CAP(&ca), MQTT_PROP_MAXIMUM_PACKET_SIZE, 1 << 20));
+    pb_str(&ca, MQTT_PROP_ASSIGNED_CLIENT_ID, "auto-1");
+    mqtt_bytes cav = pb_view(&ca);
+    decode_seed(dir, "connack-5-capabilities", true, L5, o,
+                mqtt_encode_connack5(o, 512, true, 0, &cav, 1));
+    const uint8_t sc[4] = {0, 1, MQTT_RC_SHARED_SUBS_NOT_SUPPORTED, MQTT_RC_NOT_AUTHORIZED};
+    decode_seed(dir, "suback-5", true, L5, o,
+                mqtt_encode_suback5(o, 512, MQTT_SUBACK, 9, sc, 4, &rsv, 1));
+    const uint8_t uc[2] = {0, MQTT_RC_NO_SUBSCRIPTION_EXISTED};
+    decode_seed(dir, "unsuback-5", true, L5, o,
+                mqtt_encode_suback5(o, 512, MQTT_UNSUBACK, 10, uc, 2, NULL, 0));
+}
+
 /* ---- fuzz_topic -------------------------------------------------------- */
 
 static void gen_topic(const char *dir)
@@ -529,6 +672,7 @@ int main(int argc, char **argv)
         return 2;
     }
     gen_decode(argv[1]);
+    gen_decode5(argv[1]);
     gen_topic(argv[1]);
     gen_config(argv[1]);
     gen_core(argv[1]);

@@ -323,8 +323,10 @@ def disconnect5(reason=None, properties=None):
     return packet(DISCONNECT, 0, body)
 
 
-def auth(reason=None, properties=None):
-    """AUTH (level 5 only), built like disconnect5."""
+def auth(reason=None, properties=b""):
+    """AUTH (level 5 only): reason None gives the empty form (Success);
+    with a reason the Property Length is always written (AUTH has no
+    one-byte form), unless properties=None asks for that malformed one."""
     body = b""
     if reason is not None:
         body = bytes([reason])
