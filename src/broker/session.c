@@ -162,14 +162,13 @@ void bk_session_destroy(broker *b, session *s)
     bk_tree_remove_all(b, &b->tree, s);
     for (uint32_t i = 0; i < s->q_count; i++) {
         qentry *e = bk_session_entry(s, i);
+        entry_ids_free(b, e);
         if (e->state == Q_DONE || !e->m)
             continue;
         if (bk_journaled(b, s) && e->qos > 0)
             bk_journal_msg_unref(b, e->m);
         bk_msg_unref(b, e->m);
     }
-    for (uint32_t i = 0; i < s->q_count; i++)
-        entry_ids_free(b, bk_session_entry(s, i));
     bk_mem_free(b, s->q);
     bk_mem_free(b, s->in_qos2);
     bk_msg_unref(b, s->will); /* not published: bk_session_end() is the end that does */
@@ -230,6 +229,7 @@ void bk_session_set_online(broker *b, session *s, broker_conn *c)
         bk_msg_unref(b, s->will);
         s->will = NULL;
         s->will_at_ms = 0;
+        bk_journal_will(b, s);
     }
     if (expiring)
         bk_journal_session_put(b, s); /* its record no longer says it expires */
@@ -270,6 +270,7 @@ void bk_session_keep_will(broker *b, session *s, msg *will, uint32_t delay_s, ui
     s->will = will;
     s->will_at_ms = now_ms + (uint64_t)delay_s * 1000u;
     note_event(&b->sessions, s->will_at_ms);
+    bk_journal_will(b, s); /* its delay runs on while the broker is down */
 }
 
 void bk_will_publish(broker *b, msg *w, uint64_t now_ms)
@@ -346,6 +347,7 @@ void bk_sessions_tick(broker *b, uint64_t now_ms)
                 msg *will = s->will;
                 s->will = NULL;
                 s->will_at_ms = 0;
+                bk_journal_will(b, s); /* published: off the disk */
                 bk_will_publish(b, will, now_ms);
                 bk_msg_unref(b, will);
             }
@@ -424,8 +426,6 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     if (s->q_count == s->q_cap && q_grow(b, s, UINT32_MAX) != 0)
         return false;
     qentry *e = bk_session_entry(s, s->q_count);
-    e->sub_id = 0;
-    e->sub_ids_more = NULL;
     e->shared = 0;
     e->m = m ? bk_msg_ref(m) : NULL;
     e->seq = seq;
@@ -435,6 +435,8 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     e->retain = retain;
     e->sent = state != Q_QUEUED; /* perhaps sent before the restart: DUP */
     e->jseq = 0;
+    e->sub_id = 0; /* restore.c sets the identifiers */
+    e->sub_ids_more = NULL;
     s->q_count++;
     if (state == Q_QUEUED) {
         bk_session_bytes_add(s, m ? m->payload_len : 0);

@@ -451,6 +451,34 @@ void model_crash(world *w)
             in->in_qos2[in->n_in_qos2++] = row->packet_id;
         }
     }
+    /* A session offline when its row was written expires when the row
+     * says (a wall-clock time: SIM_WALL_MS + simulator time), whatever
+     * time the broker spent down; the restore ended those whose time
+     * passed. The others start their expiry again now (offline_since
+     * above). */
+    for (size_t r = 0; r < sizeof ms->rows / sizeof ms->rows[0] && w->expiry_s; r++) {
+        const mrow *row = &ms->rows[r];
+        if (!row->used || row->table != 'S' || row->expiry_at == 0)
+            continue;
+        int i = client_by_id(w, row->cid);
+        int s = i >= 0 ? w->store_inc[i] : -1;
+        if (s < 0 || row->expiry_at < SIM_WALL_MS + (uint64_t)w->expiry_s * 1000u) {
+            sim_fail(w, "crash: session row of %s with expiry time %llu", row->cid,
+                     (unsigned long long)row->expiry_at);
+            return;
+        }
+        uint64_t at = row->expiry_at - SIM_WALL_MS;
+        incarnation *in = &w->inc[s];
+        in->offline_since = at - (uint64_t)w->expiry_s * 1000u;
+        if (at <= w->now) {
+            sim_trace(w, "model: %s session #%d expired while the broker was down",
+                      w->cl[i].id, s);
+            kill_inc(w, s);
+            in->expired = true;
+            w->n_expired++;
+            w->n_expired_down++;
+        }
+    }
     for (int t = 0; t < SIM_TOPICS && !w->failed; t++)
         crash_retained(w, t, kept[t]);
     /* A copy sent before the crash whose new state was not committed is

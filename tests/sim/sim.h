@@ -73,7 +73,11 @@ enum {
     SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
     SIM_MAX_PEND = 64,            /* store batches taken, not yet done */
     SIM_HOLD_MS = 2000,           /* limits.publisher_hold_ms */
+    /* The broker's wall clock is this plus the simulator's time: session
+     * expiry times are journaled as wall-clock times (journal.h). */
 };
+
+#define SIM_WALL_MS UINT64_C(1767225600000)
 
 extern const char *const sim_topics[SIM_TOPICS];
 extern const char *const sim_filters[SIM_FILTERS];
@@ -288,6 +292,9 @@ typedef struct world {
     /* counters for the summary */
     uint64_t n_delivered, n_dups, n_drops, n_takeovers, n_reconnects, n_qos0_dropped,
         n_paused, n_expired, n_commits, n_failed, n_crashes;
+    /* ... crashes the broker stayed down across (time passed), and the
+     * sessions that expired meanwhile, ended by the restore */
+    uint64_t n_downtimes, n_expired_down;
     /* ... of the connection layer: input it kept for the core after a
      * feeding call, closes by kind, lingers that ran out */
     uint64_t n_kept, n_graceful, n_aborts, n_lingers;
