@@ -254,7 +254,10 @@ def test_session_and_message_expiry_hold_across_a_daemon_restart(broker, tmp_pat
     assert [(m.topic, m.payload) for m in got] == [("restart/keep-long/b", b"remains")]
     assert got[0].props["MessageExpiryInterval"] <= 597
     long_.subscribe("restart/keep-long/r", 1)
-    assert long_.barrier(long_, "keep-long-r") == got
+    # Nothing new: the expired retained message is not sent on subscribe
+    # (the first barrier's marker is still in the list; leave it out).
+    later = [m for m in long_.barrier(long_, "keep-long-r") if not m.topic.startswith("barrier/")]
+    assert later == got
     long_.disconnect()
     short = Paho5(b2.port, client_id="keep-short")
     present, _, _ = short.connect(clean_start=False, SessionExpiryInterval=300)
