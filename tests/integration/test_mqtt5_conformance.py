@@ -501,3 +501,45 @@ def test_level_5_connect_with_a_protocol_name_other_than_mqtt_is_closed(broker):
     ok = R5.RawClient5(b.host, b.port)
     present, rc, _ = ok.connect5(client_id="pn", clean_start=False)
     assert rc == 0 and not present
+
+
+# ---- Reason Strings within the client's Maximum Packet Size ---------------
+
+@pytest.mark.tern_only
+@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
+def test_puback_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
+        broker, max_packet, has_reason):
+    # [MQTT-3.4.2-2] a PUBACK Reason String that would take the packet
+    # beyond the client's Maximum Packet Size is left out (the same code
+    # writes PUBREC's [MQTT-3.5.2-2] and PUBCOMP's [MQTT-3.7.2-2]); tern
+    # sends no User Properties on acknowledgements [MQTT-3.4.2-3]. A
+    # payload that is not UTF-8 with Payload Format Indicator 1 gets 0x99.
+    b = broker()
+    c, _ = connected(b, "rs-%d" % max_packet, props=[(R5.MAXIMUM_PACKET_SIZE, max_packet)])
+    c.send(R5.publish5("rs/t", b"\xff", qos=1, pid=3, props=[(R5.PAYLOAD_FORMAT, 1)]))
+    ack = c.expect(rm.PUBACK)
+    assert ack.pid == 3 and R5.ack_reason(ack) == 0x99
+    props = R5.decode_props(ack.body, 3)[0] if len(ack.body) > 3 else {}
+    assert (R5.REASON_STRING in props) == has_reason, props
+    assert R5.USER_PROPERTY not in props
+    assert 4 + len(ack.body) <= max_packet
+
+
+@pytest.mark.tern_only
+@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
+def test_connack_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
+        broker, max_packet, has_reason):
+    # [MQTT-3.2.2-19] a CONNACK Reason String that would exceed the client's
+    # Maximum Packet Size is left out; [MQTT-3.2.2-20] tern sends no User
+    # Properties in CONNACK. An unsupported Authentication Method is refused
+    # with 0x8C.
+    b = broker()
+    c = R5.RawClient5(b.host, b.port)
+    c.send(R5.connect5(client_id="cr", props=[(R5.MAXIMUM_PACKET_SIZE, max_packet),
+                                                (R5.AUTH_METHOD, "SCRAM-SHA-1")]))
+    pkt = c.expect(rm.CONNACK)
+    _, rc, props = R5.connack_fields(pkt)
+    assert rc == R5.RC_BAD_AUTH_METHOD
+    assert (R5.REASON_STRING in props) == has_reason, props
+    assert R5.USER_PROPERTY not in props
+    assert 2 + len(pkt.body) <= max_packet
