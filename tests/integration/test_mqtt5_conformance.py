@@ -170,6 +170,11 @@ def test_outbound_flows_use_fresh_nonzero_ids_dup_0_and_the_granted_qos(broker):
         s.send(R5.ack5(rm.PUBREC, p[2]))
         rel = s.expect(rm.PUBREL)
         assert rel.pid == p[2] and rel.flags == 0x02
+        # The PUBREL tern sends has no Reason String nor User Property, so
+        # none can exceed the client's Maximum Packet Size [MQTT-3.6.2-2]
+        # [MQTT-3.6.2-3].
+        assert R5.ack_reason(rel) == 0
+        assert len(rel.body) <= 3 or R5.decode_props(rel.body, 3)[0] == {}
         s.send(R5.ack5(rm.PUBCOMP, p[2]))
     s.send(R5.ack5(rm.PUBACK, pubs[3][2]))
     assert no_packet(s)
@@ -251,10 +256,16 @@ def test_suback_and_unsuback_answer_each_filter_in_order_with_the_packet_id(brok
     # one code per filter in order: 0x00 or 0x11 (no subscription existed).
     b = broker()
     c, _ = connected(b, "sa")
-    assert c.subscribe5([("sa/a", 2), ("sa/b", 0), ("sa/c", 1)], pid=0x1234) == [2, 0, 1]
+    c.send(R5.subscribe5(0x1234, [("sa/a", 2), ("sa/b", 0), ("sa/c", 1)]))
+    ack = c.expect(rm.SUBACK)
+    assert ack.pid == 0x1234 and R5.suback_codes(ack) == [2, 0, 1]
+    # No Reason String nor User Property on SUBACK and UNSUBACK: none can
+    # exceed the client's Maximum Packet Size [MQTT-3.9.2-1] [MQTT-3.9.2-2]
+    # [MQTT-3.11.2-1] [MQTT-3.11.2-2].
+    assert R5.decode_props(ack.body, 2)[0] == {}
     c.send(rm.unsubscribe5(0x4321, ["sa/b", "sa/none", "sa/a"]))
     ack = c.expect(rm.UNSUBACK)
-    assert ack.pid == 0x4321
+    assert ack.pid == 0x4321 and R5.decode_props(ack.body, 2)[0] == {}
     assert unsuback_codes(ack) == [0x00, 0x11, 0x00]
     c.send(rm.unsubscribe5(7, ["sa/none"]))
     ack = c.expect(rm.UNSUBACK)
@@ -428,6 +439,9 @@ def test_malformed_level_5_packet_gets_disconnect_without_session_expiry_and_a_c
     reason, props = R5.disconnect_fields(pkt)
     assert reason in codes, "%s: DISCONNECT %#x" % (name, reason)
     assert R5.SESSION_EXPIRY not in props
+    # tern's DISCONNECT carries no Reason String nor User Property: it fits
+    # any Maximum Packet Size [MQTT-3.14.2-3] [MQTT-3.14.2-4].
+    assert R5.REASON_STRING not in props and R5.USER_PROPERTY not in props
     assert c.wait_closed() == []
     ok, _ = connected(b, "bystander")
     ok.send(rm.pingreq())
@@ -506,18 +520,20 @@ def test_level_5_connect_with_a_protocol_name_other_than_mqtt_is_closed(broker):
 # ---- Reason Strings within the client's Maximum Packet Size ---------------
 
 @pytest.mark.tern_only
+@pytest.mark.parametrize("qos", [1, 2])
 @pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
 def test_puback_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
-        broker, max_packet, has_reason):
+        broker, max_packet, has_reason, qos):
     # [MQTT-3.4.2-2] a PUBACK Reason String that would take the packet
     # beyond the client's Maximum Packet Size is left out (the same code
     # writes PUBREC's [MQTT-3.5.2-2] and PUBCOMP's [MQTT-3.7.2-2]); tern
     # sends no User Properties on acknowledgements [MQTT-3.4.2-3]. A
-    # payload that is not UTF-8 with Payload Format Indicator 1 gets 0x99.
+    # payload that is not UTF-8 with Payload Format Indicator 1 gets 0x99
+    # (PUBACK at QoS 1, PUBREC at QoS 2).
     b = broker()
     c, _ = connected(b, "rs-%d" % max_packet, props=[(R5.MAXIMUM_PACKET_SIZE, max_packet)])
-    c.send(R5.publish5("rs/t", b"\xff", qos=1, pid=3, props=[(R5.PAYLOAD_FORMAT, 1)]))
-    ack = c.expect(rm.PUBACK)
+    c.send(R5.publish5("rs/t", b"\xff", qos=qos, pid=3, props=[(R5.PAYLOAD_FORMAT, 1)]))
+    ack = c.expect(rm.PUBACK if qos == 1 else rm.PUBREC)
     assert ack.pid == 3 and R5.ack_reason(ack) == 0x99
     props = R5.decode_props(ack.body, 3)[0] if len(ack.body) > 3 else {}
     assert (R5.REASON_STRING in props) == has_reason, props
@@ -543,3 +559,160 @@ def test_connack_reason_string_is_left_out_beyond_the_clients_maximum_packet_siz
     assert (R5.REASON_STRING in props) == has_reason, props
     assert R5.USER_PROPERTY not in props
     assert 2 + len(pkt.body) <= max_packet
+
+
+@pytest.mark.tern_only
+@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
+def test_pubcomp_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
+        broker, max_packet, has_reason):
+    # [MQTT-3.7.2-2] [MQTT-3.7.2-3]: a PUBREL for an id the server does not
+    # know gets PUBCOMP 0x92, its Reason String only within the client's
+    # Maximum Packet Size, never a User Property.
+    b = broker()
+    c, _ = connected(b, "pc-%d" % max_packet, props=[(R5.MAXIMUM_PACKET_SIZE, max_packet)])
+    c.send(R5.ack5(rm.PUBREL, 44))
+    ack = c.expect(rm.PUBCOMP)
+    assert ack.pid == 44 and R5.ack_reason(ack) == 0x92
+    props = R5.decode_props(ack.body, 3)[0] if len(ack.body) > 3 else {}
+    assert (R5.REASON_STRING in props) == has_reason, props
+    assert R5.USER_PROPERTY not in props
+
+
+# ---- expiry and in-flight messages -----------------------------------------
+
+def test_qos2_flows_go_on_after_the_message_expired(broker):
+    # [MQTT-4.3.3-7] once the server sent a QoS 2 PUBLISH it no longer
+    # expires it: resent after a reconnect past its expiry, then PUBREL on
+    # PUBREC; [MQTT-3.3.2-5] only a message not yet sent is deleted at its
+    # expiry. [MQTT-4.3.3-13] as receiver the server completes a QoS 2 flow
+    # whose message expired (PUBREL after the expiry gets PUBCOMP).
+    b = broker()
+    s, _ = connected(b, "ex-sub", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    s.subscribe5([("ex/t", 2)])
+    c, _ = connected(b, "ex-pub")
+    c.send(R5.publish5("ex/t", b"short", qos=2, pid=5, props=[(R5.MESSAGE_EXPIRY, 1)]))
+    assert c.expect(rm.PUBREC).pid == 5
+    p = next_publish(s)
+    assert p[4] == b"short"
+    s.abort()
+    import time
+    time.sleep(2.2)
+    c.send(R5.ack5(rm.PUBREL, 5))
+    pc = c.expect(rm.PUBCOMP)
+    assert pc.pid == 5 and R5.ack_reason(pc) == 0x00
+    s, present = connected(b, "ex-sub", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    assert present
+    again = next_publish(s)
+    assert again[0].dup and again[2] == p[2] and again[4] == b"short"
+    s.send(R5.ack5(rm.PUBREC, again[2]))
+    assert s.expect(rm.PUBREL).pid == again[2]
+    s.send(R5.ack5(rm.PUBCOMP, again[2]))
+    assert no_packet(s)
+
+
+def test_qos2_delivery_already_started_is_completed_after_unsubscribe(broker):
+    # [MQTT-3.10.4-3] after UNSUBSCRIBE the server completes the QoS 1 and 2
+    # deliveries it started: the PUBREC of a PUBLISH sent before it gets
+    # the PUBREL, and the QoS 1 one is resent on resume.
+    b = broker()
+    s, _ = connected(b, "uc", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    s.subscribe5([("uc/2", 2), ("uc/1", 1)])
+    c, _ = connected(b, "uc-pub")
+    c.send(R5.publish5("uc/2", b"two", qos=2, pid=1))
+    c.expect(rm.PUBREC)
+    c.send(R5.ack5(rm.PUBREL, 1) + R5.publish5("uc/1", b"one", qos=1, pid=2))
+    c.expect(rm.PUBCOMP)
+    c.expect(rm.PUBACK)
+    p2 = next_publish(s)
+    p1 = next_publish(s)
+    s.send(rm.unsubscribe5(9, ["uc/2", "uc/1"]))
+    assert unsuback_codes(s.expect(rm.UNSUBACK)) == [0, 0]
+    s.send(R5.ack5(rm.PUBREC, p2[2]))
+    assert s.expect(rm.PUBREL).pid == p2[2]
+    s.abort()
+    s, present = connected(b, "uc", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    got = [s.recv_packet() for _ in range(2)]
+    kinds = sorted((p.type, p.pid) for p in got)
+    assert kinds == sorted([(rm.PUBLISH, p1[2]), (rm.PUBREL, p2[2])])
+    c.send(R5.publish5("uc/1", b"later", qos=1, pid=3))
+    c.expect(rm.PUBACK)
+    assert no_packet(s)
+
+
+# ---- wills ----------------------------------------------------------------
+
+@pytest.mark.parametrize("retain", [False, True])
+def test_will_is_published_with_its_retain_flag(broker, retain):
+    # [MQTT-3.1.2-14] Will Retain 0: published non-retained (a later
+    # subscriber gets nothing); [MQTT-3.1.2-15] Will Retain 1: published
+    # retained. [MQTT-3.1.2-7] the will is kept with the session until the
+    # connection closes without DISCONNECT 0x00.
+    b = broker()
+    live, _ = connected(b, "wr-live")
+    live.subscribe5([("wr/t", 0)])
+    w = R5.RawClient5(b.host, b.port)
+    assert w.connect5(client_id="wr", will=("wr/t", b"gone", 0, retain))[1] == 0
+    w.abort()
+    p = next_publish(live)
+    assert p[4] == b"gone" and p[0].retain is False
+    later, _ = connected(b, "wr-later")
+    later.subscribe5([("wr/t", 0)])
+    if retain:
+        p = next_publish(later)
+        assert p[4] == b"gone" and p[0].retain
+    else:
+        assert no_packet(later, 1.0)
+
+
+# ---- shared subscriptions -------------------------------------------------
+
+def test_shared_qos2_delivery_is_completed_with_the_member_that_reconnects(broker):
+    # [MQTT-4.8.2-4] a QoS 2 message whose delivery to a member broke off
+    # is completed when that member reconnects: resent to it (DUP 1, same
+    # id), and to no other member.
+    b = broker()
+    m1, _ = connected(b, "sq-1", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    m1.subscribe5([("$share/g/sq/t", 2)])
+    c, _ = connected(b, "sq-pub")
+    c.send(R5.publish5("sq/t", b"m", qos=2, pid=1))
+    c.expect(rm.PUBREC)
+    c.send(R5.ack5(rm.PUBREL, 1))
+    c.expect(rm.PUBCOMP)
+    p = next_publish(m1)
+    m1.abort()
+    m2, _ = connected(b, "sq-2")
+    m2.subscribe5([("$share/g/sq/t", 2)])
+    m1, present = connected(b, "sq-1", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    assert present
+    again = next_publish(m1)
+    assert again[0].dup and again[2] == p[2] and again[4] == b"m"
+    m1.send(R5.ack5(rm.PUBREC, again[2]))
+    assert m1.expect(rm.PUBREL).pid == again[2]
+    m1.send(R5.ack5(rm.PUBCOMP, again[2]))
+    assert no_packet(m2)
+
+
+@pytest.mark.parametrize("qos", [1, 2])
+def test_shared_message_refused_by_its_member_is_not_sent_to_another(broker, qos):
+    # [MQTT-4.8.2-6] a PUBACK or PUBREC of 0x80 or above from the member
+    # discards the message: no other member gets it.
+    b = broker()
+    m1, _ = connected(b, "sr-1")
+    m1.subscribe5([("$share/g/sr/t", qos)])
+    m2, _ = connected(b, "sr-2")
+    m2.subscribe5([("$share/g/sr/t", qos)])
+    c, _ = connected(b, "sr-pub")
+    c.send(R5.publish5("sr/t", b"m", qos=1, pid=1))
+    c.expect(rm.PUBACK)
+    got = None
+    for m, other in ((m1, m2), (m2, m1)):
+        try:
+            got = (m.expect(rm.PUBLISH, 1.0), m, other)
+            break
+        except TimeoutError:
+            continue
+    assert got, "no member got the message"
+    pkt, member, other = got
+    member.send(R5.ack5(rm.PUBACK if qos == 1 else rm.PUBREC, pkt.pid, reason=0x80))
+    assert no_packet(member, 1.0)
+    assert no_packet(other, 1.0)
