@@ -520,10 +520,12 @@ def test_level_5_connect_with_a_protocol_name_other_than_mqtt_is_closed(broker):
 # ---- Reason Strings within the client's Maximum Packet Size ---------------
 
 @pytest.mark.tern_only
-@pytest.mark.parametrize("qos", [1, 2])
-@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
-def test_puback_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
-        broker, max_packet, has_reason, qos):
+@pytest.mark.parametrize("qos,max_packet,has_reason",
+                         [(1, 1024, True), (1, 12, False), (2, 1024, True), (2, 12, False)],
+                         ids=["puback-reason-fits", "puback-reason-too-large",
+                              "pubrec-reason-fits", "pubrec-reason-too-large"])
+def test_puback_and_pubrec_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
+        broker, qos, max_packet, has_reason):
     # [MQTT-3.4.2-2] a PUBACK Reason String that would take the packet
     # beyond the client's Maximum Packet Size is left out (the same code
     # writes PUBREC's [MQTT-3.5.2-2] and PUBCOMP's [MQTT-3.7.2-2]); tern
@@ -542,7 +544,8 @@ def test_puback_reason_string_is_left_out_beyond_the_clients_maximum_packet_size
 
 
 @pytest.mark.tern_only
-@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
+@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)],
+                         ids=["reason-fits", "reason-too-large"])
 def test_connack_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
         broker, max_packet, has_reason):
     # [MQTT-3.2.2-19] a CONNACK Reason String that would exceed the client's
@@ -562,7 +565,8 @@ def test_connack_reason_string_is_left_out_beyond_the_clients_maximum_packet_siz
 
 
 @pytest.mark.tern_only
-@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)])
+@pytest.mark.parametrize("max_packet,has_reason", [(1024, True), (12, False)],
+                         ids=["reason-fits", "reason-too-large"])
 def test_pubcomp_reason_string_is_left_out_beyond_the_clients_maximum_packet_size(
         broker, max_packet, has_reason):
     # [MQTT-3.7.2-2] [MQTT-3.7.2-3]: a PUBREL for an id the server does not
@@ -641,7 +645,7 @@ def test_qos2_delivery_already_started_is_completed_after_unsubscribe(broker):
 
 # ---- wills ----------------------------------------------------------------
 
-@pytest.mark.parametrize("retain", [False, True])
+@pytest.mark.parametrize("retain", [False, True], ids=["will-retain-0", "will-retain-1"])
 def test_will_is_published_with_its_retain_flag(broker, retain):
     # [MQTT-3.1.2-14] Will Retain 0: published non-retained (a later
     # subscriber gets nothing); [MQTT-3.1.2-15] Will Retain 1: published
