@@ -293,9 +293,11 @@ def test_unsubscribed_filter_gets_no_new_messages_and_others_still_do(broker):
     assert no_packet(c, 1.0)
 
 
-def test_overlapping_subscriptions_deliver_one_copy_at_the_highest_qos(broker):
+def test_overlapping_subscriptions_deliver_the_message_at_the_highest_qos(broker):
     # [MQTT-3.3.4-2] overlapping subscriptions of one session: the message
-    # goes out at the highest granted QoS among them.
+    # goes out at the highest granted QoS among them (a server may send
+    # further copies, one per subscription: Mosquitto does, tern sends one,
+    # [MQTT-3.3.4-4]).
     b = broker()
     s, _ = connected(b, "ov")
     s.subscribe5([("ov/+", 0), ("ov/#", 1), ("ov/t", 0)])
@@ -304,10 +306,17 @@ def test_overlapping_subscriptions_deliver_one_copy_at_the_highest_qos(broker):
     c.expect(rm.PUBREC)
     c.send(R5.ack5(rm.PUBREL, 1))
     c.expect(rm.PUBCOMP)
-    p = next_publish(s)
-    assert p[0].qos == 1 and p[4] == b"m"
-    s.send(R5.ack5(rm.PUBACK, p[2]))
-    assert no_packet(s)
+    copies = []
+    while True:
+        try:
+            p = next_publish(s, 1.0)
+        except TimeoutError:
+            break
+        assert p[4] == b"m"
+        copies.append(p[0].qos)
+        if p[0].qos:
+            s.send(R5.ack5(rm.PUBACK, p[2]))
+    assert copies and max(copies) == 1, copies
 
 
 # ---- topics ---------------------------------------------------------------
@@ -320,7 +329,9 @@ def test_wildcard_filters_do_not_match_dollar_topics_and_matching_is_exact(broke
     # matches the filter.
     b = broker()
     s, _ = connected(b, "dl")
-    s.subscribe5([("#", 0), ("+/x", 0)])
+    s.subscribe5([("#", 0)])
+    s3, _ = connected(b, "dl-plus")
+    s3.subscribe5([("+/x", 0)])
     s2, _ = connected(b, "nf")
     s2.subscribe5([("caf\u00e9/t", 0)])
     c, _ = connected(b, "dl-pub")
@@ -331,6 +342,8 @@ def test_wildcard_filters_do_not_match_dollar_topics_and_matching_is_exact(broke
     got = [next_publish(s)[1:5:3] for _ in range(3)]
     assert got == [("cafe\u0301/t", b"nfd"), ("\ufeffbom/x", b"bom"), ("caf\u00e9/t", b"nfc")]
     assert no_packet(s)
+    assert next_publish(s3)[1:5:3] == ("\ufeffbom/x", b"bom")
+    assert no_packet(s3)
     assert next_publish(s2)[1:5:3] == ("caf\u00e9/t", b"nfc")
     assert no_packet(s2)
 
@@ -584,12 +597,14 @@ def test_pubcomp_reason_string_is_left_out_beyond_the_clients_maximum_packet_siz
 
 # ---- expiry and in-flight messages -----------------------------------------
 
+@pytest.mark.tern_only
 def test_qos2_flows_go_on_after_the_message_expired(broker):
     # [MQTT-4.3.3-7] once the server sent a QoS 2 PUBLISH it no longer
     # expires it: resent after a reconnect past its expiry, then PUBREL on
     # PUBREC; [MQTT-3.3.2-5] only a message not yet sent is deleted at its
     # expiry. [MQTT-4.3.3-13] as receiver the server completes a QoS 2 flow
     # whose message expired (PUBREL after the expiry gets PUBCOMP).
+    # Mosquitto 2.0.11 drops the sent message at its expiry: no resend.
     b = broker()
     s, _ = connected(b, "ex-sub", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
     s.subscribe5([("ex/t", 2)])
@@ -696,10 +711,12 @@ def test_shared_qos2_delivery_is_completed_with_the_member_that_reconnects(broke
     assert no_packet(m2)
 
 
-@pytest.mark.parametrize("qos", [1, 2])
+@pytest.mark.tern_only
+@pytest.mark.parametrize("qos", [1, 2], ids=["puback-0x80", "pubrec-0x80"])
 def test_shared_message_refused_by_its_member_is_not_sent_to_another(broker, qos):
     # [MQTT-4.8.2-6] a PUBACK or PUBREC of 0x80 or above from the member
-    # discards the message: no other member gets it.
+    # discards the message: no other member gets it. (Mosquitto 2.0.11
+    # closes the member's connection on PUBREC 0x80.)
     b = broker()
     m1, _ = connected(b, "sr-1")
     m1.subscribe5([("$share/g/sr/t", qos)])
