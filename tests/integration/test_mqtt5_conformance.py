@@ -63,6 +63,7 @@ def test_connack_is_the_first_packet_with_reserved_flags_zero_and_reason_0(broke
     assert rc == 0 and not present
     assert R5.RESPONSE_INFO not in props
     assert R5.AUTH_METHOD not in props
+    assert R5.USER_PROPERTY not in props  # [MQTT-3.2.2-20]: tern sends none
     # [MQTT-3.2.0-2] only one CONNACK: a PINGREQ now gets PINGRESP and
     # nothing else [MQTT-3.12.4-1].
     c.send(rm.pingreq())
@@ -110,6 +111,9 @@ def test_inbound_qos1_gets_puback_with_its_id_and_the_id_is_then_free(broker):
     got = []
     for _ in range(2):
         p, _, pid, _, payload = next_publish(s)
+        # [MQTT-3.3.1-3] DUP on the way out says only whether the server
+        # retransmits: a copy of a PUBLISH received with DUP 1 has DUP 0.
+        assert p.dup is False
         s.send(R5.ack5(rm.PUBACK, pid))
         got.append(payload)
     assert got == [b"one", b"two"]
