@@ -741,3 +741,21 @@ def test_shared_message_refused_by_its_member_is_not_sent_to_another(broker, qos
     member.send(R5.ack5(rm.PUBACK if qos == 1 else rm.PUBREC, pkt.pid, reason=0x80))
     assert no_packet(member, 1.0)
     assert no_packet(other, 1.0)
+
+
+def test_published_will_leaves_the_session(broker):
+    # [MQTT-3.1.2-10] once published, the will is removed from the session:
+    # the session resumed by a CONNECT without a will and closed again
+    # publishes nothing more.
+    b = broker()
+    live, _ = connected(b, "wl-live")
+    live.subscribe5([("wl/t", 0)])
+    w = R5.RawClient5(b.host, b.port)
+    assert w.connect5(client_id="wl", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)],
+                      will=("wl/t", b"gone", 0, False))[1] == 0
+    w.abort()
+    assert next_publish(live)[4] == b"gone"
+    w, present = connected(b, "wl", clean_start=False, props=[(R5.SESSION_EXPIRY, 300)])
+    assert present
+    w.abort()
+    assert no_packet(live, 1.5)
