@@ -193,7 +193,7 @@ def expect_reopened(out, kind, part, *wants, sb=rb"generation 2 \(superblock B\)
     kind) as it was left, without formatting, the database checked; and
     each of wants."""
     store_lines(out, kind, rb"tern: store: DISK: partition #%d, layout v2 %s; database"
-                % (part, sb), rb"tern: store: database found: quick_check ok, schema 1", *wants)
+                % (part, sb), rb"tern: store: database found: quick_check ok, schema 2", *wants)
     if b"formatted" in out:
         raise Failure("formatted again:\n" + show(out))
 
@@ -246,7 +246,7 @@ def boot_offline(db, vm, kind, notes):
                     rb"tern: store: DISK: formatted the blank tern partition #1 ",
                     rb"tern: store: DISK: partition #1, layout v2 generation 2 \(superblock "
                     rb"B\), formatted now",
-                    rb"tern: store: database created: quick_check ok, schema 1",
+                    rb"tern: store: database created: quick_check ok, schema 2",
                     loaded(0, 0, 0, 0, 0, 0))
         mosq("mosquitto_sub", db.port, "-c", "-i", "keeper", "-q", "2", "-t", "test/q/#",
              "-E", tls=db.tls)
@@ -611,7 +611,7 @@ def backup_restore_test(build):
                             rb"tern: store: error: store: /tern.db is damaged; restoring backup "
                             rb"1 from /tern.db.bak-a",
                             rb"tern: store: database found: quick_check failed; replaced by "
-                            rb"backup a, schema 1")
+                            rb"backup a, schema 2")
                 db.expect_retained("test/ret/#", {"test/ret/1": "backed up"})
                 said = mosq("mosquitto_sub", db.port, "-t",
                             "$SYS/broker/store/restored_from_backup", "-C", "1", "-W", "20",

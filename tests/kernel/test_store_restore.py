@@ -73,10 +73,10 @@ def restore_test(kernel, build):
                 raise Failure(f"regions: {reg}")
             cases = (
                 ("empty", rb"tern: store: database empty: quick_check ok; replaced by backup "
-                          rb"[ab], schema 1",
+                          rb"[ab], schema 2",
                  lambda: overwrite(image, reg["database"], bytes(HEADERS))),
                 ("damaged", rb"tern: store: database found: quick_check failed; replaced by "
-                            rb"backup [ab], schema 1",
+                            rb"backup [ab], schema 2",
                  lambda: overwrite(image, reg["database"] + HEADERS // 512,
                                    bytes([0x5a]) * 65536)),
             )
