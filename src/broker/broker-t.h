@@ -56,6 +56,8 @@ struct broker {
     uint64_t hash_key[2];     /* broker_config.hash_key */
     bool allow_anonymous;
     bool sys_public;
+    bool retain_disabled;     /* broker_config's MQTT 5.0 switches */
+    bool shared_subs_disabled;
     char *version;
     uint64_t start_ms;
     uint64_t now_ms;          /* time of the event being handled */

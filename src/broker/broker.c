@@ -102,6 +102,8 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->hash_key[1] = cfg->hash_key[1];
     b->allow_anonymous = cfg->allow_anonymous;
     b->sys_public = cfg->sys_public;
+    b->retain_disabled = cfg->retain_disabled;
+    b->shared_subs_disabled = cfg->shared_subs_disabled;
     b->durable = cfg->durable;
     b->holds_deadline = UINT64_MAX;
     bk_log_init(b);
@@ -181,6 +183,18 @@ void broker_destroy(broker *b)
     bk_mem_free(&tmp, b);
 }
 
+void broker_shutdown(broker *b, uint64_t now_ms)
+{
+    b->now_ms = now_ms;
+    for (broker_conn *c = b->conns; c; c = c->next) {
+        /* A level-5 client is told why (DISCONNECT 0x8B); no wills: the
+         * clients did nothing wrong, and their sessions outlive the
+         * broker (delayed wills of offline sessions stay with them). */
+        bk_conn_end_reason(b, c, MQTT_RC_SERVER_SHUTTING_DOWN, false, "broker shutting down",
+                           now_ms);
+    }
+}
+
 broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uint64_t now_ms)
 {
     b->now_ms = now_ms;
@@ -195,6 +209,10 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
         return NULL;
     c->ctx = ctx;
     c->last_rx_ms = now_ms;
+    /* MQTT 5.0's "absent" values, which are also what 3.1.1 means. */
+    c->client_receive_max = UINT16_MAX;
+    c->client_max_packet = UINT32_MAX;
+    c->request_problem_info = true;
     c->in_pause_at = b->lim.max_out_bytes > UINT32_MAX / 2 ? UINT32_MAX
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
@@ -239,25 +257,13 @@ void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
         bk_wheel_set(&b->wheel, c, now_ms + grace);
         return;
     }
-    /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence. */
+    /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence; a
+     * level-5 client is told (DISCONNECT 0x8D), the will fires. */
     uint64_t deadline = c->last_rx_ms + grace;
     if (deadline <= now_ms)
-        bk_conn_end(b, c, true, "keepalive timeout", now_ms);
+        bk_conn_end_reason(b, c, MQTT_RC_KEEP_ALIVE_TIMEOUT, true, "keepalive timeout", now_ms);
     else
         bk_wheel_set(&b->wheel, c, deadline);
-}
-
-static void expire_sessions(broker *b, uint64_t now_ms)
-{
-    session *s = b->sessions.offline;
-    while (s) {
-        session *next = s->off_next;
-        if (s->expires_at <= now_ms) {
-            bk_log_limited(b, BK_LOGK_EXPIRED, BROKER_LOG_INFO, "session %s expired", s->id);
-            bk_session_destroy(b, s);
-        }
-        s = next;
-    }
 }
 
 void broker_set_wall_clock(broker *b, uint64_t wall_ms, uint64_t now_ms)
@@ -273,10 +279,11 @@ void broker_tick(broker *b, uint64_t now_ms)
     bk_flow_tick(b, now_ms);
     bk_out_pool_tick(b, now_ms);
     bk_log_tick(b, now_ms);
-    if (now_ms >= b->next_expiry_check_ms) {
+    /* Offline sessions' expiries and delayed wills: a walk of them when
+     * one is due, at most one a second (each fires up to a second late). */
+    if (now_ms >= b->sessions.next_event_ms && now_ms >= b->next_expiry_check_ms) {
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
-        if (b->lim.session_expiry_s)
-            expire_sessions(b, now_ms);
+        bk_sessions_tick(b, now_ms);
     }
     if (now_ms >= b->sys.next_ms) {
         bk_sys_publish(b, now_ms);
@@ -291,8 +298,11 @@ uint64_t broker_next_deadline(const broker *b)
         d = b->sys.next_ms;
     if (bk_flow_next_deadline(b) < d)
         d = bk_flow_next_deadline(b);
-    if (b->lim.session_expiry_s && b->sessions.offline && b->next_expiry_check_ms < d)
-        d = b->next_expiry_check_ms;
+    uint64_t sessions_due = b->sessions.next_event_ms > b->next_expiry_check_ms
+                                ? b->sessions.next_event_ms
+                                : b->next_expiry_check_ms;
+    if (sessions_due < d)
+        d = sessions_due;
     /* An idle broker releases its pooled output buffers too, even with
      * nothing else to wake it. */
     if (bk_out_pool_next_deadline(b) < d)

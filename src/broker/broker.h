@@ -167,6 +167,14 @@ typedef struct broker_conn_info {
 broker *broker_create(const broker_config *cfg, uint64_t now_ms);
 /* Free everything, including connections the platform never closed. */
 void broker_destroy(broker *b);
+/*
+ * The broker is about to stop (SIGTERM, a halt): every connection ends,
+ * a level-5 client being sent DISCONNECT 0x8B (Server shutting down)
+ * first; no wills are published. The connections become dirty with that
+ * output and a close request: the platform writes what each socket takes
+ * at once, then calls broker_destroy. Nothing else may be called before.
+ */
+void broker_shutdown(broker *b, uint64_t now_ms);
 
 /*
  * A transport connection was accepted. `ctx` is the platform's handle, given

@@ -48,6 +48,27 @@ struct broker_conn {
     uint32_t in_pause_at;           /* output bytes that pause input */
     uint16_t keepalive_s;
     uint8_t level;                  /* protocol level from CONNECT */
+    /* MQTT 5.0 (conn.c): what the client's CONNECT asked for, kept for the
+     * publish path and the CONNACK; all at their 3.1.1 meaning (no limit)
+     * for a level 3/4 client. */
+    uint16_t client_receive_max;    /* Receive Maximum: the client's window of QoS 1/2
+                                       PUBLISHes from us; 65535 when absent */
+    uint16_t client_topic_alias_max;/* Topic Alias Maximum: aliases we may set towards
+                                       it; 0 = none */
+    uint32_t client_max_packet;     /* Maximum Packet Size it accepts; UINT32_MAX when
+                                       absent (the protocol's maximum) */
+    uint32_t will_delay_s;          /* the will's Will Delay Interval */
+    bool request_problem_info;      /* Reason Strings and User Properties wanted beyond
+                                       PUBLISH, CONNACK and DISCONNECT [MQTT-3.1.2-29] */
+    bool request_response_info;     /* it asked for Response Information */
+    bool auth_method;               /* CONNECT named an Authentication Method: AUTH allowed */
+    /* What the CONNACK says beyond the session present flag (kept so a
+     * CONNACK held for a commit is built the same when it goes out):
+     * the client id was assigned, the keep alive or the session expiry
+     * interval differ from what the client asked. */
+    bool connack_assigned_id;
+    bool connack_keepalive;
+    bool connack_expiry;
     uint8_t state;                  /* conn_state */
     bool in_dirty;
     bool in_wheel;

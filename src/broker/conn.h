@@ -16,6 +16,22 @@
 /* End a connection: fire the will if asked, detach the session, ask the
  * platform to close. Idempotent. */
 void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uint64_t now_ms);
+/* End c for what it sent or a limit it broke, naming the fault with an
+ * MQTT 5.0 reason code (MQTT_RC_*, 0x80 or above: malformed 0x81,
+ * protocol error 0x82, receive maximum exceeded 0x93, topic alias invalid
+ * 0x94, packet too large 0x95, ...). Counted in stats.protocol_errors and
+ * logged (rate-limited) with `why`. A level-5 client is sent DISCONNECT
+ * with the reason first [MQTT-4.13.2-1], unless its CONNACK has not gone
+ * out yet (none may precede it [MQTT-3.14.0-1]); a level 3/4 client is
+ * just closed. The will is published: the client did not end the
+ * connection [MQTT-3.1.2-8]. The publish and subscribe paths use it for
+ * every violation they find. */
+void bk_conn_fail(broker *b, broker_conn *c, uint8_t reason, const char *why);
+/* End c for a reason of the server's (session taken over 0x8E, keep alive
+ * timeout 0x8D, shutting down 0x8B): a level-5 client is told with
+ * DISCONNECT `reason` as bk_conn_fail says, then as bk_conn_end. */
+void bk_conn_end_reason(broker *b, broker_conn *c, uint8_t reason, bool fire_will,
+                        const char *why, uint64_t now_ms);
 /* c's wheel deadline passed (wheel.c calls it): CONNECT or keepalive
  * timeout, or file it again. */
 void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);

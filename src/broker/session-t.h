@@ -106,8 +106,11 @@ struct session {
     /* MQTT 5.0 delayed will (Will Delay Interval): the will of the
      * session's last connection, published at will_at_ms (core time)
      * unless a new connection resumes the session first, or when the
-     * session ends, whichever comes first [MQTT-3.1.3-9]. Owned
-     * reference; NULL = none. Journaled (J_WILL_PUT / J_WILL_DEL). */
+     * session ends, whichever comes first [MQTT-3.1.2-8]
+     * [MQTT-3.1.2-26]. Owned reference; NULL = none. Journaled
+     * (J_WILL_PUT / J_WILL_DEL). Unlike other messages it keeps its
+     * Message Expiry Interval among its properties: the interval counts
+     * from its publication (bk_will_publish). */
     msg *will;
     uint64_t will_at_ms;
     uint64_t match_epoch;     /* bk_tree_match dedup stamp */
@@ -132,6 +135,10 @@ typedef struct session_table {
     size_t count;
     session *offline;         /* persistent sessions without a connection */
     size_t offline_count;
+    /* No offline session has a will or an expiry due before this (ms,
+     * core time; UINT64_MAX = none). May be early, never late:
+     * bk_sessions_tick recomputes it. */
+    uint64_t next_event_ms;
     bool freeing;             /* bk_sessions_free: keep the table's size */
 } session_table;
 

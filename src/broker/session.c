@@ -7,10 +7,16 @@
  * the front have been sent (a prefix, since we send in order); an entry
  * acknowledged out of order becomes a hole that disappears once the front
  * reaches it. One ring gives one bound: max_inflight + max_queued entries.
+ *
+ * Offline sessions wait on a list for their end: the Session Expiry
+ * Interval (MQTT 5.0's meaning for every session, session-t.h), and a will
+ * whose Will Delay Interval runs, fired at the earlier of its time and
+ * the session's end [MQTT-3.1.2-8].
  */
 #include "broker/access.h"
 #include "broker/base.h"
 #include "broker/broker-t.h"
+#include "broker/deliver.h"
 #include "broker/flow.h"
 #include "broker/hash.h"
 #include "broker/ident.h"
@@ -38,6 +44,7 @@ int bk_sessions_init(broker *b, session_table *st)
     if (!st->table)
         return -1;
     st->size = TABLE_MIN;
+    st->next_event_ms = UINT64_MAX;
     return 0;
 }
 
@@ -92,6 +99,9 @@ session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size
     memcpy(s->id, id, len);
     s->id[len] = '\0';
     s->clean = clean;
+    /* The 3.1.1 meaning (session-t.h); a 5.0 CONNECT or a restore sets
+     * its own. */
+    s->expiry_interval_s = clean ? 0 : b->lim.session_expiry_s ? b->lim.session_expiry_s : UINT32_MAX;
     s->next_packet_id = 1;
     s->next_seq = 1;
     size_t slot = s->hashv & (st->size - 1);
@@ -150,6 +160,7 @@ void bk_session_destroy(broker *b, session *s)
     }
     bk_mem_free(b, s->q);
     bk_mem_free(b, s->in_qos2);
+    bk_msg_unref(b, s->will); /* not published: bk_session_end() is the end that does */
     bk_ident_detach(b, s);
     bk_mem_free(b, s);
 }
@@ -162,27 +173,178 @@ bool bk_session_may(const broker *b, const session *s, const uint8_t *topic, siz
                             (const char *)topic, len, access);
 }
 
+static void note_event(session_table *st, uint64_t at_ms)
+{
+    if (at_ms < st->next_event_ms)
+        st->next_event_ms = at_ms;
+}
+
 void bk_session_set_offline(broker *b, session *s, uint64_t now_ms)
 {
     session_table *st = &b->sessions;
     s->conn = NULL;
     bk_flow_session_gone(b, s); /* offline sessions hold no publishers */
-    s->expires_at = b->lim.session_expiry_s
-                        ? now_ms + (uint64_t)b->lim.session_expiry_s * 1000u
-                        : UINT64_MAX;
+    /* Kept for its Session Expiry Interval from now [MQTT-3.1.2-25]
+     * [MQTT-4.1.0-2]; UINT32_MAX: for ever. expires_at != 0 marks an
+     * offline session. */
+    s->expires_at = s->expiry_interval_s == UINT32_MAX
+                        ? UINT64_MAX
+                        : now_ms + (uint64_t)s->expiry_interval_s * 1000u;
+    if (s->expires_at == 0)
+        s->expires_at = 1;
     s->off_prev = NULL;
     s->off_next = st->offline;
     if (st->offline)
         st->offline->off_prev = s;
     st->offline = s;
     st->offline_count++;
+    if (s->expires_at != UINT64_MAX) {
+        note_event(st, s->expires_at);
+        /* Its record carries the time it expires, as a wall-clock time,
+         * so the expiry runs on while the broker is down. */
+        bk_journal_session_put(b, s);
+    }
 }
 
 void bk_session_set_online(broker *b, session *s, broker_conn *c)
 {
+    bool expiring = s->expires_at != 0 && s->expires_at != UINT64_MAX;
     offline_unlink(&b->sessions, s);
     s->conn = c;
     s->q_wire = 0; /* nothing is on the new connection's wire yet */
+    if (s->will) {
+        /* Resumed before its will's delay ran out: the will is not sent
+         * [MQTT-3.1.2-26]. */
+        bk_msg_unref(b, s->will);
+        s->will = NULL;
+        s->will_at_ms = 0;
+    }
+    if (expiring)
+        bk_journal_session_put(b, s); /* its record no longer says it expires */
+}
+
+void bk_session_set_expiry(broker *b, session *s, uint32_t interval_s)
+{
+    if (interval_s == s->expiry_interval_s)
+        return;
+    s->expiry_interval_s = interval_s;
+    if (interval_s != 0) {
+        ALWAYS(!s->clean); /* a session that ends with its connection stays so */
+        bk_journal_session_put(b, s);
+        return;
+    }
+    if (s->clean)
+        return;
+    /* From persistent to ending with its connection: off the disk first
+     * (while it is still journaled), its queue's messages released there
+     * as bk_session_destroy does, then no longer counted as one of its
+     * identity's persistent sessions. */
+    bk_journal_session_del(b, s);
+    for (uint32_t i = 0; bk_journaled(b, s) && i < s->q_count; i++) {
+        qentry *e = bk_session_entry(s, i);
+        if (e->state != Q_DONE && e->m && e->qos > 0)
+            bk_journal_msg_unref(b, e->m);
+    }
+    if (s->ident) {
+        ALWAYS(s->ident->persistent > 0);
+        s->ident->persistent--;
+    }
+    s->clean = true;
+}
+
+void bk_session_keep_will(broker *b, session *s, msg *will, uint32_t delay_s, uint64_t now_ms)
+{
+    ALWAYS(!s->conn && s->expires_at != 0 && !s->will);
+    s->will = will;
+    s->will_at_ms = now_ms + (uint64_t)delay_s * 1000u;
+    note_event(&b->sessions, s->will_at_ms);
+}
+
+void bk_will_publish(broker *b, msg *w, uint64_t now_ms)
+{
+    /* A will keeps its Message Expiry Interval among its properties until
+     * it is published, because the interval counts from then (it is the
+     * Publication Expiry Interval of the will [MQTT-3.1.3] Will
+     * Properties); the message that goes out carries it as its expiry
+     * time instead, as every message does (msg-t.h). */
+    size_t pos = 0;
+    mqtt_prop pr;
+    mqtt_bytes raw = {bk_msg_props(w), w->props_len};
+    bool has_expiry = false;
+    uint32_t expiry_s = 0;
+    while (w->props_len && mqtt_prop_next(&raw, &pos, &pr)) {
+        if (pr.id == MQTT_PROP_MESSAGE_EXPIRY) {
+            has_expiry = true;
+            expiry_s = pr.value;
+        }
+    }
+    msg *m = w;
+    if (has_expiry) {
+        uint8_t *props = bk_mem_alloc(b, w->props_len);
+        size_t n = props ? mqtt_props_filter(&raw, MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY), props,
+                                             w->props_len)
+                         : SIZE_MAX;
+        uint64_t at = now_ms + (uint64_t)expiry_s * 1000u;
+        m = n == SIZE_MAX ? NULL
+                          : bk_msg_new5(b, bk_msg_topic(w), w->topic_len, bk_msg_payload(w),
+                                        w->payload_len, props, n, w->qos, w->retain,
+                                        at ? at : 1);
+        bk_mem_free(b, props);
+        if (!m) {
+            bk_log(b, BROKER_LOG_ERROR, "out of memory publishing a will on '%.*s': not sent",
+                   (int)(w->topic_len > 200 ? 200 : w->topic_len),
+                   (const char *)bk_msg_topic(w));
+            return;
+        }
+    }
+    bk_route_publish(b, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len, m->qos,
+                     m->retain, m);
+    if (m != w)
+        bk_msg_unref(b, m);
+}
+
+void bk_session_end(broker *b, session *s, uint64_t now_ms)
+{
+    msg *will = s->will;
+    s->will = NULL;
+    bk_session_destroy(b, s);
+    if (will) {
+        /* The session ended before its will's delay did: the will goes
+         * now [MQTT-3.1.2-8]. After the session is gone, as a will always
+         * is (conn.c). */
+        bk_will_publish(b, will, now_ms);
+        bk_msg_unref(b, will);
+    }
+}
+
+void bk_sessions_tick(broker *b, uint64_t now_ms)
+{
+    session_table *st = &b->sessions;
+    uint64_t next = UINT64_MAX;
+    session *s = st->offline;
+    while (s) {
+        session *n = s->off_next;
+        if (s->expires_at <= now_ms) {
+            bk_log_limited(b, BK_LOGK_EXPIRED, BROKER_LOG_INFO, "session %s expired", s->id);
+            bk_session_end(b, s, now_ms);
+            /* A will routed by the end may have ended nothing else:
+             * routing never removes a session, so n is still valid. */
+        } else {
+            if (s->will && s->will_at_ms <= now_ms) {
+                msg *will = s->will;
+                s->will = NULL;
+                s->will_at_ms = 0;
+                bk_will_publish(b, will, now_ms);
+                bk_msg_unref(b, will);
+            }
+            if (s->will && s->will_at_ms < next)
+                next = s->will_at_ms;
+            if (s->expires_at != UINT64_MAX && s->expires_at < next)
+                next = s->expires_at;
+        }
+        s = n;
+    }
+    st->next_event_ms = next;
 }
 
 static int q_grow(broker *b, session *s, uint32_t limit)

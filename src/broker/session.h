@@ -19,8 +19,27 @@ session *bk_session_find(session_table *st, const uint8_t *id, size_t len);
 session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size_t len, bool clean);
 /* Remove and free a session with its subscriptions and queue. */
 void bk_session_destroy(broker *b, session *s);
+/* Remove a session (bk_session_destroy) and publish the will it held for
+ * its delay: the end of an offline session (expiry, a Clean Start). */
+void bk_session_end(broker *b, session *s, uint64_t now_ms);
+/* s's connection ended and s lives on: it expires after its Session
+ * Expiry Interval (journaled with the time, when it is finite). */
 void bk_session_set_offline(broker *b, session *s, uint64_t now_ms);
+/* A connection takes s up: a will s held for its delay is dropped. */
 void bk_session_set_online(broker *b, session *s, broker_conn *c);
+/* Set s's Session Expiry Interval (session-t.h). 0 makes a persistent
+ * session end with its connection: its records are deleted now. Never
+ * from 0 to more (conn.c refuses that). */
+void bk_session_set_expiry(broker *b, session *s, uint32_t interval_s);
+/* Offline s holds will (the reference is taken) until its Will Delay
+ * Interval from now has passed or s ends, whichever comes first. */
+void bk_session_keep_will(broker *b, session *s, msg *will, uint32_t delay_s, uint64_t now_ms);
+/* Publish a will message now (a Message Expiry Interval among its
+ * properties counts from now). w keeps its references. */
+void bk_will_publish(broker *b, msg *w, uint64_t now_ms);
+/* Offline sessions whose time has come: delayed wills and expiries
+ * (broker_tick, at st->next_event_ms). */
+void bk_sessions_tick(broker *b, uint64_t now_ms);
 /* Append an outbound entry; false when the session's bounds refuse it.
  * QoS 0 entries are queued only while a connection waits for its CONNACK. */
 bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);

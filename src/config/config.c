@@ -74,6 +74,13 @@ static const key_def key_table[] = {
     LIMIT("max_topic_length", max_topic_length, 1, 65535),
     LIMIT("max_sessions_per_identity", max_sessions_per_identity, 1, UINT32_MAX),
     LIMIT("max_queued_bytes_per_identity", max_queued_bytes_per_identity, 1, UINT32_MAX),
+    /* MQTT 5.0: Server Keep Alive, Topic Alias Maximum (0 = none) and
+     * Receive Maximum are 16-bit properties. */
+    LIMIT("max_keepalive", max_keepalive, 1, 65535),
+    LIMIT("max_topic_alias", max_topic_alias, 0, 65535),
+    LIMIT("receive_maximum", receive_maximum, 1, 65535),
+    {"mqtt.retain_available", KIND_BOOL, 0, 0, offsetof(tern_config, retain_available)},
+    {"mqtt.shared_subscriptions", KIND_BOOL, 0, 0, offsetof(tern_config, shared_subscriptions)},
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
@@ -824,6 +831,11 @@ void tern_config_defaults(tern_config *cfg)
     cfg->limits.max_topic_length = TERN_DEFAULT_MAX_TOPIC_LENGTH;
     cfg->limits.max_sessions_per_identity = TERN_DEFAULT_MAX_SESSIONS_PER_IDENTITY;
     cfg->limits.max_queued_bytes_per_identity = TERN_DEFAULT_MAX_QUEUED_BYTES_PER_IDENTITY;
+    cfg->limits.max_keepalive = TERN_DEFAULT_MAX_KEEPALIVE;
+    cfg->limits.max_topic_alias = TERN_DEFAULT_MAX_TOPIC_ALIAS;
+    cfg->limits.receive_maximum = TERN_DEFAULT_RECEIVE_MAXIMUM;
+    cfg->retain_available = true;
+    cfg->shared_subscriptions = true;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
     cfg->allow_anonymous = false;
@@ -928,6 +940,10 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->max_topic_length = cfg->limits.max_topic_length;
     l->max_sessions_per_identity = cfg->limits.max_sessions_per_identity;
     l->max_queued_bytes_per_identity = cfg->limits.max_queued_bytes_per_identity;
+    l->max_keepalive = cfg->limits.max_keepalive;
+    l->receive_maximum = cfg->limits.receive_maximum;
+    /* The core reads 0 as "default"; its "none" is UINT32_MAX. */
+    l->max_topic_alias = cfg->limits.max_topic_alias == 0 ? UINT32_MAX : cfg->limits.max_topic_alias;
     /* The core reads 0 as "default"; its "never hold" is UINT32_MAX. */
     l->publisher_hold_ms =
         cfg->limits.publisher_hold_s == 0 ? UINT32_MAX : cfg->limits.publisher_hold_s * 1000u;
@@ -938,4 +954,6 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     out->log_level = cfg->log_level;
     out->allow_anonymous = cfg->allow_anonymous;
     out->sys_public = cfg->sys_public;
+    out->retain_disabled = !cfg->retain_available;
+    out->shared_subs_disabled = !cfg->shared_subscriptions;
 }

@@ -67,6 +67,9 @@ typedef struct tern_config_limits {
     uint32_t max_topic_length;
     uint32_t max_sessions_per_identity;
     uint32_t max_queued_bytes_per_identity;
+    uint32_t max_keepalive;   /* MQTT 5.0 Server Keep Alive cap, seconds */
+    uint32_t max_topic_alias; /* 0 = no topic aliases from clients */
+    uint32_t receive_maximum;
 } tern_config_limits;
 
 /* Longest path value (bytes, NUL included) and longest list value. Paths
@@ -159,6 +162,8 @@ typedef struct tern_config {
     uint32_t sys_interval_s;   /* 0 = $SYS updates off */
     bool allow_anonymous;
     bool sys_public;           /* every client may read $SYS (development) */
+    bool retain_available;     /* mqtt.retain_available: retained messages served */
+    bool shared_subscriptions; /* mqtt.shared_subscriptions: $share/GROUP/FILTER served */
     tern_config_net net;
     /* Where each key was set, for messages about its value found later
      * (a certificate that does not load): read with tern_config_line(). */

@@ -44,6 +44,11 @@ TEST(config_full_file_sets_every_key)
                        "limits.max_topic_length = 65535\n"
                        "limits.max_sessions_per_identity = 18\n"
                        "limits.max_queued_bytes_per_identity = 19\n"
+                       "limits.max_keepalive = 20\n"
+                       "limits.max_topic_alias = 0\n"
+                       "limits.receive_maximum = 21\n"
+                       "mqtt.retain_available = false\n"
+                       "mqtt.shared_subscriptions = false\n"
                        "session.expiry = 14\n"
                        "sys.interval = 15\n"
                        "auth.allow_anonymous = true\n";
@@ -75,6 +80,11 @@ TEST(config_full_file_sets_every_key)
     CHECK_EQ(cfg.limits.max_topic_length, 65535);
     CHECK_EQ(cfg.limits.max_sessions_per_identity, 18);
     CHECK_EQ(cfg.limits.max_queued_bytes_per_identity, 19);
+    CHECK_EQ(cfg.limits.max_keepalive, 20);
+    CHECK_EQ(cfg.limits.max_topic_alias, 0);
+    CHECK_EQ(cfg.limits.receive_maximum, 21);
+    CHECK(!cfg.retain_available);
+    CHECK(!cfg.shared_subscriptions);
     CHECK_EQ(cfg.session_expiry_s, 14);
     CHECK_EQ(cfg.sys_interval_s, 15);
     CHECK(cfg.allow_anonymous);
@@ -105,6 +115,11 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.limits.max_topic_length, 4096);
     CHECK_EQ(cfg.limits.max_sessions_per_identity, 100);
     CHECK_EQ(cfg.limits.max_queued_bytes_per_identity, 64u << 20);
+    CHECK_EQ(cfg.limits.max_keepalive, 65535);
+    CHECK_EQ(cfg.limits.max_topic_alias, 10);
+    CHECK_EQ(cfg.limits.receive_maximum, 1024);
+    CHECK(cfg.retain_available);
+    CHECK(cfg.shared_subscriptions);
     CHECK_EQ(cfg.session_expiry_s, 0);
     CHECK_EQ(cfg.sys_interval_s, 10);
     CHECK(!cfg.allow_anonymous);
@@ -183,6 +198,16 @@ static const struct bad_case {
      "t.conf:2: tls.handshake_timeout: expected an integer 1..3600, got '0'"},
     {"tls.handshake_timeout = 3601",
      "t.conf:2: tls.handshake_timeout: expected an integer 1..3600, got '3601'"},
+    {"limits.max_keepalive = 0",
+     "t.conf:2: limits.max_keepalive: expected an integer 1..65535, got '0'"},
+    {"limits.max_topic_alias = 65536",
+     "t.conf:2: limits.max_topic_alias: expected an integer 0..65535, got '65536'"},
+    {"limits.receive_maximum = 0",
+     "t.conf:2: limits.receive_maximum: expected an integer 1..65535, got '0'"},
+    {"mqtt.retain_available = no",
+     "t.conf:2: mqtt.retain_available: expected true or false, got 'no'"},
+    {"mqtt.shared_subscriptions = 1",
+     "t.conf:2: mqtt.shared_subscriptions: expected true or false, got '1'"},
     {"tls.operators = alice,,bob",
      "t.conf:2: tls.operators: expected comma-separated names, none empty, at most 1023 bytes "
      "in all, got 'alice,,bob'"},
@@ -500,6 +525,8 @@ TEST(config_to_broker_converts_units_and_off_values)
     CHECK_EQ(bc.limits.work_budget, 256);
     CHECK_EQ(bc.log_level, BROKER_LOG_ERROR);
     CHECK(bc.allow_anonymous);
+    CHECK(!bc.retain_disabled);
+    CHECK(!bc.shared_subs_disabled);
 
     tern_config_defaults(&cfg);
     tern_config_to_broker(&cfg, &bc);
@@ -510,6 +537,28 @@ TEST(config_to_broker_converts_units_and_off_values)
     CHECK_EQ(bc.limits.connect_timeout_ms, 10000);
     CHECK_EQ(bc.limits.publisher_hold_ms, 2000);
     CHECK(!bc.allow_anonymous);
+    CHECK_EQ(bc.limits.max_keepalive, 65535);
+    CHECK_EQ(bc.limits.max_topic_alias, 10);
+    CHECK_EQ(bc.limits.receive_maximum, 1024);
+}
+
+TEST(config_to_broker_mqtt5_keys_no_topic_aliases_and_switches_off)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+    broker_config bc;
+
+    memset(&bc, 0, sizeof bc);
+    CHECK(parse_text("config_version = 1\nlimits.max_topic_alias = 0\n"
+                     "limits.max_keepalive = 60\nlimits.receive_maximum = 7\n"
+                     "mqtt.retain_available = false\nmqtt.shared_subscriptions = false\n",
+                     &cfg, err));
+    tern_config_to_broker(&cfg, &bc);
+    CHECK_EQ(bc.limits.max_topic_alias, UINT32_MAX); /* the core's "none": 0 is its default */
+    CHECK_EQ(bc.limits.max_keepalive, 60);
+    CHECK_EQ(bc.limits.receive_maximum, 7);
+    CHECK(bc.retain_disabled);
+    CHECK(bc.shared_subs_disabled);
 }
 
 /* A minimal valid TLS listener, for the tests below to add to. */

@@ -134,7 +134,28 @@ static const char *signal_name(int sig)
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "signal";
 }
 
-/* Stop accepting and hand the sockets what they take without waiting. */
+/* Tell the core the wall-clock time (CLOCK_REALTIME) beside its own
+ * (monotonic) time: MQTT 5.0 expiries are stored as wall-clock times so
+ * they run on while the daemon is down (broker_set_wall_clock). Before the
+ * store is restored, then about once a minute, which also follows
+ * corrections of the system clock. */
+#define WALL_CLOCK_EVERY_MS 60000u
+static void set_wall_clock(tern_loop *l, uint64_t now)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_REALTIME, &ts) != 0 || ts.tv_sec <= 0)
+        return; /* no wall clock: expiries restart at the next restore */
+    broker_set_wall_clock(l->b, (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u,
+                          now);
+    l->wall_clock_ms = now;
+}
+
+/* Stop accepting and hand the sockets what they take without waiting.
+ * MQTT 5.0 clients are told the server is shutting down (DISCONNECT 0x8B,
+ * broker_shutdown) after the last held acknowledgements went out, and what
+ * their sessions' going offline recorded is committed before the sockets
+ * get their last output. */
 static void wind_down(tern_loop *l)
 {
     uint64_t now = tern_loop_now_ms();
@@ -147,6 +168,8 @@ static void wind_down(tern_loop *l)
     }
     l->nlisteners = 0;
     tern_loop_store_drain(l); /* releases the last held acknowledgements */
+    broker_shutdown(l->b, now);
+    tern_loop_store_drain(l); /* the sessions' offline records */
     conn_turn_end(l->cs, now);
     for (size_t fd = 0; fd < l->by_fd_len; fd++) {
         tern_sock *k = l->by_fd[fd];
@@ -183,6 +206,8 @@ int tern_loop_run(tern_loop *l)
         l->nevents = 0; /* the batch is done: closes below have nothing to clear */
         if (l->accept_paused && now >= l->accept_resume_ms)
             tern_loop_set_accepting(l, true);
+        if (now - l->wall_clock_ms >= WALL_CLOCK_EVERY_MS)
+            set_wall_clock(l, now);
         conn_turn_end(l->cs, now);
         tern_loop_store_submit(l); /* last: closes above may add records */
     }
@@ -253,6 +278,7 @@ static bool create_core(tern_loop *l, tern_assets *assets)
         tern_logf(l->log, BROKER_LOG_ERROR, "cannot create the broker core (out of memory?)");
         return false;
     }
+    set_wall_clock(l, tern_loop_now_ms()); /* before the store restores */
     if (assets->acl != NULL) {
         broker_set_acl(l->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;

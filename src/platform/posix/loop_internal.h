@@ -76,6 +76,7 @@ struct tern_loop {
     struct epoll_event *events;
     int nevents, next_event;
     struct tern_storeq *store;  /* owned; NULL without store.path */
+    uint64_t wall_clock_ms;     /* core time the core was last told the wall clock */
 };
 
 uint64_t tern_loop_now_ms(void);

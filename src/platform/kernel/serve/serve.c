@@ -39,6 +39,7 @@
 #include "serve/tcp.h"
 #include "store/kstore.h"
 #include "version.h"
+#include "wallclock.h"
 
 #include "lwip/tcp.h"
 
@@ -190,6 +191,14 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
     }
+    /* The date (wallclock.h: the RTC at boot, advanced by the monotonic
+     * clock that also gives now_ms) before the store restores: MQTT 5.0
+     * expiries are stored as wall-clock times and run on while the
+     * unikernel is off. Told once: without a network time source the
+     * kernel's date only moves with now_ms. No trustworthy date: 0, and
+     * the core restarts such expiries at restore. */
+    broker_set_wall_clock(s->b, wallclock_valid() ? (uint64_t)wallclock_now() * 1000u : 0,
+                          now_ms);
     if (durable && attach_store(s, durable, cfg->store_backup_interval_s) != 0) {
         tern_tls_server_release(assets->tls);
         assets->tls = NULL;
