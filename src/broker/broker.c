@@ -395,11 +395,15 @@ void broker_set_acl(broker *b, broker_acl *acl)
             sub *next;
             for (sub *x = s->subs; x; x = next) {
                 next = x->sess_next;
+                /* The ACL governs the FILTER of `$share/GROUP/FILTER`: the
+                 * node's text; the journal keys the row by the whole. */
                 size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
                 ALWAYS(flen > 0); /* every filter in the tree fits */
                 if (!bk_session_may(b, s, (const uint8_t *)filter, flen, BROKER_ACL_READ)) {
                     bk_log(b, BROKER_LOG_INFO, "client %s: subscription removed by new ACL",
                            s->id);
+                    bk_share_leave(b, x);
+                    flen = bk_sub_filter_text(x, filter, TREE_FILTER_MAX);
                     bk_journal_sub(b, s, (const uint8_t *)filter, flen, NULL, false);
                     bk_tree_remove_sub(b, &b->tree, x);
                     continue;

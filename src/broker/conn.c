@@ -622,17 +622,21 @@ static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
 }
 
-bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                    uint32_t ncodes)
+bool bk_send_suback(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                    const uint8_t *codes, uint32_t ncodes)
 {
     /* One code per filter of a SUBSCRIBE, itself at most the protocol's
-     * largest packet: always encodable. */
+     * largest packet: always encodable. A level-5 UNSUBACK has the
+     * SUBACK's layout (packet id, empty properties, a code per filter). */
+    ALWAYS(type == MQTT_SUBACK || c->level == MQTT_LEVEL_5);
     size_t n = mqtt_suback_size(c->level, ncodes);
     ALWAYS(n != 0);
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return false;
-    size_t w = mqtt_encode_suback(p, n, c->level, packet_id, codes, ncodes);
+    size_t w = c->level == MQTT_LEVEL_5
+                   ? mqtt_encode_suback5(p, n, type, packet_id, codes, ncodes, NULL, 0)
+                   : mqtt_encode_suback(p, n, c->level, packet_id, codes, ncodes);
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
     return true;

@@ -39,8 +39,9 @@ void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);
  * PINGRESP, and a held CONNACK (packet_id = session present << 8 | code).
  * False on allocation failure. */
 bool bk_send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id);
-/* Write a SUBACK. False on allocation failure. */
-bool bk_send_suback(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                    uint32_t ncodes);
+/* Write a SUBACK, or (level 5) an UNSUBACK with its reason codes. False
+ * on allocation failure. */
+bool bk_send_suback(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                    const uint8_t *codes, uint32_t ncodes);
 
 #endif

@@ -11,6 +11,14 @@
  *
  * Nothing here ends a connection or frees a session: routing walks a match
  * list of session pointers that must stay valid until it is done.
+ *
+ * Routing (MQTT 5.0 included): a session whose subscriptions overlap gets
+ * one copy at the highest QoS with every matching subscription's
+ * identifier [MQTT-3.3.4-2] [MQTT-3.3.4-4]; a subscription with No Local
+ * gives nothing to the publisher's own session [MQTT-3.8.3-3]; the retain
+ * flag is kept only through Retain As Published [MQTT-3.3.1-12]
+ * [MQTT-3.3.1-13]. Each shared group matched gives the message to one of
+ * its members, by the rule at share_pick() (docs/OPERATIONS.md).
  */
 #include "broker/access.h"
 #include "broker/base.h"
@@ -195,10 +203,14 @@ void bk_out_drained(broker *b, broker_conn *c)
     c->out_head = c->out_len = c->out_cap = 0;
 }
 
+/* via: the Subscription Identifiers the packet carries at level 5 (the
+ * level-5 PUBLISH encoding is the publish path's, wip-v5pub); NULL or
+ * none at levels 3/4. */
 static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
                          const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
-                         bool dup, uint16_t packet_id)
+                         bool dup, uint16_t packet_id, const bk_via *via)
 {
+    (void)via;
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
     if (n == 0)
         return false; /* not encodable (cannot happen for routed messages) */
@@ -235,7 +247,7 @@ static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *to
                       size_t tlen, const uint8_t *payload, size_t plen)
 {
     if (!enc) /* one subscriber: nothing to share */
-        return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0);
+        return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0, NULL);
     if (enc->c && enc->level == c->level) {
         uint8_t *p = bk_out_reserve(b, c, enc->len);
         if (!p)
@@ -245,7 +257,7 @@ static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *to
         b->stats.msgs_sent++;
         return true;
     }
-    if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0))
+    if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0, NULL))
         return false;
     /* The packet is the last thing in c's output (bk_out_reserve may have
      * moved what was pending before it). */
@@ -262,8 +274,9 @@ static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *to
 static bool send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
 {
     const msg *m = e->m;
+    const bk_via via = {e->sub_id, e->sub_ids_more, e->shared};
     return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
-                        e->qos, e->retain, dup, e->packet_id);
+                        e->qos, e->retain, dup, e->packet_id, &via);
 }
 
 static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
@@ -402,9 +415,9 @@ const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, 
     return buf;
 }
 
-void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via)
 {
-    if (!bk_session_enqueue(b, s, m, qos, retain)) {
+    if (!bk_session_enqueue(b, s, m, qos, retain, via)) {
         char why[160];
         bk_dropped(b, s, qos, bk_msg_topic(m), m->topic_len,
                    bk_enqueue_refusal(b, s, m, why, sizeof why));
@@ -472,6 +485,191 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
     bk_journal_retain_set(b, topic, tlen, payload, plen, qos);
 }
 
+/* The identifiers one session's copy carries: those of every matching
+ * subscription, less those with No Local when it is the publisher's own
+ * session (local). The rest beyond the first go to tree scratch. false on
+ * allocation failure. */
+static bool via_of(broker *b, const match *mt, bool local, bk_via *via)
+{
+    tree *t = &b->tree;
+    uint32_t n = 0;
+    *via = (bk_via){0};
+    for (uint32_t k = mt->ids; k; k = t->ids[k - 1].next) {
+        uint32_t id = t->ids[k - 1].id;
+        if (local && (id & MATCH_ID_NO_LOCAL))
+            continue;
+        id &= ~MATCH_ID_NO_LOCAL;
+        if (!via->sub_id) {
+            via->sub_id = id;
+            continue;
+        }
+        if (n + 2 > t->idbuf_cap) {
+            size_t cap = t->idbuf_cap ? t->idbuf_cap * 2 : 16;
+            uint32_t *a = bk_mem_realloc(b, t->idbuf, cap * sizeof *a);
+            if (!a)
+                return false;
+            t->idbuf = a;
+            t->idbuf_cap = cap;
+        }
+        t->idbuf[++n] = id;
+    }
+    if (n) {
+        t->idbuf[0] = n;
+        via->more = t->idbuf;
+    }
+    return true;
+}
+
+/* A QoS 0 copy for s: straight to a live connection with room, or
+ * dropped (offline sessions do not queue QoS 0). enc shares one encoding
+ * between plain copies (no identifiers, no retain flag). */
+static void send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc,
+                         const uint8_t *topic, size_t tlen, const uint8_t *payload, size_t plen,
+                         uint8_t qos, bool retain, bool keep_retain, const bk_via *via)
+{
+    broker_conn *c = s->conn;
+    if (!conn_live(c))
+        return;
+    if (c->connack_held) {
+        /* Nothing may precede the CONNACK: it waits in the queue. */
+        if (msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, retain))
+            bk_deliver(b, s, *m, 0, keep_retain, via);
+        else
+            bk_dropped(b, s, 0, topic, tlen, "out of memory");
+        return;
+    }
+    bool plain = !keep_retain && !via->sub_id;
+    if (bk_out_pending(c) >= b->lim.max_out_bytes)
+        bk_dropped(b, s, 0, topic, tlen,
+                   "its output buffer holds limits.max_out_bytes (a slow reader)");
+    else if (!(plain ? send_qos0(b, c, enc, topic, tlen, payload, plen)
+                     : send_publish(b, c, topic, tlen, payload, plen, 0, keep_retain, false, 0,
+                                    via)))
+        bk_dropped(b, s, 0, topic, tlen, "out of memory");
+}
+
+/* Can member s take a copy at QoS q now: connected, and room in its
+ * output (QoS 0) or in its window with nothing waiting before it? */
+static bool member_ready(const broker *b, const session *s, uint8_t q)
+{
+    const broker_conn *c = s->conn;
+    if (!conn_live(c) || c->connack_held)
+        return false;
+    if (q == 0)
+        return bk_out_pending(c) < b->lim.max_out_bytes;
+    return s->inflight < b->lim.max_inflight && s->q_sent == s->q_count;
+}
+
+/*
+ * Which member of shared group g gets a message (published at QoS qos):
+ * round robin from the group's cursor, taking the first member that is
+ * connected and has room (member_ready: its window is not full and
+ * nothing waits in its queue). When none has, the least loaded (fewest
+ * messages unsent plus unacknowledged) connected member; when none is
+ * connected, the least loaded offline one (its persistent session queues
+ * it). Members the ACL does not let read the topic, and `exclude` (a
+ * member leaving), are skipped. The cursor moves past the one chosen, so
+ * members take turns. NULL when no member can have it.
+ */
+static sub *share_pick(broker *b, sgroup *g, uint8_t qos, const uint8_t *topic, size_t tlen,
+                       const session *exclude)
+{
+    sub *best = NULL;
+    bool best_live = false;
+    uint64_t best_load = 0;
+    sub *x = g->cursor ? g->cursor : g->members;
+    for (uint32_t k = 0; k < g->count && x; k++, x = x->node_next ? x->node_next : g->members) {
+        session *s = x->sess;
+        if (s == exclude)
+            continue;
+        if (x->acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
+            continue;
+        if (member_ready(b, s, x->qos < qos ? x->qos : qos)) {
+            best = x;
+            break;
+        }
+        bool live = conn_live(s->conn);
+        uint64_t load = (uint64_t)(s->q_count - s->q_sent) + s->inflight;
+        if (!best || (live && !best_live) || (live == best_live && load < best_load)) {
+            best = x;
+            best_live = live;
+            best_load = load;
+        }
+    }
+    if (best)
+        g->cursor = best->node_next ? best->node_next : g->members;
+    return best;
+}
+
+/* Give a message to one member of g (not `exclude`). */
+static void share_route(broker *b, sgroup *g, msg **m, bool *owned, const uint8_t *topic,
+                        size_t tlen, const uint8_t *payload, size_t plen, uint8_t qos,
+                        bool retain, const session *exclude)
+{
+    sub *x = share_pick(b, g, qos, topic, tlen, exclude);
+    if (!x) {
+        b->stats.publish_dropped++;
+        bk_log_limited(b, BK_LOGK_DROPPED, qos ? BROKER_LOG_WARN : BROKER_LOG_INFO,
+                       "QoS %u message on '%.*s' not delivered to shared subscription group "
+                       "'%.*s': no member may have it",
+                       qos, (int)(tlen > 200 ? 200 : tlen), (const char *)topic,
+                       (int)g->name_len, g->name);
+        return;
+    }
+    session *s = x->sess;
+    uint8_t q = x->qos < qos ? x->qos : qos;
+    bool keep_retain = retain && (x->options & MQTT_SUBOPT_RETAIN_AS_PUBLISHED);
+    const bk_via via = {x->sub_id, NULL, q ? g->serial : 0};
+    if (q == 0) {
+        send_qos0_to(b, s, m, owned, NULL, topic, tlen, payload, plen, qos, retain, keep_retain,
+                     &via);
+        return;
+    }
+    if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, retain)) {
+        bk_dropped(b, s, q, topic, tlen, "out of memory");
+        return;
+    }
+    bk_deliver(b, s, *m, q, keep_retain, &via);
+}
+
+/* Give entry e of a departing member to another member of its group. */
+static void share_redeliver(broker *b, sgroup *g, const session *leaving, const qentry *e)
+{
+    msg *m = e->m;
+    bool owned = false;
+    share_route(b, g, &m, &owned, bk_msg_topic(m), m->topic_len, bk_msg_payload(m),
+                m->payload_len, m->qos, m->retain != 0, leaving);
+}
+
+static void take_one(broker *b, void *ctx, qentry *e)
+{
+    const sub *x = ctx;
+    share_redeliver(b, x->group, x->sess, e);
+}
+
+void bk_share_leave(broker *b, sub *x)
+{
+    if (x->group)
+        bk_session_take_shared(b, x->sess, x->group->serial, take_one, x);
+}
+
+void bk_share_session_end(broker *b, session *s)
+{
+    for (const sub *x = s->subs; x; x = x->sess_next) {
+        if (!x->group)
+            continue;
+        for (uint32_t i = 0; i < s->q_count; i++) {
+            const qentry *e = bk_session_entry(s, i);
+            /* Unsent, or QoS 1 sent and unacknowledged: to another member
+             * [MQTT-4.8.2-3 ff.]. A QoS 2 message sent is the receiver's
+             * to finish: never sent to another client [MQTT-4.8.2-5]. */
+            if (e->shared == x->group->serial && e->m &&
+                (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
+                share_redeliver(b, x->group, s, e);
+        }
+    }
+}
+
 void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
                       size_t plen, uint8_t qos, bool retain, msg *m)
 {
@@ -481,46 +679,69 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
 
     match *matches;
     long n = bk_tree_match(b, &b->tree, topic, tlen, &matches);
+    size_t ngroups = b->tree.groups_count;
     if (n < 0) {
         bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
                        "out of memory matching a PUBLISH on '%.*s': not delivered",
                        (int)(tlen > 200 ? 200 : tlen), (const char *)topic);
         b->stats.publish_dropped++;
         n = 0;
+        ngroups = 0;
     }
+    /* No Local concerns the session of the connection that published
+     * [MQTT-3.8.3-3]; a will or $SYS has none. */
+    const session *own = b->publisher ? b->publisher->sess : NULL;
     encoded enc = {0};
     for (long i = 0; i < n; i++) {
-        session *s = matches[i].sess;
-        uint8_t q = matches[i].qos < qos ? matches[i].qos : qos;
-        if (matches[i].acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
+        const match *mt = &matches[i];
+        session *s = mt->sess;
+        uint8_t sq = mt->qos;
+        uint8_t rap = MATCH_RAP;
+        bool local = s == own;
+        if (local) {
+            if (!(mt->flags & MATCH_LOCAL))
+                continue; /* every matching subscription has No Local */
+            sq = mt->qos_local;
+            rap = MATCH_RAP_LOCAL;
+        }
+        uint8_t q = sq < qos ? sq : qos;
+        if (mt->acl_check && !bk_session_may(b, s, topic, tlen, BROKER_ACL_READ))
             continue;
+        bool keep_retain = retain && (mt->flags & rap);
         if (q == 0) {
-            /* QoS 0 goes straight to a live connection with room, or is
-             * dropped; offline sessions do not queue QoS 0. */
             broker_conn *c = s->conn;
             if (!conn_live(c))
-                continue;
-            if (c->connack_held) {
-                /* Nothing may precede the CONNACK: it waits in the queue. */
-                if (msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain))
-                    bk_deliver(b, s, m, 0, false);
-                else
+                continue; /* offline sessions do not queue QoS 0 */
+            if (!c->connack_held && !keep_retain && !mt->ids) {
+                /* The common case, inline (the hot path of a fan-out): a
+                 * plain copy, its encoding shared between subscribers. */
+                if (bk_out_pending(c) >= b->lim.max_out_bytes)
+                    bk_dropped(b, s, 0, topic, tlen,
+                               "its output buffer holds limits.max_out_bytes (a slow reader)");
+                else if (!send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
                     bk_dropped(b, s, 0, topic, tlen, "out of memory");
                 continue;
             }
-            if (bk_out_pending(c) >= b->lim.max_out_bytes)
-                bk_dropped(b, s, 0, topic, tlen,
-                           "its output buffer holds limits.max_out_bytes (a slow reader)");
-            else if (!send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
-                bk_dropped(b, s, 0, topic, tlen, "out of memory");
+        }
+        bk_via via = {0};
+        if (mt->ids && !via_of(b, mt, local, &via)) {
+            bk_dropped(b, s, q, topic, tlen, "out of memory");
+            continue;
+        }
+        if (q == 0) {
+            send_qos0_to(b, s, &m, &owned, NULL, topic, tlen, payload, plen, qos, retain,
+                         keep_retain, &via);
             continue;
         }
         if (!msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain)) {
             bk_dropped(b, s, q, topic, tlen, "out of memory");
             continue;
         }
-        bk_deliver(b, s, m, q, false);
+        bk_deliver(b, s, m, q, keep_retain, &via);
     }
+    for (size_t k = 0; k < ngroups; k++)
+        share_route(b, b->tree.groups[k], &m, &owned, topic, tlen, payload, plen, qos, retain,
+                    NULL);
     if (owned)
         bk_msg_unref(b, m);
 }

@@ -10,6 +10,7 @@
 #include "broker/conn-t.h"
 #include "broker/msg-t.h"
 #include "broker/session-t.h"
+#include "broker/tree-t.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,8 +38,9 @@ void bk_dropped(broker *b, const session *s, uint8_t qos, const uint8_t *topic, 
 /* Why bk_session_enqueue() refused m for s, in words naming the limit. */
 const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, char *buf,
                                size_t size);
-/* Deliver a message to a session (live or queued). */
-void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Deliver a message to a session (live or queued); via (NULL = none)
+ * gives its Subscription Identifiers and shared group. */
+void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via);
 /* Send what the session's queue and the connection's room allow. */
 void bk_session_pump(broker *b, session *s);
 /* Resend unacknowledged messages after a reconnect. */
@@ -46,6 +48,14 @@ void bk_session_resend(broker *b, session *s);
 /* Put entries [q_wire, q_sent) on the wire, in order, as far as their
  * commits and the connection's room allow. */
 void bk_session_transmit(broker *b, session *s);
+/* Shared subscription x (`$share/...`) is about to be removed while its
+ * session stays (UNSUBSCRIBE, a new ACL): the unsent messages it was
+ * given go to other members of its group; the sent ones stay with it. */
+void bk_share_leave(broker *b, sub *x);
+/* Session s is ending (bk_session_destroy): what its shared subscriptions
+ * gave it and it did not finish goes to other members (QoS 2 messages
+ * already sent excepted [MQTT-4.8.2-5]). */
+void bk_share_session_end(broker *b, session *s);
 /* Route a PUBLISH to every matching subscription (retained handling
  * included). m may be NULL when the caller has only views; then a msg is
  * built only if someone needs one. */

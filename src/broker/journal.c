@@ -304,7 +304,7 @@ static void snapshot(broker *b)
             for (sub *x = s->subs; x; x = x->sess_next) {
                 /* Every filter fits (TREE_FILTER_MAX); bk_journal_sub() refuses an
                  * empty one. */
-                size_t flen = bk_tree_filter_text(x->node, filter, TREE_FILTER_MAX);
+                size_t flen = bk_sub_filter_text(x, filter, TREE_FILTER_MAX);
                 bk_journal_sub(b, s, (const uint8_t *)filter, flen, x, true);
             }
             for (uint32_t k = 0; k < s->q_count; k++) {
@@ -423,8 +423,8 @@ static void release_acks(broker *b, broker_conn *c)
         held_ack *a = &c->acks[c->acks_head];
         if (a->seq > b->jr.committed_seq)
             break;
-        bool sent = a->type == MQTT_SUBACK
-                        ? bk_send_suback(b, c, a->packet_id, a->codes, a->ncodes)
+        bool sent = a->codes
+                        ? bk_send_suback(b, c, (mqtt_type)a->type, a->packet_id, a->codes, a->ncodes)
                         : bk_send_simple(b, c, (mqtt_type)a->type, a->packet_id);
         if (!sent)
             break; /* out of memory: retried at the next commit */
@@ -597,12 +597,12 @@ bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t pac
     return hold(b, c, type, packet_id, NULL, 0, gate_seq);
 }
 
-bool bk_suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                            uint32_t ncodes, uint64_t gate_seq)
+bool bk_suback_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                            const uint8_t *codes, uint32_t ncodes, uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return bk_send_suback(b, c, packet_id, codes, ncodes);
-    return hold(b, c, MQTT_SUBACK, packet_id, codes, ncodes, gate_seq);
+        return bk_send_suback(b, c, type, packet_id, codes, ncodes);
+    return hold(b, c, type, packet_id, codes, ncodes, gate_seq);
 }
 
 void bk_journal_free(broker *b)

@@ -18,7 +18,7 @@
 
 typedef struct held_ack {
     uint64_t seq;      /* batch that must commit first; 0 = only order */
-    uint8_t *codes;    /* SUBACK return codes, owned; NULL for other types */
+    uint8_t *codes;    /* (UN)SUBACK reason codes, owned; NULL for other packets */
     uint32_t ncodes;
     uint16_t packet_id;
     uint8_t type;      /* mqtt_type */

@@ -68,9 +68,10 @@ bool bk_journal_committed(const broker *b, uint64_t jseq);
  * allocation failure. */
 bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
                          uint64_t gate_seq);
-/* The same for a SUBACK with its return codes (copied when held). */
-bool bk_suback_send_or_hold(broker *b, broker_conn *c, uint16_t packet_id, const uint8_t *codes,
-                            uint32_t ncodes, uint64_t gate_seq);
+/* The same for a SUBACK with its return codes, or a level-5 UNSUBACK with
+ * its reason codes (copied when held). */
+bool bk_suback_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                            const uint8_t *codes, uint32_t ncodes, uint64_t gate_seq);
 /* Forget a closing connection's held acknowledgements and commit waits. */
 void bk_acks_drop(broker *b, broker_conn *c);
 /* c's session has an entry waiting for a commit: transmit again after the

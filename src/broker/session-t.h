@@ -58,6 +58,11 @@ typedef struct qentry {
      * [MQTT-3.3.4-4]: the rest in sub_ids_more, owned, [count, id, ...],
      * NULL when there are none. Journaled with the entry (J_QUEUE_PUT). */
     uint32_t sub_id;
+    /* Delivered through a shared subscription: its group's serial
+     * (sgroup.serial, tree-t.h), so the entry goes to another member when
+     * this one leaves before receiving it; 0 = not shared. Not journaled:
+     * restored entries are 0. (In what was padding.) */
+    uint32_t shared;
     uint32_t *sub_ids_more;
     /* Batch that must commit before this entry's current state may go on
      * the wire (0 = no wait). Set for QoS 2 only: a QoS 2 receiver knows
@@ -65,6 +70,16 @@ typedef struct qentry {
      * receiver sees it, and a PUBREL before the PUBLISH can be forgotten. */
     uint64_t jseq;
 } qentry;
+
+/* What one delivery came through (routing, deliver.c): the Subscription
+ * Identifiers it carries (MQTT 5.0), as a qentry holds them (sub_id, and
+ * the rest in `more`, [count, id...], borrowed), and the shared group's
+ * serial (qentry.shared). */
+typedef struct bk_via {
+    uint32_t sub_id;
+    const uint32_t *more;
+    uint32_t shared;
+} bk_via;
 
 struct session {
     session *hnext;           /* chain in the session hash table */

@@ -15,6 +15,7 @@
  */
 #include "broker/access.h"
 #include "broker/base.h"
+#include "broker/deliver.h"
 #include "broker/broker-t.h"
 #include "broker/deliver.h"
 #include "broker/flow.h"
@@ -113,6 +114,13 @@ session *bk_session_create(broker *b, session_table *st, const uint8_t *id, size
     return s;
 }
 
+/* An entry's identifiers beyond the first, owned, [count, id...]. */
+static void entry_ids_free(broker *b, qentry *e)
+{
+    bk_mem_free(b, e->sub_ids_more);
+    e->sub_ids_more = NULL;
+}
+
 /* Offline sessions, and only they, have expires_at != 0. */
 static void offline_unlink(session_table *st, session *s)
 {
@@ -133,6 +141,8 @@ void bk_session_destroy(broker *b, session *s)
 {
     session_table *st = &b->sessions;
     ALWAYS(s->conn == NULL);
+    if (!st->freeing) /* not when the broker itself goes */
+        bk_share_session_end(b, s);
     session **pp = &st->table[s->hashv & (st->size - 1)];
     while (*pp != s)
         pp = &(*pp)->hnext;
@@ -158,6 +168,8 @@ void bk_session_destroy(broker *b, session *s)
             bk_journal_msg_unref(b, e->m);
         bk_msg_unref(b, e->m);
     }
+    for (uint32_t i = 0; i < s->q_count; i++)
+        entry_ids_free(b, bk_session_entry(s, i));
     bk_mem_free(b, s->q);
     bk_mem_free(b, s->in_qos2);
     bk_msg_unref(b, s->will); /* not published: bk_session_end() is the end that does */
@@ -369,13 +381,25 @@ static uint32_t ring_limit(const broker *b)
     return b->lim.max_inflight + b->lim.max_queued + b->lim.max_retained;
 }
 
-static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+static bool push_entry(broker *b, session *s, msg *m, uint8_t qos, bool retain,
+                       const bk_via *via)
 {
     if (s->q_count >= ring_limit(b))
         return false;
     if (s->q_count == s->q_cap && q_grow(b, s, ring_limit(b)) != 0)
         return false;
+    uint32_t *more = NULL;
+    if (via && via->more) {
+        size_t n = (size_t)via->more[0] + 1;
+        more = bk_mem_alloc(b, n * sizeof *more);
+        if (!more)
+            return false;
+        memcpy(more, via->more, n * sizeof *more);
+    }
     qentry *e = bk_session_entry(s, s->q_count);
+    e->sub_id = via ? via->sub_id : 0;
+    e->sub_ids_more = more;
+    e->shared = via ? via->shared : 0;
     e->m = bk_msg_ref(m);
     e->seq = s->next_seq++;
     e->packet_id = 0;
@@ -400,6 +424,9 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     if (s->q_count == s->q_cap && q_grow(b, s, UINT32_MAX) != 0)
         return false;
     qentry *e = bk_session_entry(s, s->q_count);
+    e->sub_id = 0;
+    e->sub_ids_more = NULL;
+    e->shared = 0;
     e->m = m ? bk_msg_ref(m) : NULL;
     e->seq = seq;
     e->packet_id = packet_id;
@@ -418,7 +445,8 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     return true;
 }
 
-bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
+bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain,
+                        const bk_via *via)
 {
     uint32_t unsent = s->q_count - s->q_sent;
     if (unsent >= b->lim.max_queued || s->q_bytes + m->payload_len > b->lim.max_queued_bytes)
@@ -426,12 +454,44 @@ bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain)
     if (s->ident &&
         s->ident->q_bytes + m->payload_len > b->lim.max_queued_bytes_per_identity)
         return false;
-    return push_entry(b, s, m, qos, retain);
+    return push_entry(b, s, m, qos, retain, via);
 }
 
-bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos)
+bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos,
+                                 const bk_via *via)
 {
-    return push_entry(b, s, m, qos, true);
+    return push_entry(b, s, m, qos, true, via);
+}
+
+static void drop_done_head(broker *b, session *s);
+
+void bk_session_take_shared(broker *b, session *s, uint32_t serial,
+                            void (*fn)(broker *b, void *ctx, qentry *e), void *ctx)
+{
+    uint32_t w = s->q_sent;
+    for (uint32_t i = 0; i < s->q_count; i++) {
+        qentry *e = bk_session_entry(s, i);
+        if (i < s->q_sent || e->shared != serial) {
+            if (e->shared == serial)
+                e->shared = 0;
+            if (i >= s->q_sent && w++ != i)
+                *bk_session_entry(s, w - 1) = *e;
+            continue;
+        }
+        fn(b, ctx, e);
+        if (bk_journaled(b, s) && e->qos > 0) {
+            bk_journal_queue_del(b, s, e);
+            bk_journal_msg_unref(b, e->m);
+        }
+        bk_session_bytes_sub(s, e->m->payload_len);
+        entry_ids_free(b, e);
+        bk_msg_unref(b, e->m);
+    }
+    if (w < s->q_count) {
+        s->q_count = w;
+        bk_flow_progress(b, s); /* its queue shrank: publishers it held may go */
+        drop_done_head(b, s);
+    }
 }
 
 qentry *bk_session_find_sent(session *s, uint16_t packet_id)
@@ -479,6 +539,7 @@ void bk_session_complete(broker *b, session *s, qentry *e)
     e->state = Q_DONE;
     bk_msg_unref(b, e->m);
     e->m = NULL;
+    entry_ids_free(b, e);
     s->inflight--;
     drop_done_head(b, s);
 }
@@ -489,6 +550,7 @@ void bk_session_sent_qos0(broker *b, session *s, qentry *e)
     e->state = Q_DONE;
     bk_msg_unref(b, e->m);
     e->m = NULL;
+    entry_ids_free(b, e);
     ALWAYS(s->q_wire == s->q_sent); /* sent only when nothing before it waits */
     s->q_sent++;
     s->q_wire++;

@@ -40,13 +40,23 @@ void bk_will_publish(broker *b, msg *w, uint64_t now_ms);
 /* Offline sessions whose time has come: delayed wills and expiries
  * (broker_tick, at st->next_event_ms). */
 void bk_sessions_tick(broker *b, uint64_t now_ms);
-/* Append an outbound entry; false when the session's bounds refuse it.
- * QoS 0 entries are queued only while a connection waits for its CONNACK. */
-bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain);
+/* Append an outbound entry; false when the session's bounds refuse it (or
+ * memory for its identifiers runs out). via (NULL = nothing) gives its
+ * Subscription Identifiers and shared group. QoS 0 entries are queued
+ * only while a connection waits for its CONNACK. */
+bool bk_session_enqueue(broker *b, session *s, msg *m, uint8_t qos, bool retain,
+                        const bk_via *via);
 /* Append a retained message sent for a new subscription (any QoS). These
  * are bounded by max_retained rather than max_queued: a subscriber to '#'
  * expects every retained message, not the first max_queued of them. */
-bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos);
+bool bk_session_enqueue_retained(broker *b, session *s, msg *m, uint8_t qos,
+                                 const bk_via *via);
+/* A member left shared group `serial` (it unsubscribed): its unsent
+ * entries delivered through the group are taken out of its queue, each
+ * handed to fn first (to go to another member); its sent ones stay, to be
+ * completed [MQTT-3.10.4-3], but lose the tag. */
+void bk_session_take_shared(broker *b, session *s, uint32_t serial,
+                            void (*fn)(broker *b, void *ctx, qentry *e), void *ctx);
 /* Entry holding packet_id among the sent ones, or NULL. */
 qentry *bk_session_find_sent(session *s, uint16_t packet_id);
 /* Mark an entry acknowledged and drop holes at the head. */

@@ -20,6 +20,12 @@
  * loop turn, and its SUBACK still goes out once, with every return code in
  * order. Messages other clients publish may reach its first subscriptions
  * before the SUBACK, which 3.1.1 permits (section 3.8.4).
+ *
+ * MQTT 5.0: each filter has an options byte (No Local, Retain As
+ * Published, Retain Handling) kept on the subscription with the packet's
+ * Subscription Identifier; a refusal has a reason code naming its cause;
+ * the UNSUBACK has a reason code per filter. `$share/GROUP/FILTER` (any
+ * level) joins a shared group (tree.c); the ACL is asked about FILTER.
  */
 #include "broker/access.h"
 #include "broker/base.h"
@@ -48,8 +54,10 @@ struct list_job {
     uint32_t index;            /* filters done in this pass */
     size_t pos;                /* the list iterator, at filter `index` */
     uint64_t mark;             /* the journal before the packet: its gate */
+    uint32_t sub_id;           /* the SUBSCRIBE's Subscription Identifier, 0 = none */
     uint16_t packet_id;
     uint8_t type;              /* MQTT_SUBSCRIBE or MQTT_UNSUBSCRIBE */
+    bool v5;                   /* level 5: reason codes, options */
     uint8_t pass;
     bool sliced;               /* stops when the budget is spent */
     /* For the packet's one log line: refusals by cause, and the first
@@ -58,8 +66,10 @@ struct list_job {
     uint32_t first_off, first_len;
     const char *first_why;     /* a cause, or the name of a limit */
     bool first_limit;
-    uint8_t *codes;            /* SUBACK return codes: `small` or owned */
-    uint8_t small[CODES_SMALL];
+    /* (UN)SUBACK codes, then as many RETAINED_* bytes for the second pass:
+     * `small` or owned. */
+    uint8_t *codes;
+    uint8_t small[2 * CODES_SMALL];
 };
 
 const char *bk_topic_over_limits(const broker *b, const uint8_t *t, size_t len)
@@ -97,8 +107,12 @@ void bk_list_drop(broker *b, broker_conn *c)
     c->job = NULL;
 }
 
+/* Whether the second pass sends a granted filter's retained messages. */
+enum { RETAINED_NO = 0, RETAINED_SEND = 1 };
+
+/* A refused filter's code: the 5.0 reason code, or 3.1.1's one failure. */
 static uint8_t refuse(list_job *j, uint32_t *cause, const mqtt_bytes *f, const uint8_t *base,
-                      const char *why)
+                      const char *why, uint8_t reason)
 {
     if (j->denied + j->over_limits + j->no_memory == 0) {
         j->first_off = (uint32_t)(f->p - base);
@@ -107,39 +121,92 @@ static uint8_t refuse(list_job *j, uint32_t *cause, const mqtt_bytes *f, const u
         j->first_limit = cause == &j->over_limits;
     }
     (*cause)++;
-    return MQTT_SUBACK_FAILURE;
+    return j->v5 ? reason : MQTT_SUBACK_FAILURE;
 }
 
-/* One filter of a SUBSCRIBE: its return code. */
+/* One filter of a SUBSCRIBE: its return code; *retained says whether
+ * its retained messages are sent. */
 static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_bytes *f,
-                             uint8_t qos, const uint8_t *base)
+                             uint8_t options, const uint8_t *base, uint8_t *retained)
 {
+    uint8_t qos = options & MQTT_SUBOPT_QOS_MASK;
+    *retained = RETAINED_NO;
     /* The topic limits first: they are cheap and bound what the ACL and
      * the tree are asked to work on. */
     const char *over = bk_topic_over_limits(b, f->p, f->len);
     if (over) {
         b->stats.subscriptions_refused++;
-        return refuse(j, &j->over_limits, f, base, over);
+        return refuse(j, &j->over_limits, f, base, over, MQTT_RC_QUOTA_EXCEEDED);
     }
-    if (!bk_session_may(b, s, f->p, f->len, BROKER_ACL_READ)) {
+    /* A shared subscription is asked of the ACL by its FILTER: a rule for
+     * topic X governs `$share/g/X`. */
+    mqtt_bytes group = {0}, inner = *f;
+    int shared = mqtt_share_split(f->p, f->len, &group, &inner);
+    if (shared < 0) {
+        b->stats.subscriptions_refused++;
+        return refuse(j, &j->over_limits, f, base, "malformed shared subscription",
+                      MQTT_RC_TOPIC_FILTER_INVALID);
+    }
+    if (shared && b->shared_subs_disabled) {
+        b->stats.subscriptions_refused++;
+        return refuse(j, &j->over_limits, f, base, "shared subscriptions are disabled",
+                      MQTT_RC_SHARED_SUBS_NOT_SUPPORTED);
+    }
+    if (shared && (options & MQTT_SUBOPT_NO_LOCAL)) {
+        /* A protocol error [MQTT-3.8.3-4] the decoder answers with
+         * DISCONNECT 0x82 before we get here; refused should it not. */
+        b->stats.subscriptions_refused++;
+        return refuse(j, &j->over_limits, f, base, "No Local on a shared subscription",
+                      MQTT_RC_TOPIC_FILTER_INVALID);
+    }
+    if (!bk_session_may(b, s, inner.p, inner.len, BROKER_ACL_READ)) {
         b->stats.acl_denied++;
-        return refuse(j, &j->denied, f, base, "denied by the ACL");
+        return refuse(j, &j->denied, f, base, "denied by the ACL", MQTT_RC_NOT_AUTHORIZED);
     }
     /* At the limit a filter the session holds already is still granted (a
      * resubscription replaces it, [MQTT-3.8.4-3]); only new ones count. */
     if (s->sub_count >= b->lim.max_subscriptions &&
         !bk_tree_find_sub(&b->tree, s, f->p, f->len)) {
         b->stats.subscriptions_refused++;
-        return refuse(j, &j->over_limits, f, base, "max_subscriptions");
+        return refuse(j, &j->over_limits, f, base, "max_subscriptions", MQTT_RC_QUOTA_EXCEEDED);
     }
     bool is_new;
     sub *x = bk_tree_subscribe(b, &b->tree, s, f->p, f->len, qos, &is_new);
     if (!x)
-        return refuse(j, &j->no_memory, f, base, "out of memory");
+        return refuse(j, &j->no_memory, f, base, "out of memory", MQTT_RC_UNSPECIFIED_ERROR);
+    /* A subscription replaced takes the new options and identifier (none
+     * when the SUBSCRIBE has none) [MQTT-3.8.4-3]. 3.1.1 options are the
+     * QoS alone. */
+    x->options = options;
+    x->sub_id = j->sub_id;
     bk_journal_sub(b, s, f->p, f->len, x, true);
-    x->acl_check =
-        bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)f->p, f->len);
+    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
+                                               (const char *)inner.p, inner.len);
+    /* Retained messages: never for a shared subscription (section 4.8.2);
+     * Retain Handling 0 sends them, 1 only for a new subscription, 2
+     * never [MQTT-3.3.1-9] [MQTT-3.3.1-10] [MQTT-3.3.1-11]. */
+    unsigned rh = (options & MQTT_SUBOPT_RETAIN_HANDLING_MASK) >> MQTT_SUBOPT_RETAIN_HANDLING_SHIFT;
+    if (!shared && (rh == 0 || (rh == 1 && is_new)))
+        *retained = RETAINED_SEND;
     return qos;
+}
+
+/* One filter of an UNSUBSCRIBE: its reason code (level 5). */
+static uint8_t unsubscribe_one(broker *b, session *s, const mqtt_bytes *f)
+{
+    mqtt_bytes group, inner;
+    if (mqtt_share_split(f->p, f->len, &group, &inner) < 0)
+        return MQTT_RC_TOPIC_FILTER_INVALID;
+    sub *x = bk_tree_find_sub(&b->tree, s, f->p, f->len);
+    if (!x)
+        return MQTT_RC_NO_SUBSCRIPTION_EXISTED;
+    /* What a shared subscription gave the session and it has not been
+     * sent goes to the other members; what was sent is completed here
+     * [MQTT-3.10.4-3]. */
+    bk_share_leave(b, x);
+    bk_tree_remove_sub(b, &b->tree, x);
+    bk_journal_sub(b, s, f->p, f->len, NULL, false);
+    return MQTT_RC_SUCCESS;
 }
 
 /* One line per packet, however many of its filters were refused. */
@@ -162,6 +229,7 @@ typedef struct retained_ctx {
     uint8_t qos;
     bool acl_check;
     uint32_t sent;
+    bk_via via;       /* the subscription's identifier [MQTT-3.3.4-3] */
 } retained_ctx;
 
 static void send_retained(broker *b, void *ctx, msg *m)
@@ -174,7 +242,7 @@ static void send_retained(broker *b, void *ctx, msg *m)
     rc->sent++;
     /* [MQTT-3.3.1-8]: retained messages sent for a new subscription carry
      * the retain flag. They queue behind the SUBACK like any message. */
-    if (!bk_session_enqueue_retained(b, rc->sess, m, q)) {
+    if (!bk_session_enqueue_retained(b, rc->sess, m, q, &rc->via)) {
         bk_dropped(b, rc->sess, q, bk_msg_topic(m), m->topic_len,
                    "retained message for a new subscription: its queue is full or memory "
                    "ran out");
@@ -209,9 +277,10 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
                                : mqtt_unsubscribe_next(&l, &j->pos, &f);
             ALWAYS(more); /* the decoder counted them */
             if (is_sub)
-                j->codes[j->index] = subscribe_one(b, s, j, &f, qos, base);
-            else if (bk_tree_unsubscribe(b, &b->tree, s, f.p, f.len))
-                bk_journal_sub(b, s, f.p, f.len, NULL, false);
+                j->codes[j->index] =
+                    subscribe_one(b, s, j, &f, qos, base, &j->codes[j->count + j->index]);
+            else
+                j->codes[j->index] = unsubscribe_one(b, s, &f);
         }
         log_refusals(b, s, j, base);
         /* Acknowledged once what it changed in a persistent session is on
@@ -220,8 +289,10 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
          * UNSUBSCRIBE removed it). */
         uint64_t gate = is_sub ? bk_journal_gate_if_changed(b, j->mark)
                                : bk_journal_gate_session(b, s, j->mark);
-        bool ok = is_sub ? bk_suback_send_or_hold(b, c, j->packet_id, j->codes, j->count, gate)
-                         : bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, j->packet_id, gate);
+        bool ok = is_sub || j->v5
+                      ? bk_suback_send_or_hold(b, c, is_sub ? MQTT_SUBACK : MQTT_UNSUBACK,
+                                               j->packet_id, j->codes, j->count, gate)
+                      : bk_ack_send_or_hold(b, c, MQTT_UNSUBACK, j->packet_id, gate);
         if (!ok) {
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return true;
@@ -240,12 +311,13 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
         spend(budget, 1);
         bool more = mqtt_subscribe_next(&l, &j->pos, &f, &qos);
         ALWAYS(more);
-        if (j->codes[j->index] == MQTT_SUBACK_FAILURE)
-            continue;
+        if (j->codes[j->count + j->index] != RETAINED_SEND)
+            continue; /* refused, shared, or Retain Handling says not */
+        qos &= MQTT_SUBOPT_QOS_MASK;
         retained_ctx rc = {s, qos,
                            bk_acl_filter_partly_denied(b->acl, s->identity, s->id,
                                                        (const char *)f.p, f.len),
-                           0};
+                           0, {j->sub_id, NULL, 0}};
         if (bk_tree_for_retained(b, &b->tree, f.p, f.len, send_retained, &rc) != 0)
             bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
                            "client %s: out of memory sending retained messages", s->id);
@@ -276,10 +348,13 @@ bk_list_result bk_list_start(broker *b, broker_conn *c, const mqtt_packet *pkt)
     j.count = l->count;
     j.packet_id = l->packet_id;
     j.type = (uint8_t)pkt->type;
+    j.v5 = c->level == MQTT_LEVEL_5;
+    if (l->props.present & MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID))
+        j.sub_id = l->props.subscription_id; /* 1..268435455: the decoder checked */
     j.mark = bk_journal_mark(b);
     j.codes = j.small;
-    if (pkt->type == MQTT_SUBSCRIBE && j.count > CODES_SMALL) {
-        j.codes = bk_mem_alloc(b, j.count);
+    if (j.count > CODES_SMALL) {
+        j.codes = bk_mem_alloc(b, 2 * (size_t)j.count);
         if (!j.codes) {
             bk_conn_end(b, c, true, "out of memory", b->now_ms);
             return BK_LIST_DONE;

@@ -16,13 +16,15 @@
 typedef struct msg msg;
 typedef struct session session;
 typedef struct tnode tnode;
+typedef struct sgroup sgroup;
 
-/* One subscription: a session's filter, linked into the node of that filter,
+/* One subscription: a session's filter, linked into the node of that filter
+ * (a shared one, `$share/GROUP/FILTER`, into its group's members instead),
  * into the session's own list, and into the session's index by node (a
  * hash table: session-t.h), so subscribing, unsubscribing and teardown
  * never walk the session's other subscriptions. */
 typedef struct sub {
-    struct sub *node_prev, *node_next;
+    struct sub *node_prev, *node_next; /* the node's subs, or the group's members */
     struct sub *sess_prev, *sess_next;
     struct sub *hnext;        /* chain in the session's index */
     tnode *node;
@@ -33,7 +35,24 @@ typedef struct sub {
      * No Local, Retain As Published, Retain Handling); 0 for 3.1.1. */
     uint8_t options;
     uint32_t sub_id;  /* Subscription Identifier, 0 = none */
+    sgroup *group;    /* shared subscription: its group; NULL = not shared */
 } sub;
+
+/* A shared subscription group: the sessions subscribed to one
+ * `$share/GROUP/FILTER`, hanging off FILTER's node. Each message matching
+ * FILTER goes to one member (deliver.c says which). */
+struct sgroup {
+    sgroup *next;             /* the node's other groups */
+    tnode *node;              /* FILTER's node */
+    sub *members;             /* through sub.node_prev / node_next */
+    sub *cursor;              /* the member the next message is offered first */
+    uint32_t count;
+    /* Names the group in the queue entries delivered through it
+     * (qentry.shared), so a departing member's are found; never 0. */
+    uint32_t serial;
+    uint16_t name_len;
+    char name[];              /* GROUP, not terminated */
+};
 
 struct tnode {
     tnode *parent;
@@ -41,6 +60,7 @@ struct tnode {
     tnode *plus, *hash;       /* the '+' and '#' children */
     tnode *hnext;             /* chain in the tree's child hash table */
     sub *subs;                /* subscriptions whose filter ends here */
+    sgroup *groups;           /* shared subscription groups whose FILTER ends here */
     msg *retained;            /* retained message whose topic ends here */
     /* Keyed hash of (parent, level): the slot in the tree's table, and the
      * node's slot in a session's index of subscriptions ('+' and '#' nodes
@@ -50,12 +70,32 @@ struct tnode {
     char seg[];               /* this level's text, not terminated */
 };
 
-/* A match result: one entry per session, at the highest granted QoS. */
+/* A match result: one entry per session, merging every matching
+ * (non-shared) subscription of it: one copy at the highest granted QoS
+ * [MQTT-3.3.4-2], carrying each one's Subscription Identifier
+ * [MQTT-3.3.4-4]. No Local depends on who publishes, and a result is
+ * reused for the next message on the same topic, so what the
+ * subscriptions without No Local give is kept beside the whole. */
 typedef struct match {
     session *sess;
-    uint8_t qos;
+    uint8_t qos;      /* highest granted QoS of the matching subscriptions */
     bool acl_check;   /* every matching subscription needs a per-message check */
+    uint8_t flags;    /* MATCH_* */
+    uint8_t qos_local;/* highest of those without No Local (MATCH_LOCAL) */
+    uint32_t ids;     /* 1 + index of the first identifier in tree.ids; 0 = none */
 } match;
+
+#define MATCH_LOCAL 0x01u     /* a subscription without No Local matches */
+#define MATCH_RAP 0x02u       /* one has Retain As Published */
+#define MATCH_RAP_LOCAL 0x04u /* one without No Local has it */
+/* An identifier in tree.ids from a subscription with No Local. */
+#define MATCH_ID_NO_LOCAL 0x80000000u
+
+/* Identifiers of a match, chained per session (they arrive interleaved). */
+typedef struct match_id {
+    uint32_t id;      /* | MATCH_ID_NO_LOCAL */
+    uint32_t next;    /* 1 + index of the next; 0 = last */
+} match_id;
 
 #define TREE_LAST_TOPIC_MAX 128u
 
@@ -75,6 +115,14 @@ typedef struct tree {
     size_t matches_cap;
     struct tstack { tnode *node; size_t pos; } *stack;
     size_t stack_cap;
+    match_id *ids;            /* Subscription Identifiers of `matches` */
+    size_t ids_count, ids_cap;
+    sgroup **groups;          /* shared groups matched */
+    size_t groups_count, groups_cap;
+    uint32_t next_serial;     /* sgroup.serial of the next group */
+    uint32_t *idbuf;          /* routing's: one delivery's identifiers beyond
+                                 the first, [count, id...] (bk_via.more) */
+    size_t idbuf_cap;
     uint64_t epoch;           /* stamps sessions during one match */
     /* The last topic matched, whose result is still in `matches`: a
      * publisher's messages arrive in batches on one topic, so most matches

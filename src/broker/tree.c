@@ -14,7 +14,13 @@
  *
  * Each session indexes its own subscriptions by node (session-t.h), so a
  * subscription is found, added or removed in constant time however many
- * the session holds. The tree's table and every session's index shrink as
+ * the session holds.
+ *
+ * A shared subscription `$share/GROUP/FILTER` lives at FILTER's node, as
+ * a member of the node's group named GROUP: matching collects the groups
+ * beside the sessions, and routing (deliver.c) gives each message one
+ * member of each group, chosen per message (a match result is reused
+ * for the next message on the same topic). The tree's table and every session's index shrink as
  * they empty: memory a client made the broker allocate goes back when its
  * subscriptions and retained topics go.
  */
@@ -141,8 +147,8 @@ static bool node_is_wild(const tnode *n)
 /* Free empty nodes from n upwards. */
 static void prune(broker *b, tree *t, tnode *n)
 {
-    while (n && n != t->root && !n->subs && !n->retained && !n->first_child && !n->plus &&
-           !n->hash) {
+    while (n && n != t->root && !n->subs && !n->groups && !n->retained && !n->first_child &&
+           !n->plus && !n->hash) {
         tnode *parent = n->parent;
         if (node_is_wild(n)) {
             if (parent->plus == n)
@@ -221,12 +227,21 @@ static tnode *path_find(const tree *t, const uint8_t *s, size_t len)
 
 /* ---- a session's subscriptions: list and index ----------------------- */
 
-static sub *index_find(const session *sess, const tnode *n)
+static bool group_is(const sgroup *g, const mqtt_bytes *name)
+{
+    if (!name || !name->p)
+        return g == NULL;
+    return g && g->name_len == name->len && memcmp(g->name, name->p, name->len) == 0;
+}
+
+/* sess's subscription at node n: its non-shared one (group NULL or
+ * empty), or its shared one of that group. */
+static sub *index_find(const session *sess, const tnode *n, const mqtt_bytes *group)
 {
     if (!sess->sub_index)
         return NULL;
     for (sub *x = sess->sub_index[n->hashv & (sess->sub_index_size - 1)]; x; x = x->hnext)
-        if (x->node == n)
+        if (x->node == n && group_is(x->group, group))
             return x;
     return NULL;
 }
@@ -276,29 +291,79 @@ static void sess_unlink(broker *b, sub *x)
 
 sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size_t flen)
 {
-    const tnode *n = sess->sub_count ? path_find(t, f, flen) : NULL;
-    return n ? index_find(sess, n) : NULL;
+    if (!sess->sub_count)
+        return NULL;
+    mqtt_bytes group = {0}, inner = {f, flen};
+    if (mqtt_share_split(f, flen, &group, &inner) < 0)
+        return NULL;
+    const tnode *n = path_find(t, inner.p, inner.len);
+    return n ? index_find(sess, n, &group) : NULL;
+}
+
+/* The group called name at node n, created when missing (NULL on
+ * allocation failure). */
+static sgroup *group_get(broker *b, tree *t, tnode *n, const mqtt_bytes *name)
+{
+    for (sgroup *g = n->groups; g; g = g->next)
+        if (group_is(g, name))
+            return g;
+    sgroup *g = bk_mem_calloc(b, sizeof *g + name->len);
+    if (!g)
+        return NULL;
+    g->node = n;
+    if (++t->next_serial == 0)
+        t->next_serial = 1;
+    g->serial = t->next_serial;
+    g->name_len = (uint16_t)name->len;
+    memcpy(g->name, name->p, name->len);
+    g->next = n->groups;
+    n->groups = g;
+    return g;
+}
+
+/* Free g once it has no members. */
+static void group_release(broker *b, sgroup *g)
+{
+    if (g->members)
+        return;
+    sgroup **pp = &g->node->groups;
+    while (*pp != g)
+        pp = &(*pp)->next;
+    *pp = g->next;
+    bk_mem_free(b, g);
 }
 
 sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
                        uint8_t qos, bool *is_new)
 {
-    tnode *n = path_get(b, t, f, flen);
+    mqtt_bytes group = {0}, inner = {f, flen};
+    if (mqtt_share_split(f, flen, &group, &inner) < 0)
+        return NULL; /* callers check it first */
+    tnode *n = path_get(b, t, inner.p, inner.len);
     if (!n)
         return NULL;
     bk_tree_forget_last(t);
-    sub *s = index_find(sess, n);
+    sub *s = index_find(sess, n, &group);
     if (s) {
         s->qos = qos;
         *is_new = false;
         return s;
     }
+    sgroup *g = NULL;
+    if (group.p && !(g = group_get(b, t, n, &group))) {
+        prune(b, t, n);
+        return NULL;
+    }
     if (!sess->sub_index && !index_resize(b, sess, INDEX_MIN)) {
+        if (g)
+            group_release(b, g);
         prune(b, t, n);
         return NULL;
     }
     s = bk_mem_calloc(b, sizeof *s);
     if (!s) {
+        if (g)
+            group_release(b, g);
         if (sess->sub_count == 0) {
             bk_mem_free(b, sess->sub_index);
             sess->sub_index = NULL;
@@ -310,10 +375,17 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
     s->node = n;
     s->sess = sess;
     s->qos = qos;
-    s->node_next = n->subs;
-    if (n->subs)
-        n->subs->node_prev = s;
-    n->subs = s;
+    s->group = g;
+    sub **head = g ? &g->members : &n->subs;
+    s->node_next = *head;
+    if (*head)
+        (*head)->node_prev = s;
+    *head = s;
+    if (g) {
+        g->count++;
+        if (!g->cursor)
+            g->cursor = s;
+    }
     s->sess_next = sess->subs;
     if (sess->subs)
         sess->subs->sess_prev = s;
@@ -333,26 +405,28 @@ sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size
 static void unlink_sub(broker *b, tree *t, sub *s)
 {
     tnode *n = s->node;
+    sgroup *g = s->group;
     bk_tree_forget_last(t);
+    if (g && g->cursor == s) /* the next member in line takes its turn */
+        g->cursor = s->node_next;
     if (s->node_prev)
         s->node_prev->node_next = s->node_next;
+    else if (g)
+        g->members = s->node_next;
     else
         n->subs = s->node_next;
     if (s->node_next)
         s->node_next->node_prev = s->node_prev;
+    if (g) {
+        g->count--;
+        if (!g->cursor) /* it was the last in line: back to the first */
+            g->cursor = g->members;
+        group_release(b, g);
+    }
     ALWAYS(b->stats.subscriptions_count > 0);
     b->stats.subscriptions_count--;
     bk_mem_free(b, s);
     prune(b, t, n);
-}
-
-bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen)
-{
-    sub *s = bk_tree_find_sub(t, sess, f, flen);
-    if (!s)
-        return false;
-    bk_tree_remove_sub(b, t, s);
-    return true;
 }
 
 void bk_tree_remove_sub(broker *b, tree *t, sub *s)
@@ -391,35 +465,83 @@ static int stack_push(broker *b, tree *t, size_t *depth, tnode *n, size_t pos)
     return 0;
 }
 
+/* Chain a Subscription Identifier onto m (order is not significant
+ * [MQTT-3.3.4-4]). */
+static int add_id(broker *b, tree *t, match *m, uint32_t id)
+{
+    if (t->ids_count == t->ids_cap) {
+        size_t cap = t->ids_cap ? t->ids_cap * 2 : 16;
+        match_id *a = bk_mem_realloc(b, t->ids, cap * sizeof *a);
+        if (!a)
+            return -1;
+        t->ids = a;
+        t->ids_cap = cap;
+    }
+    t->ids[t->ids_count] = (match_id){id, m->ids};
+    m->ids = (uint32_t)++t->ids_count;
+    return 0;
+}
+
+static int add_groups(broker *b, tree *t, const tnode *n)
+{
+    for (sgroup *g = n->groups; g; g = g->next) {
+        if (t->groups_count == t->groups_cap) {
+            size_t cap = t->groups_cap ? t->groups_cap * 2 : 8;
+            sgroup **a = bk_mem_realloc(b, t->groups, cap * sizeof *a);
+            if (!a)
+                return -1;
+            t->groups = a;
+            t->groups_cap = cap;
+        }
+        t->groups[t->groups_count++] = g;
+    }
+    return 0;
+}
+
 static int add_subs(broker *b, tree *t, const tnode *n, size_t *count)
 {
     for (const sub *s = n->subs; s; s = s->node_next) {
         session *sess = s->sess;
+        /* 3.1.1 subscriptions have no options: always "local". */
+        bool local = !(s->options & MQTT_SUBOPT_NO_LOCAL);
+        match *m;
         if (sess->match_epoch == t->epoch) {
-            match *m = &t->matches[sess->match_idx];
+            m = &t->matches[sess->match_idx];
             if (s->qos > m->qos)
                 m->qos = s->qos;
             /* One subscription no deny rule touches proves the topic is
              * not denied to this session. */
             m->acl_check = m->acl_check && s->acl_check;
-            continue;
+            if (local && (!(m->flags & MATCH_LOCAL) || s->qos > m->qos_local))
+                m->qos_local = s->qos;
+        } else {
+            if (*count == t->matches_cap) {
+                size_t cap = t->matches_cap ? t->matches_cap * 2 : 64;
+                match *nm = bk_mem_realloc(b, t->matches, cap * sizeof *nm);
+                if (!nm)
+                    return -1;
+                t->matches = nm;
+                t->matches_cap = cap;
+            }
+            sess->match_epoch = t->epoch;
+            sess->match_idx = (uint32_t)*count;
+            m = &t->matches[*count];
+            m->sess = sess;
+            m->qos = s->qos;
+            m->acl_check = s->acl_check;
+            m->flags = 0;
+            m->qos_local = s->qos;
+            m->ids = 0;
+            (*count)++;
         }
-        if (*count == t->matches_cap) {
-            size_t cap = t->matches_cap ? t->matches_cap * 2 : 64;
-            match *nm = bk_mem_realloc(b, t->matches, cap * sizeof *nm);
-            if (!nm)
-                return -1;
-            t->matches = nm;
-            t->matches_cap = cap;
-        }
-        sess->match_epoch = t->epoch;
-        sess->match_idx = (uint32_t)*count;
-        t->matches[*count].sess = sess;
-        t->matches[*count].qos = s->qos;
-        t->matches[*count].acl_check = s->acl_check;
-        (*count)++;
+        if (local)
+            m->flags |= MATCH_LOCAL;
+        if (s->options & MQTT_SUBOPT_RETAIN_AS_PUBLISHED)
+            m->flags |= local ? MATCH_RAP | MATCH_RAP_LOCAL : MATCH_RAP;
+        if (s->sub_id && add_id(b, t, m, s->sub_id | (local ? 0 : MATCH_ID_NO_LOCAL)) != 0)
+            return -1;
     }
-    return 0;
+    return n->groups ? add_groups(b, t, n) : 0;
 }
 
 long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out)
@@ -432,6 +554,8 @@ long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match 
     }
     t->last_valid = false;
     t->epoch++;
+    t->ids_count = 0;
+    t->groups_count = 0;
     if (stack_push(b, t, &depth, t->root, 0) != 0)
         return -1;
     while (depth > 0) {
@@ -597,6 +721,25 @@ size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap)
     return len;
 }
 
+size_t bk_sub_filter_text(const sub *x, char *buf, size_t cap)
+{
+    static const char prefix[] = "$share/";
+    const size_t plen = sizeof prefix - 1;
+    const sgroup *g = x->group;
+    if (!g)
+        return bk_tree_filter_text(x->node, buf, cap);
+    size_t head = plen + g->name_len + 1;
+    if (cap <= head)
+        return 0;
+    size_t n = bk_tree_filter_text(x->node, buf + head, cap - head);
+    if (n == 0)
+        return 0;
+    memcpy(buf, prefix, plen);
+    memcpy(buf + plen, g->name, g->name_len);
+    buf[head - 1] = '/';
+    return head + n;
+}
+
 int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx)
 {
     walk_subtree(b, t, t->root, false, fn, ctx);
@@ -625,6 +768,16 @@ static void free_subtree(broker *b, tnode *n)
             n->subs = s->node_next;
             bk_mem_free(b, s);
         }
+        while (n->groups) {
+            sgroup *g = n->groups;
+            n->groups = g->next;
+            while (g->members) {
+                sub *s = g->members;
+                g->members = s->node_next;
+                bk_mem_free(b, s);
+            }
+            bk_mem_free(b, g);
+        }
         bk_mem_free(b, n);
         n = parent;
     }
@@ -637,5 +790,8 @@ void bk_tree_free(broker *b, tree *t)
     bk_mem_free(b, t->table);
     bk_mem_free(b, t->matches);
     bk_mem_free(b, t->stack);
+    bk_mem_free(b, t->ids);
+    bk_mem_free(b, t->groups);
+    bk_mem_free(b, t->idbuf);
     memset(t, 0, sizeof *t);
 }

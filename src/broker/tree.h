@@ -7,6 +7,7 @@
 
 #include "broker/broker.h"
 #include "broker/tree-t.h"
+#include "mqtt/mqtt.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -14,22 +15,24 @@
 
 int bk_tree_init(broker *b, tree *t);
 void bk_tree_free(broker *b, tree *t);
-/* Add or update sess's subscription to filter f. *is_new tells if it was
- * added. Returns the sub, or NULL on allocation failure. The cost depends
- * on f, not on how many subscriptions sess has (so do the calls below). */
+/* Add or update sess's subscription to filter f (a shared one joins its
+ * group, created on first use; mqtt_share_split() must have accepted
+ * it). *is_new tells if it was added. Returns the sub, or NULL on
+ * allocation failure. The cost depends on f, not on how many
+ * subscriptions sess has (so do the calls below). */
 sub *bk_tree_subscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen,
                        uint8_t qos, bool *is_new);
 /* sess's subscription to exactly f, or NULL. */
 sub *bk_tree_find_sub(const tree *t, const session *sess, const uint8_t *f, size_t flen);
-/* Remove sess's subscription to f; false when there was none. */
-bool bk_tree_unsubscribe(broker *b, tree *t, session *sess, const uint8_t *f, size_t flen);
 /* Remove one subscription, from its session too. */
 void bk_tree_remove_sub(broker *b, tree *t, sub *s);
 /* Remove every subscription of sess (session teardown). */
 void bk_tree_remove_all(broker *b, tree *t, session *sess);
 /* Sessions subscribed to topic, deduplicated, each at its highest QoS.
  * Returns the count; *out points into tree scratch valid until the next
- * call (callers must not change it). -1 on allocation failure. */
+ * call (callers must not change it). -1 on allocation failure. The shared
+ * groups matched are left in t->groups[0..t->groups_count), the
+ * identifiers in t->ids (match.ids). */
 long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match **out);
 /* Set (m != NULL) or clear (m == NULL) the retained message of a topic.
  * Takes a reference on m. Returns 0, or -1 on allocation failure. */
@@ -37,6 +40,9 @@ int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, 
 /* The filter text of node n written to buf (not terminated); 0 when it does
  * not fit in cap. */
 size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap);
+/* The filter a subscription was made with, `$share/GROUP/` included,
+ * written to buf (not terminated); 0 when it does not fit in cap. */
+size_t bk_sub_filter_text(const sub *x, char *buf, size_t cap);
 /* Topic + payload bytes of the message retained on topic (0 = none). */
 uint64_t bk_tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
 /* Call fn for every retained message matching filter f. */
