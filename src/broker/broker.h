@@ -278,6 +278,11 @@ typedef struct broker_stats {
     uint64_t topics_refused;      /* PUBLISH and will topics beyond the levels or length limit
                                      (the connection was closed) */
     uint64_t sessions_refused;    /* CONNECTs refused at limits.max_sessions_per_identity */
+    /* MQTT 5.0 publish path. */
+    uint64_t msgs_expired;        /* copies of messages dropped unsent: their Message Expiry
+                                     Interval passed first [MQTT-3.3.2-5] */
+    uint64_t msgs_over_client_max;/* copies of messages dropped unsent: above the receiving
+                                     client's Maximum Packet Size [MQTT-3.1.2-25] */
 } broker_stats;
 
 void broker_get_stats(const broker *b, broker_stats *out);

@@ -21,6 +21,12 @@ struct list_job; /* subscribe.c */
  * disconnected. Milliseconds of silence allowed per second of keepalive. */
 #define KEEPALIVE_GRACE_MS_PER_S 1500u
 
+/* MQTT 5.0: one Topic Alias's topic, owned (conn.c, deliver.c). */
+typedef struct bk_alias {
+    uint8_t *topic;                 /* NULL = alias not set */
+    uint16_t len;
+} bk_alias;
+
 typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
     CONN_ACTIVE,      /* CONNECT accepted */
@@ -88,6 +94,21 @@ struct broker_conn {
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
+    /* MQTT 5.0 publish path (conn.c, deliver.c). Topic Aliases live as
+     * long as the connection and never pass to another [MQTT-3.3.2-7].
+     * Inbound: the client's aliases, alias_in[alias - 1], grown to the
+     * highest alias used, at most limits.max_topic_alias entries, each a
+     * topic within limits.max_topic_length. Outbound: the topics the
+     * broker gave aliases to this client, alias = index + 1 (deliver.c
+     * says the policy). */
+    bk_alias *alias_in;             /* owned, NULL = none set */
+    bk_alias *alias_out;            /* owned, NULL = none given */
+    uint16_t alias_in_cap;
+    uint16_t alias_out_count;
+    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
+     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
+     * the client counts its send quota (never below 0). */
+    uint32_t in_unacked;
 };
 
 #endif

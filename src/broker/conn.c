@@ -1,10 +1,12 @@
 /*
  * conn.c - one client connection: framing of the input stream, the MQTT
  * 3.1/3.1.1/5.0 packet handlers, and the end of a connection (will, session
- * detach, a server DISCONNECT with its reason). The inbound half of the QoS
- * flows lives here; the outbound half is in deliver.c.
+ * detach, a server DISCONNECT with its reason). PUBLISH and the
+ * acknowledgements of the QoS flows are publish.c's; the outbound half of
+ * the flows is in deliver.c.
  */
 #include "broker/access.h"
+#include "broker/alias.h"
 #include "broker/auth.h"
 #include "broker/base.h"
 #include "broker/broker-t.h"
@@ -15,6 +17,7 @@
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/publish.h"
 #include "broker/session.h"
 #include "broker/subscribe.h"
 #include "broker/tree.h"
@@ -194,6 +197,7 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
     bk_flow_conn_gone(b, c);
     bk_acks_drop(b, c); /* a held acknowledgement dies with its connection */
     bk_list_drop(b, c);
+    bk_alias_free(b, c); /* aliases live as long as their connection [MQTT-3.3.2-7] */
     bk_mem_free(b, c->in);
     c->in = NULL;
     c->in_len = c->in_cap = 0;
@@ -552,76 +556,6 @@ static void handle_disconnect(broker *b, broker_conn *c, const mqtt_reason_packe
                 b->now_ms);
 }
 
-/* A topic beyond limits.max_topic_levels or max_topic_length: 3.1.1 has no
- * negative acknowledgement of a PUBLISH, and a server that will not take
- * one must acknowledge it as usual or close the connection
- * [MQTT-3.3.5-2]. Acknowledging a message nobody will ever be sent would
- * lose it without a word, so the connection is closed (the will fires:
- * the client did not end it). */
-static bool publish_topic_refused(broker *b, broker_conn *c, const mqtt_publish *p)
-{
-    if (p->topic.len < b->topic_check_len)
-        return false; /* most topics: within both limits without looking */
-    const char *over = bk_topic_over_limits(b, p->topic.p, p->topic.len);
-    if (!over)
-        return false;
-    b->stats.topics_refused++;
-    bk_log_limited(b, BK_LOGK_TOPIC_LIMITS, BROKER_LOG_INFO,
-                   "client %s: publish to '%.*s' refused: topic beyond limits.%s", conn_name(c),
-                   (int)(p->topic.len > 200 ? 200 : p->topic.len), (const char *)p->topic.p,
-                   over);
-    bk_conn_end(b, c, true, "topic beyond the limits", b->now_ms);
-    return true;
-}
-
-static void handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
-{
-    session *s = c->sess;
-    uint64_t mark = bk_journal_mark(b);
-    if (publish_topic_refused(b, c, p))
-        return;
-    b->stats.msgs_received++;
-    bool allowed = bk_session_may(b, s, p->topic.p, p->topic.len, BROKER_ACL_WRITE);
-    if (!allowed) {
-        /* Not delivered, but still acknowledged as 3.1.1 allows. */
-        b->stats.acl_denied++;
-        bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied",
-                       s->id, (int)(p->topic.len > 200 ? 200 : p->topic.len),
-                       (const char *)p->topic.p);
-    }
-
-    if (p->qos == 2) {
-        /* Exactly once: a PUBLISH whose id is still awaiting PUBREL is a
-         * resend of one already routed; only acknowledge it again. */
-        if (!bk_session_in_qos2_has(s, p->packet_id)) {
-            if (bk_session_in_qos2_add(b, s, p->packet_id) != 0) {
-                protocol_error(b, c, "too many QoS 2 messages awaiting PUBREL");
-                return;
-            }
-            if (allowed)
-                bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, 2,
-                                 p->retain, NULL);
-        }
-        /* Durability contract (D1): acknowledge only once what this
-         * message changed is committed, and a resend only once what the
-         * first one changed is. A message with no durable consequence is
-         * acknowledged at once, also while the disk fails. */
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREC, p->packet_id,
-                                 bk_journal_gate_session(b, s, mark)))
-            bk_conn_end(b, c, true, "out of memory", b->now_ms);
-        return;
-    }
-    if (allowed)
-        bk_route_publish(b, p->topic.p, p->topic.len, p->payload.p, p->payload.len, p->qos,
-                         p->retain, NULL);
-    /* QoS 1 leaves no state of its own behind: the PUBACK waits only for
-     * what routing recorded (a retained value, queue rows of persistent
-     * sessions). */
-    if (p->qos == 1 && !bk_ack_send_or_hold(b, c, MQTT_PUBACK, p->packet_id,
-                                            bk_journal_gate_if_changed(b, mark)))
-        bk_conn_end(b, c, true, "out of memory", b->now_ms);
-}
-
 bool bk_send_suback(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
                     const uint8_t *codes, uint32_t ncodes)
 {
@@ -640,54 +574,6 @@ bool bk_send_suback(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_i
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
     return true;
-}
-
-static void handle_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t id)
-{
-    session *s = c->sess;
-    qentry *e = bk_session_find_sent(s, id);
-    switch (type) {
-    case MQTT_PUBACK:
-        if (e && e->state == Q_WAIT_PUBACK)
-            bk_session_complete(b, s, e);
-        break;
-    case MQTT_PUBREC: {
-        /* Braced: a declaration right after a case label is C23, and clang
-         * rejects it in C17 mode (the fuzz build). */
-        uint64_t mark = bk_journal_mark(b);
-        if (e && e->state == Q_WAIT_PUBREC) {
-            /* The receiver owns the message now; keep only the id. */
-            e->state = Q_WAIT_PUBCOMP;
-            bk_journal_queue_state(b, s, e);
-            if (bk_journaled(b, s)) {
-                e->jseq = bk_journal_gate(b, mark);
-                bk_journal_msg_unref(b, e->m);
-            }
-            bk_msg_unref(b, e->m);
-            e->m = NULL;
-        }
-        /* A PUBREC for a PUBREL already sent, or for an id we no longer
-         * know, is answered with PUBREL so the receiver can finish. The
-         * PUBREL waits for the state change to be on disk: after a restart
-         * we must not send the PUBLISH again for an id the receiver has
-         * already released. */
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBREL, id, bk_journal_gate_session(b, s, mark))) {
-            bk_conn_end(b, c, true, "out of memory", b->now_ms);
-            return;
-        }
-        break;
-    }
-    case MQTT_PUBCOMP:
-        if (e && e->state == Q_WAIT_PUBCOMP)
-            bk_session_complete(b, s, e);
-        break;
-    default:
-        ALWAYS(0);
-    }
-    if (!e)
-        bk_log_limited(b, BK_LOGK_UNKNOWN_ACK, BROKER_LOG_DEBUG,
-                       "client %s: acknowledgement for unknown packet id %u", s->id, id);
-    bk_session_pump(b, s);
 }
 
 /* Handle one decoded packet. A SUBSCRIBE or UNSUBSCRIBE spends
@@ -709,24 +595,17 @@ static void handle_packet(broker *b, broker_conn *c, const mqtt_packet *pkt)
         break;
     case MQTT_PUBLISH:
         b->publisher = c; /* a subscriber that is behind may hold c (flow.c) */
-        handle_publish(b, c, &pkt->u.publish);
+        bk_handle_publish(b, c, &pkt->u.publish);
         b->publisher = NULL;
         break;
     case MQTT_PUBACK:
     case MQTT_PUBREC:
     case MQTT_PUBCOMP:
-        handle_ack(b, c, pkt->type, pkt->u.ack.packet_id);
+        bk_handle_ack(b, c, pkt->type, &pkt->u.ack);
         break;
-    case MQTT_PUBREL: {
-        /* PUBCOMP only once the id's removal is on disk: a stored id would
-         * make the broker drop the client's next message with that id. */
-        uint64_t mark = bk_journal_mark(b);
-        bk_session_in_qos2_del(b, c->sess, pkt->u.ack.packet_id);
-        if (!bk_ack_send_or_hold(b, c, MQTT_PUBCOMP, pkt->u.ack.packet_id,
-                                 bk_journal_gate_session(b, c->sess, mark)))
-            bk_conn_end(b, c, true, "out of memory", b->now_ms);
+    case MQTT_PUBREL:
+        bk_handle_pubrel(b, c, &pkt->u.ack);
         break;
-    }
     case MQTT_SUBSCRIBE:
     case MQTT_UNSUBSCRIBE:
         b->in_list = (uint8_t)bk_list_start(b, c, pkt);

@@ -19,6 +19,11 @@
  * flag is kept only through Retain As Published [MQTT-3.3.1-12]
  * [MQTT-3.3.1-13]. Each shared group matched gives the message to one of
  * its members, by the rule at share_pick() (docs/OPERATIONS.md).
+ *
+ * A 5.0 client is sent the message's properties and its delivery's own
+ * (publish5.c), within its Receive Maximum and Maximum Packet Size; a
+ * message whose expiry passed before its delivery to a session started
+ * is never sent to it (counted in stats.msgs_expired).
  */
 #include "broker/access.h"
 #include "broker/base.h"
@@ -28,6 +33,7 @@
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/publish5.h"
 #include "broker/session.h"
 #include "broker/tree.h"
 #include "mqtt/mqtt.h"
@@ -203,14 +209,10 @@ void bk_out_drained(broker *b, broker_conn *c)
     c->out_head = c->out_len = c->out_cap = 0;
 }
 
-/* via: the Subscription Identifiers the packet carries at level 5 (the
- * level-5 PUBLISH encoding is the publish path's, wip-v5pub); NULL or
- * none at levels 3/4. */
 static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
                          const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
-                         bool dup, uint16_t packet_id, const bk_via *via)
+                         bool dup, uint16_t packet_id)
 {
-    (void)via;
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
     if (n == 0)
         return false; /* not encodable (cannot happen for routed messages) */
@@ -232,51 +234,82 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     return true;
 }
 
+/* One PUBLISH of v to c at any level: a 3.1.1 client gets the topic and
+ * payload only (what 3.1.1 cannot carry is dropped), a 5.0 client the
+ * properties too, and via's Subscription Identifiers (publish5.c). via may
+ * be NULL (none). */
+static bk_send5 send_view(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
+                          bool retain, bool dup, uint16_t packet_id, const bk_via *via)
+{
+    if (c->level == MQTT_LEVEL_5)
+        return bk_publish5_write(b, c, v, qos, retain, dup, packet_id, via ? via->sub_id : 0,
+                                 via ? via->more : NULL, NULL);
+    return send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
+                        packet_id)
+               ? BK_SEND5_OK
+               : BK_SEND5_NOMEM;
+}
+
 /* A QoS 0 PUBLISH already encoded into another connection's output during
  * this routing: copied instead of encoded again for every subscriber. The
  * source is kept as connection + offset; nothing writes to that
  * connection's buffer again before bk_route_publish returns (each session, so
- * each connection, appears once in a match). */
+ * each connection, appears once in a match). A level-5 copy is shared only
+ * between clients it is the same for: no Topic Alias or Subscription
+ * Identifier of their own (the Message Expiry left is the same for all
+ * during one routing). */
 typedef struct encoded {
     broker_conn *c;   /* NULL until the first copy is encoded */
     uint32_t off, len;
     uint8_t level;
 } encoded;
 
-static bool send_qos0(broker *b, broker_conn *c, encoded *enc, const uint8_t *topic,
-                      size_t tlen, const uint8_t *payload, size_t plen)
+static bk_send5 send_qos0(broker *b, broker_conn *c, encoded *enc, const bk_pubview *v,
+                          const bk_via *via)
 {
-    if (!enc) /* one subscriber: nothing to share */
-        return send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0, NULL);
+    bool ids = via && (via->sub_id || via->more);
+    bool shared = enc && (c->level != MQTT_LEVEL_5 || (!ids && c->client_topic_alias_max == 0));
+    if (!shared) /* one subscriber, or a copy of its own */
+        return send_view(b, c, v, 0, false, false, 0, via);
     if (enc->c && enc->level == c->level) {
+        if (c->level == MQTT_LEVEL_5 && enc->len > c->client_max_packet) {
+            bk_publish5_too_large(b, c, v, enc->len);
+            return BK_SEND5_TOO_LARGE;
+        }
         uint8_t *p = bk_out_reserve(b, c, enc->len);
         if (!p)
-            return false;
+            return BK_SEND5_NOMEM;
         memcpy(p, enc->c->out + enc->off, enc->len);
         bk_out_commit(b, c, enc->len);
         b->stats.msgs_sent++;
-        return true;
+        return BK_SEND5_OK;
     }
-    if (!send_publish(b, c, topic, tlen, payload, plen, 0, false, false, 0, NULL))
-        return false;
+    size_t len = 0;
+    bk_send5 r;
+    if (c->level == MQTT_LEVEL_5) {
+        r = bk_publish5_write(b, c, v, 0, false, false, 0, 0, NULL, &len);
+    } else {
+        r = send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, 0, false, false, 0)
+                ? BK_SEND5_OK
+                : BK_SEND5_NOMEM;
+        len = mqtt_publish_size(c->level, v->tlen, v->plen, 0);
+    }
     /* The packet is the last thing in c's output (bk_out_reserve may have
      * moved what was pending before it). */
-    uint32_t len = (uint32_t)mqtt_publish_size(c->level, tlen, plen, 0);
-    if (!enc->c) {
+    if (r == BK_SEND5_OK && !enc->c) {
         enc->c = c;
-        enc->off = c->out_len - len;
-        enc->len = len;
+        enc->off = c->out_len - (uint32_t)len;
+        enc->len = (uint32_t)len;
         enc->level = c->level;
     }
-    return true;
+    return r;
 }
 
-static bool send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
+static bk_send5 send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
 {
-    const msg *m = e->m;
+    bk_pubview v = bk_msg_view(e->m);
     const bk_via via = {e->sub_id, e->sub_ids_more, e->shared};
-    return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
-                        e->qos, e->retain, dup, e->packet_id, &via);
+    return send_view(b, c, &v, e->qos, e->retain, dup, e->packet_id, &via);
 }
 
 static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
@@ -293,6 +326,18 @@ static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_
 static bool conn_live(const broker_conn *c)
 {
     return c && c->state == CONN_ACTIVE;
+}
+
+/* QoS 1/2 PUBLISHes that may await acknowledgement on c: limits.max_inflight,
+ * and for a 5.0 client no more than its Receive Maximum [MQTT-3.3.4-9]. A
+ * PUBREC with an error code frees a slot as a PUBACK or PUBCOMP does
+ * (conn.c completes the entry). */
+static uint32_t window(const broker *b, const broker_conn *c)
+{
+    uint32_t w = b->lim.max_inflight;
+    if (c->level == MQTT_LEVEL_5 && c->client_receive_max < w)
+        w = c->client_receive_max;
+    return w;
 }
 
 void bk_session_transmit(broker *b, session *s)
@@ -315,16 +360,46 @@ void bk_session_transmit(broker *b, session *s)
             bk_commit_wait(b, c);
             return;
         }
-        bool ok = e->state == Q_WAIT_PUBCOMP ? send_ack(b, c, MQTT_PUBREL, e->packet_id)
-                                             : send_entry(b, c, e, e->sent);
-        if (!ok) {
+        bk_send5 r = e->state == Q_WAIT_PUBCOMP
+                         ? (send_ack(b, c, MQTT_PUBREL, e->packet_id) ? BK_SEND5_OK
+                                                                      : BK_SEND5_NOMEM)
+                         : send_entry(b, c, e, e->sent);
+        if (r == BK_SEND5_NOMEM) {
             bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_WARN, "client %s: out of memory sending",
                            s->id);
             return; /* retried on the next pump */
         }
+        if (r == BK_SEND5_TOO_LARGE) {
+            /* Above the client's Maximum Packet Size: discarded, and the
+             * delivery is over as if the client had acknowledged it
+             * [MQTT-3.1.2-25] (its window slot is free again). The entry
+             * becomes a hole at q_wire, or leaves the ring as its head:
+             * either way the loop goes on at the same index. */
+            bk_session_complete(b, s, e);
+            continue;
+        }
         e->sent = true;
         s->q_wire++;
     }
+}
+
+/* The first unsent entry is done with without a packet id: a QoS 0 one
+ * sent, or one never to be sent (its message expired). It is finished as
+ * if sent and acknowledged, so the queue, the journal and the publishers
+ * it holds see one path. QoS 0 entries only when nothing before them
+ * waits (as bk_session_pump sends them). */
+static void finish_front(broker *b, session *s, qentry *e)
+{
+    bk_session_bytes_sub(s, e->m->payload_len);
+    if (e->qos == 0) {
+        bk_session_sent_qos0(b, s, e);
+        return;
+    }
+    e->packet_id = 0; /* no acknowledgement names 0 */
+    e->state = Q_WAIT_PUBACK;
+    s->q_sent++;
+    s->inflight++;
+    bk_session_complete(b, s, e);
 }
 
 void bk_session_pump(broker *b, session *s)
@@ -338,16 +413,28 @@ void bk_session_pump(broker *b, session *s)
     uint32_t unsent_before = s->q_count - s->q_sent;
     while (s->q_sent < s->q_count && bk_out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = bk_session_entry(s, s->q_sent);
+        /* [MQTT-3.3.2-5]: a message whose expiry passed before its
+         * delivery to this session started is never sent to it. */
+        bool expired = bk_msg_expired(e->m, b->now_ms);
         if (e->qos == 0) {
             /* QoS 0 entries (retained on subscribe) are never stored: they
-             * go straight out, so only once nothing before them waits. */
-            if (s->q_wire < s->q_sent || !send_entry(b, c, e, false))
+             * go straight out, so only once nothing before them waits. One
+             * above the client's Maximum Packet Size is done with too. */
+            if (s->q_wire < s->q_sent)
                 break;
-            bk_session_bytes_sub(s, e->m->payload_len);
-            bk_session_sent_qos0(b, s, e);
+            if (expired)
+                b->stats.msgs_expired++;
+            else if (send_entry(b, c, e, false) == BK_SEND5_NOMEM)
+                break;
+            finish_front(b, s, e);
             continue;
         }
-        if (s->inflight >= b->lim.max_inflight)
+        if (expired) {
+            b->stats.msgs_expired++;
+            finish_front(b, s, e);
+            continue;
+        }
+        if (s->inflight >= window(b, c))
             break;
         uint64_t mark = bk_journal_mark(b);
         e->packet_id = bk_session_next_packet_id(s);
@@ -415,32 +502,35 @@ const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, 
     return buf;
 }
 
-void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via)
+bool bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via)
 {
     if (!bk_session_enqueue(b, s, m, qos, retain, via)) {
         char why[160];
         bk_dropped(b, s, qos, bk_msg_topic(m), m->topic_len,
                    bk_enqueue_refusal(b, s, m, why, sizeof why));
-        return;
+        return false;
     }
     bk_session_pump(b, s);
     bk_flow_routed(b, s); /* behind: hold the publisher */
+    return true;
 }
 
 /* Build the shared msg the first time a subscriber needs one. */
-static msg *msg_lazy(broker *b, msg **m, bool *owned, const uint8_t *topic, size_t tlen,
-                     const uint8_t *payload, size_t plen, uint8_t qos, bool retain)
+static msg *msg_lazy(broker *b, msg **m, bool *owned, const bk_pubview *v, uint8_t qos,
+                     bool retain)
 {
     if (!*m) {
-        *m = bk_msg_new(b, topic, tlen, payload, plen, qos, retain);
+        *m = bk_msg_new5(b, v->topic, v->tlen, v->payload, v->plen, v->props, v->props_len, qos,
+                         retain, v->expiry_ms);
         *owned = *m != NULL;
     }
     return *m;
 }
 
-static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic, size_t tlen,
-                           const uint8_t *payload, size_t plen, uint8_t qos)
+static void store_retained(broker *b, msg **m, bool *owned, const bk_pubview *v, uint8_t qos)
 {
+    const uint8_t *topic = v->topic, *payload = v->payload;
+    size_t tlen = v->tlen, plen = v->plen;
     /* [MQTT-3.3.1-10]: an empty retained payload clears the topic. */
     if (plen == 0) {
         uint64_t before = b->stats.retained_count;
@@ -474,7 +564,7 @@ static void store_retained(broker *b, msg **m, bool *owned, const uint8_t *topic
         b->stats.publish_dropped++;
         return;
     }
-    if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, true) ||
+    if (!msg_lazy(b, m, owned, v, qos, true) ||
         bk_tree_set_retained(b, &b->tree, topic, tlen, *m) != 0) {
         bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_ERROR,
                        "out of memory: retained message on '%.*s' from %s%s not stored", shown,
@@ -522,30 +612,35 @@ static bool via_of(broker *b, const match *mt, bool local, bk_via *via)
 
 /* A QoS 0 copy for s: straight to a live connection with room, or
  * dropped (offline sessions do not queue QoS 0). enc shares one encoding
- * between plain copies (no identifiers, no retain flag). */
-static void send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc,
-                         const uint8_t *topic, size_t tlen, const uint8_t *payload, size_t plen,
-                         uint8_t qos, bool retain, bool keep_retain, const bk_via *via)
+ * between plain copies (no identifiers, no retain flag, no alias: see
+ * send_qos0). Whether it reached s: sent, queued behind a held CONNACK,
+ * or too large for its client (as good as sent [MQTT-3.1.2-25]). */
+static bool send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc,
+                         const bk_pubview *v, uint8_t qos, bool retain, bool keep_retain,
+                         const bk_via *via)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
-        return;
+        return false;
     if (c->connack_held) {
         /* Nothing may precede the CONNACK: it waits in the queue. */
-        if (msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, retain))
-            bk_deliver(b, s, *m, 0, keep_retain, via);
-        else
-            bk_dropped(b, s, 0, topic, tlen, "out of memory");
-        return;
+        if (msg_lazy(b, m, owned, v, qos, retain))
+            return bk_deliver(b, s, *m, 0, keep_retain, via);
+        bk_dropped(b, s, 0, v->topic, v->tlen, "out of memory");
+        return false;
     }
-    bool plain = !keep_retain && !via->sub_id;
-    if (bk_out_pending(c) >= b->lim.max_out_bytes)
-        bk_dropped(b, s, 0, topic, tlen,
+    if (bk_out_pending(c) >= b->lim.max_out_bytes) {
+        bk_dropped(b, s, 0, v->topic, v->tlen,
                    "its output buffer holds limits.max_out_bytes (a slow reader)");
-    else if (!(plain ? send_qos0(b, c, enc, topic, tlen, payload, plen)
-                     : send_publish(b, c, topic, tlen, payload, plen, 0, keep_retain, false, 0,
-                                    via)))
-        bk_dropped(b, s, 0, topic, tlen, "out of memory");
+        return false;
+    }
+    bk_send5 r = keep_retain ? send_view(b, c, v, 0, true, false, 0, via)
+                             : send_qos0(b, c, enc, v, via);
+    if (r == BK_SEND5_NOMEM) {
+        bk_dropped(b, s, 0, v->topic, v->tlen, "out of memory");
+        return false;
+    }
+    return true;
 }
 
 /* Can member s take a copy at QoS q now: connected, and room in its
@@ -557,7 +652,7 @@ static bool member_ready(const broker *b, const session *s, uint8_t q)
         return false;
     if (q == 0)
         return bk_out_pending(c) < b->lim.max_out_bytes;
-    return s->inflight < b->lim.max_inflight && s->q_sent == s->q_count;
+    return s->inflight < window(b, c) && s->q_sent == s->q_count;
 }
 
 /*
@@ -601,11 +696,13 @@ static sub *share_pick(broker *b, sgroup *g, uint8_t qos, const uint8_t *topic, 
     return best;
 }
 
-/* Give a message to one member of g (not `exclude`). */
-static void share_route(broker *b, sgroup *g, msg **m, bool *owned, const uint8_t *topic,
-                        size_t tlen, const uint8_t *payload, size_t plen, uint8_t qos,
-                        bool retain, const session *exclude)
+/* Give a message to one member of g (not `exclude`); whether it reached
+ * one (as send_qos0_to and bk_deliver say). */
+static bool share_route(broker *b, sgroup *g, msg **m, bool *owned, const bk_pubview *v,
+                        uint8_t qos, bool retain, const session *exclude)
 {
+    const uint8_t *topic = v->topic;
+    size_t tlen = v->tlen;
     sub *x = share_pick(b, g, qos, topic, tlen, exclude);
     if (!x) {
         b->stats.publish_dropped++;
@@ -614,22 +711,19 @@ static void share_route(broker *b, sgroup *g, msg **m, bool *owned, const uint8_
                        "'%.*s': no member may have it",
                        qos, (int)(tlen > 200 ? 200 : tlen), (const char *)topic,
                        (int)g->name_len, g->name);
-        return;
+        return false;
     }
     session *s = x->sess;
     uint8_t q = x->qos < qos ? x->qos : qos;
     bool keep_retain = retain && (x->options & MQTT_SUBOPT_RETAIN_AS_PUBLISHED);
     const bk_via via = {x->sub_id, NULL, q ? g->serial : 0};
-    if (q == 0) {
-        send_qos0_to(b, s, m, owned, NULL, topic, tlen, payload, plen, qos, retain, keep_retain,
-                     &via);
-        return;
-    }
-    if (!msg_lazy(b, m, owned, topic, tlen, payload, plen, qos, retain)) {
+    if (q == 0)
+        return send_qos0_to(b, s, m, owned, NULL, v, qos, retain, keep_retain, &via);
+    if (!msg_lazy(b, m, owned, v, qos, retain)) {
         bk_dropped(b, s, q, topic, tlen, "out of memory");
-        return;
+        return false;
     }
-    bk_deliver(b, s, *m, q, keep_retain, &via);
+    return bk_deliver(b, s, *m, q, keep_retain, &via);
 }
 
 /* Give entry e of a departing member to another member of its group. */
@@ -637,8 +731,8 @@ static void share_redeliver(broker *b, sgroup *g, const session *leaving, const 
 {
     msg *m = e->m;
     bool owned = false;
-    share_route(b, g, &m, &owned, bk_msg_topic(m), m->topic_len, bk_msg_payload(m),
-                m->payload_len, m->qos, m->retain != 0, leaving);
+    bk_pubview v = bk_msg_view(m);
+    (void)share_route(b, g, &m, &owned, &v, m->qos, m->retain != 0, leaving);
 }
 
 static void take_one(broker *b, void *ctx, qentry *e)
@@ -670,12 +764,21 @@ void bk_share_session_end(broker *b, session *s)
     }
 }
 
-void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                      size_t plen, uint8_t qos, bool retain, msg *m)
+long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg *m)
 {
+    const uint8_t *topic = v->topic;
+    size_t tlen = v->tlen;
     bool owned = false;
+    long reached = 0;
+    /* Already expired (a will that outlived its Message Expiry Interval,
+     * an interval of 0): no delivery may start [MQTT-3.3.2-5], and it is
+     * not kept as the retained message either. */
+    if (v->expiry_ms != 0 && v->expiry_ms <= b->now_ms) {
+        b->stats.msgs_expired++;
+        return 0;
+    }
     if (retain)
-        store_retained(b, &m, &owned, topic, tlen, payload, plen, qos);
+        store_retained(b, &m, &owned, v, qos);
 
     match *matches;
     long n = bk_tree_match(b, &b->tree, topic, tlen, &matches);
@@ -718,8 +821,10 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
                 if (bk_out_pending(c) >= b->lim.max_out_bytes)
                     bk_dropped(b, s, 0, topic, tlen,
                                "its output buffer holds limits.max_out_bytes (a slow reader)");
-                else if (!send_qos0(b, c, n > 1 ? &enc : NULL, topic, tlen, payload, plen))
+                else if (send_qos0(b, c, n > 1 ? &enc : NULL, v, NULL) == BK_SEND5_NOMEM)
                     bk_dropped(b, s, 0, topic, tlen, "out of memory");
+                else
+                    reached++;
                 continue;
             }
         }
@@ -729,19 +834,30 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
             continue;
         }
         if (q == 0) {
-            send_qos0_to(b, s, &m, &owned, NULL, topic, tlen, payload, plen, qos, retain,
-                         keep_retain, &via);
+            if (send_qos0_to(b, s, &m, &owned, NULL, v, qos, retain, keep_retain, &via))
+                reached++;
             continue;
         }
-        if (!msg_lazy(b, &m, &owned, topic, tlen, payload, plen, qos, retain)) {
+        if (!msg_lazy(b, &m, &owned, v, qos, retain)) {
             bk_dropped(b, s, q, topic, tlen, "out of memory");
             continue;
         }
-        bk_deliver(b, s, m, q, keep_retain, &via);
+        if (bk_deliver(b, s, m, q, keep_retain, &via))
+            reached++;
     }
     for (size_t k = 0; k < ngroups; k++)
-        share_route(b, b->tree.groups[k], &m, &owned, topic, tlen, payload, plen, qos, retain,
-                    NULL);
+        if (share_route(b, b->tree.groups[k], &m, &owned, v, qos, retain, NULL))
+            reached++;
     if (owned)
         bk_msg_unref(b, m);
+    return reached;
+}
+
+void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
+                      size_t plen, uint8_t qos, bool retain, msg *m)
+{
+    bk_pubview v = {topic, payload, NULL, tlen, plen, 0, 0};
+    if (m)
+        v = bk_msg_view(m); /* its properties and expiry too */
+    (void)bk_route_view(b, &v, qos, retain, m);
 }

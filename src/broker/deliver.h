@@ -8,7 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/conn-t.h"
-#include "broker/msg-t.h"
+#include "broker/msg.h"
 #include "broker/session-t.h"
 #include "broker/tree-t.h"
 
@@ -39,8 +39,9 @@ void bk_dropped(broker *b, const session *s, uint8_t qos, const uint8_t *topic, 
 const char *bk_enqueue_refusal(const broker *b, const session *s, const msg *m, char *buf,
                                size_t size);
 /* Deliver a message to a session (live or queued); via (NULL = none)
- * gives its Subscription Identifiers and shared group. */
-void bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via);
+ * gives its Subscription Identifiers and shared group. False when it was
+ * dropped (counted and logged). */
+bool bk_deliver(broker *b, session *s, msg *m, uint8_t qos, bool retain, const bk_via *via);
 /* Send what the session's queue and the connection's room allow. */
 void bk_session_pump(broker *b, session *s);
 /* Resend unacknowledged messages after a reconnect. */
@@ -61,5 +62,12 @@ void bk_share_session_end(broker *b, session *s);
  * built only if someone needs one. */
 void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
                       size_t plen, uint8_t qos, bool retain, msg *m);
+/* The same for a message with MQTT 5.0 properties and expiry (views of an
+ * inbound PUBLISH; m NULL, or the msg v views). Returns the sessions it
+ * reached: sent, queued, or dropped only for a client's Maximum Packet
+ * Size (as good as sent [MQTT-3.1.2-25]); copies dropped for other
+ * reasons are counted in stats.publish_dropped. An already expired
+ * message reaches no one (counted in stats.msgs_expired). */
+long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg *m);
 
 #endif

@@ -13,6 +13,7 @@
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
+#include "broker/publish.h"
 #include "broker/session.h"
 #include "broker/tree.h"
 
@@ -425,7 +426,7 @@ static void release_acks(broker *b, broker_conn *c)
             break;
         bool sent = a->codes
                         ? bk_send_suback(b, c, (mqtt_type)a->type, a->packet_id, a->codes, a->ncodes)
-                        : bk_send_simple(b, c, (mqtt_type)a->type, a->packet_id);
+                        : bk_send_ack(b, c, (mqtt_type)a->type, a->packet_id, a->reason);
         if (!sent)
             break; /* out of memory: retried at the next commit */
         if (a->type == MQTT_CONNACK)
@@ -554,7 +555,7 @@ uint64_t bk_journal_gate_session(const broker *b, const session *s, uint64_t mar
 }
 
 /* Append to c's held ring; codes (SUBACK) are copied. */
-static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id, uint8_t reason,
                  const uint8_t *codes, uint32_t ncodes, uint64_t gate_seq)
 {
     uint8_t *copy = NULL;
@@ -584,17 +585,18 @@ static bool hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
     h->ncodes = ncodes;
     h->packet_id = packet_id;
     h->type = (uint8_t)type;
+    h->reason = reason;
     c->acks_count++;
     waiter_link(b, c);
     return true;
 }
 
-bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                         uint64_t gate_seq)
+bool bk_ack_rc_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                            uint8_t reason, uint64_t gate_seq)
 {
     if (gate_seq == 0 && c->acks_count == 0)
-        return bk_send_simple(b, c, type, packet_id);
-    return hold(b, c, type, packet_id, NULL, 0, gate_seq);
+        return bk_send_ack(b, c, type, packet_id, reason);
+    return hold(b, c, type, packet_id, reason, NULL, 0, gate_seq);
 }
 
 bool bk_suback_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
@@ -602,7 +604,7 @@ bool bk_suback_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t 
 {
     if (gate_seq == 0 && c->acks_count == 0)
         return bk_send_suback(b, c, type, packet_id, codes, ncodes);
-    return hold(b, c, type, packet_id, codes, ncodes, gate_seq);
+    return hold(b, c, type, packet_id, 0, codes, ncodes, gate_seq);
 }
 
 void bk_journal_free(broker *b)

@@ -24,6 +24,8 @@ typedef enum bk_log_kind {
     BK_LOGK_EXPIRED,          /* a session expired */
     BK_LOGK_TOPIC_LIMITS,     /* filters or topics refused (limits, ACL) */
     BK_LOGK_SESSIONS,         /* a CONNECT refused: max_sessions_per_identity */
+    BK_LOGK_BAD_PAYLOAD,      /* MQTT 5.0: a payload not UTF-8 as its indicator says */
+    BK_LOGK_OVER_CLIENT_MAX,  /* MQTT 5.0: a message above a client's Maximum Packet Size */
     BK_LOGK_COUNT
 } bk_log_kind;
 

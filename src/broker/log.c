@@ -35,6 +35,8 @@ static const char *const kind_name[BK_LOGK_COUNT] = {
     [BK_LOGK_EXPIRED] = "session expired",
     [BK_LOGK_TOPIC_LIMITS] = "filters or topics refused",
     [BK_LOGK_SESSIONS] = "session refused (max_sessions_per_identity)",
+    [BK_LOGK_BAD_PAYLOAD] = "payload not UTF-8 as its format indicator says",
+    [BK_LOGK_OVER_CLIENT_MAX] = "message above a client's maximum packet size",
 };
 
 static bool level_on(const broker *b, broker_log_level level)

@@ -22,6 +22,7 @@ typedef struct held_ack {
     uint32_t ncodes;
     uint16_t packet_id;
     uint8_t type;      /* mqtt_type */
+    uint8_t reason;    /* MQTT 5.0 reason code of a PUBACK/PUBREC/PUBREL/PUBCOMP */
 } held_ack;
 
 typedef struct jbatch {

@@ -65,9 +65,16 @@ uint64_t bk_journal_gate_session(const broker *b, const session *s, uint64_t mar
  * numbers committed since then do not cover what the failed one held. */
 bool bk_journal_committed(const broker *b, uint64_t jseq);
 /* Send an acknowledgement now, or hold it behind earlier held ones. False on
- * allocation failure. */
-bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                         uint64_t gate_seq);
+ * allocation failure. reason: the MQTT 5.0 reason code of a PUBACK,
+ * PUBREC, PUBREL or PUBCOMP to a level-5 client (0 = success; ignored at
+ * levels 3/4), written by bk_send_ack (publish.h). */
+bool bk_ack_rc_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                            uint8_t reason, uint64_t gate_seq);
+static inline bool bk_ack_send_or_hold(broker *b, broker_conn *c, mqtt_type type,
+                                       uint16_t packet_id, uint64_t gate_seq)
+{
+    return bk_ack_rc_send_or_hold(b, c, type, packet_id, 0, gate_seq);
+}
 /* The same for a SUBACK with its return codes, or a level-5 UNSUBACK with
  * its reason codes (copied when held). */
 bool bk_suback_send_or_hold(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,

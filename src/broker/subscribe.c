@@ -236,6 +236,12 @@ static void send_retained(broker *b, void *ctx, msg *m)
 {
     retained_ctx *rc = ctx;
     uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
+    if (bk_msg_expired(m, b->now_ms)) {
+        /* [MQTT-3.3.2-5]: its Message Expiry Interval passed, so no
+         * delivery starts (it stays in the tree until replaced). */
+        b->stats.msgs_expired++;
+        return;
+    }
     if (rc->acl_check &&
         !bk_session_may(b, rc->sess, bk_msg_topic(m), m->topic_len, BROKER_ACL_READ))
         return;

@@ -121,6 +121,11 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/publish/messages/received", s.msgs_received);
     put_u64(b, "$SYS/broker/publish/messages/sent", s.msgs_sent);
     put_u64(b, "$SYS/broker/publish/messages/dropped", s.publish_dropped);
+    /* MQTT 5.0: copies dropped unsent because their Message Expiry Interval
+     * passed, or because they exceed what their client accepts (its
+     * Maximum Packet Size). Neither counts in "dropped" above. */
+    put_u64(b, "$SYS/broker/publish/messages/expired", s.msgs_expired);
+    put_u64(b, "$SYS/broker/publish/messages/over_client_maximum", s.msgs_over_client_max);
     /* Back-pressure (ADR-028): how often slow subscribers held publishers,
      * and how often one gave up holding (its excess then counts as dropped). */
     put_u64(b, "$SYS/broker/publish/publishers_held", s.publishers_held);
