@@ -572,7 +572,7 @@ static void store_retained(broker *b, msg **m, bool *owned, const bk_pubview *v,
         b->stats.publish_dropped++;
         return;
     }
-    bk_journal_retain_set(b, topic, tlen, payload, plen, qos);
+    bk_journal_retain_set(b, *m);
 }
 
 /* The identifiers one session's copy carries: those of every matching

@@ -74,29 +74,41 @@ fail:
  * from the same list, so the size reserved and the bytes written cannot
  * disagree. The encoding is journal.h's: u8 type, then each field
  * big-endian; a byte string is a u32 length and the bytes. */
-typedef enum jf_kind { JF_U8, JF_U16, JF_U64, JF_BYTES } jf_kind;
+typedef enum jf_kind { JF_U8, JF_U16, JF_U32, JF_U64, JF_BYTES, JF_U32S } jf_kind;
 
 typedef struct jfield {
     jf_kind kind;
-    uint64_t v;     /* the value; for JF_BYTES the length */
-    const void *p;  /* JF_BYTES: the bytes (NULL allowed when empty) */
+    uint64_t v;     /* the value; for JF_BYTES the length, for JF_U32S the count */
+    const void *p;  /* JF_BYTES: the bytes, JF_U32S: the uint32_t values (NULL
+                       allowed when empty) */
 } jfield;
 
 #define F_U8(x) {.kind = JF_U8, .v = (x)}
 #define F_U16(x) {.kind = JF_U16, .v = (x)}
+#define F_U32(x) {.kind = JF_U32, .v = (x)}
 #define F_U64(x) {.kind = JF_U64, .v = (x)}
 #define F_BYTES(ptr, len) {.kind = JF_BYTES, .v = (len), .p = (ptr)}
+/* n u32 values, written as a byte string of their big-endian bytes. */
+#define F_U32S(ptr, n) {.kind = JF_U32S, .v = (n), .p = (ptr)}
 #define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
 
-/* Bytes of each kind's fixed part (for JF_BYTES, its length prefix). */
-static const uint8_t jf_width[] = {[JF_U8] = 1, [JF_U16] = 2, [JF_U64] = 8, [JF_BYTES] = 4};
+/* Bytes of each kind's fixed part (for byte strings, the length prefix). */
+static const uint8_t jf_width[] = {[JF_U8] = 1, [JF_U16] = 2, [JF_U32] = 4,
+                                   [JF_U64] = 8, [JF_BYTES] = 4, [JF_U32S] = 4};
+
+/* Bytes of a string field's contents. */
+static size_t field_data_len(const jfield *f)
+{
+    uint64_t n = f->kind == JF_U32S ? f->v * 4 : f->v;
+    ALWAYS(n <= UINT32_MAX); /* the length prefix is a u32 */
+    return (size_t)n;
+}
 
 static size_t field_size(const jfield *f)
 {
-    if (f->kind != JF_BYTES)
+    if (f->kind != JF_BYTES && f->kind != JF_U32S)
         return jf_width[f->kind];
-    ALWAYS(f->v <= UINT32_MAX); /* the length prefix is a u32 */
-    return jf_width[JF_BYTES] + (size_t)f->v;
+    return jf_width[f->kind] + field_data_len(f);
 }
 
 /* The bytes of one record being written, and the room it was given. Every
@@ -125,6 +137,13 @@ static void put_raw(jw *w, const void *p, size_t len)
 
 static void put_field(jw *w, const jfield *f)
 {
+    if (f->kind == JF_U32S) {
+        const uint32_t *v = f->p;
+        put_uint(w, field_data_len(f), jf_width[JF_U32S]);
+        for (uint64_t i = 0; i < f->v; i++)
+            put_uint(w, v[i], 4);
+        return;
+    }
     put_uint(w, f->v, jf_width[f->kind]); /* the value, or a string's length */
     if (f->kind == JF_BYTES)
         put_raw(w, f->p, (size_t)f->v);
@@ -156,6 +175,27 @@ static bool emit(broker *b, journal_type t, const jfield *f, size_t nf)
     return true;
 }
 
+/* ---- recorded times ---------------------------------------------------- */
+
+/* A core time (now_ms scale) as journal.h records it: wall-clock ms, or
+ * with no wall clock the ms left marked JOURNAL_TIME_LEFT. 0 and
+ * UINT64_MAX (never) record as 0. */
+static uint64_t recorded_time(const broker *b, uint64_t core_ms)
+{
+    if (core_ms == 0 || core_ms == UINT64_MAX)
+        return 0;
+    if (b->wall_base_ms == 0) {
+        uint64_t left = core_ms > b->now_ms ? core_ms - b->now_ms : 0;
+        return JOURNAL_TIME_LEFT | (left & ~JOURNAL_TIME_LEFT);
+    }
+    /* wall_base_ms + (core_ms - wall_at_now), in either direction. */
+    uint64_t wall = core_ms >= b->wall_at_now ? b->wall_base_ms + (core_ms - b->wall_at_now)
+                                              : b->wall_base_ms - (b->wall_at_now - core_ms);
+    if (wall == 0 || wall >= JOURNAL_TIME_LEFT)
+        wall = wall == 0 ? 1 : JOURNAL_TIME_LEFT - 1; /* clock far off: keep it a wall time */
+    return wall;
+}
+
 /* ---- records ----------------------------------------------------------- */
 
 static bool is_sys_topic(const uint8_t *t, size_t len)
@@ -163,13 +203,15 @@ static bool is_sys_topic(const uint8_t *t, size_t len)
     return len >= 4 && memcmp(t, "$SYS", 4) == 0 && (len == 4 || t[4] == '/');
 }
 
-void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                           size_t plen, uint8_t qos)
+void bk_journal_retain_set(broker *b, const msg *m)
 {
     /* $SYS values are regenerated at every start: never stored. */
-    if (!b->durable || b->restoring || is_sys_topic(topic, tlen))
+    if (!b->durable || b->restoring || is_sys_topic(bk_msg_topic(m), m->topic_len))
         return;
-    const jfield f[] = {F_BYTES(topic, tlen), F_BYTES(payload, plen), F_U8(qos)};
+    const jfield f[] = {F_BYTES(bk_msg_topic(m), m->topic_len),
+                        F_BYTES(bk_msg_payload(m), m->payload_len), F_U8(m->qos),
+                        F_BYTES(bk_msg_props(m), m->props_len),
+                        F_U64(recorded_time(b, m->expiry_ms))};
     (void)emit(b, J_RETAIN_SET, f, NFIELDS(f));
 }
 
@@ -186,8 +228,15 @@ void bk_journal_session_put(broker *b, const session *s)
     if (!bk_journaled(b, s))
         return;
     size_t il = s->identity ? strlen(s->identity) : 0;
+    /* An offline session's expiry runs while the broker is down: its time
+     * is recorded (expires_at is nonzero only while offline). Without a
+     * wall clock it is not (broker.h: the interval restarts at restore). */
+    uint64_t expiry_at = !s->conn && s->expires_at && b->wall_base_ms
+                             ? recorded_time(b, s->expires_at)
+                             : 0;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(s->identity, il),
-                        F_U8(s->is_operator ? 1u : 0u)};
+                        F_U8(s->is_operator ? 1u : 0u), F_U32(s->expiry_interval_s),
+                        F_U64(expiry_at)};
     (void)emit(b, J_SESSION_PUT, f, NFIELDS(f));
 }
 
@@ -209,9 +258,10 @@ void bk_journal_sub(broker *b, const session *s, const uint8_t *filter, size_t f
     ALWAYS(flen > 0 && flen <= TREE_FILTER_MAX && (!put || x));
     if (!bk_journaled(b, s))
         return;
-    /* The qos comes last and only in a put. */
-    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(put ? x->qos : 0)};
-    (void)emit(b, put ? J_SUB_PUT : J_SUB_DEL, f, put ? NFIELDS(f) : NFIELDS(f) - 1);
+    /* The qos, options and identifier come last and only in a put. */
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(filter, flen), F_U8(put ? x->qos : 0),
+                        F_U8(put ? x->options : 0), F_U32(put ? x->sub_id : 0)};
+    (void)emit(b, put ? J_SUB_PUT : J_SUB_DEL, f, put ? NFIELDS(f) : 2);
 }
 
 static void msg_record(broker *b, const msg *m, bool put)
@@ -223,7 +273,8 @@ static void msg_record(broker *b, const msg *m, bool put)
     }
     const jfield f[] = {F_U64(m->store_id), F_BYTES(bk_msg_topic(m), m->topic_len),
                         F_BYTES(bk_msg_payload(m), m->payload_len), F_U8(m->qos),
-                        F_U8(m->retain ? 1u : 0u)};
+                        F_U8(m->retain ? 1u : 0u), F_BYTES(bk_msg_props(m), m->props_len),
+                        F_U64(recorded_time(b, m->expiry_ms))};
     (void)emit(b, J_MSG_PUT, f, NFIELDS(f));
 }
 
@@ -246,9 +297,12 @@ void bk_journal_queue_put(broker *b, const session *s, const qentry *e)
 {
     if (!bk_journaled(b, s) || e->qos == 0)
         return;
+    /* sub_ids_more is [count, id, ...]: the ids go as they are. */
+    const uint32_t *more = e->sub_ids_more;
     const jfield f[] = {F_BYTES(s->id, s->id_len), F_U64(e->seq),
                         F_U64(e->m ? e->m->store_id : 0), F_U8(e->qos),
-                        F_U8(e->retain ? 1u : 0u)};
+                        F_U8(e->retain ? 1u : 0u), F_U32(e->sub_id),
+                        F_U32S(more ? more + 1 : NULL, more ? more[0] : 0)};
     (void)emit(b, J_QUEUE_PUT, f, NFIELDS(f));
 }
 
@@ -277,13 +331,32 @@ void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put
     (void)emit(b, put ? J_INQOS2_PUT : J_INQOS2_DEL, f, NFIELDS(f));
 }
 
+void bk_journal_will(broker *b, const session *s)
+{
+    if (!bk_journaled(b, s))
+        return;
+    const msg *w = s->will;
+    if (!w) {
+        const jfield f[] = {F_BYTES(s->id, s->id_len)};
+        (void)emit(b, J_WILL_DEL, f, NFIELDS(f));
+        return;
+    }
+    /* A will due now (will_at_ms 0 or passed) records a time at or before
+     * now, so a restore publishes it at once. */
+    uint64_t fire = recorded_time(b, s->will_at_ms ? s->will_at_ms : b->now_ms);
+    const jfield f[] = {F_BYTES(s->id, s->id_len), F_BYTES(bk_msg_topic(w), w->topic_len),
+                        F_BYTES(bk_msg_payload(w), w->payload_len), F_U8(w->qos),
+                        F_U8(w->retain ? 1u : 0u), F_BYTES(bk_msg_props(w), w->props_len),
+                        F_U64(recorded_time(b, w->expiry_ms)), F_U64(fire)};
+    (void)emit(b, J_WILL_PUT, f, NFIELDS(f));
+}
+
 /* ---- snapshot ---------------------------------------------------------- */
 
 static void snap_retained(broker *b, void *ctx, msg *m)
 {
     (void)ctx;
-    bk_journal_retain_set(b, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
-                          m->qos);
+    bk_journal_retain_set(b, m);
 }
 
 /* Everything durable, after a reset record: the disk will equal memory. */
@@ -320,6 +393,8 @@ static void snapshot(broker *b)
             }
             for (uint32_t k = 0; k < s->in_qos2_count; k++)
                 bk_journal_inqos2(b, s, s->in_qos2[k], true);
+            if (s->will)
+                bk_journal_will(b, s);
         }
     }
     bk_mem_free(b, filter);

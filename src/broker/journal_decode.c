@@ -56,6 +56,8 @@ int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
         out->topic = get_bytes(&r);
         out->payload = get_bytes(&r);
         out->qos = (uint8_t)get_uint(&r, 1);
+        out->props = get_bytes(&r);
+        out->expiry_at = get_uint(&r, 8);
         break;
     case J_RETAIN_DEL:
         out->topic = get_bytes(&r);
@@ -64,16 +66,22 @@ int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
         out->client_id = get_bytes(&r);
         out->identity = get_bytes(&r);
         out->flags = (uint8_t)get_uint(&r, 1);
+        out->expiry_interval = (uint32_t)get_uint(&r, 4);
+        out->expiry_at = get_uint(&r, 8);
         break;
     case J_SESSION_DEL:
+    case J_WILL_DEL:
         out->client_id = get_bytes(&r);
         break;
     case J_SUB_PUT:
     case J_SUB_DEL:
         out->client_id = get_bytes(&r);
         out->topic = get_bytes(&r);
-        if (out->type == J_SUB_PUT)
+        if (out->type == J_SUB_PUT) {
             out->qos = (uint8_t)get_uint(&r, 1);
+            out->options = (uint8_t)get_uint(&r, 1);
+            out->sub_id = (uint32_t)get_uint(&r, 4);
+        }
         break;
     case J_MSG_PUT:
         out->msg_id = get_uint(&r, 8);
@@ -81,6 +89,8 @@ int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
         out->payload = get_bytes(&r);
         out->qos = (uint8_t)get_uint(&r, 1);
         out->flags = (uint8_t)get_uint(&r, 1);
+        out->props = get_bytes(&r);
+        out->expiry_at = get_uint(&r, 8);
         break;
     case J_MSG_DEL:
         out->msg_id = get_uint(&r, 8);
@@ -91,6 +101,10 @@ int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
         out->msg_id = get_uint(&r, 8);
         out->qos = (uint8_t)get_uint(&r, 1);
         out->flags = (uint8_t)get_uint(&r, 1);
+        out->sub_id = (uint32_t)get_uint(&r, 4);
+        out->sub_ids = get_bytes(&r);
+        if (out->sub_ids.len % 4 != 0)
+            r.bad = true; /* whole u32 identifiers only */
         break;
     case J_QUEUE_STATE:
         out->client_id = get_bytes(&r);
@@ -108,6 +122,16 @@ int journal_next(const uint8_t *data, size_t len, size_t *pos, journal_rec *out)
         out->packet_id = (uint16_t)get_uint(&r, 2);
         break;
     case J_RESET:
+        break;
+    case J_WILL_PUT:
+        out->client_id = get_bytes(&r);
+        out->topic = get_bytes(&r);
+        out->payload = get_bytes(&r);
+        out->qos = (uint8_t)get_uint(&r, 1);
+        out->flags = (uint8_t)get_uint(&r, 1);
+        out->props = get_bytes(&r);
+        out->expiry_at = get_uint(&r, 8);
+        out->fire_at = get_uint(&r, 8);
         break;
     default:
         return -1;

@@ -21,9 +21,12 @@
 bool bk_journaled(const broker *b, const session *s);
 void bk_journal_free(broker *b);
 /* Records of durable changes; each does nothing when b or s is not durable. */
-void bk_journal_retain_set(broker *b, const uint8_t *topic, size_t tlen, const uint8_t *payload,
-                           size_t plen, uint8_t qos);
+/* m is the retained message as the tree now holds it (topic, payload,
+ * QoS, MQTT 5.0 properties and expiry). */
+void bk_journal_retain_set(broker *b, const msg *m);
 void bk_journal_retain_del(broker *b, const uint8_t *topic, size_t tlen);
+/* Also when s goes offline (after bk_session_set_offline): the record then
+ * carries the time it expires, which runs while the broker is down. */
 void bk_journal_session_put(broker *b, const session *s);
 void bk_journal_session_del(broker *b, const session *s);
 /* flen must be 1..TREE_FILTER_MAX: an empty filter is a bug (panic). A put
@@ -34,6 +37,10 @@ void bk_journal_queue_put(broker *b, const session *s, const qentry *e);
 void bk_journal_queue_state(broker *b, const session *s, const qentry *e);
 void bk_journal_queue_del(broker *b, const session *s, const qentry *e);
 void bk_journal_inqos2(broker *b, const session *s, uint16_t packet_id, bool put);
+/* s->will (its delayed will, fired at s->will_at_ms) was set: J_WILL_PUT;
+ * or cleared (published, dropped, or the session resumed): J_WILL_DEL.
+ * Call after changing them. */
+void bk_journal_will(broker *b, const session *s);
 /* A persisted reference to m was added / dropped (emits MSG_PUT / MSG_DEL). */
 void bk_journal_msg_ref(broker *b, msg *m);
 void bk_journal_msg_unref(broker *b, msg *m);

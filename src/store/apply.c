@@ -32,38 +32,53 @@ static const char *const stmt_sql[ST_COUNT] = {
     [ST_BEGIN] = "BEGIN IMMEDIATE",
     [ST_COMMIT] = "COMMIT",
     [ST_ROLLBACK] = "ROLLBACK",
-    [ST_RETAIN_SET] = "INSERT INTO retained(topic, payload, qos) VALUES(?1, ?2, ?3)"
+    [ST_RETAIN_SET] = "INSERT INTO retained(topic, payload, qos, props, expiry_at)"
+                      " VALUES(?1, ?2, ?3, ?4, ?5)"
                       " ON CONFLICT(topic) DO UPDATE SET payload = excluded.payload,"
-                      " qos = excluded.qos",
+                      " qos = excluded.qos, props = excluded.props,"
+                      " expiry_at = excluded.expiry_at",
     [ST_RETAIN_DEL] = "DELETE FROM retained WHERE topic = ?1",
-    [ST_SESSION_PUT] = "INSERT INTO sessions(client_id, identity, flags) VALUES(?1, ?2, ?3)"
+    [ST_SESSION_PUT] = "INSERT INTO sessions(client_id, identity, flags, expiry_interval,"
+                       " expiry_at) VALUES(?1, ?2, ?3, ?4, ?5)"
                        " ON CONFLICT(client_id) DO UPDATE SET identity = excluded.identity,"
-                       " flags = excluded.flags",
+                       " flags = excluded.flags, expiry_interval = excluded.expiry_interval,"
+                       " expiry_at = excluded.expiry_at",
     [ST_SESSION_DEL] = "DELETE FROM sessions WHERE client_id = ?1",
     [ST_SESSION_DEL_SUBS] = "DELETE FROM subs WHERE client_id = ?1",
     [ST_SESSION_DEL_QUEUE] = "DELETE FROM queue WHERE client_id = ?1",
     [ST_SESSION_DEL_INQOS2] = "DELETE FROM inqos2 WHERE client_id = ?1",
-    [ST_SUB_PUT] = "INSERT INTO subs(client_id, filter, qos) VALUES(?1, ?2, ?3)"
-                   " ON CONFLICT(client_id, filter) DO UPDATE SET qos = excluded.qos",
+    [ST_SESSION_DEL_WILL] = "DELETE FROM wills WHERE client_id = ?1",
+    [ST_SUB_PUT] = "INSERT INTO subs(client_id, filter, qos, options, sub_id)"
+                   " VALUES(?1, ?2, ?3, ?4, ?5)"
+                   " ON CONFLICT(client_id, filter) DO UPDATE SET qos = excluded.qos,"
+                   " options = excluded.options, sub_id = excluded.sub_id",
     [ST_SUB_DEL] = "DELETE FROM subs WHERE client_id = ?1 AND filter = ?2",
     /* A message id may come back after a restart dropped an unreferenced
      * message, so a put replaces. */
-    [ST_MSG_PUT] = "INSERT OR REPLACE INTO messages(msg_id, topic, payload, qos, flags)"
-                   " VALUES(?1, ?2, ?3, ?4, ?5)",
+    [ST_MSG_PUT] = "INSERT OR REPLACE INTO messages(msg_id, topic, payload, qos, flags, props,"
+                   " expiry_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
     [ST_MSG_DEL] = "DELETE FROM messages WHERE msg_id = ?1",
     [ST_QUEUE_PUT] = "INSERT OR REPLACE INTO queue(client_id, seq, msg_id, qos, flags, state,"
-                     " packet_id) VALUES(?1, ?2, ?3, ?4, ?5, 0, 0)",
+                     " packet_id, sub_id, sub_ids) VALUES(?1, ?2, ?3, ?4, ?5, 0, 0, ?6, ?7)",
     [ST_QUEUE_STATE] = "UPDATE queue SET state = ?3, packet_id = ?4"
                        " WHERE client_id = ?1 AND seq = ?2",
     [ST_QUEUE_DEL] = "DELETE FROM queue WHERE client_id = ?1 AND seq = ?2",
     [ST_INQOS2_PUT] = "INSERT OR IGNORE INTO inqos2(client_id, packet_id) VALUES(?1, ?2)",
     [ST_INQOS2_DEL] = "DELETE FROM inqos2 WHERE client_id = ?1 AND packet_id = ?2",
+    [ST_WILL_PUT] = "INSERT INTO wills(client_id, topic, payload, qos, flags, props, expiry_at,"
+                    " fire_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+                    " ON CONFLICT(client_id) DO UPDATE SET topic = excluded.topic,"
+                    " payload = excluded.payload, qos = excluded.qos, flags = excluded.flags,"
+                    " props = excluded.props, expiry_at = excluded.expiry_at,"
+                    " fire_at = excluded.fire_at",
+    [ST_WILL_DEL] = "DELETE FROM wills WHERE client_id = ?1",
     [ST_RESET_RETAINED] = "DELETE FROM retained",
     [ST_RESET_SESSIONS] = "DELETE FROM sessions",
     [ST_RESET_SUBS] = "DELETE FROM subs",
     [ST_RESET_MESSAGES] = "DELETE FROM messages",
     [ST_RESET_QUEUE] = "DELETE FROM queue",
     [ST_RESET_INQOS2] = "DELETE FROM inqos2",
+    [ST_RESET_WILLS] = "DELETE FROM wills",
 };
 
 store_rc store_stmts_prepare(store *s)
@@ -127,7 +142,8 @@ static int run(sqlite3_stmt *st, int bind_rc)
 static int apply_session_del(store *s, const journal_rec *r)
 {
     static const store_stmt_id ids[] = {ST_SESSION_DEL, ST_SESSION_DEL_SUBS,
-                                        ST_SESSION_DEL_QUEUE, ST_SESSION_DEL_INQOS2};
+                                        ST_SESSION_DEL_QUEUE, ST_SESSION_DEL_INQOS2,
+                                        ST_SESSION_DEL_WILL};
     int rc = SQLITE_OK;
 
     for (size_t i = 0; i < sizeof ids / sizeof ids[0] && rc == SQLITE_OK; i++)
@@ -141,7 +157,7 @@ static int apply_reset(store *s)
 {
     int rc = SQLITE_OK;
 
-    for (int i = ST_RESET_RETAINED; i <= ST_RESET_INQOS2 && rc == SQLITE_OK; i++)
+    for (int i = ST_RESET_RETAINED; i <= ST_RESET_WILLS && rc == SQLITE_OK; i++)
         rc = run(s->stmt[i], SQLITE_OK);
     return rc;
 }
@@ -158,6 +174,8 @@ static int apply_rec(store *s, const journal_rec *r)
         B(bind_bytes(st, 1, r->topic));
         B(bind_bytes(st, 2, r->payload));
         B(sqlite3_bind_int(st, 3, r->qos));
+        B(bind_bytes(st, 4, r->props));
+        B(bind_u64(st, 5, r->expiry_at));
         break;
     case J_RETAIN_DEL:
         st = s->stmt[ST_RETAIN_DEL];
@@ -168,6 +186,8 @@ static int apply_rec(store *s, const journal_rec *r)
         B(bind_bytes(st, 1, r->client_id));
         B(bind_bytes(st, 2, r->identity));
         B(sqlite3_bind_int(st, 3, r->flags));
+        B(sqlite3_bind_int64(st, 4, r->expiry_interval));
+        B(bind_u64(st, 5, r->expiry_at));
         break;
     case J_SESSION_DEL:
         return apply_session_del(s, r);
@@ -178,6 +198,8 @@ static int apply_rec(store *s, const journal_rec *r)
         B(bind_bytes(st, 1, r->client_id));
         B(bind_bytes(st, 2, r->topic));
         B(sqlite3_bind_int(st, 3, r->qos));
+        B(sqlite3_bind_int(st, 4, r->options));
+        B(sqlite3_bind_int64(st, 5, r->sub_id));
         break;
     case J_SUB_DEL:
         st = s->stmt[ST_SUB_DEL];
@@ -191,6 +213,8 @@ static int apply_rec(store *s, const journal_rec *r)
         B(bind_bytes(st, 3, r->payload));
         B(sqlite3_bind_int(st, 4, r->qos));
         B(sqlite3_bind_int(st, 5, r->flags));
+        B(bind_bytes(st, 6, r->props));
+        B(bind_u64(st, 7, r->expiry_at));
         break;
     case J_MSG_DEL:
         st = s->stmt[ST_MSG_DEL];
@@ -203,6 +227,8 @@ static int apply_rec(store *s, const journal_rec *r)
         B(bind_u64(st, 3, r->msg_id));
         B(sqlite3_bind_int(st, 4, r->qos));
         B(sqlite3_bind_int(st, 5, r->flags));
+        B(sqlite3_bind_int64(st, 6, r->sub_id));
+        B(bind_bytes(st, 7, r->sub_ids));
         break;
     case J_QUEUE_STATE:
         st = s->stmt[ST_QUEUE_STATE];
@@ -225,6 +251,21 @@ static int apply_rec(store *s, const journal_rec *r)
         st = s->stmt[ST_INQOS2_DEL];
         B(bind_bytes(st, 1, r->client_id));
         B(sqlite3_bind_int(st, 2, r->packet_id));
+        break;
+    case J_WILL_PUT:
+        st = s->stmt[ST_WILL_PUT];
+        B(bind_bytes(st, 1, r->client_id));
+        B(bind_bytes(st, 2, r->topic));
+        B(bind_bytes(st, 3, r->payload));
+        B(sqlite3_bind_int(st, 4, r->qos));
+        B(sqlite3_bind_int(st, 5, r->flags));
+        B(bind_bytes(st, 6, r->props));
+        B(bind_u64(st, 7, r->expiry_at));
+        B(bind_u64(st, 8, r->fire_at));
+        break;
+    case J_WILL_DEL:
+        st = s->stmt[ST_WILL_DEL];
+        B(bind_bytes(st, 1, r->client_id));
         break;
     default:
         return SQLITE_MISUSE; /* journal_next only returns known types */

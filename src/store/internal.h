@@ -22,6 +22,7 @@ typedef enum store_stmt_id {
     ST_SESSION_DEL_SUBS,
     ST_SESSION_DEL_QUEUE,
     ST_SESSION_DEL_INQOS2,
+    ST_SESSION_DEL_WILL,
     ST_SUB_PUT,
     ST_SUB_DEL,
     ST_MSG_PUT,
@@ -31,12 +32,15 @@ typedef enum store_stmt_id {
     ST_QUEUE_DEL,
     ST_INQOS2_PUT,
     ST_INQOS2_DEL,
+    ST_WILL_PUT,
+    ST_WILL_DEL,
     ST_RESET_RETAINED, /* J_RESET: one DELETE per table */
     ST_RESET_SESSIONS,
     ST_RESET_SUBS,
     ST_RESET_MESSAGES,
     ST_RESET_QUEUE,
     ST_RESET_INQOS2,
+    ST_RESET_WILLS,
     ST_COUNT,
 } store_stmt_id;
 

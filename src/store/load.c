@@ -4,8 +4,8 @@
  * The order is the one journal.h requires: sessions before anything that
  * belongs to them, messages before the queue rows that reference them, queue
  * rows per session in seq order (the queue table's key is (client_id, seq),
- * so a scan in key order gives exactly that), then inbound QoS 2 ids and
- * retained messages, and finally broker_restore_done().
+ * so a scan in key order gives exactly that), then inbound QoS 2 ids,
+ * delayed wills and retained messages, and finally broker_restore_done().
  *
  * Messages no queue row references (left behind when a restart dropped
  * them in the core, which then never deletes them) are deleted first, in
@@ -32,13 +32,29 @@ static uint8_t col_u8(sqlite3_stmt *st, int col)
     return (uint8_t)sqlite3_column_int(st, col);
 }
 
+/* Unsigned values stored as their signed bit pattern (schema.c). */
+static uint64_t col_u64(sqlite3_stmt *st, int col)
+{
+    return (uint64_t)sqlite3_column_int64(st, col);
+}
+
+/* A u32 column; a value out of range (only in a damaged file) reads as
+ * UINT32_MAX, which the core refuses where it must. */
+static uint32_t col_u32(sqlite3_stmt *st, int col)
+{
+    sqlite3_int64 v = sqlite3_column_int64(st, col);
+
+    return v >= 0 && v <= (sqlite3_int64)UINT32_MAX ? (uint32_t)v : UINT32_MAX;
+}
+
 static int row_session(broker *b, sqlite3_stmt *st)
 {
     size_t idlen, ilen;
     const uint8_t *id = blob(st, 0, &idlen);
     const uint8_t *identity = blob(st, 1, &ilen);
 
-    return broker_restore_session(b, id, idlen, identity, ilen, (col_u8(st, 2) & 1u) != 0);
+    return broker_restore_session(b, id, idlen, identity, ilen, (col_u8(st, 2) & 1u) != 0,
+                                  col_u32(st, 3), col_u64(st, 4));
 }
 
 static int row_sub(broker *b, sqlite3_stmt *st)
@@ -47,28 +63,31 @@ static int row_sub(broker *b, sqlite3_stmt *st)
     const uint8_t *id = blob(st, 0, &idlen);
     const uint8_t *filter = blob(st, 1, &flen);
 
-    return broker_restore_sub(b, id, idlen, filter, flen, col_u8(st, 2));
+    return broker_restore_sub(b, id, idlen, filter, flen, col_u8(st, 2), col_u8(st, 3),
+                              col_u32(st, 4));
 }
 
 static int row_msg(broker *b, sqlite3_stmt *st)
 {
-    size_t tlen, plen;
+    size_t tlen, plen, prlen;
     const uint8_t *topic = blob(st, 1, &tlen);
     const uint8_t *payload = blob(st, 2, &plen);
+    const uint8_t *props = blob(st, 5, &prlen);
 
-    return broker_restore_msg(b, (uint64_t)sqlite3_column_int64(st, 0), topic, tlen, payload,
-                              plen, col_u8(st, 3), (col_u8(st, 4) & 1u) != 0);
+    return broker_restore_msg(b, col_u64(st, 0), topic, tlen, payload, plen, col_u8(st, 3),
+                              (col_u8(st, 4) & 1u) != 0, props, prlen, col_u64(st, 6));
 }
 
 static int row_queue(broker *b, sqlite3_stmt *st)
 {
-    size_t idlen;
+    size_t idlen, slen;
     const uint8_t *id = blob(st, 0, &idlen);
+    const uint8_t *sub_ids = blob(st, 8, &slen);
 
-    return broker_restore_queued(b, id, idlen, (uint64_t)sqlite3_column_int64(st, 1),
-                                 (uint64_t)sqlite3_column_int64(st, 2), col_u8(st, 3),
+    return broker_restore_queued(b, id, idlen, col_u64(st, 1), col_u64(st, 2), col_u8(st, 3),
                                  (col_u8(st, 4) & 1u) != 0, col_u8(st, 5),
-                                 (uint16_t)sqlite3_column_int(st, 6));
+                                 (uint16_t)sqlite3_column_int(st, 6), col_u32(st, 7), sub_ids,
+                                 slen);
 }
 
 static int row_inqos2(broker *b, sqlite3_stmt *st)
@@ -79,13 +98,28 @@ static int row_inqos2(broker *b, sqlite3_stmt *st)
     return broker_restore_inqos2(b, id, idlen, (uint16_t)sqlite3_column_int(st, 1));
 }
 
+static int row_will(broker *b, sqlite3_stmt *st)
+{
+    size_t idlen, tlen, plen, prlen;
+    const uint8_t *id = blob(st, 0, &idlen);
+    const uint8_t *topic = blob(st, 1, &tlen);
+    const uint8_t *payload = blob(st, 2, &plen);
+    const uint8_t *props = blob(st, 5, &prlen);
+
+    return broker_restore_will(b, id, idlen, topic, tlen, payload, plen, col_u8(st, 3),
+                               (col_u8(st, 4) & 1u) != 0, props, prlen, col_u64(st, 6),
+                               col_u64(st, 7));
+}
+
 static int row_retained(broker *b, sqlite3_stmt *st)
 {
-    size_t tlen, plen;
+    size_t tlen, plen, prlen;
     const uint8_t *topic = blob(st, 0, &tlen);
     const uint8_t *payload = blob(st, 1, &plen);
+    const uint8_t *props = blob(st, 3, &prlen);
 
-    return broker_restore_retained(b, topic, tlen, payload, plen, col_u8(st, 2));
+    return broker_restore_retained(b, topic, tlen, payload, plen, col_u8(st, 2), props, prlen,
+                                   col_u64(st, 4));
 }
 
 typedef struct scan {
@@ -95,19 +129,29 @@ typedef struct scan {
 } scan;
 
 static const scan scans[] = {
-    {"session", "SELECT client_id, identity, flags FROM sessions ORDER BY client_id",
+    {"session",
+     "SELECT client_id, identity, flags, expiry_interval, expiry_at FROM sessions"
+     " ORDER BY client_id",
      row_session},
-    {"subscription", "SELECT client_id, filter, qos FROM subs ORDER BY client_id, filter",
+    {"subscription",
+     "SELECT client_id, filter, qos, options, sub_id FROM subs ORDER BY client_id, filter",
      row_sub},
-    {"message", "SELECT msg_id, topic, payload, qos, flags FROM messages ORDER BY msg_id",
+    {"message",
+     "SELECT msg_id, topic, payload, qos, flags, props, expiry_at FROM messages"
+     " ORDER BY msg_id",
      row_msg},
     {"queue entry",
-     "SELECT client_id, seq, msg_id, qos, flags, state, packet_id FROM queue"
+     "SELECT client_id, seq, msg_id, qos, flags, state, packet_id, sub_id, sub_ids FROM queue"
      " ORDER BY client_id, seq",
      row_queue},
     {"inbound QoS 2 id", "SELECT client_id, packet_id FROM inqos2 ORDER BY client_id, packet_id",
      row_inqos2},
-    {"retained message", "SELECT topic, payload, qos FROM retained ORDER BY topic",
+    {"will",
+     "SELECT client_id, topic, payload, qos, flags, props, expiry_at, fire_at FROM wills"
+     " ORDER BY client_id",
+     row_will},
+    {"retained message",
+     "SELECT topic, payload, qos, props, expiry_at FROM retained ORDER BY topic",
      row_retained},
 };
 
@@ -170,9 +214,11 @@ store_rc store_load(store *s, broker *b, char *err, size_t err_size)
     broker_restore_done(b);
     store_logf(s, BROKER_LOG_INFO,
                "store: loaded %llu session(s), %llu subscription(s), %llu message(s), "
-               "%llu queue entries, %llu inbound QoS 2 id(s), %llu retained message(s)",
+               "%llu queue entries, %llu inbound QoS 2 id(s), %llu will(s), "
+               "%llu retained message(s)",
                (unsigned long long)rows[0], (unsigned long long)rows[1],
                (unsigned long long)rows[2], (unsigned long long)rows[3],
-               (unsigned long long)rows[4], (unsigned long long)rows[5]);
+               (unsigned long long)rows[4], (unsigned long long)rows[5],
+               (unsigned long long)rows[6]);
     return STORE_OK;
 }

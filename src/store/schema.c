@@ -73,9 +73,43 @@ static const char schema_v1[] =
     ") WITHOUT ROWID;"
     "INSERT INTO meta(key, value) VALUES('" STORE_META_BACKUP_GEN "', 0);";
 
+/*
+ * Version 2: what MQTT 5.0 needs to survive a restart (docs/STORE.md says
+ * what each column means). Only columns with constant defaults are added,
+ * which SQLite does without rewriting a row, so the migration of a large
+ * file is as quick as of a small one; the defaults are what a version-1
+ * row means in 5.0 terms: no properties, no expiry, no options, no
+ * identifiers, and an expiry interval "not recorded" (journal.h: the 3.1.1
+ * value applies). Times are as journal.h records them (wall-clock ms, or
+ * ms left with bit 63 set, which SQLite shows as a negative number).
+ */
+static const char schema_v2[] =
+    "ALTER TABLE retained ADD COLUMN props BLOB NOT NULL DEFAULT x'';"
+    "ALTER TABLE retained ADD COLUMN expiry_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE sessions ADD COLUMN expiry_interval INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE sessions ADD COLUMN expiry_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE subs ADD COLUMN options INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE subs ADD COLUMN sub_id INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE messages ADD COLUMN props BLOB NOT NULL DEFAULT x'';"
+    "ALTER TABLE messages ADD COLUMN expiry_at INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE queue ADD COLUMN sub_id INTEGER NOT NULL DEFAULT 0;"
+    "ALTER TABLE queue ADD COLUMN sub_ids BLOB NOT NULL DEFAULT x'';"
+    /* A will holds a payload: a rowid table, like retained. */
+    "CREATE TABLE wills("
+    "  client_id BLOB NOT NULL UNIQUE,"
+    "  topic BLOB NOT NULL,"
+    "  payload BLOB NOT NULL,"
+    "  qos INTEGER NOT NULL,"
+    "  flags INTEGER NOT NULL,"
+    "  props BLOB NOT NULL,"
+    "  expiry_at INTEGER NOT NULL,"
+    "  fire_at INTEGER NOT NULL"
+    ");";
+
 /* Index i takes the file from version i to i + 1. */
 static const migration migrations[] = {
     {1, schema_v1},
+    {2, schema_v2},
 };
 
 #define MIGRATION_COUNT (sizeof migrations / sizeof migrations[0])

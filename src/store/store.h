@@ -30,7 +30,7 @@
 typedef struct store store;
 
 /* The schema version this release writes; older files are migrated. */
-#define STORE_SCHEMA_VERSION 1u
+#define STORE_SCHEMA_VERSION 2u
 
 /* Enough for any message the store writes into a caller's buffer. */
 #define STORE_ERR_SIZE 256u
@@ -139,7 +139,8 @@ int store_last_error(const store *s, const char **text);
 /*
  * Rebuild the core from the database, in the order journal.h requires:
  * sessions, subscriptions, messages, queue entries (per session by seq),
- * inbound QoS 2 ids, retained messages, then broker_restore_done(). Messages
+ * inbound QoS 2 ids, wills, retained messages, then broker_restore_done().
+ * Call broker_set_wall_clock() first (journal.h: recorded times). Messages
  * no queue entry references are deleted first. On failure (a read error or
  * a restore call refusing a row) returns non-OK with err naming the row.
  */

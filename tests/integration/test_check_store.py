@@ -5,6 +5,7 @@ one line on stderr naming the configuration file, store.path and the cause.
 tern only."""
 
 import os
+import shutil
 import sqlite3
 import subprocess
 
@@ -14,6 +15,10 @@ import rawmqtt as R
 from conftest import TERN_BIN, free_port, tern_config_text
 
 pytestmark = pytest.mark.tern_only
+
+# A version-1 database written by the version-1 store (store-v1-gen.c).
+STORE_V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "data",
+                        "store-v1.db")
 
 
 def _check(tmp_path, store_path):
@@ -113,10 +118,25 @@ def test_check_good_store_passes_and_leaves_it_unchanged(broker, tmp_path):
     conf, rc, out, err = _check(tmp_path, db)
     assert rc == 0, (out, err)
     assert err == ""
-    assert "%s: store.path: %s: tern database, schema version" % (conf, db) in out, out
+    assert "%s: store.path: %s: tern database, schema version 2, passes its check" % (conf, db) \
+        in out, out
     assert out.endswith("%s: configuration ok\n" % conf), out
     # Bytes and mtimes of the database and the files next to it, and no new
     # file (no -shm, no -journal).
+    assert _snapshot(str(store_dir)) == before
+
+
+def test_check_version_1_store_says_it_will_be_migrated_and_changes_nothing(tmp_path):
+    store_dir = tmp_path / "store"
+    store_dir.mkdir()
+    db = str(store_dir / "tern.db")
+    shutil.copyfile(STORE_V1, db)
+    before = _snapshot(str(store_dir))
+    conf, rc, out, err = _check(tmp_path, db)
+    assert rc == 0, (out, err)
+    assert err == ""
+    assert ("%s: store.path: %s: tern database, schema version 1; the daemon will migrate it "
+            "to version 2" % (conf, db)) in out, out
     assert _snapshot(str(store_dir)) == before
 
 

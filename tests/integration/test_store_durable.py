@@ -3,6 +3,9 @@
 - Retained messages, persistent sessions, their subscriptions and queued
   QoS 1/2 messages survive a restart (clean shutdown here; SIGKILL at random
   moments is tests/torture/).
+- A version-1 database (the fixture tests/unit/data/store-v1.db, written
+  by the version-1 store) is migrated to schema version 2 at start and
+  served: its retained messages, a session with its queued message.
 - An ACL reload (SIGHUP) with the same rules keeps a persistent session's
   long subscription filter, in memory and on disk.
 - Fault injection (test hook TERN_TEST_STORE_FAULT, docs/STORE.md): while
@@ -13,7 +16,9 @@
 """
 
 import os
+import shutil
 import signal
+import sqlite3
 import time
 
 import pytest
@@ -24,6 +29,8 @@ from mqttclients import wait_until
 pytestmark = pytest.mark.tern_only
 
 FAULT_ENV = "TERN_TEST_STORE_FAULT"
+STORE_V1 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "unit", "data",
+                        "store-v1.db")
 
 
 def assert_hook_active(b):
@@ -93,6 +100,29 @@ def test_store_state_survives_a_restart(broker, tmp_path):
     assert sub.expect(rm.PUBREL).pid is not None
     sub.close()
     assert "store: loaded 1 session(s), 1 subscription(s)" in b2.stderr_text()
+
+
+def test_store_version_1_database_is_migrated_and_served(broker, tmp_path):
+    db = str(tmp_path / "tern.db")
+    shutil.copyfile(STORE_V1, db)
+    b = broker(config={"store.path": db})
+    assert "schema version 2" in b.stderr_text()
+    assert retained(b, "fx/retained/#") == {"fx/retained/a": b"ra", "fx/retained/b": b"rb"}
+    # The anonymous session fx-anon had message 2 queued at QoS 1.
+    c, ack = raw(b, "fx-anon", clean=False)
+    assert ack.session_present
+    pkt = c.expect(rm.PUBLISH)
+    assert (pkt.topic, pkt.payload, pkt.qos) == ("fx/q/2", b"m2", 1)
+    c.send(rm.puback(pkt.pid))
+    c.send(rm.disconnect())
+    c.close()
+    assert b.stop() == []
+    con = sqlite3.connect(db)
+    try:
+        assert con.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone() == (2,)
+        assert con.execute("SELECT count(*) FROM sessions").fetchone() == (3,)
+    finally:
+        con.close()
 
 
 @pytest.mark.parametrize("fault,text", [("full", "disk full"), ("io", "I/O error")])

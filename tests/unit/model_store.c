@@ -21,6 +21,15 @@ static void copy_str(char *dst, size_t cap, journal_bytes b)
     dst[n] = '\0';
 }
 
+static void copy_bytes(uint8_t *dst, uint32_t *len, size_t cap, journal_bytes b)
+{
+    if (b.len > cap)
+        abort(); /* model row too small: enlarge it */
+    if (b.len)
+        memcpy(dst, b.p, b.len);
+    *len = b.len;
+}
+
 static mrow *find(mstore *m, char table, const char *cid, const char *key)
 {
     for (size_t i = 0; i < sizeof m->rows / sizeof m->rows[0]; i++) {
@@ -82,6 +91,8 @@ bool ms_apply(mstore *m, const uint8_t *data, size_t len)
                 memcpy(r->data, rec.payload.p, rec.payload.len);
             r->data_len = rec.payload.len;
             r->qos = rec.qos;
+            copy_bytes(r->props, &r->props_len, sizeof r->props, rec.props);
+            r->expiry_at = rec.expiry_at;
             break;
         case J_RETAIN_DEL:
             copy_str(key, sizeof key, rec.topic);
@@ -93,16 +104,21 @@ bool ms_apply(mstore *m, const uint8_t *data, size_t len)
                 memcpy(r->data, rec.identity.p, rec.identity.len);
             r->data_len = rec.identity.len;
             r->flags = rec.flags;
+            r->expiry_interval = rec.expiry_interval;
+            r->expiry_at = rec.expiry_at;
             break;
         case J_SESSION_DEL:
             for (size_t i = 0; i < sizeof m->rows / sizeof m->rows[0]; i++)
-                if (m->rows[i].used && strchr("SBQI", m->rows[i].table) &&
+                if (m->rows[i].used && strchr("SBQIW", m->rows[i].table) &&
                     strcmp(m->rows[i].cid, cid) == 0)
                     m->rows[i].used = false;
             break;
         case J_SUB_PUT:
             copy_str(key, sizeof key, rec.topic);
-            upsert(m, 'B', cid, key)->qos = rec.qos;
+            r = upsert(m, 'B', cid, key);
+            r->qos = rec.qos;
+            r->options = rec.options;
+            r->sub_id = rec.sub_id;
             break;
         case J_SUB_DEL:
             copy_str(key, sizeof key, rec.topic);
@@ -118,6 +134,8 @@ bool ms_apply(mstore *m, const uint8_t *data, size_t len)
             r->data_len = rec.payload.len;
             r->qos = rec.qos;
             r->flags = rec.flags;
+            copy_bytes(r->props, &r->props_len, sizeof r->props, rec.props);
+            r->expiry_at = rec.expiry_at;
             break;
         case J_MSG_DEL:
             snprintf(key, sizeof key, "%" PRIu64, rec.msg_id);
@@ -130,6 +148,8 @@ bool ms_apply(mstore *m, const uint8_t *data, size_t len)
             r->msg_id = rec.msg_id;
             r->qos = rec.qos;
             r->flags = rec.flags;
+            r->sub_id = rec.sub_id;
+            copy_bytes(r->props, &r->props_len, sizeof r->props, rec.sub_ids);
             break;
         case J_QUEUE_STATE:
             snprintf(key, sizeof key, "%020" PRIu64, rec.seq);
@@ -150,6 +170,21 @@ bool ms_apply(mstore *m, const uint8_t *data, size_t len)
         case J_INQOS2_DEL:
             snprintf(key, sizeof key, "%u", rec.packet_id);
             del(m, 'I', cid, key);
+            break;
+        case J_WILL_PUT:
+            r = upsert(m, 'W', cid, "");
+            copy_str(r->topic, sizeof r->topic, rec.topic);
+            if (rec.payload.len)
+                memcpy(r->data, rec.payload.p, rec.payload.len);
+            r->data_len = rec.payload.len;
+            r->qos = rec.qos;
+            r->flags = rec.flags;
+            copy_bytes(r->props, &r->props_len, sizeof r->props, rec.props);
+            r->expiry_at = rec.expiry_at;
+            r->fire_at = rec.fire_at;
+            break;
+        case J_WILL_DEL:
+            del(m, 'W', cid, "");
             break;
         }
     }
@@ -178,9 +213,9 @@ static int cmp_rows(const void *a, const void *b)
 bool ms_load(const mstore *m, broker *b)
 {
     /* The store's order: sessions, subscriptions, messages, queue by seq,
-     * inbound ids, retained. Sorting by (table, cid, key) gives seq order
-     * within a session (keys are zero-padded). */
-    static const char order[] = "SBMQIR";
+     * inbound ids, wills, retained. Sorting by (table, cid, key) gives seq
+     * order within a session (keys are zero-padded). */
+    static const char order[] = "SBMQIWR";
     mrow *sorted = malloc(sizeof m->rows);
     if (!sorted)
         return false;
@@ -197,27 +232,36 @@ bool ms_load(const mstore *m, broker *b)
             int rc = 0;
             switch (*t) {
             case 'S':
-                rc = broker_restore_session(b, cid, cl, r->data, r->data_len, r->flags & 1);
+                rc = broker_restore_session(b, cid, cl, r->data, r->data_len, r->flags & 1,
+                                            r->expiry_interval, r->expiry_at);
                 break;
             case 'B':
                 rc = broker_restore_sub(b, cid, cl, (const uint8_t *)r->key, strlen(r->key),
-                                        r->qos);
+                                        r->qos, r->options, r->sub_id);
                 break;
             case 'M':
                 rc = broker_restore_msg(b, r->msg_id, (const uint8_t *)r->topic,
                                         strlen(r->topic), r->data, r->data_len, r->qos,
-                                        r->flags & 1);
+                                        r->flags & 1, r->props, r->props_len, r->expiry_at);
                 break;
             case 'Q':
                 rc = broker_restore_queued(b, cid, cl, r->seq, r->msg_id, r->qos, r->flags & 1,
-                                           r->state, r->packet_id);
+                                           r->state, r->packet_id, r->sub_id, r->props,
+                                           r->props_len);
                 break;
             case 'I':
                 rc = broker_restore_inqos2(b, cid, cl, r->packet_id);
                 break;
+            case 'W':
+                rc = broker_restore_will(b, cid, cl, (const uint8_t *)r->topic,
+                                         strlen(r->topic), r->data, r->data_len, r->qos,
+                                         r->flags & 1, r->props, r->props_len, r->expiry_at,
+                                         r->fire_at);
+                break;
             case 'R':
                 rc = broker_restore_retained(b, (const uint8_t *)r->key, strlen(r->key),
-                                             r->data, r->data_len, r->qos);
+                                             r->data, r->data_len, r->qos, r->props,
+                                             r->props_len, r->expiry_at);
                 break;
             }
             ok = rc == 0;

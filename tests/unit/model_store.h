@@ -13,15 +13,20 @@
 #include <stdint.h>
 
 typedef struct mrow {
-    char table;          /* R retained, S session, B sub, M message, Q queue, I inqos2 */
+    char table;          /* R retained, S session, B sub, M message, Q queue, I inqos2,
+                            W will */
     char cid[128];       /* client id (S B Q I) */
     char key[256];       /* topic/filter (R B), decimal seq/msg id/packet id (Q M I) */
     uint8_t data[512];   /* payload or identity */
     uint32_t data_len;
-    char topic[256];     /* message topic (M) */
+    char topic[256];     /* message topic (M W) */
+    uint8_t props[256];  /* MQTT 5.0 properties (R M W), sub_ids (Q) */
+    uint32_t props_len;
     uint64_t msg_id, seq;
+    uint64_t expiry_at, fire_at;  /* recorded times (journal.h) */
+    uint32_t expiry_interval, sub_id;
     uint16_t packet_id;
-    uint8_t qos, state, flags;
+    uint8_t qos, state, flags, options;
     bool used;
 } mrow;
 

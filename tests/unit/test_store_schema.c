@@ -25,7 +25,7 @@ TEST(store_new_file_gets_the_current_schema)
     CHECK_EQ(ts_query(e.path, "SELECT value FROM meta WHERE key = 'schema_version'"),
              STORE_SCHEMA_VERSION);
     CHECK_EQ(ts_query(e.path, "PRAGMA application_id"), 0x7465726e);
-    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 7);
+    CHECK_EQ(ts_query(e.path, "SELECT count(*) FROM sqlite_schema WHERE type = 'table'"), 8);
     /* WAL is recorded in the file header: every later open uses it. */
     CHECK_EQ(ts_query(e.path, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"), 1);
     ts_cleanup(&e);

@@ -185,12 +185,29 @@ void jb_init(jb *j, uint64_t seq)
     j->seq = seq;
 }
 
+/* A byte string of n bytes (not NUL-terminated). */
+static void put_raw(jb *j, const void *p, size_t n)
+{
+    put_uint(j, n, 4);
+    if (n)
+        memcpy(j->data + j->len, p, n);
+    j->len += n;
+}
+
 void jb_retain_set(jb *j, const char *topic, const char *payload, uint8_t qos)
+{
+    jb_retain_set5(j, topic, payload, qos, NULL, 0, 0);
+}
+
+void jb_retain_set5(jb *j, const char *topic, const char *payload, uint8_t qos,
+                    const uint8_t *props, size_t props_len, uint64_t expiry_at)
 {
     begin(j, J_RETAIN_SET);
     put_str(j, topic);
     put_str(j, payload);
     put_uint(j, qos, 1);
+    put_raw(j, props, props_len);
+    put_uint(j, expiry_at, 8);
 }
 
 void jb_retain_del(jb *j, const char *topic)
@@ -201,10 +218,18 @@ void jb_retain_del(jb *j, const char *topic)
 
 void jb_session_put(jb *j, const char *cid, const char *identity, uint8_t flags)
 {
+    jb_session_put5(j, cid, identity, flags, 0, 0);
+}
+
+void jb_session_put5(jb *j, const char *cid, const char *identity, uint8_t flags,
+                     uint32_t expiry_interval, uint64_t expiry_at)
+{
     begin(j, J_SESSION_PUT);
     put_str(j, cid);
     put_str(j, identity);
     put_uint(j, flags, 1);
+    put_uint(j, expiry_interval, 4);
+    put_uint(j, expiry_at, 8);
 }
 
 void jb_session_del(jb *j, const char *cid)
@@ -215,10 +240,18 @@ void jb_session_del(jb *j, const char *cid)
 
 void jb_sub_put(jb *j, const char *cid, const char *filter, uint8_t qos)
 {
+    jb_sub_put5(j, cid, filter, qos, 0, 0);
+}
+
+void jb_sub_put5(jb *j, const char *cid, const char *filter, uint8_t qos, uint8_t options,
+                 uint32_t sub_id)
+{
     begin(j, J_SUB_PUT);
     put_str(j, cid);
     put_str(j, filter);
     put_uint(j, qos, 1);
+    put_uint(j, options, 1);
+    put_uint(j, sub_id, 4);
 }
 
 void jb_sub_del(jb *j, const char *cid, const char *filter)
@@ -231,12 +264,20 @@ void jb_sub_del(jb *j, const char *cid, const char *filter)
 void jb_msg_put(jb *j, uint64_t msg_id, const char *topic, const char *payload, uint8_t qos,
                 uint8_t flags)
 {
+    jb_msg_put5(j, msg_id, topic, payload, qos, flags, NULL, 0, 0);
+}
+
+void jb_msg_put5(jb *j, uint64_t msg_id, const char *topic, const char *payload, uint8_t qos,
+                 uint8_t flags, const uint8_t *props, size_t props_len, uint64_t expiry_at)
+{
     begin(j, J_MSG_PUT);
     put_uint(j, msg_id, 8);
     put_str(j, topic);
     put_str(j, payload);
     put_uint(j, qos, 1);
     put_uint(j, flags, 1);
+    put_raw(j, props, props_len);
+    put_uint(j, expiry_at, 8);
 }
 
 void jb_msg_del(jb *j, uint64_t msg_id)
@@ -248,12 +289,22 @@ void jb_msg_del(jb *j, uint64_t msg_id)
 void jb_queue_put(jb *j, const char *cid, uint64_t seq, uint64_t msg_id, uint8_t qos,
                   uint8_t flags)
 {
+    jb_queue_put5(j, cid, seq, msg_id, qos, flags, 0, NULL, 0);
+}
+
+void jb_queue_put5(jb *j, const char *cid, uint64_t seq, uint64_t msg_id, uint8_t qos,
+                   uint8_t flags, uint32_t sub_id, const uint32_t *more, size_t nmore)
+{
     begin(j, J_QUEUE_PUT);
     put_str(j, cid);
     put_uint(j, seq, 8);
     put_uint(j, msg_id, 8);
     put_uint(j, qos, 1);
     put_uint(j, flags, 1);
+    put_uint(j, sub_id, 4);
+    put_uint(j, nmore * 4, 4);
+    for (size_t i = 0; i < nmore; i++)
+        put_uint(j, more[i], 4);
 }
 
 void jb_queue_state(jb *j, const char *cid, uint64_t seq, uint8_t state, uint16_t packet_id)
@@ -282,6 +333,27 @@ void jb_inqos2(jb *j, const char *cid, uint16_t packet_id, bool put)
 void jb_reset(jb *j)
 {
     begin(j, J_RESET);
+}
+
+void jb_will_put(jb *j, const char *cid, const char *topic, const char *payload, uint8_t qos,
+                 uint8_t flags, const uint8_t *props, size_t props_len, uint64_t expiry_at,
+                 uint64_t fire_at)
+{
+    begin(j, J_WILL_PUT);
+    put_str(j, cid);
+    put_str(j, topic);
+    put_str(j, payload);
+    put_uint(j, qos, 1);
+    put_uint(j, flags, 1);
+    put_raw(j, props, props_len);
+    put_uint(j, expiry_at, 8);
+    put_uint(j, fire_at, 8);
+}
+
+void jb_will_del(jb *j, const char *cid)
+{
+    begin(j, J_WILL_DEL);
+    put_str(j, cid);
 }
 
 broker_store_batch jb_batch(const jb *j)

@@ -90,6 +90,22 @@ void jb_queue_state(jb *j, const char *cid, uint64_t seq, uint8_t state, uint16_
 void jb_queue_del(jb *j, const char *cid, uint64_t seq);
 void jb_inqos2(jb *j, const char *cid, uint16_t packet_id, bool put);
 void jb_reset(jb *j);
+/* The same records with their MQTT 5.0 fields (journal.h); the calls
+ * above write the 5.0 fields' defaults. */
+void jb_retain_set5(jb *j, const char *topic, const char *payload, uint8_t qos,
+                    const uint8_t *props, size_t props_len, uint64_t expiry_at);
+void jb_session_put5(jb *j, const char *cid, const char *identity, uint8_t flags,
+                     uint32_t expiry_interval, uint64_t expiry_at);
+void jb_sub_put5(jb *j, const char *cid, const char *filter, uint8_t qos, uint8_t options,
+                 uint32_t sub_id);
+void jb_msg_put5(jb *j, uint64_t msg_id, const char *topic, const char *payload, uint8_t qos,
+                 uint8_t flags, const uint8_t *props, size_t props_len, uint64_t expiry_at);
+void jb_queue_put5(jb *j, const char *cid, uint64_t seq, uint64_t msg_id, uint8_t qos,
+                   uint8_t flags, uint32_t sub_id, const uint32_t *more, size_t nmore);
+void jb_will_put(jb *j, const char *cid, const char *topic, const char *payload, uint8_t qos,
+                 uint8_t flags, const uint8_t *props, size_t props_len, uint64_t expiry_at,
+                 uint64_t fire_at);
+void jb_will_del(jb *j, const char *cid);
 broker_store_batch jb_batch(const jb *j);
 
 #endif
