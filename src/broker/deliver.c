@@ -529,7 +529,7 @@ static msg *msg_lazy(broker *b, msg **m, bool *owned, const bk_pubview *v, uint8
 
 static void store_retained(broker *b, msg **m, bool *owned, const bk_pubview *v, uint8_t qos)
 {
-    const uint8_t *topic = v->topic, *payload = v->payload;
+    const uint8_t *topic = v->topic;
     size_t tlen = v->tlen, plen = v->plen;
     /* [MQTT-3.3.1-10]: an empty retained payload clears the topic. */
     if (plen == 0) {
