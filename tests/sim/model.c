@@ -15,7 +15,16 @@
  * reconnected: every QoS >= 1 routing to a live incarnation was delivered.
  *
  * An "incarnation" is one life of a session: created by CONNECT, ended by a
- * clean CONNECT, by the end of a clean session's connection, or by expiry.
+ * clean CONNECT, by the end of a clean session's connection, by a 5.0
+ * DISCONNECT setting its Session Expiry Interval to 0, or by expiry.
+ *
+ * MQTT 5.0: each incarnation has its Session Expiry Interval (the
+ * CONNECT's, changed by DISCONNECT, capped by session.expiry); a message
+ * with a Message Expiry Interval is never sent after it expired
+ * [MQTT-3.3.2-5] (judged by when the broker wrote the copy, net.c), and
+ * may be missing at the end once expired; a copy to a 5.0 client carries
+ * the interval left [MQTT-3.3.2-6]; a message too large for a client's
+ * Maximum Packet Size may be missing for it [MQTT-3.1.2-25].
  */
 #include "sim.h"
 
@@ -38,6 +47,17 @@ void model_free(world *w)
     for (int j = 0; j < w->ninc; j++)
         free(w->inc[j].exp);
     w->ninc = 0;
+}
+
+/* The Session Expiry Interval in effect (0 = never) for a CONNECT's or
+ * DISCONNECT's value v of a 5.0 client (UINT32_MAX never; 0 ends the
+ * session with its connection) or of a 3.1.1 client (v unused):
+ * session.expiry (w->expiry_s, 0 = no limit) caps it. */
+static uint32_t eff_expiry(const world *w, bool v5, uint32_t v)
+{
+    if (!v5 || v == UINT32_MAX)
+        return w->expiry_s;
+    return w->expiry_s && w->expiry_s < v ? w->expiry_s : v;
 }
 
 static int new_inc(world *w, int client, bool clean)
@@ -95,8 +115,8 @@ void model_expire(world *w, uint64_t removed)
     uint64_t due = 0;
     for (int j = 0; j < w->ninc; j++) {
         const incarnation *in = &w->inc[j];
-        due += in->alive && !in->clean && in->conn < 0 && w->expiry_s &&
-               in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now;
+        due += in->alive && !in->clean && in->conn < 0 && in->expiry_s &&
+               in->offline_since + (uint64_t)in->expiry_s * 1000u <= w->now;
     }
     if (removed != due) {
         sim_fail(w, "a tick removed %llu sessions, %llu were due to expire",
@@ -105,8 +125,8 @@ void model_expire(world *w, uint64_t removed)
     }
     for (int j = 0; j < w->ninc; j++) {
         incarnation *in = &w->inc[j];
-        if (in->alive && !in->clean && in->conn < 0 &&
-            in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now) {
+        if (in->alive && !in->clean && in->conn < 0 && in->expiry_s &&
+            in->offline_since + (uint64_t)in->expiry_s * 1000u <= w->now) {
             sim_trace(w, "model: %s session #%d expired", w->cl[in->client].id, j);
             kill_inc(w, j);
             in->expired = true;
@@ -207,6 +227,7 @@ void model_apply(world *w, int k, const mark *m)
         if (cur < 0)
             cur = new_inc(w, cid, m->clean);
         w->inc[cur].conn = k;
+        w->inc[cur].expiry_s = eff_expiry(w, w->cl[cid].v5, w->cl[cid].sess_expiry);
         c->inc = cur;
         return;
     }
@@ -238,6 +259,8 @@ void model_apply(world *w, int k, const mark *m)
             in->in_qos2[in->n_in_qos2++] = m->pid;
         }
         w->msgs[m->arg].processed++;
+        if (w->msgs[m->arg].expiry_s)
+            w->msgs[m->arg].expires_at = w->now + w->msgs[m->arg].expiry_s * 1000ull;
         if (w->msgs[m->arg].retain) {
             w->retained[m->topic] = m->arg;
             w->msgs[m->arg].ret_at = ++w->ret_clock;
@@ -251,6 +274,14 @@ void model_apply(world *w, int k, const mark *m)
         break;
     }
     case MK_DISCONNECT:
+        if (m->arg > 0)
+            in->expiry_s = eff_expiry(w, true, (uint32_t)m->arg);
+        if (m->arg == 0 && !in->clean) {
+            /* Session Expiry Interval 0 at DISCONNECT: the session ends with
+             * its connection [MQTT-3.1.2-23 by way of 3.14.2.2.2]. */
+            in->clean = true;
+            w->n_disc_end++;
+        }
         model_conn_end(w, k);
         break;
     default:
@@ -258,7 +289,8 @@ void model_apply(world *w, int k, const mark *m)
     }
 }
 
-void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy)
+void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy,
+                    uint64_t wrote)
 {
     sconn *c = &w->conns[k];
     const smsg *sm = &w->msgs[mi];
@@ -286,6 +318,28 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
         sim_fail(w, "%s received m%d (QoS %u) %u times without DUP, routed %u times", who, mi,
                  p->qos, e->nodup, e->routed);
         return;
+    }
+    if (sm->expiry_s && !p->dup) {
+        /* [MQTT-3.3.2-5]: no onward delivery starts once it expired (a
+         * resend, DUP, completes one that started). */
+        if (wrote >= sm->expires_at) {
+            sim_fail(w, "%s received m%d at t=%llu or later, expired at t=%llu (Message Expiry "
+                        "Interval %u s)",
+                     who, mi, (unsigned long long)wrote, (unsigned long long)sm->expires_at,
+                     sm->expiry_s);
+            return;
+        }
+        /* [MQTT-3.3.2-6]: a 5.0 receiver gets the interval left. */
+        if (c->level == MQTT_LEVEL_5 &&
+            (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ||
+             p->props.message_expiry == 0 || p->props.message_expiry > sm->expiry_s)) {
+            sim_fail(w, "%s received m%d with Message Expiry Interval %u (present %d); it was "
+                        "published with %u",
+                     who, mi, p->props.message_expiry,
+                     (int)!!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)),
+                     sm->expiry_s);
+            return;
+        }
     }
     if (p->dup)
         w->n_dups++;
@@ -332,6 +386,18 @@ void model_check_final(world *w)
              * later QoS 0 routing guarantees nothing). */
             bool due = e->q12_epoch == w->epoch ||
                        (sm->acked && sm->acked_epoch == e->q12_epoch);
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due && sm->expiry_s &&
+                sm->expires_at <= w->now) {
+                w->n_expired_msgs++; /* expired before it could be sent */
+                continue;
+            }
+            const sclient *cl = &w->cl[i];
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due && cl->v5 && cl->max_packet &&
+                mqtt_publish5_size(strlen(sim_topics[sm->topic]), sm->plen, 2, 8) >
+                    cl->max_packet) {
+                w->n_too_large++; /* its PUBLISH may exceed the client's limit */
+                continue;
+            }
             if ((e->qos_mask & 6u) && e->delivered == 0 && due &&
                 w->ident_bytes != 0 && sim_identity(w, i) != NULL) {
                 /* Beyond limits.max_queued_bytes_per_identity: dropped for
@@ -386,8 +452,10 @@ static void crash_retained(world *w, int t, int kept)
             acked = mi;
         }
     }
+    /* A retained message that expired is gone [MQTT-3.3.2-5]. */
+    bool gone = acked >= 0 && w->msgs[acked].expiry_s && w->msgs[acked].expires_at <= w->now;
     if (kept >= 0 ? w->msgs[kept].ret_at < acked_at || w->msgs[kept].topic != t
-                  : acked >= 0 && w->clear_at[t] < acked_at)
+                  : acked >= 0 && w->clear_at[t] < acked_at && !gone)
         sim_fail(w, "crash: retained on %s restored as m%d, but m%d was acknowledged later",
                  sim_topics[t], kept, acked);
     w->retained[t] = kept;

