@@ -565,6 +565,7 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     w->b = broker_create(&cfg, w->now);
     if (!w->b)
         abort();
+    broker_set_wall_clock(w->b, SIM_WALL0 + w->now, w->now);
     net_start(w);
     sim_trace(w, "seed %llu: %s%s, expiry %u s, inflight %u, work budget %u, hold %u, "
                  "transport buffer %zu, input budget %llu, identities %s (sessions %u, "

@@ -75,7 +75,12 @@ enum {
     SIM_HOLD_MS = 2000,           /* limits.publisher_hold_ms */
     SIM_ALIAS_MAX = 4,            /* Topic Alias Maximum a 5.0 client announces, at most */
     SIM_WTIMES = 16,              /* write-time checkpoints kept per connection */
+    SIM_DOWN_MS = 5000,           /* a crash keeps the broker down up to this long */
 };
+
+/* The wall clock at the simulator's time 0 (ms since the Unix epoch): the
+ * core is told wall = SIM_WALL0 + now, as the daemon tells it its clock. */
+#define SIM_WALL0 1767225600000ull
 
 extern const char *const sim_topics[SIM_TOPICS];
 extern const char *const sim_filters[SIM_FILTERS];

@@ -183,9 +183,13 @@ void store_crash(world *w)
                  (unsigned long long)w->at.live_bytes, (unsigned long long)w->at.live_blocks);
         return;
     }
+    /* Down a while: expiries run on (the store records them as wall
+     * times), the clients wait. */
+    w->now += rng_below(&w->r, SIM_DOWN_MS);
     w->b = broker_create(&w->cfg, w->now);
     if (!w->b)
         abort();
+    broker_set_wall_clock(w->b, SIM_WALL0 + w->now, w->now);
     net_start(w);
     if (!ms_load(w->ms, w->b)) {
         sim_fail(w, "crash: restoring from the store failed");
