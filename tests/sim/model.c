@@ -276,13 +276,14 @@ void model_apply(world *w, int k, const mark *m)
     case MK_DISCONNECT:
         if (m->arg > 0)
             in->expiry_s = eff_expiry(w, true, (uint32_t)m->arg);
-        if (m->arg == 0 && !in->clean) {
+        model_conn_end(w, k);
+        if (m->arg == 0 && !in->clean && in->alive) {
             /* Session Expiry Interval 0 at DISCONNECT: the session ends with
-             * its connection [MQTT-3.1.2-23 by way of 3.14.2.2.2]. */
-            in->clean = true;
+             * its connection (3.14.2.2.2, [MQTT-3.1.2-23]). A crash before
+             * its removal is committed brings it back as it was stored. */
+            kill_inc(w, c->inc);
             w->n_disc_end++;
         }
-        model_conn_end(w, k);
         break;
     default:
         break;
@@ -458,8 +459,14 @@ static void crash_retained(world *w, int t, int kept)
             acked = mi;
         }
     }
-    /* A retained message that expired is gone [MQTT-3.3.2-5]. */
-    bool gone = acked >= 0 && w->msgs[acked].expiry_s && w->msgs[acked].expires_at <= w->now;
+    /* A retained message that expired is gone [MQTT-3.3.2-5]: the
+     * acknowledged one or one that replaced it. */
+    bool gone = false;
+    for (int mi = 0; mi < w->nmsgs && acked >= 0; mi++) {
+        const smsg *sm = &w->msgs[mi];
+        gone |= sm->topic == t && sm->retain && sm->ret_at >= acked_at && sm->expiry_s &&
+                sm->expires_at <= w->now;
+    }
     if (kept >= 0 ? w->msgs[kept].ret_at < acked_at || w->msgs[kept].topic != t
                   : acked >= 0 && w->clear_at[t] < acked_at && !gone)
         sim_fail(w, "crash: retained on %s restored as m%d, but m%d was acknowledged later",
