@@ -749,7 +749,11 @@ void bk_share_leave(broker *b, sub *x)
 
 void bk_share_session_end(broker *b, session *s)
 {
-    for (const sub *x = s->subs; x; x = x->sess_next) {
+    /* Most sessions hold nothing a group gave them: one pass says so. */
+    uint32_t tagged = 0;
+    for (uint32_t i = 0; i < s->q_count; i++)
+        tagged += bk_session_entry(s, i)->shared != 0;
+    for (const sub *x = s->subs; x && tagged; x = x->sess_next) {
         if (!x->group)
             continue;
         for (uint32_t i = 0; i < s->q_count; i++) {
@@ -757,8 +761,10 @@ void bk_share_session_end(broker *b, session *s)
             /* Unsent, or QoS 1 sent and unacknowledged: to another member
              * [MQTT-4.8.2-3 ff.]. A QoS 2 message sent is the receiver's
              * to finish: never sent to another client [MQTT-4.8.2-5]. */
-            if (e->shared == x->group->serial && e->m &&
-                (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
+            if (e->shared != x->group->serial)
+                continue;
+            tagged--;
+            if (e->m && (e->state == Q_QUEUED || e->state == Q_WAIT_PUBACK))
                 share_redeliver(b, x->group, s, e);
         }
     }
@@ -824,7 +830,7 @@ long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg
                 else if (send_qos0(b, c, n > 1 ? &enc : NULL, v, NULL) == BK_SEND5_NOMEM)
                     bk_dropped(b, s, 0, topic, tlen, "out of memory");
                 else
-                    reached++;
+                    reached++; /* sent, or too large for it: as good as sent [MQTT-3.1.2-25] */
                 continue;
             }
         }
@@ -834,7 +840,8 @@ long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg
             continue;
         }
         if (q == 0) {
-            if (send_qos0_to(b, s, &m, &owned, NULL, v, qos, retain, keep_retain, &via))
+            if (send_qos0_to(b, s, &m, &owned, n > 1 ? &enc : NULL, v, qos, retain, keep_retain,
+                             &via))
                 reached++;
             continue;
         }

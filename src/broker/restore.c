@@ -226,8 +226,11 @@ int broker_restore_sub(broker *b, const uint8_t *id, size_t idlen, const uint8_t
         return -1;
     x->options = options;
     x->sub_id = sub_id;
-    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)filter,
-                                               flen);
+    /* The ACL governs the FILTER of `$share/GROUP/FILTER` (subscribe.c). */
+    mqtt_bytes group, inner = {filter, flen};
+    (void)mqtt_share_split(filter, flen, &group, &inner); /* bk_tree_subscribe took it */
+    x->acl_check = bk_acl_filter_partly_denied(b->acl, s->identity, s->id, (const char *)inner.p,
+                                               inner.len);
     return 0;
 }
 

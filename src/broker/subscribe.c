@@ -175,9 +175,8 @@ static uint8_t subscribe_one(broker *b, session *s, list_job *j, const mqtt_byte
     if (!x)
         return refuse(j, &j->no_memory, f, base, "out of memory", MQTT_RC_UNSPECIFIED_ERROR);
     /* A subscription replaced takes the new options and identifier (none
-     * when the SUBSCRIBE has none) [MQTT-3.8.4-3]. sub.options holds the
-     * bits above the QoS (tree-t.h; the store refuses others), so a 3.1.1
-     * subscription's is 0. */
+     * when the SUBSCRIBE has none) [MQTT-3.8.4-3]. The QoS is kept apart
+     * (sub.qos): options holds the bits above it, 0 for 3.1.1. */
     x->options = options & (uint8_t)~MQTT_SUBOPT_QOS_MASK;
     x->sub_id = j->sub_id;
     bk_journal_sub(b, s, f->p, f->len, x, true);

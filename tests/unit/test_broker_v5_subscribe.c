@@ -269,6 +269,10 @@ TEST(v5_resubscribing_replaces_the_identifier_and_options)
     fc_publish5(&w, a, "t", "own", 1, false, 1, NULL);
     const session *s = a->conn->sess;
     CHECK_EQ(s->q_count, 1); /* No Local is gone with the old options */
+    /* The QoS is the sub's own; options keeps the bits above it (what the
+     * store records and restore checks). */
+    CHECK_EQ(s->subs->options, 0);
+    CHECK_EQ(s->subs->qos, 1);
     CHECK_EQ(bk_session_entry(s, 0)->sub_id, 6);
     CHECK(bk_session_entry(s, 0)->sub_ids_more == NULL);
     /* A SUBSCRIBE without an identifier removes it. */
@@ -341,6 +345,9 @@ TEST(v5_no_local_on_a_shared_subscription_is_a_protocol_error)
     fclient *a = connect5(&w, "a", true);
     CHECK(a);
     sub5(&w, a, 1, "$share/g/t", MQTT_SUBOPT_NO_LOCAL, 0); /* [MQTT-3.8.3-4] */
+    mqtt_packet p;
+    CHECK(fc_next_is(a, MQTT_DISCONNECT, &p));
+    CHECK_EQ(fc_reason_of(&p), MQTT_RC_PROTOCOL_ERROR);
     CHECK(a->closed);
     fw_free(&w);
 }
@@ -351,7 +358,54 @@ TEST(v5_malformed_shared_filter_is_a_protocol_error)
     fw_init(&w, NULL);
     fclient *a = connect5(&w, "a", true);
     CHECK(a);
-    sub5(&w, a, 1, "$share/g+/t", 0, 0); /* [MQTT-4.8.2-2] */
+    /* A valid topic filter, but an empty share name [MQTT-4.8.2-1]. */
+    sub5(&w, a, 1, "$share//t", 0, 0);
+    mqtt_packet p;
+    CHECK(fc_next_is(a, MQTT_DISCONNECT, &p));
+    CHECK_EQ(fc_reason_of(&p), MQTT_RC_PROTOCOL_ERROR);
     CHECK(a->closed);
+    fw_free(&w);
+}
+
+/* The Subscription Identifiers of a received PUBLISH, in ids. */
+static uint32_t wire_ids(const mqtt_packet *p, uint32_t *ids, uint32_t cap)
+{
+    mqtt_prop pr;
+    uint32_t n = 0;
+    while (n < cap && fc_prop_find(fc_props_of(p), MQTT_PROP_SUBSCRIPTION_ID, n, &pr))
+        ids[n++] = pr.value;
+    return n;
+}
+
+TEST(v5_publish_on_the_wire_carries_every_matching_identifier)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *a = connect5(&w, "a", true);
+    fclient *pub = connect5(&w, "pub", true);
+    CHECK(a && pub);
+    sub5(&w, a, 1, "s/+", 0, 7);
+    sub5(&w, a, 2, "s/#", 1, 9);
+    sub5(&w, a, 3, "z", 0, 0);
+    fc_clear(a);
+    mqtt_packet p;
+    uint32_t ids[4];
+    /* QoS 0: one copy with both [MQTT-3.3.4-4]. */
+    fc_publish5(&w, pub, "s/x", "zero", 0, false, 0, NULL);
+    CHECK(one_publish(a, &p));
+    uint32_t n = wire_ids(&p, ids, 4);
+    CHECK_EQ(n, 2);
+    CHECK(has_id(ids, n, 7) && has_id(ids, n, 9));
+    /* QoS 1 through the queue: the same. */
+    fc_publish5(&w, pub, "s/x", "one", 1, false, 1, NULL);
+    CHECK(one_publish(a, &p));
+    CHECK_EQ(p.u.publish.qos, 1);
+    n = wire_ids(&p, ids, 4);
+    CHECK_EQ(n, 2);
+    CHECK(has_id(ids, n, 7) && has_id(ids, n, 9));
+    /* A subscription without an identifier: none on the wire. */
+    fc_publish5(&w, pub, "z", "none", 0, false, 0, NULL);
+    CHECK(one_publish(a, &p));
+    CHECK_EQ(wire_ids(&p, ids, 4), 0);
     fw_free(&w);
 }
