@@ -257,8 +257,9 @@ void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
         bk_wheel_set(&b->wheel, c, now_ms + grace);
         return;
     }
-    /* [MQTT-3.1.2-24]: one and a half keepalive periods of silence; a
-     * level-5 client is told (DISCONNECT 0x8D), the will fires. */
+    /* [MQTT-3.1.2-24] (3.1.1's id; 5.0's [MQTT-3.1.2-22]): one and a half
+     * keepalive periods of silence; a level-5 client is told (DISCONNECT
+     * 0x8D), the will fires. */
     uint64_t deadline = c->last_rx_ms + grace;
     if (deadline <= now_ms)
         bk_conn_end_reason(b, c, MQTT_RC_KEEP_ALIVE_TIMEOUT, true, "keepalive timeout", now_ms);

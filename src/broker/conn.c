@@ -167,7 +167,7 @@ void bk_conn_end(broker *b, broker_conn *c, bool fire_will, const char *why, uin
             s->conn = NULL;
             /* A Session Expiry Interval of 0 (a 3.1.1 clean session, or
              * set so by a 5.0 CONNECT or DISCONNECT) ends the session
-             * with its connection [MQTT-3.1.2-25]. */
+             * with its connection [MQTT-3.1.2-23]. */
             if (s->clean || s->expiry_interval_s == 0) {
                 bk_session_destroy(b, s);
                 s = NULL;

@@ -122,7 +122,7 @@ struct session {
      * session's last connection, published at will_at_ms (core time)
      * unless a new connection resumes the session first, or when the
      * session ends, whichever comes first [MQTT-3.1.2-8]
-     * [MQTT-3.1.2-26]. Owned reference; NULL = none. Journaled
+     * [MQTT-3.1.3-9]. Owned reference; NULL = none. Journaled
      * (J_WILL_PUT / J_WILL_DEL). Unlike other messages it keeps its
      * Message Expiry Interval among its properties: the interval counts
      * from its publication (bk_will_publish). */

@@ -196,7 +196,7 @@ void bk_session_set_offline(broker *b, session *s, uint64_t now_ms)
     session_table *st = &b->sessions;
     s->conn = NULL;
     bk_flow_session_gone(b, s); /* offline sessions hold no publishers */
-    /* Kept for its Session Expiry Interval from now [MQTT-3.1.2-25]
+    /* Kept for its Session Expiry Interval from now [MQTT-3.1.2-23]
      * [MQTT-4.1.0-2]; UINT32_MAX: for ever. expires_at != 0 marks an
      * offline session. */
     s->expires_at = s->expiry_interval_s == UINT32_MAX
@@ -226,7 +226,7 @@ void bk_session_set_online(broker *b, session *s, broker_conn *c)
     s->q_wire = 0; /* nothing is on the new connection's wire yet */
     if (s->will) {
         /* Resumed before its will's delay ran out: the will is not sent
-         * [MQTT-3.1.2-26]. */
+         * [MQTT-3.1.3-9]. */
         bk_msg_unref(b, s->will);
         s->will = NULL;
         s->will_at_ms = 0;
@@ -275,10 +275,10 @@ void bk_session_keep_will(broker *b, session *s, msg *will, uint32_t delay_s, ui
 void bk_will_publish(broker *b, msg *w, uint64_t now_ms)
 {
     /* A will keeps its Message Expiry Interval among its properties until
-     * it is published, because the interval counts from then (it is the
-     * Publication Expiry Interval of the will [MQTT-3.1.3] Will
-     * Properties); the message that goes out carries it as its expiry
-     * time instead, as every message does (msg-t.h). */
+     * it is published, because the interval counts from then (it becomes
+     * the Publication Expiry Interval when the will is published: section
+     * 3.1.3.2.4); the message that goes out carries it as its expiry time
+     * instead, as every message does (msg-t.h). */
     size_t pos = 0;
     mqtt_prop pr;
     mqtt_bytes raw = {bk_msg_props(w), w->props_len};

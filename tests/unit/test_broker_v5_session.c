@@ -4,9 +4,11 @@
  * properties and refusals, assigned client ids, server keep alive,
  * Session Expiry Interval (CONNECT, DISCONNECT, expiry), wills (DISCONNECT
  * reasons, Will Delay Interval), the server's DISCONNECT reasons (takeover,
- * keep alive, protocol errors, shutdown) and AUTH.
+ * keep alive, protocol errors, shutdown) and AUTH; which 5.0 sessions
+ * reach the store (modelled in memory: model_store.c).
  */
 #include "fake_client.h"
+#include "model_store.h"
 #include "test.h"
 
 #include <stdlib.h>
@@ -38,6 +40,24 @@ static fclient *connect5(fworld *w, const char *id, bool clean, uint32_t expiry)
         fp_u32(&fp, MQTT_PROP_SESSION_EXPIRY, expiry);
     fclient *c = fw_open(w);
     fc_connect5(w, c, id, clean, 30, &fp);
+    return c;
+}
+
+/* Client "c" at level 5 with a Session Expiry Interval (0: none) and a
+ * will on "will" ("gone", QoS 1) with a Will Delay Interval and, when not
+ * 0, a Message Expiry Interval. */
+static fclient *connect_delayed_will(fworld *w, uint32_t expiry, uint32_t delay,
+                                     uint32_t msg_expiry)
+{
+    fprops wp = {.len = 0};
+    fp_u32(&wp, MQTT_PROP_WILL_DELAY, delay);
+    if (msg_expiry)
+        fp_u32(&wp, MQTT_PROP_MESSAGE_EXPIRY, msg_expiry);
+    fprops cp = {.len = 0};
+    if (expiry)
+        fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, expiry);
+    fclient *c = fw_open(w);
+    fc_connect5_will(w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
     return c;
 }
 
@@ -480,12 +500,7 @@ TEST(v5_will_waits_for_its_delay)
     fworld w;
     fw_init(&w, NULL);
     fclient *s = listener(&w, "s", "will");
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 5);
-    fprops cp = {.len = 0};
-    fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, 100);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 100, 5, 0);
     fw_drop(&w, c);
     fw_advance(&w, 3000);
     CHECK_EQ(fc_count_publish(s), 0);
@@ -499,15 +514,10 @@ TEST(v5_will_delay_is_cancelled_when_the_session_resumes)
     fworld w;
     fw_init(&w, NULL);
     fclient *s = listener(&w, "s", "will");
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 5);
-    fprops cp = {.len = 0};
-    fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, 100);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 100, 5, 0);
     fw_drop(&w, c);
     fw_advance(&w, 2000);
-    c = connect5(&w, "c", false, 100); /* [MQTT-3.1.2-26] */
+    c = connect5(&w, "c", false, 100); /* [MQTT-3.1.3-9] */
     fw_advance(&w, 10000);
     fw_drop(&w, c); /* this connection has no will: none may go, up to the end */
     fw_advance(&w, 101000);
@@ -520,12 +530,7 @@ TEST(v5_will_goes_when_the_session_ends_before_its_delay)
     fworld w;
     fw_init(&w, NULL);
     fclient *s = listener(&w, "s", "will");
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 60);
-    fprops cp = {.len = 0};
-    fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, 2);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 2, 60, 0);
     fw_drop(&w, c);
     fw_advance(&w, 1000);
     CHECK_EQ(fc_count_publish(s), 0);
@@ -539,10 +544,7 @@ TEST(v5_will_with_delay_goes_at_once_when_the_session_ends_with_the_connection)
     fworld w;
     fw_init(&w, NULL);
     fclient *s = listener(&w, "s", "will");
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 60);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, NULL, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 0, 60, 0);
     fw_drop(&w, c);
     CHECK_EQ(fc_count_publish(s), 1);
     fw_free(&w);
@@ -553,12 +555,7 @@ TEST(v5_clean_start_ends_the_old_session_and_sends_its_delayed_will)
     fworld w;
     fw_init(&w, NULL);
     fclient *s = listener(&w, "s", "will");
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 60);
-    fprops cp = {.len = 0};
-    fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, 100);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 100, 60, 0);
     fw_drop(&w, c);
     CHECK_EQ(fc_count_publish(s), 0);
     c = connect5(&w, "c", true, 100);
@@ -566,25 +563,20 @@ TEST(v5_clean_start_ends_the_old_session_and_sends_its_delayed_will)
     fw_free(&w);
 }
 
-TEST(v5_will_message_expiry_counts_from_its_publication)
+TEST(v5_will_with_a_message_expiry_shorter_than_its_delay_is_still_published)
 {
     /* The will's Message Expiry Interval (2 s) is shorter than its delay
-     * (5 s): counted from the connect it would have expired before the
-     * will went out; counted from publication it reaches an offline
-     * persistent subscriber that comes back within 2 s. */
+     * (5 s): it counts from the will's publication (bk_will_publish), so
+     * the will reaches an offline persistent subscriber that comes back
+     * within 2 s of it. Counted from the connect it would have expired
+     * before it went out (once deliveries drop expired messages). */
     fworld w;
     fw_init(&w, NULL);
     fclient *sub = fw_open(&w);
     fc_connect(&w, sub, "sub", false, 0);
     fc_subscribe(&w, sub, 1, "will", 1);
     fw_drop(&w, sub);
-    fprops wp = {.len = 0};
-    fp_u32(&wp, MQTT_PROP_WILL_DELAY, 5);
-    fp_u32(&wp, MQTT_PROP_MESSAGE_EXPIRY, 2);
-    fprops cp = {.len = 0};
-    fp_u32(&cp, MQTT_PROP_SESSION_EXPIRY, 100);
-    fclient *c = fw_open(&w);
-    fc_connect5_will(&w, c, "c", true, 0, &cp, "will", "gone", 1, false, &wp);
+    fclient *c = connect_delayed_will(&w, 100, 5, 2);
     fw_drop(&w, c);
     fw_advance(&w, 6500);
     sub = fw_open(&w);
@@ -613,4 +605,85 @@ TEST(v5_shutdown_tells_level_5_clients_0x8b_and_closes_everyone_without_wills)
     CHECK(s->closed);
     CHECK(!fc_next(s, &p)); /* a 3.1.1 client: nothing, and no will */
     fw_free(&w);
+}
+
+/* ---- what reaches the store -------------------------------------------- */
+
+static void commit_to_model(fworld *w)
+{
+    ms_commit_all(w->commit_ctx, w->b);
+}
+
+static void init_with_store(fworld *w, mstore *ms)
+{
+    fw_init_durable(w, NULL);
+    w->commit = commit_to_model;
+    w->commit_ctx = ms;
+}
+
+TEST(v5_session_without_expiry_is_never_stored)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *c = connect5(&w, "a", false, 0);
+    fc_subscribe(&w, c, 1, "t", 1);
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'S'), 0);
+    CHECK_EQ(ms_count(ms, 'B'), 0);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(v5_disconnect_with_expiry_zero_deletes_the_stored_session)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *c = connect5(&w, "a", false, 100);
+    ms_commit_all(ms, w.b);
+    fc_subscribe(&w, c, 1, "t", 1);
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'S'), 1);
+    CHECK_EQ(ms_count(ms, 'B'), 1);
+    fprops fp = {.len = 0};
+    fp_u32(&fp, MQTT_PROP_SESSION_EXPIRY, 0);
+    fc_reason5(&w, c, MQTT_DISCONNECT, MQTT_RC_SUCCESS, &fp);
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'S'), 0);
+    CHECK_EQ(ms_count(ms, 'B'), 0);
+    fw_free(&w);
+    free(ms);
+}
+
+TEST(v5_resume_with_expiry_zero_deletes_the_stored_session_and_its_messages)
+{
+    mstore *ms = calloc(1, sizeof *ms);
+    fworld w;
+    init_with_store(&w, ms);
+    fclient *c = connect5(&w, "a", false, 100);
+    ms_commit_all(ms, w.b);
+    fc_subscribe(&w, c, 1, "t", 1);
+    ms_commit_all(ms, w.b);
+    fw_drop(&w, c);
+    fclient *p = connect5(&w, "p", true, 0);
+    fc_publish(&w, p, "t", "queued", 1, false, 1);
+    ms_commit_all(ms, w.b);
+    CHECK_EQ(ms_count(ms, 'Q'), 1);
+    CHECK_EQ(ms_count(ms, 'M'), 1);
+    /* The same session, now to end with its connection: off the disk at
+     * once, its queued message too; it is still delivered on this one. */
+    c = connect5(&w, "a", false, 0);
+    ms_commit_all(ms, w.b);
+    fw_drain(&w);
+    CHECK_EQ(ms_count(ms, 'S'), 0);
+    CHECK_EQ(ms_count(ms, 'Q'), 0);
+    CHECK_EQ(ms_count(ms, 'M'), 0);
+    mqtt_packet pk;
+    EXPECT_PACKET(c, pk, MQTT_CONNACK);
+    CHECK(pk.u.connack.session_present);
+    EXPECT_PACKET(c, pk, MQTT_PUBLISH);
+    CHECK(fc_payload_is(&pk, "queued"));
+    fw_free(&w);
+    free(ms);
 }
