@@ -94,7 +94,7 @@ struct broker_conn {
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
-    /* MQTT 5.0 publish path (conn.c, deliver.c). Topic Aliases live as
+    /* MQTT 5.0 publish path (publish.c, alias.c, deliver.c). Aliases live as
      * long as the connection and never pass to another [MQTT-3.3.2-7].
      * Inbound: the client's aliases, alias_in[alias - 1], grown to the
      * highest alias used, at most limits.max_topic_alias entries, each a

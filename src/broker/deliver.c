@@ -238,12 +238,23 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
  * payload only (what 3.1.1 cannot carry is dropped), a 5.0 client the
  * properties too, and via's Subscription Identifiers (publish5.c). via may
  * be NULL (none). */
-static bk_send5 send_view(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
-                          bool retain, bool dup, uint16_t packet_id, const bk_via *via)
+__attribute__((noinline)) static bk_send5 send_view5(broker *b, broker_conn *c,
+                                                     const bk_pubview *v, uint8_t qos,
+                                                     bool retain, bool dup, uint16_t packet_id,
+                                                     const bk_via *via)
+{
+    return bk_publish5_write(b, c, v, qos, retain, dup, packet_id, via ? via->sub_id : 0,
+                             via ? via->more : NULL, NULL);
+}
+
+static inline __attribute__((always_inline)) bk_send5 send_view(broker *b, broker_conn *c,
+                                                                const bk_pubview *v,
+                                                                uint8_t qos, bool retain,
+                                                                bool dup, uint16_t packet_id,
+                                                                const bk_via *via)
 {
     if (c->level == MQTT_LEVEL_5)
-        return bk_publish5_write(b, c, v, qos, retain, dup, packet_id, via ? via->sub_id : 0,
-                                 via ? via->more : NULL, NULL);
+        return send_view5(b, c, v, qos, retain, dup, packet_id, via);
     return send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
                         packet_id)
                ? BK_SEND5_OK
@@ -264,8 +275,10 @@ typedef struct encoded {
     uint8_t level;
 } encoded;
 
-static bk_send5 send_qos0(broker *b, broker_conn *c, encoded *enc, const bk_pubview *v,
-                          const bk_via *via)
+static inline __attribute__((always_inline)) bk_send5 send_qos0(broker *b, broker_conn *c,
+                                                                 encoded *enc,
+                                                                 const bk_pubview *v,
+                                                                 const bk_via *via)
 {
     bool ids = via && (via->sub_id || via->more);
     bool shared = enc && (c->level != MQTT_LEVEL_5 || (!ids && c->client_topic_alias_max == 0));
@@ -305,11 +318,26 @@ static bk_send5 send_qos0(broker *b, broker_conn *c, encoded *enc, const bk_pubv
     return r;
 }
 
-static bk_send5 send_entry(broker *b, broker_conn *c, const qentry *e, bool dup)
+/* A queue entry to a 5.0 client: out of line, so the 3.1.1 path below
+ * stays as lean as it was. */
+__attribute__((noinline)) static bk_send5 send_entry5(broker *b, broker_conn *c,
+                                                      const qentry *e, bool dup)
 {
     bk_pubview v = bk_msg_view(e->m);
-    const bk_via via = {e->sub_id, e->sub_ids_more, e->shared};
-    return send_view(b, c, &v, e->qos, e->retain, dup, e->packet_id, &via);
+    return bk_publish5_write(b, c, &v, e->qos, e->retain, dup, e->packet_id, e->sub_id,
+                             e->sub_ids_more, NULL);
+}
+
+static inline __attribute__((always_inline)) bk_send5 send_entry(broker *b, broker_conn *c,
+                                                                  const qentry *e, bool dup)
+{
+    if (c->level == MQTT_LEVEL_5)
+        return send_entry5(b, c, e, dup);
+    const msg *m = e->m;
+    return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
+                        e->qos, e->retain, dup, e->packet_id)
+               ? BK_SEND5_OK
+               : BK_SEND5_NOMEM;
 }
 
 static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
@@ -414,28 +442,29 @@ void bk_session_pump(broker *b, session *s)
     while (s->q_sent < s->q_count && bk_out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = bk_session_entry(s, s->q_sent);
         /* [MQTT-3.3.2-5]: a message whose expiry passed before its
-         * delivery to this session started is never sent to it. */
-        bool expired = bk_msg_expired(e->m, b->now_ms);
+         * delivery to this session started is never sent to it: checked
+         * when it is next to go (not while it waits behind a full window,
+         * where it would be checked on every pump). */
         if (e->qos == 0) {
             /* QoS 0 entries (retained on subscribe) are never stored: they
              * go straight out, so only once nothing before them waits. One
              * above the client's Maximum Packet Size is done with too. */
             if (s->q_wire < s->q_sent)
                 break;
-            if (expired)
+            if (bk_msg_expired(e->m, b->now_ms))
                 b->stats.msgs_expired++;
             else if (send_entry(b, c, e, false) == BK_SEND5_NOMEM)
                 break;
             finish_front(b, s, e);
             continue;
         }
-        if (expired) {
+        if (s->inflight >= window(b, c))
+            break;
+        if (bk_msg_expired(e->m, b->now_ms)) {
             b->stats.msgs_expired++;
             finish_front(b, s, e);
             continue;
         }
-        if (s->inflight >= window(b, c))
-            break;
         uint64_t mark = bk_journal_mark(b);
         e->packet_id = bk_session_next_packet_id(s);
         e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
@@ -615,9 +644,9 @@ static bool via_of(broker *b, const match *mt, bool local, bk_via *via)
  * between plain copies (no identifiers, no retain flag, no alias: see
  * send_qos0). Whether it reached s: sent, queued behind a held CONNACK,
  * or too large for its client (as good as sent [MQTT-3.1.2-25]). */
-static bool send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc,
-                         const bk_pubview *v, uint8_t qos, bool retain, bool keep_retain,
-                         const bk_via *via)
+static inline __attribute__((always_inline)) bool
+send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc, const bk_pubview *v,
+             uint8_t qos, bool retain, bool keep_retain, const bk_via *via)
 {
     broker_conn *c = s->conn;
     if (!conn_live(c))
@@ -770,8 +799,9 @@ void bk_share_session_end(broker *b, session *s)
     }
 }
 
-long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg *m)
+long bk_route_view(broker *b, bk_pubview view, uint8_t qos, bool retain, msg *m)
 {
+    const bk_pubview *v = &view;
     const uint8_t *topic = v->topic;
     size_t tlen = v->tlen;
     bool owned = false;
@@ -866,5 +896,5 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
     bk_pubview v = {topic, payload, NULL, tlen, plen, 0, 0};
     if (m)
         v = bk_msg_view(m); /* its properties and expiry too */
-    (void)bk_route_view(b, &v, qos, retain, m);
+    (void)bk_route_view(b, v, qos, retain, m);
 }

@@ -67,7 +67,9 @@ void bk_route_publish(broker *b, const uint8_t *topic, size_t tlen, const uint8_
  * reached: sent, queued, or dropped only for a client's Maximum Packet
  * Size (as good as sent [MQTT-3.1.2-25]); copies dropped for other
  * reasons are counted in stats.publish_dropped. An already expired
- * message reaches no one (counted in stats.msgs_expired). */
-long bk_route_view(broker *b, const bk_pubview *v, uint8_t qos, bool retain, msg *m);
+ * message reaches no one (counted in stats.msgs_expired). v is taken by
+ * value: its callers then hold no address-taken local (no stack canary on
+ * the 3.1.1 path). */
+long bk_route_view(broker *b, bk_pubview v, uint8_t qos, bool retain, msg *m);
 
 #endif

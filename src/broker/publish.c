@@ -72,8 +72,10 @@ static const char *reason_string(uint8_t reason)
     }
 }
 
-static bool send_ack5(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
-                      uint8_t reason)
+/* Out of line: its buffers would cost every acknowledgement a stack
+ * canary and a larger frame. */
+__attribute__((noinline)) static bool send_ack5(broker *b, broker_conn *c, mqtt_type type,
+                                                uint16_t packet_id, uint8_t reason)
 {
     uint8_t props[96], pkt[128];
     const char *text = c->request_problem_info ? reason_string(reason) : NULL;
@@ -95,16 +97,15 @@ static bool send_ack5(broker *b, broker_conn *c, mqtt_type type, uint16_t packet
     return true;
 }
 
-bool bk_send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id, uint8_t reason)
+bool bk_send_ack5(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id, uint8_t reason)
 {
-    bool v5 = c->level == MQTT_LEVEL_5;
-    bool ok = v5 && reason != 0 ? send_ack5(b, c, type, packet_id, reason)
-                                : bk_send_simple(b, c, type, packet_id);
+    bool ok = reason != 0 ? send_ack5(b, c, type, packet_id, reason)
+                          : bk_send_simple(b, c, type, packet_id);
     /* 4.9: the client's send quota comes back with each PUBACK and PUBCOMP
      * and each PUBREC with an error code; counted the same way here, and,
      * as the client's quota, never below zero (a PUBCOMP of a flow begun
      * on an earlier connection). */
-    if (ok && v5 && c->in_unacked > 0 &&
+    if (ok && c->in_unacked > 0 &&
         (type == MQTT_PUBACK || type == MQTT_PUBCOMP ||
          (type == MQTT_PUBREC && reason >= MQTT_RC_UNSPECIFIED_ERROR)))
         c->in_unacked--;
@@ -132,10 +133,8 @@ static bool payload_utf8(const uint8_t *p, size_t n)
 
 /* The topic is beyond limits.max_topic_levels or max_topic_length: which
  * limit (counted and logged), or NULL. */
-static const char *topic_over(broker *b, const broker_conn *c, mqtt_bytes t)
+static const char *topic_over_slow(broker *b, const broker_conn *c, mqtt_bytes t)
 {
-    if (t.len < b->topic_check_len)
-        return NULL; /* most topics: within both limits without looking */
     const char *over = bk_topic_over_limits(b, t.p, t.len);
     if (!over)
         return NULL;
@@ -146,14 +145,21 @@ static const char *topic_over(broker *b, const broker_conn *c, mqtt_bytes t)
     return over;
 }
 
+static inline const char *topic_over(broker *b, const broker_conn *c, mqtt_bytes t)
+{
+    if (t.len < b->topic_check_len)
+        return NULL; /* most topics: within both limits without looking */
+    return topic_over_slow(b, c, t);
+}
+
 /*
  * What a level-5 PUBLISH must pass before anything else: Receive Maximum,
  * the retain switch, and its Topic Alias, which gives *topic. False when
  * the connection ended. A topic beyond the limits sets *rc (0x90) and no
  * alias.
  */
-static bool admit5(broker *b, broker_conn *c, const mqtt_publish *p, mqtt_bytes *topic,
-                   uint8_t *rc)
+__attribute__((noinline)) static bool admit5(broker *b, broker_conn *c, const mqtt_publish *p,
+                                             mqtt_bytes *topic, uint8_t *rc)
 {
     if (p->qos > 0 && ++c->in_unacked > b->lim.receive_maximum) {
         bk_conn_fail(b, c, MQTT_RC_RECEIVE_MAXIMUM_EXCEEDED,
@@ -182,8 +188,9 @@ static bool admit5(broker *b, broker_conn *c, const mqtt_publish *p, mqtt_bytes 
 }
 
 /* Route a level-5 message: its expiry and the properties it carries on.
- * Returns the sessions reached, or -1 when memory ran out (nothing routed). */
-static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
+ * Returns the sessions reached, or -1 when memory ran out (nothing routed).
+ * Out of line, so its buffer costs the 3.1.1 path nothing. */
+__attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
 {
     const mqtt_props *pr = &p->props;
     bk_pubview v = {topic.p, p->payload.p, pr->raw.p, topic.len, p->payload.len, pr->raw.len,
@@ -209,7 +216,7 @@ static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
         v.props = buf;
         v.props_len = n;
     }
-    long reached = bk_route_view(b, &v, p->qos, p->retain, NULL);
+    long reached = bk_route_view(b, v, p->qos, p->retain, NULL);
     if (buf && buf != stack)
         bk_mem_free(b, buf);
     return reached;
@@ -218,11 +225,13 @@ static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
 /* Route p as the client c may publish it; the reason code that says how
  * it went at level 5 (0 success, 0x10 nobody subscribes, 0x97 limits
  * dropped every copy), or 0x80 when memory ran out. */
-static uint8_t route(broker *b, broker_conn *c, const mqtt_publish *p, mqtt_bytes topic)
+static inline __attribute__((always_inline)) uint8_t route(broker *b, broker_conn *c,
+                                                           const mqtt_publish *p,
+                                                           mqtt_bytes topic)
 {
     if (c->level != MQTT_LEVEL_5) {
-        bk_route_publish(b, topic.p, topic.len, p->payload.p, p->payload.len, p->qos, p->retain,
-                         NULL);
+        bk_pubview v = {topic.p, p->payload.p, NULL, topic.len, p->payload.len, 0, 0};
+        (void)bk_route_view(b, v, p->qos, p->retain, NULL);
         return 0;
     }
     uint64_t dropped = b->stats.publish_dropped;
@@ -235,11 +244,14 @@ static uint8_t route(broker *b, broker_conn *c, const mqtt_publish *p, mqtt_byte
                                                : MQTT_RC_NO_MATCHING_SUBSCRIBERS;
 }
 
-void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
+/* One body for both levels, specialised by bk_handle_publish: v5 is a
+ * constant in each copy, so the 3.1.1 one is the path it always was. */
+static inline __attribute__((always_inline)) void handle_publish(broker *b, broker_conn *c,
+                                                                 const mqtt_publish *p,
+                                                                 const bool v5)
 {
     session *s = c->sess;
     uint64_t mark = bk_journal_mark(b);
-    bool v5 = c->level == MQTT_LEVEL_5;
     mqtt_bytes topic = p->topic;
     uint8_t rc = 0; /* level 5: a refusal's reason code */
 
@@ -327,6 +339,20 @@ void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
     if (!bk_ack_rc_send_or_hold(b, c, MQTT_PUBACK, p->packet_id, rc,
                                 bk_journal_gate_if_changed(b, mark)))
         bk_conn_end(b, c, true, "out of memory", b->now_ms);
+}
+
+__attribute__((noinline)) static void handle_publish5(broker *b, broker_conn *c,
+                                                      const mqtt_publish *p)
+{
+    handle_publish(b, c, p, true);
+}
+
+void bk_handle_publish(broker *b, broker_conn *c, const mqtt_publish *p)
+{
+    if (c->level == MQTT_LEVEL_5)
+        handle_publish5(b, c, p);
+    else
+        handle_publish(b, c, p, false);
 }
 
 void bk_handle_ack(broker *b, broker_conn *c, mqtt_type type, const mqtt_ack *a)

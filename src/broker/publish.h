@@ -8,6 +8,7 @@
 
 #include "broker/broker.h"
 #include "broker/conn-t.h"
+#include "broker/conn.h"
 #include "mqtt/mqtt.h"
 
 #include <stdbool.h>
@@ -25,7 +26,15 @@ void bk_handle_pubrel(broker *b, broker_conn *c, const mqtt_ack *a);
  * (and, when it allows problem information, a Reason String), a level 3/4
  * client the short form. Also gives a level-5 client's send quota back
  * (Receive Maximum) when the packet ends one of its QoS 1/2 flows. False
- * on allocation failure. */
-bool bk_send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id, uint8_t reason);
+ * on allocation failure. Inline: every acknowledgement of a 3.1.1 client
+ * goes through it. */
+bool bk_send_ack5(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id, uint8_t reason);
+static inline bool bk_send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id,
+                               uint8_t reason)
+{
+    if (c->level != MQTT_LEVEL_5)
+        return bk_send_simple(b, c, type, packet_id);
+    return bk_send_ack5(b, c, type, packet_id, reason);
+}
 
 #endif

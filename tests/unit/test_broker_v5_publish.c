@@ -858,3 +858,21 @@ TEST(v5_known_topic_alias_is_not_used_when_the_full_topic_is_smaller_and_only_th
     CHECK(!has_prop(&pk, MQTT_PROP_TOPIC_ALIAS));
     fw_free(&w);
 }
+
+TEST(v5_message_expiry_interval_0_is_never_delivered_nor_retained)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *s = conn5(&w, "s", true, NULL), *p = conn5(&w, "p", true, NULL);
+    sub5(&w, s, "t", 1);
+    fprops pr = {.len = 0};
+    fp_u32(&pr, MQTT_PROP_MESSAGE_EXPIRY, 0);
+    fc_publish5(&w, p, "t", "x", 1, true, 1, &pr);
+    mqtt_packet pk;
+    EXPECT_PACKET(p, pk, MQTT_PUBACK);
+    CHECK_EQ(fc_reason_of(&pk), MQTT_RC_NO_MATCHING_SUBSCRIBERS);
+    CHECK(!fc_next(s, &pk));
+    CHECK_EQ(stats(&w).retained_count, 0);
+    CHECK_EQ(stats(&w).msgs_expired, 1);
+    fw_free(&w);
+}
