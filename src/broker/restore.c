@@ -11,7 +11,6 @@
 #include "broker/access.h"
 #include "broker/base.h"
 #include "broker/broker-t.h"
-#include "broker/deliver.h"
 #include "broker/ident.h"
 #include "broker/journal.h"
 #include "broker/mem.h"
@@ -28,7 +27,6 @@ typedef struct restore_state {
     size_t cap, count;
     size_t sessions, queued, retained, dropped;
     size_t expired;     /* messages, queue entries, sessions dropped as expired */
-    size_t wills;       /* wills published at the end of restore */
     size_t unclocked;   /* wall-clock times read without a wall clock */
 } restore_state;
 
@@ -124,6 +122,52 @@ static uint64_t msg_expiry(broker *b, restore_state *r, uint64_t t, bool *passed
     return core == UINT64_MAX ? 0 : core;
 }
 
+/* Forwarded properties (msg-t.h) go out in PUBLISH packets as they are: a
+ * damaged store must not make the broker send a malformed block. A whole
+ * block of the properties a message carries, each at most once (User
+ * Properties repeat), strings valid UTF-8, the Response Topic a topic
+ * name [MQTT-3.3.2-13]; a will's block may also keep its Message Expiry
+ * Interval (session-t.h). */
+static bool props_ok(const uint8_t *p, size_t len, bool is_will)
+{
+    uint64_t allowed = MQTT_PROP_BIT(MQTT_PROP_PAYLOAD_FORMAT) |
+                       MQTT_PROP_BIT(MQTT_PROP_CONTENT_TYPE) |
+                       MQTT_PROP_BIT(MQTT_PROP_RESPONSE_TOPIC) |
+                       MQTT_PROP_BIT(MQTT_PROP_CORRELATION_DATA) |
+                       MQTT_PROP_BIT(MQTT_PROP_USER_PROPERTY) |
+                       (is_will ? MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY) : 0);
+    const mqtt_bytes raw = {p, len};
+    uint64_t seen = 0;
+    size_t pos = 0;
+    mqtt_prop pr;
+    while (mqtt_prop_next(&raw, &pos, &pr)) {
+        if (pr.id >= 64)
+            return false;
+        uint64_t bit = MQTT_PROP_BIT(pr.id);
+        if (!(allowed & bit) ||
+            (pr.id != MQTT_PROP_USER_PROPERTY && (seen & bit)))
+            return false;
+        seen |= bit;
+        if ((pr.id == MQTT_PROP_PAYLOAD_FORMAT && pr.value > 1) ||
+            (pr.id == MQTT_PROP_CONTENT_TYPE && !mqtt_utf8_valid(pr.data.p, pr.data.len)) ||
+            (pr.id == MQTT_PROP_RESPONSE_TOPIC &&
+             !mqtt_topic_name_valid(pr.data.p, pr.data.len)) ||
+            (pr.id == MQTT_PROP_USER_PROPERTY &&
+             (!mqtt_utf8_valid(pr.data.p, pr.data.len) ||
+              !mqtt_utf8_valid(pr.data2.p, pr.data2.len))))
+            return false;
+    }
+    return pos == len; /* the walk stops early at anything malformed */
+}
+
+/* An offline session's expiry or will is due at core time at: the
+ * sessions' tick must look by then (session-t.h: early, never late). */
+static void note_event(broker *b, uint64_t at)
+{
+    if (at < b->sessions.next_event_ms)
+        b->sessions.next_event_ms = at;
+}
+
 /* The records restore produces: removals of what expired (see the top). */
 static void forget_retained(broker *b, const uint8_t *topic, size_t tlen)
 {
@@ -146,7 +190,7 @@ int broker_restore_retained(broker *b, const uint8_t *topic, size_t tlen,
 {
     restore_state *r = rs_get(b);
     if (!r || tlen == 0 || tlen > UINT16_MAX || qos > 2 || props_len > UINT32_MAX ||
-        !mqtt_topic_name_valid(topic, tlen))
+        !mqtt_topic_name_valid(topic, tlen) || !props_ok(props, props_len, false))
         return -1;
     bool passed;
     uint64_t expiry = msg_expiry(b, r, expiry_at, &passed);
@@ -201,6 +245,7 @@ int broker_restore_session(broker *b, const uint8_t *id, size_t idlen, const uin
     else if (at == 0 || at == UINT64_MAX)
         at = b->now_ms + (uint64_t)expiry_interval * 1000u;
     s->expires_at = at ? at : 1;
+    note_event(b, s->expires_at);
     r->sessions++;
     return 0;
 }
@@ -242,7 +287,8 @@ int broker_restore_msg(broker *b, uint64_t msg_id, const uint8_t *topic, size_t 
     /* The topic goes out in PUBLISH packets as it is: a damaged store must
      * not make the broker send clients a malformed one. */
     if (!r || msg_id == 0 || tlen == 0 || tlen > UINT16_MAX || qos > 2 ||
-        props_len > UINT32_MAX || !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id))
+        props_len > UINT32_MAX || !mqtt_topic_name_valid(topic, tlen) || rs_find(r, msg_id) ||
+        !props_ok(props, props_len, false))
         return -1;
     /* Kept even when expired: an entry already sent must still be
      * completed; broker_restore_queued() drops the unsent ones. */
@@ -360,7 +406,7 @@ int broker_restore_will(broker *b, const uint8_t *id, size_t idlen, const uint8_
     session *s = bk_session_find(&b->sessions, id, idlen);
     /* The will goes out as a PUBLISH: the same checks as a message. */
     if (!r || !s || tlen == 0 || tlen > UINT16_MAX || qos > 2 || props_len > UINT32_MAX ||
-        !mqtt_topic_name_valid(topic, tlen))
+        !mqtt_topic_name_valid(topic, tlen) || !props_ok(props, props_len, true))
         return -1;
     bool passed;
     uint64_t expiry = msg_expiry(b, r, expiry_at, &passed);
@@ -373,45 +419,20 @@ int broker_restore_will(broker *b, const uint8_t *id, size_t idlen, const uint8_
      * compared): broker_restore_done() publishes it. */
     uint64_t at = core_time(b, r, fire_at, &passed);
     s->will_at_ms = passed || at == 0 || at == UINT64_MAX ? b->now_ms : at;
+    note_event(b, s->will_at_ms);
     return 0;
 }
 
-/* Publish s's will (unless its own expiry passed) and forget it. */
-static void fire_will(broker *b, restore_state *r, session *s)
-{
-    msg *w = s->will;
-    s->will = NULL;
-    s->will_at_ms = 0;
-    if (!bk_msg_expired(w, b->now_ms)) {
-        bk_route_publish(b, bk_msg_topic(w), w->topic_len, bk_msg_payload(w), w->payload_len,
-                         w->qos, w->retain, w);
-        r->wills++;
-    }
-    bk_msg_unref(b, w);
-}
-
 /* The sessions that expired while the broker was down end now, after
- * their wills [MQTT-3.1.3-9]; wills whose delay passed are published.
- * Every restored session is offline. Runs with records on: the session
- * deletions and will removals go to the disk. */
+ * their wills [MQTT-3.1.2-8]; wills whose delay passed are published:
+ * what the sessions' tick does when their time comes (session.c), run
+ * once at once so that no client resumes such a session. Runs with
+ * records on: the session deletions and will removals reach the disk. */
 static void end_expired(broker *b, restore_state *r)
 {
-    session *s = b->sessions.offline;
-    while (s) {
-        session *next = s->off_next;
-        bool expired = s->expires_at <= b->now_ms;
-        if (s->will && (expired || s->will_at_ms <= b->now_ms)) {
-            fire_will(b, r, s);
-            if (!expired)
-                bk_journal_will(b, s);
-        }
-        if (expired) {
-            bk_log(b, BROKER_LOG_INFO, "session %s expired while the broker was down", s->id);
-            bk_session_destroy(b, s);
-            r->expired++;
-        }
-        s = next;
-    }
+    size_t before = b->sessions.count;
+    bk_sessions_tick(b, b->now_ms);
+    r->expired += before - b->sessions.count;
 }
 
 void broker_restore_done(broker *b)
@@ -427,11 +448,11 @@ void broker_restore_done(broker *b)
     bk_log(b, BROKER_LOG_INFO,
            "restored %zu persistent sessions, %zu queued messages, %zu retained messages%s",
            r->sessions, r->queued, r->retained, r->dropped ? " (some entries lacked data)" : "");
-    if (r->expired || r->wills)
+    if (r->expired)
         bk_log(b, BROKER_LOG_INFO,
                "restore: %zu sessions, queued or retained messages expired while the broker "
-               "was down; %zu delayed wills published",
-               r->expired, r->wills);
+               "was down (wills of the sessions published)",
+               r->expired);
     if (r->unclocked)
         bk_log(b, BROKER_LOG_WARN,
                "restore: no wall clock: %zu recorded expiry times could not be checked (messages "

@@ -230,6 +230,7 @@ void bk_session_set_online(broker *b, session *s, broker_conn *c)
         bk_msg_unref(b, s->will);
         s->will = NULL;
         s->will_at_ms = 0;
+        bk_journal_will(b, s);
     }
     if (expiring)
         bk_journal_session_put(b, s); /* its record no longer says it expires */
@@ -270,6 +271,7 @@ void bk_session_keep_will(broker *b, session *s, msg *will, uint32_t delay_s, ui
     s->will = will;
     s->will_at_ms = now_ms + (uint64_t)delay_s * 1000u;
     note_event(&b->sessions, s->will_at_ms);
+    bk_journal_will(b, s); /* its delay runs on while the broker is down */
 }
 
 void bk_will_publish(broker *b, msg *w, uint64_t now_ms)
@@ -346,6 +348,7 @@ void bk_sessions_tick(broker *b, uint64_t now_ms)
                 msg *will = s->will;
                 s->will = NULL;
                 s->will_at_ms = 0;
+                bk_journal_will(b, s); /* published: off the disk */
                 bk_will_publish(b, will, now_ms);
                 bk_msg_unref(b, will);
             }

@@ -541,7 +541,7 @@ void model_crash(world *w)
             if (t & JOURNAL_TIME_LEFT)
                 due = w->now + (t & ~JOURNAL_TIME_LEFT);
             else if (t != 0)
-                due = t - SIM_WALL0;
+                due = t - SIM_WALL_MS;
             if (in->expiry_s && due) {
                 uint64_t span = (uint64_t)in->expiry_s * 1000u;
                 in->offline_since = due > span ? due - span : 0;
@@ -568,6 +568,7 @@ void model_crash(world *w)
             kill_inc(w, j);
             in->expired = true;
             w->n_expired++;
+            w->n_expired_down++;
         }
     }
     for (int t = 0; t < SIM_TOPICS && !w->failed; t++)

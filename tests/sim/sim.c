@@ -451,7 +451,8 @@ static void end_phase(world *w, uint64_t baseline)
 
 typedef struct run_stats {
     uint64_t steps, msgs, delivered, dups, drops, takeovers, reconnects, tight, dropped,
-        paused, expiry_seeds, expired, durable, commits, failed, crashes, hold_seeds, held,
+        paused, expiry_seeds, expired, durable, commits, failed, crashes, downtimes,
+        expired_down, hold_seeds, held,
         hold_timeouts, kept, graceful, aborts, lingers, input_seeds, input_waits, input_closes,
         ident_seeds, sessions_refused, ident_lost, v5, msg_expiry, expired_msgs, alias_up,
         alias_down, too_large, disc_end, at_recv_max;
@@ -565,7 +566,7 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     w->b = broker_create(&cfg, w->now);
     if (!w->b)
         abort();
-    broker_set_wall_clock(w->b, SIM_WALL0 + w->now, w->now);
+    broker_set_wall_clock(w->b, SIM_WALL_MS + w->now, w->now);
     net_start(w);
     sim_trace(w, "seed %llu: %s%s, expiry %u s, inflight %u, work budget %u, hold %u, "
                  "transport buffer %zu, input budget %llu, identities %s (sessions %u, "
@@ -625,6 +626,8 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     rs->commits += w->n_commits;
     rs->failed += w->n_failed;
     rs->crashes += w->n_crashes;
+    rs->downtimes += w->n_downtimes;
+    rs->expired_down += w->n_expired_down;
     rs->hold_seeds += w->cfg.limits.hold_queued != 0;
     if (w->b) {
         broker_stats st; /* since the last crash, if any */
@@ -717,7 +720,8 @@ int main(int argc, char **argv)
            "%llu DUP copies, %llu drops, %llu takeovers, %llu reconnects; %llu seeds with "
            "small output buffers, %llu QoS 0 dropped there, input paused %llu times; %llu seeds with "
            "session expiry, %llu sessions expired; %llu durable seeds, %llu commits, %llu "
-           "failed batches, %llu crashes; %llu seeds holding publishers, held %llu times, "
+           "failed batches, %llu crashes (%llu with the broker down a while, %llu sessions "
+           "expired meanwhile); %llu seeds holding publishers, held %llu times, "
            "%llu hold timeouts; connection layer: input kept %llu times, %llu graceful closes, "
            "%llu aborts, %llu lingers ran out; %llu seeds with an input budget, %llu waits, "
            "%llu closes; %llu seeds with identities, %llu sessions refused, %llu messages "
@@ -730,7 +734,8 @@ int main(int argc, char **argv)
            (unsigned long long)rs.paused, (unsigned long long)rs.expiry_seeds,
            (unsigned long long)rs.expired, (unsigned long long)rs.durable,
            (unsigned long long)rs.commits, (unsigned long long)rs.failed,
-           (unsigned long long)rs.crashes, (unsigned long long)rs.hold_seeds,
+           (unsigned long long)rs.crashes, (unsigned long long)rs.downtimes,
+           (unsigned long long)rs.expired_down, (unsigned long long)rs.hold_seeds,
            (unsigned long long)rs.held, (unsigned long long)rs.hold_timeouts,
            (unsigned long long)rs.kept, (unsigned long long)rs.graceful,
            (unsigned long long)rs.aborts, (unsigned long long)rs.lingers,

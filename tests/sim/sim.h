@@ -79,9 +79,10 @@ enum {
     SIM_START_LAG_MS = 1000,      /* a QoS 1/2 copy's encoding after its packet id, at most */
 };
 
-/* The wall clock at the simulator's time 0 (ms since the Unix epoch): the
- * core is told wall = SIM_WALL0 + now, as the daemon tells it its clock. */
-#define SIM_WALL0 1767225600000ull
+/* The broker's wall clock is this plus the simulator's time (ms since the
+ * Unix epoch), as the daemon tells it its clock: session and message
+ * expiry times are journaled as wall-clock times (journal.h). */
+#define SIM_WALL_MS UINT64_C(1767225600000)
 
 extern const char *const sim_topics[SIM_TOPICS];
 extern const char *const sim_filters[SIM_FILTERS];
@@ -333,6 +334,9 @@ typedef struct world {
     /* counters for the summary */
     uint64_t n_delivered, n_dups, n_drops, n_takeovers, n_reconnects, n_qos0_dropped,
         n_paused, n_expired, n_commits, n_failed, n_crashes;
+    /* ... crashes the broker stayed down across (time passed), and the
+     * sessions that expired meanwhile, ended by the restore */
+    uint64_t n_downtimes, n_expired_down;
     /* ... of the connection layer: input it kept for the core after a
      * feeding call, closes by kind, lingers that ran out */
     uint64_t n_kept, n_graceful, n_aborts, n_lingers;

@@ -284,19 +284,19 @@ TEST(core_records_its_mqtt5_state_and_a_later_restore_deducts_the_time_down)
     CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
     session *s = find_session(w.b, "c5");
     CHECK(s != NULL && s->subs != NULL);
-    /* What the 5.0 connection and subscription paths set. */
+    /* What the 5.0 subscription path sets, and the connection's Session
+     * Expiry Interval. */
     s->subs->options = MQTT_SUBOPT_NO_LOCAL;
     s->subs->sub_id = 5;
-    s->expiry_interval_s = 600;
+    bk_session_set_expiry(w.b, s, 600);
+    CHECK_EQ(ts_commit_all(e.s, w.b), STORE_OK);
+    /* Offline: the record says when it expires; a delayed will is kept. */
     fc_disconnect(&w, c);
     CHECK(s->conn == NULL);
-    s->expires_at = w.now + 600000u;
-    bk_journal_session_put(w.b, s);
-    s->will = bk_msg_new5(w.b, (const uint8_t *)"w/c5", 4, (const uint8_t *)"bye", 3, props,
-                          sizeof props, 1, false, w.now + 900000u);
-    CHECK(s->will != NULL);
-    s->will_at_ms = w.now + 30000u;
-    bk_journal_will(w.b, s);
+    msg *will = bk_msg_new5(w.b, (const uint8_t *)"w/c5", 4, (const uint8_t *)"bye", 3, props,
+                            sizeof props, 1, false, w.now + 900000u);
+    CHECK(will != NULL);
+    bk_session_keep_will(w.b, s, will, 30, w.now);
     CHECK(broker_store_take(w.b, &b));
     pos = 0;
     CHECK_EQ(journal_next(b.data, b.len, &pos, &rec), 1);
@@ -329,6 +329,52 @@ TEST(core_records_its_mqtt5_state_and_a_later_restore_deducts_the_time_down)
     CHECK_EQ(s->will->expiry_ms, w.now + 890000u);
     CHECK_EQ(s->subs->sub_id, 5);
     CHECK_EQ(s->subs->options, MQTT_SUBOPT_NO_LOCAL);
+    fw_free(&w);
+    ts_cleanup(&e);
+}
+
+TEST(store_load_refuses_a_message_whose_stored_properties_are_malformed)
+{
+    ts_env e;
+    jb j;
+    fworld w;
+    char err[STORE_ERR_SIZE];
+    /* A Content Type whose length runs past the block, a Topic Alias
+     * (never forwarded), and a Response Topic with a wildcard. */
+    static const uint8_t truncated[] = {0x03, 0x00, 0x09, 'a'};
+    static const uint8_t alias[] = {0x23, 0x00, 0x01};
+    static const uint8_t wildcard[] = {0x08, 0x00, 0x03, 'a', '/', '#'};
+    const struct {
+        const uint8_t *p;
+        size_t n;
+    } bad[] = {{truncated, sizeof truncated}, {alias, sizeof alias}, {wildcard, sizeof wildcard}};
+
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK(ts_init(&e));
+        CHECK(ts_open(&e, false));
+        jb_init(&j, 1);
+        jb_session_put5(&j, "c", "", 0, 3600, 0);
+        jb_msg_put5(&j, 1, "t", "p", 1, 0, bad[i].p, bad[i].n, 0);
+        jb_queue_put(&j, "c", 1, 1, 1, 0);
+        broker_store_batch b = jb_batch(&j);
+        CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK);
+        fw_init_durable(&w, NULL);
+        CHECK(store_load(e.s, w.b, err, sizeof err) != STORE_OK);
+        CHECK(strstr(err, "message row 1") != NULL);
+        fw_free(&w);
+        ts_cleanup(&e);
+    }
+    /* The same message with well-formed properties loads. */
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, false));
+    jb_init(&j, 1);
+    jb_session_put5(&j, "c", "", 0, 3600, 0);
+    jb_msg_put5(&j, 1, "t", "p", 1, 0, props, sizeof props, 0);
+    jb_queue_put(&j, "c", 1, 1, 1, 0);
+    broker_store_batch ok = jb_batch(&j);
+    CHECK_EQ(store_apply(e.s, &ok, 1), STORE_OK);
+    fw_init_durable(&w, NULL);
+    CHECK_EQ(store_load(e.s, w.b, err, sizeof err), STORE_OK);
     fw_free(&w);
     ts_cleanup(&e);
 }
