@@ -320,22 +320,11 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
                  p->qos, e->nodup, e->routed);
         return;
     }
-    /* A QoS 2 PUBLISH of a durable broker leaves once the record of its
-     * packet id is committed (deliver.c): its delivery started when the
-     * id was given, which may be before it expired though it is written
-     * after; the interval left is then 0, as for a QoS 1/2 copy encoded
-     * after it expired (below). */
-    bool gated = w->durable && p->qos == 2;
-    /* A QoS 1/2 copy's delivery starts when the broker gives it a packet
-     * id (deliver.c checks the expiry there); it is encoded when the
-     * connection's turn comes, which the write-time bound cannot see: up
-     * to SIM_START_LAG_MS later is allowed. A QoS 0 copy is encoded when
-     * its delivery starts. */
-    uint64_t lag = p->qos ? SIM_START_LAG_MS : 0;
     if (sm->expiry_s && !p->dup) {
         /* [MQTT-3.3.2-5]: no onward delivery starts once it expired (a
-         * resend, DUP, completes one that started). */
-        if (wrote >= sm->expires_at + lag && !gated) {
+         * resend, DUP, completes one that started). Its start is when the
+         * broker writes it, whatever waited before (deliver.c). */
+        if (wrote >= sm->expires_at) {
             sim_fail(w, "%s received m%d at t=%llu or later, expired at t=%llu (Message Expiry "
                         "Interval %u s)",
                      who, mi, (unsigned long long)wrote, (unsigned long long)sm->expires_at,
@@ -345,7 +334,7 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
         /* [MQTT-3.3.2-6]: a 5.0 receiver gets the interval left. */
         if (c->level == MQTT_LEVEL_5 &&
             (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ||
-             (p->props.message_expiry == 0 && p->qos == 0) ||
+             p->props.message_expiry == 0 ||
              p->props.message_expiry > sm->expiry_s)) {
             sim_fail(w, "%s received m%d with Message Expiry Interval %u (present %d); it was "
                         "published with %u",

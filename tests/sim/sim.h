@@ -76,7 +76,6 @@ enum {
     SIM_ALIAS_MAX = 4,            /* Topic Alias Maximum a 5.0 client announces, at most */
     SIM_WTIMES = 16,              /* write-time checkpoints kept per connection */
     SIM_DOWN_MS = 5000,           /* a crash keeps the broker down up to this long */
-    SIM_START_LAG_MS = 1000,      /* a QoS 1/2 copy's encoding after its packet id, at most */
 };
 
 /* The broker's wall clock is this plus the simulator's time (ms since the
