@@ -876,3 +876,160 @@ TEST(v5_message_expiry_interval_0_is_never_delivered_nor_retained)
     CHECK_EQ(stats(&w).msgs_expired, 1);
     fw_free(&w);
 }
+
+/* Everything the broker asked the store to write is reported written. */
+static void commit_all(fworld *w)
+{
+    broker_store_batch batch;
+    while (broker_store_take(w->b, &batch))
+        broker_store_done(w->b, batch.seq, true);
+    fw_drain(w);
+}
+
+TEST(v5_reason_code_of_an_acknowledgement_held_for_a_commit_is_kept)
+{
+    fworld w;
+    fw_init_durable(&w, NULL);
+    fclient *p = fw_open(&w);
+    fc_connect5(&w, p, "p", true, 0, NULL);
+    commit_all(&w);
+    fc_clear(p);
+    /* A retained message nobody subscribes to: its PUBACK waits for the
+     * retained value's commit, and says 0x10 when it goes. */
+    fc_publish5(&w, p, "r", "v", 1, true, 1, NULL);
+    mqtt_packet pk;
+    CHECK(!fc_next(p, &pk));
+    commit_all(&w);
+    EXPECT_PACKET(p, pk, MQTT_PUBACK);
+    CHECK_EQ(pk.u.ack.packet_id, 1);
+    CHECK_EQ(fc_reason_of(&pk), MQTT_RC_NO_MATCHING_SUBSCRIBERS);
+    fw_free(&w);
+}
+
+/* A small deterministic generator for the randomized test below. */
+static uint32_t next_rand(uint32_t *x)
+{
+    *x ^= *x << 13;
+    *x ^= *x >> 17;
+    *x ^= *x << 5;
+    return *x;
+}
+
+/* The client side of the randomized test: what it was sent per QoS, and
+ * what a client library keeps (its aliases, its unacknowledged ids). */
+typedef struct rx_model {
+    char payload[2][200][48]; /* per QoS, the messages that fit, in order */
+    int nwant[2], ngot[2];
+    char alias[8][16];        /* topic of each alias, "" = unset */
+    uint16_t unacked[64];
+    int nunacked;
+    uint16_t alias_max, recv_max;
+    uint32_t max_packet;
+} rx_model;
+
+/* Read everything s received, checking it against m; false on a
+ * violation (reported through CHECK in the caller's name). */
+static bool rx_drain(fclient *s, rx_model *m)
+{
+    mqtt_packet pk;
+    while (fc_next(s, &pk)) {
+        if (pk.type != MQTT_PUBLISH || pk.size > m->max_packet)
+            return false;
+        const mqtt_props *pr = fc_props_of(&pk);
+        const char *topic;
+        char plain[16] = {0};
+        if (pr->present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)) {
+            uint16_t a = pr->topic_alias;
+            if (a < 1 || a > m->alias_max) /* [MQTT-3.3.2-11] */
+                return false;
+            if (pk.u.publish.topic.len) {
+                if (pk.u.publish.topic.len >= sizeof m->alias[a])
+                    return false;
+                memcpy(m->alias[a], pk.u.publish.topic.p, pk.u.publish.topic.len);
+                m->alias[a][pk.u.publish.topic.len] = 0;
+            }
+            topic = m->alias[a];
+        } else {
+            if (pk.u.publish.topic.len == 0 || pk.u.publish.topic.len >= sizeof plain)
+                return false;
+            memcpy(plain, pk.u.publish.topic.p, pk.u.publish.topic.len);
+            topic = plain;
+        }
+        if (strncmp(topic, "top/", 4) != 0)
+            return false;
+        /* In order within its QoS [MQTT-4.6.0-5]. */
+        int q = pk.u.publish.qos;
+        if (q > 1 || m->ngot[q] >= m->nwant[q] || !fc_payload_is(&pk, m->payload[q][m->ngot[q]]))
+            return false;
+        m->ngot[q]++;
+        if (q == 1) {
+            m->unacked[m->nunacked++] = pk.u.publish.packet_id;
+            if (m->nunacked > m->recv_max) /* [MQTT-3.3.4-9] */
+                return false;
+        }
+    }
+    return true;
+}
+
+/*
+ * Randomized: a 5.0 subscriber with a random Topic Alias Maximum, Receive
+ * Maximum and Maximum Packet Size, acknowledging late and at random, is
+ * sent messages on several topics at QoS 0 and 1. As a client library
+ * would, it resolves the aliases it receives. Every message that fits
+ * arrives, in order within its QoS, under its topic; none that does not
+ * [MQTT-3.1.2-24] (counted); no alias above its maximum; never more
+ * unacknowledged QoS 1 PUBLISHes than its Receive Maximum.
+ */
+TEST(v5_random_traffic_keeps_aliases_receive_maximum_and_packet_size)
+{
+    for (uint32_t seed = 1; seed <= 30; seed++) {
+        uint32_t r = seed * 2654435761u;
+        rx_model *m = calloc(1, sizeof *m);
+        CHECK(m != NULL);
+        m->alias_max = (uint16_t)(next_rand(&r) % 6);
+        m->recv_max = (uint16_t)(1 + next_rand(&r) % 4);
+        m->max_packet = 30 + next_rand(&r) % 40;
+        fworld w;
+        fw_init(&w, NULL);
+        fprops cp = {.len = 0};
+        if (m->alias_max)
+            fp_u16(&cp, MQTT_PROP_TOPIC_ALIAS_MAXIMUM, m->alias_max);
+        fp_u16(&cp, MQTT_PROP_RECEIVE_MAXIMUM, m->recv_max);
+        fp_u32(&cp, MQTT_PROP_MAXIMUM_PACKET_SIZE, m->max_packet);
+        fclient *s = conn5(&w, "s", true, &cp), *p = conn5(&w, "p", true, NULL);
+        sub5(&w, s, "top/#", 1);
+        int too_large = 0;
+        for (int i = 0; i < 200; i++) {
+            char topic[16], payload[48];
+            snprintf(topic, sizeof topic, "top/%u", (unsigned)(next_rand(&r) % 8) * 7);
+            int plen = (int)(next_rand(&r) % 40);
+            memset(payload, 'x', (size_t)plen);
+            snprintf(payload + plen, sizeof payload - (size_t)plen, "%d", i);
+            uint8_t qos = (uint8_t)(next_rand(&r) % 2);
+            /* It fits if its packet without an alias does (publish5.c). */
+            if (mqtt_publish5_size(strlen(topic), strlen(payload), qos, 0) <= m->max_packet)
+                memcpy(m->payload[qos][m->nwant[qos]++], payload, sizeof payload);
+            else
+                too_large++;
+            fc_publish5(&w, p, topic, payload, qos, false, (uint16_t)(i + 1), NULL);
+            fc_clear(p);
+            CHECK(rx_drain(s, m));
+            /* Acknowledge some, oldest first. */
+            while (m->nunacked > 0 && next_rand(&r) % 3 != 0) {
+                fc_ack5(&w, s, MQTT_PUBACK, m->unacked[0], 0, NULL);
+                memmove(m->unacked, m->unacked + 1, (size_t)(--m->nunacked) * sizeof *m->unacked);
+                CHECK(rx_drain(s, m));
+            }
+        }
+        while (m->nunacked > 0) {
+            fc_ack5(&w, s, MQTT_PUBACK, m->unacked[0], 0, NULL);
+            memmove(m->unacked, m->unacked + 1, (size_t)(--m->nunacked) * sizeof *m->unacked);
+            CHECK(rx_drain(s, m));
+        }
+        CHECK_EQ(m->ngot[0], m->nwant[0]);
+        CHECK_EQ(m->ngot[1], m->nwant[1]);
+        CHECK_EQ(stats(&w).msgs_over_client_max, (uint64_t)too_large);
+        fw_free(&w);
+        free(m);
+    }
+}
