@@ -686,8 +686,13 @@ static void decode_error(broker *b, broker_conn *c, mqtt_err err, const uint8_t 
             send_connack(b, c, false, mqtt_err_reason(err), mqtt_err_str(err));
         }
     }
-    bk_conn_fail(b, c, c->level == MQTT_LEVEL_5 ? mqtt_err_reason(err) : MQTT_RC_PROTOCOL_ERROR,
-                 mqtt_err_str(err));
+    /* A CONNECT after the first is a Protocol Error [MQTT-3.1.0-2], its
+     * protocol name or level as bad as they may be: 0x84 is CONNACK's
+     * alone, never DISCONNECT's. */
+    uint8_t reason = MQTT_RC_PROTOCOL_ERROR;
+    if (c->level == MQTT_LEVEL_5 && mqtt_err_reason(err) != MQTT_RC_UNSUPPORTED_PROTOCOL_VERSION)
+        reason = mqtt_err_reason(err);
+    bk_conn_fail(b, c, reason, mqtt_err_str(err));
 }
 
 /* Append to the input tail, growing it by doubling but never beyond

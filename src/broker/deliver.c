@@ -388,6 +388,16 @@ void bk_session_transmit(broker *b, session *s)
             bk_commit_wait(b, c);
             return;
         }
+        if (!e->sent && e->state != Q_WAIT_PUBCOMP && bk_msg_expired(e->m, b->now_ms)) {
+            /* [MQTT-3.3.2-5]: its packet id was given, but it never went
+             * out (it waited for output room, the commit of that id, or a
+             * connection): delivery has not started, and it expired
+             * meanwhile. Done with as a PUBACK would (the receiver never
+             * saw the id). */
+            b->stats.msgs_expired++;
+            bk_session_complete(b, s, e);
+            continue;
+        }
         bk_send5 r = e->state == Q_WAIT_PUBCOMP
                          ? (send_ack(b, c, MQTT_PUBREL, e->packet_id) ? BK_SEND5_OK
                                                                       : BK_SEND5_NOMEM)

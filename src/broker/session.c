@@ -434,9 +434,7 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     e->state = state;
     e->retain = retain;
     e->sent = state != Q_QUEUED; /* perhaps sent before the restart: DUP */
-    e->jseq = 0;
-    e->sub_id = 0; /* restore.c sets the identifiers */
-    e->sub_ids_more = NULL;
+    e->jseq = 0; /* restore.c sets the identifiers */
     s->q_count++;
     if (state == Q_QUEUED) {
         bk_session_bytes_add(s, m ? m->payload_len : 0);

@@ -19,7 +19,12 @@
  * passes).
  *
  * Checked after every step, beyond sanitizers and the core's own ALWAYS():
- *   - every byte the broker sends decodes as a server packet;
+ *   - every byte the broker sends decodes as a server packet at the
+ *     connection's level: its CONNACK's form says which (a level-5 one
+ *     has a property block, so a Remaining Length above 2), and it must be
+ *     the level of the CONNECT the client sent when that decodes (an MQTT
+ *     5.0 CONNECT gets a 5.0 CONNACK [MQTT-3.1.2-2's refusal aside, which
+ *     is 5.0 too], a 3.1.1 one a 3.1.1 CONNACK);
  *   - the core's memory_used equals what its allocator actually holds;
  * and at the end, after broker_destroy, nothing is left allocated. Reads
  * leave the rest of the layer's read buffer poisoned, so ASan catches the
@@ -46,6 +51,13 @@ typedef struct fconn {
     bool open;           /* the layer has it */
     bool reading;        /* false: the transport takes nothing (slow reader) */
     fake_bytes rx;       /* incomplete packet from the broker */
+    /* The client's first packet until it is judged (hello), and its level
+     * when it is a CONNECT that decodes (-1 not judged yet, 0 not one);
+     * the level the broker's packets decode at, from its CONNACK (0
+     * before it). */
+    fake_bytes hello;
+    int clevel;
+    uint8_t level;
 } fconn;
 
 typedef struct fworld {
@@ -83,8 +95,23 @@ static void on_close(fake_link *l)
     ((fconn *)l->owner)->open = false;
 }
 
+/* The broker's level on fc from the CONNACK starting at p (n bytes held),
+ * checked against the client's CONNECT; 0 while its header is incomplete. */
+static uint8_t connack_level(const fconn *fc, const uint8_t *p, size_t n)
+{
+    if (n < 2)
+        return 0;
+    if (p[0] != (MQTT_CONNACK << 4))
+        return MQTT_LEVEL_311; /* not a CONNACK: fails to decode below */
+    uint8_t level = p[1] > 2 ? MQTT_LEVEL_5 : MQTT_LEVEL_311;
+    if (fc->clevel >= MQTT_LEVEL_31)
+        FUZZ_ASSERT((fc->clevel == MQTT_LEVEL_5) == (level == MQTT_LEVEL_5));
+    return level;
+}
+
 /* Decode every whole packet the client holds; anything else is a bug.
- * A 3.1 client's packets decode under 3.1 rules, so try both levels. */
+ * A 3.1 client's packets decode under 3.1 rules, so try both levels
+ * below 5. */
 static void check_rx(fconn *fc)
 {
     size_t pos = 0;
@@ -92,11 +119,14 @@ static void check_rx(fconn *fc)
     fake_bytes_take(&fc->link.down, fc->link.down.len);
     while (pos < fc->rx.len) {
         const uint8_t *p = fake_bytes_data(&fc->rx) + pos;
+        if (fc->level == 0)
+            fc->level = connack_level(fc, p, fc->rx.len - pos);
+        if (fc->level == 0)
+            break;
         mqtt_packet pk;
         size_t used = 0;
-        mqtt_err e = mqtt_decode(p, fc->rx.len - pos, MQTT_FROM_SERVER, MQTT_LEVEL_311, 0,
-                                 &pk, &used);
-        if (e != MQTT_OK && e != MQTT_NEED_MORE)
+        mqtt_err e = mqtt_decode(p, fc->rx.len - pos, MQTT_FROM_SERVER, fc->level, 0, &pk, &used);
+        if (e != MQTT_OK && e != MQTT_NEED_MORE && fc->level != MQTT_LEVEL_5)
             e = mqtt_decode(p, fc->rx.len - pos, MQTT_FROM_SERVER, MQTT_LEVEL_31, 0, &pk,
                             &used);
         if (e == MQTT_NEED_MORE)
@@ -192,8 +222,27 @@ static void open_conn(fworld *w, fconn *fc, unsigned arg)
     fc->link.identity = (arg & 1) ? "fuzz-identity" : NULL;
     fc->link.is_operator = (arg & 2) != 0;
     fake_bytes_take(&fc->rx, fc->rx.len);
+    fake_bytes_take(&fc->hello, fc->hello.len);
+    fc->clevel = -1;
+    fc->level = 0;
     fc->reading = true;
     fc->open = conn_open(w->cs, &fc->link.c, false, w->now);
+}
+
+/* The client's first packet: a CONNECT that decodes gives its level. */
+static void judge_hello(fconn *fc, const uint8_t *p, size_t n)
+{
+    if (fc->clevel >= 0)
+        return;
+    fake_bytes_put(&fc->hello, p, n);
+    mqtt_packet pk;
+    size_t used = 0;
+    mqtt_err e = mqtt_decode(fake_bytes_data(&fc->hello), fc->hello.len, MQTT_FROM_CLIENT, 0, 0,
+                             &pk, &used);
+    if (e == MQTT_NEED_MORE)
+        return;
+    fc->clevel = e == MQTT_OK && pk.type == MQTT_CONNECT ? pk.u.connect.level : 0;
+    fake_bytes_take(&fc->hello, fc->hello.len);
 }
 
 static void feed(fconn *fc, script *s, size_t n)
@@ -201,6 +250,7 @@ static void feed(fconn *fc, script *s, size_t n)
     if (n > s->len - s->pos)
         n = s->len - s->pos;
     fake_bytes_put(&fc->link.up, s->p + s->pos, n);
+    judge_hello(fc, s->p + s->pos, n);
     s->pos += n;
 }
 
@@ -307,6 +357,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (int i = 0; i < NCONN; i++) {
         fake_link_free(&w.c[i].link);
         fake_bytes_free(&w.c[i].rx);
+        fake_bytes_free(&w.c[i].hello);
     }
     return 0;
 }

@@ -1,11 +1,22 @@
 /*
- * client.c - simulated MQTT 3.1.1 clients. They behave like a correct
+ * client.c - simulated MQTT 3.1.1 and 5.0 clients. They behave like a correct
  * client library: wait for CONNACK, keep their session state (unacknowledged
  * publishes, inbound QoS 2 ids awaiting PUBREL) across reconnects when the
  * broker says the session is present and drop it otherwise, retransmit with
  * DUP after a reconnect, filter QoS 2 duplicates by packet id, and
  * acknowledge in order, sometimes late. Every surprise from the broker is an
  * invariant violation reported through sim_fail.
+ *
+ * A 5.0 client (sclient.v5, drawn per seed) announces a Receive Maximum, a
+ * Maximum Packet Size and a Topic Alias Maximum in its CONNECT, and a
+ * Session Expiry Interval for a persistent session (which its DISCONNECT
+ * sometimes sets to 0: the session ends there); it uses Topic Aliases
+ * towards the broker up to the broker's maximum, resolves the broker's,
+ * and puts a Message Expiry Interval on some of its publishes. It checks
+ * on its own side: never more unacknowledged QoS 1/2 PUBLISHes from the
+ * broker than its Receive Maximum [MQTT-3.3.4-7], no alias beyond its
+ * maximum [MQTT-3.3.2-9] nor one never set, a Message Expiry Interval no
+ * larger than the publisher's; net.c checks the Maximum Packet Size.
  */
 #include "sim.h"
 
@@ -71,6 +82,17 @@ static uint16_t alloc_pid(sclient *cl)
     }
 }
 
+/* A PUBLISH of the broker's on connection k is acknowledged (PUBACK or
+ * PUBCOMP written): it no longer counts toward the Receive Maximum. */
+static void unacked_del(sconn *c, uint16_t pid)
+{
+    for (int j = 0; j < c->nunacked; j++)
+        if (c->unacked[j] == pid) {
+            c->unacked[j] = c->unacked[--c->nunacked];
+            return;
+        }
+}
+
 static void write_ack(world *w, int i, uint8_t type, uint16_t pid)
 {
     static const uint8_t kinds[16] = {
@@ -79,6 +101,8 @@ static void write_ack(world *w, int i, uint8_t type, uint16_t pid)
     };
     uint8_t buf[4];
     mark m = {.kind = kinds[type], .pid = pid};
+    if (type == MQTT_PUBACK || type == MQTT_PUBCOMP)
+        unacked_del(&w->conns[w->cl[i].conn], pid);
     net_write(w, w->cl[i].conn, buf,
               mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_311, (mqtt_type)type, pid), m);
 }
@@ -133,9 +157,35 @@ void client_connect(world *w, int i, bool clean)
     }
     mqtt_connect cp = {
         .level = MQTT_LEVEL_311, .clean_session = clean, .keepalive = 0, .client_id = str(cl->id)};
+    sconn *c = &w->conns[k];
+    c->level = cl->v5 ? MQTT_LEVEL_5 : MQTT_LEVEL_311;
+    memset(c->in_alias, 0, sizeof c->in_alias);
+    uint8_t props[64];
+    size_t pl = 0;
+    if (cl->v5) {
+        /* Clean Start with no Session Expiry Interval (0): the session ends
+         * with the connection, as a 3.1.1 clean session; a persistent one
+         * is resumed and lives sess_expiry seconds offline (the broker's
+         * session.expiry caps it). */
+        cp.level = MQTT_LEVEL_5;
+        if (!clean)
+            pl += mqtt_prop_u32(props + pl, sizeof props - pl, MQTT_PROP_SESSION_EXPIRY,
+                                cl->sess_expiry);
+        if (cl->recv_max)
+            pl += mqtt_prop_u16(props + pl, sizeof props - pl, MQTT_PROP_RECEIVE_MAXIMUM,
+                                cl->recv_max);
+        if (cl->max_packet)
+            pl += mqtt_prop_u32(props + pl, sizeof props - pl, MQTT_PROP_MAXIMUM_PACKET_SIZE,
+                                cl->max_packet);
+        if (cl->alias_max)
+            pl += mqtt_prop_u16(props + pl, sizeof props - pl, MQTT_PROP_TOPIC_ALIAS_MAXIMUM,
+                                cl->alias_max);
+        cp.props.raw = (mqtt_bytes){props, pl};
+    }
     uint8_t buf[PKT_MAX];
     mark m = {.kind = MK_CONNECT, .clean = clean};
-    sim_trace(w, "%s connects on conn %d (%s)", cl->id, k, clean ? "clean" : "persistent");
+    sim_trace(w, "%s connects on conn %d (%s%s)", cl->id, k, clean ? "clean" : "persistent",
+              cl->v5 ? ", MQTT 5.0" : "");
     net_write(w, k, buf, mqtt_encode_connect(buf, sizeof buf, &cp), m);
 }
 
@@ -150,6 +200,40 @@ static void write_publish(world *w, int i, int mi, uint16_t pid, bool dup)
         int pad = (mi * 37) % 400;
         memset(payload + len, '.', (size_t)pad);
         payload[len + pad] = '\0';
+    }
+    w->msgs[mi].plen = (uint16_t)strlen(payload);
+    sclient *cl = &w->cl[i];
+    sconn *c = &w->conns[cl->conn];
+    if (c->level == MQTT_LEVEL_5) {
+        /* Its Message Expiry Interval, the same on a resend; a Topic Alias
+         * while the broker allows one per topic: set with the topic, then
+         * the alias alone [MQTT-3.3.2-12]. */
+        uint8_t props[16];
+        size_t pl = 0;
+        if (sm->expiry_s)
+            pl += mqtt_prop_u32(props + pl, sizeof props - pl, MQTT_PROP_MESSAGE_EXPIRY,
+                                sm->expiry_s);
+        bool aliased = false;
+        if (cl->use_alias && sm->topic + 1u <= c->srv_alias_max) {
+            pl += mqtt_prop_u16(props + pl, sizeof props - pl, MQTT_PROP_TOPIC_ALIAS,
+                                (uint16_t)(sm->topic + 1));
+            aliased = c->alias_set[sm->topic];
+            c->alias_set[sm->topic] = true;
+            w->n_alias_up += aliased;
+        }
+        mqtt_publish p = {
+            .qos = sm->qos,
+            .dup = dup,
+            .retain = sm->retain,
+            .packet_id = pid,
+            .topic = aliased ? (mqtt_bytes){NULL, 0} : str(sim_topics[sm->topic]),
+            .payload = str(payload),
+        };
+        mqtt_bytes blk = {props, pl};
+        uint8_t buf[PKT_MAX];
+        mark m = {.kind = MK_PUBLISH, .qos = sm->qos, .topic = sm->topic, .pid = pid, .arg = mi};
+        net_write(w, cl->conn, buf, mqtt_encode_publish5(buf, sizeof buf, &p, &blk, 1), m);
+        return;
     }
     mqtt_publish p = {
         .qos = sm->qos,
@@ -173,6 +257,12 @@ void client_publish(world *w, int i, int topic, uint8_t qos, bool retain)
     int mi = w->nmsgs++;
     w->msgs[mi] = (smsg){.pub = i, .seq = ++cl->next_seq, .topic = (uint8_t)topic, .qos = qos,
                          .retain = retain};
+    /* A 5.0 publisher puts a Message Expiry Interval of 1-10 s on a third
+     * of its messages (drawn from the index: other draws stay as they were). */
+    if (cl->v5 && mi % 3 == 0) {
+        w->msgs[mi].expiry_s = 1 + (uint32_t)(mi / 3 % 10);
+        w->n_msg_expiry++;
+    }
     uint16_t pid = qos ? alloc_pid(cl) : 0;
     sim_trace(w, "%s publishes m%d to %s qos %u%s pid %u", cl->id, mi, sim_topics[topic], qos,
               retain ? " retained" : "", pid);
@@ -191,7 +281,8 @@ void client_clear_retained(world *w, int i, int topic)
     uint8_t buf[PKT_MAX];
     mark m = {.kind = MK_PUBLISH, .qos = 0, .topic = (uint8_t)topic, .arg = -1};
     sim_trace(w, "%s clears the retained message of %s", cl->id, sim_topics[topic]);
-    net_write(w, cl->conn, buf, mqtt_encode_publish(buf, sizeof buf, MQTT_LEVEL_311, &p), m);
+    net_write(w, cl->conn, buf,
+              mqtt_encode_publish(buf, sizeof buf, w->conns[cl->conn].level, &p), m);
 }
 
 void client_subscribe(world *w, int i, int filter, uint8_t qos)
@@ -206,7 +297,8 @@ void client_subscribe(world *w, int i, int filter, uint8_t qos)
     mark m = {.kind = MK_SUBSCRIBE, .qos = qos, .pid = pid, .arg = filter};
     sim_trace(w, "%s subscribes to %s qos %u", cl->id, sim_filters[filter], qos);
     net_write(w, cl->conn, buf,
-              mqtt_encode_subscribe(buf, sizeof buf, MQTT_LEVEL_311, pid, &f, &qos, 1), m);
+              mqtt_encode_subscribe(buf, sizeof buf, w->conns[cl->conn].level, pid, &f, &qos, 1),
+              m);
 }
 
 void client_unsubscribe(world *w, int i, int filter)
@@ -220,7 +312,7 @@ void client_unsubscribe(world *w, int i, int filter)
     mark m = {.kind = MK_UNSUBSCRIBE, .pid = pid, .arg = filter};
     sim_trace(w, "%s unsubscribes from %s", cl->id, sim_filters[filter]);
     net_write(w, cl->conn, buf,
-              mqtt_encode_unsubscribe(buf, sizeof buf, MQTT_LEVEL_311, pid, &f, 1), m);
+              mqtt_encode_unsubscribe(buf, sizeof buf, w->conns[cl->conn].level, pid, &f, 1), m);
 }
 
 void client_disconnect(world *w, int i)
@@ -228,10 +320,26 @@ void client_disconnect(world *w, int i)
     sclient *cl = &w->cl[i];
     if (cl->st != CS_READY)
         return;
-    uint8_t buf[2];
+    uint8_t buf[16];
     mark m = {.kind = MK_DISCONNECT};
-    sim_trace(w, "%s disconnects", cl->id);
-    net_write(w, cl->conn, buf, mqtt_encode_empty(buf, sizeof buf, MQTT_DISCONNECT), m);
+    const incarnation *in = w->conns[cl->conn].inc >= 0 ? &w->inc[w->conns[cl->conn].inc] : NULL;
+    if (cl->v5 && in && !in->clean && rng_pct(&w->r, 30)) {
+        /* A persistent session's interval changed at DISCONNECT: to 0 it
+         * ends there, or to another value [MQTT-3.14.2-2 does not apply:
+         * the CONNECT's was not 0]. */
+        uint32_t v = rng_pct(&w->r, 50) ? 0 : 1 + rng_below(&w->r, 4);
+        uint8_t props[8];
+        mqtt_bytes blk = {props, mqtt_prop_u32(props, sizeof props, MQTT_PROP_SESSION_EXPIRY, v)};
+        m.clean = v == 0;
+        m.arg = (int32_t)v;
+        sim_trace(w, "%s disconnects (Session Expiry Interval %u)", cl->id, v);
+        net_write(w, cl->conn, buf,
+                  mqtt_encode_reason5(buf, sizeof buf, MQTT_DISCONNECT, 0, &blk, 1), m);
+    } else {
+        m.arg = -1;
+        sim_trace(w, "%s disconnects", cl->id);
+        net_write(w, cl->conn, buf, mqtt_encode_empty(buf, sizeof buf, MQTT_DISCONNECT), m);
+    }
     w->conns[cl->conn].expect_close = true;
     cl->st = CS_DISCONNECTING;
     /* Half the clients also end their sending (EOF) and read until the
@@ -263,7 +371,9 @@ static void on_connack(world *w, int i, int k, const mqtt_connack *ca)
     if (c->pred_refused) {
         /* One persistent session too many for its identity: refused, and
          * the broker closes the connection. */
-        if (ca->return_code != MQTT_CONNACK_NOT_AUTHORIZED || ca->session_present)
+        /* 5.0: Quota exceeded. */
+        uint8_t want = c->level == MQTT_LEVEL_5 ? MQTT_RC_QUOTA_EXCEEDED : MQTT_CONNACK_NOT_AUTHORIZED;
+        if (ca->return_code != want || ca->session_present)
             sim_fail(w, "%s: CONNACK %u (session present %d), the model expects a refusal "
                         "(0x05: limits.max_sessions_per_identity)",
                      cl->id, ca->return_code, ca->session_present);
@@ -281,6 +391,10 @@ static void on_connack(world *w, int i, int k, const mqtt_connack *ca)
     }
     cl->st = CS_READY;
     cl->state_inc = c->inc;
+    if (c->level == MQTT_LEVEL_5) {
+        c->srv_alias_max = ca->props.topic_alias_maximum;
+        memset(c->alias_set, 0, sizeof c->alias_set);
+    }
     if (!ca->session_present) {
         /* No session on the broker: the client's half goes too. */
         cl->ninfl = 0;
@@ -320,9 +434,64 @@ static int parse_payload(world *w, const mqtt_publish *p)
     return v;
 }
 
-static void on_publish(world *w, int i, int k, const mqtt_publish *p)
+/* The broker's Topic Alias on a 5.0 PUBLISH: set or resolved into *p
+ * (topic index + 1 in in_alias). false on a violation (reported). */
+static bool resolve_alias(world *w, int k, mqtt_publish *p)
+{
+    sconn *c = &w->conns[k];
+    const sclient *cl = &w->cl[c->client];
+    if (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)))
+        return true;
+    uint16_t a = p->props.topic_alias;
+    if (a == 0 || a > cl->alias_max) {
+        sim_fail(w, "%s: Topic Alias %u from the broker; its Topic Alias Maximum is %u", cl->id, a,
+                 cl->alias_max);
+        return false;
+    }
+    if (p->topic.len > 0) {
+        for (int t = 0; t < SIM_TOPICS; t++)
+            if (p->topic.len == strlen(sim_topics[t]) &&
+                memcmp(p->topic.p, sim_topics[t], p->topic.len) == 0)
+                c->in_alias[a] = (uint8_t)(t + 1);
+        return true; /* a topic the simulator never used fails in parse_payload */
+    }
+    if (c->in_alias[a] == 0) {
+        sim_fail(w, "%s: Topic Alias %u from the broker was never set on this connection",
+                 cl->id, a);
+        return false;
+    }
+    p->topic = str(sim_topics[c->in_alias[a] - 1]);
+    w->n_alias_down++;
+    return true;
+}
+
+static void on_publish(world *w, int i, int k, const mqtt_publish *pp, uint64_t wrote)
 {
     sclient *cl = &w->cl[i];
+    sconn *c = &w->conns[k];
+    mqtt_publish pub = *pp;
+    mqtt_publish *p = &pub;
+    if (c->level == MQTT_LEVEL_5 && !resolve_alias(w, k, p))
+        return;
+    if (c->level == MQTT_LEVEL_5 && p->qos > 0 && cl->recv_max) {
+        /* [MQTT-3.3.4-7]: no more unacknowledged QoS 1/2 PUBLISHes than
+         * the client's Receive Maximum. */
+        bool known = false;
+        for (int j = 0; j < c->nunacked; j++)
+            known |= c->unacked[j] == p->packet_id;
+        if (!known) {
+            if (c->nunacked == SIM_MAX_AWAIT)
+                abort(); /* harness limit */
+            c->unacked[c->nunacked++] = p->packet_id;
+        }
+        if (c->nunacked > cl->recv_max) {
+            sim_fail(w, "%s: %d unacknowledged QoS 1/2 PUBLISHes from the broker; its Receive "
+                        "Maximum is %u",
+                     cl->id, c->nunacked, cl->recv_max);
+            return;
+        }
+        w->n_at_recv_max += c->nunacked == cl->recv_max;
+    }
     if (p->payload.len == 0) {
         /* A retained clear routed live; carries no message. */
         if (p->qos != 0 || p->retain)
@@ -355,7 +524,7 @@ static void on_publish(world *w, int i, int k, const mqtt_publish *p)
             cl->got_retained[sm->topic] = mi;
         }
     } else {
-        model_received(w, k, mi, p, first);
+        model_received(w, k, mi, p, first, wrote);
     }
     if (p->qos == 1)
         queue_ack(w, i, MQTT_PUBACK, p->packet_id);
@@ -410,7 +579,7 @@ static void on_ack(world *w, int i, mqtt_type type, uint16_t pid)
     }
 }
 
-void client_receive(world *w, int k, const mqtt_packet *p)
+void client_receive(world *w, int k, const mqtt_packet *p, uint64_t wrote)
 {
     int i = w->conns[k].client;
     sclient *cl = &w->cl[i];
@@ -424,7 +593,7 @@ void client_receive(world *w, int k, const mqtt_packet *p)
     }
     switch (p->type) {
     case MQTT_PUBLISH:
-        on_publish(w, i, k, &p->u.publish);
+        on_publish(w, i, k, &p->u.publish, wrote);
         break;
     case MQTT_PUBACK:
     case MQTT_PUBREC:
@@ -442,6 +611,12 @@ void client_receive(world *w, int k, const mqtt_packet *p)
         break;
     }
     case MQTT_UNSUBACK:
+        break;
+    case MQTT_DISCONNECT:
+        /* A 5.0 server ends the connection with a reason (session taken
+         * over, a failed store, ...); whether the close was due is judged
+         * when the connection ends. */
+        sim_trace(w, "%s: DISCONNECT 0x%02x from the broker", cl->id, p->u.disconnect.reason);
         break;
     default:
         sim_fail(w, "%s: unexpected packet type %d", cl->id, p->type);

@@ -15,7 +15,16 @@
  * reconnected: every QoS >= 1 routing to a live incarnation was delivered.
  *
  * An "incarnation" is one life of a session: created by CONNECT, ended by a
- * clean CONNECT, by the end of a clean session's connection, or by expiry.
+ * clean CONNECT, by the end of a clean session's connection, by a 5.0
+ * DISCONNECT setting its Session Expiry Interval to 0, or by expiry.
+ *
+ * MQTT 5.0: each incarnation has its Session Expiry Interval (the
+ * CONNECT's, changed by DISCONNECT, capped by session.expiry); a message
+ * with a Message Expiry Interval is never sent after it expired
+ * [MQTT-3.3.2-5] (judged by when the broker wrote the copy, net.c), and
+ * may be missing at the end once expired; a copy to a 5.0 client carries
+ * the interval left [MQTT-3.3.2-6]; a message too large for a client's
+ * Maximum Packet Size may be missing for it [MQTT-3.1.2-25].
  */
 #include "sim.h"
 
@@ -38,6 +47,17 @@ void model_free(world *w)
     for (int j = 0; j < w->ninc; j++)
         free(w->inc[j].exp);
     w->ninc = 0;
+}
+
+/* The Session Expiry Interval in effect (0 = never) for a CONNECT's or
+ * DISCONNECT's value v of a 5.0 client (UINT32_MAX never; 0 ends the
+ * session with its connection) or of a 3.1.1 client (v unused):
+ * session.expiry (w->expiry_s, 0 = no limit) caps it. */
+static uint32_t eff_expiry(const world *w, bool v5, uint32_t v)
+{
+    if (!v5 || v == UINT32_MAX)
+        return w->expiry_s;
+    return w->expiry_s && w->expiry_s < v ? w->expiry_s : v;
 }
 
 static int new_inc(world *w, int client, bool clean)
@@ -95,8 +115,8 @@ void model_expire(world *w, uint64_t removed)
     uint64_t due = 0;
     for (int j = 0; j < w->ninc; j++) {
         const incarnation *in = &w->inc[j];
-        due += in->alive && !in->clean && in->conn < 0 && w->expiry_s &&
-               in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now;
+        due += in->alive && !in->clean && in->conn < 0 && in->expiry_s &&
+               in->offline_since + (uint64_t)in->expiry_s * 1000u <= w->now;
     }
     if (removed != due) {
         sim_fail(w, "a tick removed %llu sessions, %llu were due to expire",
@@ -105,8 +125,8 @@ void model_expire(world *w, uint64_t removed)
     }
     for (int j = 0; j < w->ninc; j++) {
         incarnation *in = &w->inc[j];
-        if (in->alive && !in->clean && in->conn < 0 &&
-            in->offline_since + (uint64_t)w->expiry_s * 1000u <= w->now) {
+        if (in->alive && !in->clean && in->conn < 0 && in->expiry_s &&
+            in->offline_since + (uint64_t)in->expiry_s * 1000u <= w->now) {
             sim_trace(w, "model: %s session #%d expired", w->cl[in->client].id, j);
             kill_inc(w, j);
             in->expired = true;
@@ -207,6 +227,7 @@ void model_apply(world *w, int k, const mark *m)
         if (cur < 0)
             cur = new_inc(w, cid, m->clean);
         w->inc[cur].conn = k;
+        w->inc[cur].expiry_s = eff_expiry(w, w->cl[cid].v5, w->cl[cid].sess_expiry);
         c->inc = cur;
         return;
     }
@@ -238,6 +259,8 @@ void model_apply(world *w, int k, const mark *m)
             in->in_qos2[in->n_in_qos2++] = m->pid;
         }
         w->msgs[m->arg].processed++;
+        if (w->msgs[m->arg].expiry_s)
+            w->msgs[m->arg].expires_at = w->now + w->msgs[m->arg].expiry_s * 1000ull;
         if (w->msgs[m->arg].retain) {
             w->retained[m->topic] = m->arg;
             w->msgs[m->arg].ret_at = ++w->ret_clock;
@@ -251,14 +274,24 @@ void model_apply(world *w, int k, const mark *m)
         break;
     }
     case MK_DISCONNECT:
+        if (m->arg > 0)
+            in->expiry_s = eff_expiry(w, true, (uint32_t)m->arg);
         model_conn_end(w, k);
+        if (m->arg == 0 && !in->clean && in->alive) {
+            /* Session Expiry Interval 0 at DISCONNECT: the session ends with
+             * its connection (3.14.2.2.2, [MQTT-3.1.2-23]). A crash before
+             * its removal is committed brings it back as it was stored. */
+            kill_inc(w, c->inc);
+            w->n_disc_end++;
+        }
         break;
     default:
         break;
     }
 }
 
-void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy)
+void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy,
+                    uint64_t wrote)
 {
     sconn *c = &w->conns[k];
     const smsg *sm = &w->msgs[mi];
@@ -286,6 +319,30 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
         sim_fail(w, "%s received m%d (QoS %u) %u times without DUP, routed %u times", who, mi,
                  p->qos, e->nodup, e->routed);
         return;
+    }
+    if (sm->expiry_s && !p->dup) {
+        /* [MQTT-3.3.2-5]: no onward delivery starts once it expired (a
+         * resend, DUP, completes one that started). Its start is when the
+         * broker writes it, whatever waited before (deliver.c). */
+        if (wrote >= sm->expires_at) {
+            sim_fail(w, "%s received m%d at t=%llu or later, expired at t=%llu (Message Expiry "
+                        "Interval %u s)",
+                     who, mi, (unsigned long long)wrote, (unsigned long long)sm->expires_at,
+                     sm->expiry_s);
+            return;
+        }
+        /* [MQTT-3.3.2-6]: a 5.0 receiver gets the interval left. */
+        if (c->level == MQTT_LEVEL_5 &&
+            (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ||
+             p->props.message_expiry == 0 ||
+             p->props.message_expiry > sm->expiry_s)) {
+            sim_fail(w, "%s received m%d with Message Expiry Interval %u (present %d); it was "
+                        "published with %u",
+                     who, mi, p->props.message_expiry,
+                     (int)!!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)),
+                     sm->expiry_s);
+            return;
+        }
     }
     if (p->dup)
         w->n_dups++;
@@ -332,6 +389,18 @@ void model_check_final(world *w)
              * later QoS 0 routing guarantees nothing). */
             bool due = e->q12_epoch == w->epoch ||
                        (sm->acked && sm->acked_epoch == e->q12_epoch);
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due && sm->expiry_s &&
+                sm->expires_at <= w->now) {
+                w->n_expired_msgs++; /* expired before it could be sent */
+                continue;
+            }
+            const sclient *cl = &w->cl[i];
+            if ((e->qos_mask & 6u) && e->delivered == 0 && due && cl->v5 && cl->max_packet &&
+                mqtt_publish5_size(strlen(sim_topics[sm->topic]), sm->plen, 2, 8) >
+                    cl->max_packet) {
+                w->n_too_large++; /* its PUBLISH may exceed the client's limit */
+                continue;
+            }
             if ((e->qos_mask & 6u) && e->delivered == 0 && due &&
                 w->ident_bytes != 0 && sim_identity(w, i) != NULL) {
                 /* Beyond limits.max_queued_bytes_per_identity: dropped for
@@ -386,8 +455,16 @@ static void crash_retained(world *w, int t, int kept)
             acked = mi;
         }
     }
+    /* A retained message that expired is gone [MQTT-3.3.2-5]: the
+     * acknowledged one or one that replaced it. */
+    bool gone = false;
+    for (int mi = 0; mi < w->nmsgs && acked >= 0; mi++) {
+        const smsg *sm = &w->msgs[mi];
+        gone |= sm->topic == t && sm->retain && sm->ret_at >= acked_at && sm->expiry_s &&
+                sm->expires_at <= w->now;
+    }
     if (kept >= 0 ? w->msgs[kept].ret_at < acked_at || w->msgs[kept].topic != t
-                  : acked >= 0 && w->clear_at[t] < acked_at)
+                  : acked >= 0 && w->clear_at[t] < acked_at && !gone)
         sim_fail(w, "crash: retained on %s restored as m%d, but m%d was acknowledged later",
                  sim_topics[t], kept, acked);
     w->retained[t] = kept;
@@ -441,6 +518,25 @@ void model_crash(world *w)
             return;
         }
         incarnation *in = &w->inc[s];
+        if (row->table == 'S') {
+            /* Its interval as the store kept it (0: not recorded, a 3.1.1
+             * session's: session.expiry), and its expiry: recorded when it
+             * went offline (a wall time, or the time left), else the whole
+             * interval from the restore. One that passed while the broker
+             * was down is ended by the restore. */
+            uint32_t v = row->expiry_interval;
+            in->expiry_s = v == 0 ? w->expiry_s : v == UINT32_MAX ? 0 : v;
+            uint64_t t = row->expiry_at, due = 0;
+            if (t & JOURNAL_TIME_LEFT)
+                due = w->now + (t & ~JOURNAL_TIME_LEFT);
+            else if (t != 0)
+                due = t - SIM_WALL_MS;
+            if (in->expiry_s && due) {
+                uint64_t span = (uint64_t)in->expiry_s * 1000u;
+                in->offline_since = due > span ? due - span : 0;
+            }
+            continue;
+        }
         if (row->table == 'B') {
             for (int f = 0; f < SIM_FILTERS; f++)
                 if (strcmp(row->key, sim_filters[f]) == 0)
@@ -451,29 +547,14 @@ void model_crash(world *w)
             in->in_qos2[in->n_in_qos2++] = row->packet_id;
         }
     }
-    /* A session offline when its row was written expires when the row
-     * says (a wall-clock time: SIM_WALL_MS + simulator time), whatever
-     * time the broker spent down; the restore ended those whose time
-     * passed. The others start their expiry again now (offline_since
-     * above). */
-    for (size_t r = 0; r < sizeof ms->rows / sizeof ms->rows[0] && w->expiry_s; r++) {
-        const mrow *row = &ms->rows[r];
-        if (!row->used || row->table != 'S' || row->expiry_at == 0)
-            continue;
-        int i = client_by_id(w, row->cid);
-        int s = i >= 0 ? w->store_inc[i] : -1;
-        if (s < 0 || row->expiry_at < SIM_WALL_MS + (uint64_t)w->expiry_s * 1000u) {
-            sim_fail(w, "crash: session row of %s with expiry time %llu", row->cid,
-                     (unsigned long long)row->expiry_at);
-            return;
-        }
-        uint64_t at = row->expiry_at - SIM_WALL_MS;
-        incarnation *in = &w->inc[s];
-        in->offline_since = at - (uint64_t)w->expiry_s * 1000u;
-        if (at <= w->now) {
+    /* What expired while the broker was down is gone at restore. */
+    for (int i = 0; i < SIM_ALL; i++) {
+        int j = w->cur_inc[i];
+        incarnation *in = j >= 0 ? &w->inc[j] : NULL;
+        if (in && in->expiry_s && in->offline_since + (uint64_t)in->expiry_s * 1000u <= w->now) {
             sim_trace(w, "model: %s session #%d expired while the broker was down",
-                      w->cl[i].id, s);
-            kill_inc(w, s);
+                      w->cl[i].id, j);
+            kill_inc(w, j);
             in->expired = true;
             w->n_expired++;
             w->n_expired_down++;

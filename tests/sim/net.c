@@ -545,23 +545,76 @@ void net_deliver(world *w, int k, size_t n)
         fake_bytes_take(down, n);
     }
     size_t pos = 0;
+    const sclient *cl = &w->cl[c->client];
     while (pos < c->rx.len && c->client >= 0 && !w->failed) {
         mqtt_packet p;
         size_t used = 0;
+        /* Decoded at the connection's level: what the broker sends a 5.0
+         * client must be a valid 5.0 packet, and no larger than the
+         * Maximum Packet Size it announced [MQTT-3.1.2-24]. */
         mqtt_err e = mqtt_decode(fake_bytes_data(&c->rx) + pos, c->rx.len - pos,
-                                 MQTT_FROM_SERVER, MQTT_LEVEL_311, 0, &p, &used);
+                                 MQTT_FROM_SERVER, c->level ? c->level : MQTT_LEVEL_311, 0, &p,
+                                 &used);
         if (e == MQTT_NEED_MORE)
             break;
         if (e != MQTT_OK) {
             sim_fail(w, "conn %d: the core sent a malformed packet: %s", k, mqtt_err_str(e));
             return;
         }
-        client_receive(w, k, &p);
+        if (cl->v5 && cl->max_packet && used > cl->max_packet) {
+            sim_fail(w, "conn %d: %s received a packet of %zu bytes; its Maximum Packet Size "
+                        "is %u",
+                     k, cl->id, used, cl->max_packet);
+            return;
+        }
+        /* The latest checkpoint at or before the packet's first byte. */
+        uint64_t at = c->rx_off + pos, wrote = 0;
+        for (int j = 0; j < c->nwt && c->wt[j].off <= at; j++)
+            wrote = c->wt[j].t;
+        client_receive(w, k, &p, wrote);
         pos += used;
     }
     fake_bytes_take(&c->rx, pos);
+    c->rx_off += pos;
+    /* Checkpoints wholly behind what was read are no longer needed (the
+     * last one at or before the next packet stays). */
+    int drop = 0;
+    while (drop + 1 < c->nwt && c->wt[drop + 1].off <= c->rx_off)
+        drop++;
+    if (drop) {
+        memmove(c->wt, c->wt + drop, (size_t)(c->nwt - drop) * sizeof c->wt[0]);
+        c->nwt -= drop;
+    }
     if (c->eof && down->len == 0 && c->client >= 0)
         client_closed(w, k);
+}
+
+void net_time(world *w)
+{
+    for (int k = 0; k < w->nconns; k++) {
+        sconn *c = &w->conns[k];
+        if (c->client < 0)
+            continue;
+        /* Bytes from here on are encoded now or later: past what the
+         * client holds, the transport holds, and what the core and the
+         * layer hold for the transport (encoded already). */
+        uint64_t off = c->rx_off + c->rx.len + c->link.down.len;
+        if (c->open)
+            off += conn_out_pending(w->cs, &c->link.c);
+        if (c->nwt && c->wt[c->nwt - 1].off == off) {
+            c->wt[c->nwt - 1].t = w->now;
+            continue;
+        }
+        if (c->nwt == SIM_WTIMES) {
+            /* Full: forget the second oldest (the bound for its bytes
+             * becomes the oldest's earlier time: still a lower bound). */
+            memmove(c->wt + 1, c->wt + 2, (size_t)(SIM_WTIMES - 2) * sizeof c->wt[0]);
+            c->nwt--;
+        }
+        c->wt[c->nwt].off = off;
+        c->wt[c->nwt].t = w->now;
+        c->nwt++;
+    }
 }
 
 void net_drop(world *w, int k)

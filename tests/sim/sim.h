@@ -24,6 +24,20 @@
  * (publishers held for slow subscribers; when nothing else moves, time
  * passes until holds time out).
  *
+ * MQTT 5.0 (drawn from a generator of its own, so the other draws stay
+ * what they were): per seed none, all or some of the clients speak 5.0,
+ * each announcing its Receive Maximum, Maximum Packet Size and Topic Alias
+ * Maximum, with a Session Expiry Interval on persistent sessions (changed
+ * or set to 0 by some DISCONNECTs), Topic Aliases towards the broker and a
+ * Message Expiry Interval on a third of their messages; the broker's
+ * packets are decoded at each connection's level. Checked: the Receive
+ * Maximum and Maximum Packet Size on the client's side, the broker's
+ * aliases, no expired message sent (from when the broker wrote each
+ * packet: net.c's write-time checkpoints), the interval left forwarded,
+ * session expiry as the interval in effect says, across crashes too (the
+ * broker has a wall clock and stays down a while). Shared subscriptions
+ * are not simulated (the unit tests and fuzz_core's seeds cover them).
+ *
  * Hostile-client limits, each on in a share of the seeds chosen from the
  * seed number (so other seeds draw what they did before), set tiny so they
  * are hit often: the connection layer's input budget
@@ -73,10 +87,14 @@ enum {
     SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
     SIM_MAX_PEND = 64,            /* store batches taken, not yet done */
     SIM_HOLD_MS = 2000,           /* limits.publisher_hold_ms */
-    /* The broker's wall clock is this plus the simulator's time: session
-     * expiry times are journaled as wall-clock times (journal.h). */
+    SIM_ALIAS_MAX = 4,            /* Topic Alias Maximum a 5.0 client announces, at most */
+    SIM_WTIMES = 16,              /* write-time checkpoints kept per connection */
+    SIM_DOWN_MS = 5000,           /* a crash keeps the broker down up to this long */
 };
 
+/* The broker's wall clock is this plus the simulator's time (ms since the
+ * Unix epoch), as the daemon tells it its clock: session and message
+ * expiry times are journaled as wall-clock times (journal.h). */
 #define SIM_WALL_MS UINT64_C(1767225600000)
 
 extern const char *const sim_topics[SIM_TOPICS];
@@ -148,6 +166,28 @@ typedef struct sconn {
     bool closing;           /* the core wants it closed: no more marks apply */
     bool eof;               /* closed: the client sees EOF once link.down drains */
     fake_bytes rx;          /* client side: bytes of an incomplete packet */
+    /* MQTT 5.0 (client.c): the level the client speaks on it; the
+     * broker's Topic Alias Maximum from its CONNACK and the aliases the
+     * client has set on it (topic index + 1 per alias, client to broker);
+     * the aliases the broker set (topic index + 1, broker to client); the
+     * packet ids of QoS 1/2 PUBLISHes the broker sent on it that the
+     * client has not acknowledged (PUBACK, PUBCOMP) yet: never more than
+     * the Receive Maximum the client announced [MQTT-3.3.4-7]. */
+    uint8_t level;
+    uint16_t srv_alias_max;
+    bool alias_set[SIM_TOPICS];
+    uint8_t in_alias[SIM_ALIAS_MAX + 1];
+    uint16_t unacked[SIM_MAX_AWAIT];
+    int nunacked;
+    /* When the broker wrote what the client reads (net.c): every byte at
+     * stream offset >= wt[i].off was written at time >= wt[i].t; rx_off
+     * is the offset of rx's first byte. A lower bound of a packet's write
+     * time: what the message-expiry invariant needs. */
+    uint64_t rx_off;
+    struct {
+        uint64_t off, t;
+    } wt[SIM_WTIMES];
+    int nwt;
 } sconn;
 
 /* The core's side of connection c, NULL once the layer closed or dropped it. */
@@ -190,6 +230,17 @@ typedef struct sclient {
     int nacks;
     /* End phase: retained messages the checker received per topic. */
     int got_retained[SIM_TOPICS];
+    /* MQTT 5.0 (drawn per seed): whether the client speaks it, and what it
+     * announces in CONNECT (0 = the property left out): Receive Maximum,
+     * Maximum Packet Size, Topic Alias Maximum; whether it uses Topic
+     * Aliases towards the broker, and the Session Expiry Interval of its
+     * persistent sessions (UINT32_MAX: never, as a 3.1.1 session). */
+    bool v5;
+    uint16_t recv_max;
+    uint32_t max_packet;
+    uint16_t alias_max;
+    bool use_alias;
+    uint32_t sess_expiry;
 } sclient;
 
 /* ---- the oracle (model.c) ---- */
@@ -202,6 +253,9 @@ typedef struct smsg {
     uint32_t processed;    /* times the core handled the PUBLISH */
     uint32_t acked_epoch;  /* crashes before the acknowledgement arrived */
     uint32_t ret_at;       /* retained-order clock when last set as retained */
+    uint16_t plen;         /* payload bytes */
+    uint32_t expiry_s;     /* MQTT 5.0 Message Expiry Interval, 0 = none */
+    uint64_t expires_at;   /* ... from the core's latest handling of it */
 } smsg;
 
 /* What one session incarnation should receive of one message. */
@@ -225,6 +279,7 @@ typedef struct incarnation {
     bool expired;               /* ended by the broker's session expiry */
     int conn;                   /* attached connection or -1 */
     uint64_t offline_since;     /* ms, while persistent and offline */
+    uint32_t expiry_s;          /* its Session Expiry Interval in effect, 0 = never */
     uint8_t subs[SIM_FILTERS];  /* 0 none, else granted QoS + 1 */
     uint16_t in_qos2[SIM_MAX_AWAIT];
     int n_in_qos2;
@@ -303,6 +358,13 @@ typedef struct world {
      * kept from its sessions */
     uint64_t n_input_waits, n_input_closes, n_sessions_refused, n_ident_lost;
     uint64_t dropped_before;   /* publish_dropped of the cores before the last crash */
+    /* ... of MQTT 5.0: 5.0 clients, messages with an expiry, of them the
+     * ones that expired undelivered somewhere, aliased publishes both
+     * ways, copies a Maximum Packet Size kept back, sessions ended by a
+     * DISCONNECT's Session Expiry Interval 0, and the most unacknowledged
+     * PUBLISHes a client with a Receive Maximum held at once */
+    uint64_t n_v5, n_msg_expiry, n_expired_msgs, n_alias_up, n_alias_down, n_too_large,
+        n_disc_end, n_at_recv_max;
 } world;
 
 /* The identity client i connects with (NULL: anonymous). With
@@ -341,6 +403,9 @@ bool net_has_readable(const sconn *c);
 void net_readable(world *w, int k);
 /* Hand up to n bytes of k's downstream to its client. */
 void net_deliver(world *w, int k, size_t n);
+/* Time passed: note, per connection, from where on the broker's output
+ * was written at the new time or later. */
+void net_time(world *w);
 /* The layer waits for room on k and there is some; net_writable tells it. */
 bool net_has_writable(const sconn *c);
 void net_writable(world *w, int k);
@@ -363,8 +428,9 @@ void client_subscribe(world *w, int i, int filter, uint8_t qos);
 void client_unsubscribe(world *w, int i, int filter);
 void client_disconnect(world *w, int i);
 void client_flush_acks(world *w, int i, int max);
-/* Packets from the broker arrived on connection k. */
-void client_receive(world *w, int k, const mqtt_packet *p);
+/* Packets from the broker arrived on connection k; the broker wrote it at
+ * time `wrote` or later. */
+void client_receive(world *w, int k, const mqtt_packet *p, uint64_t wrote);
 /* The client's connection k reached EOF. */
 void client_closed(world *w, int k);
 
@@ -378,7 +444,8 @@ void model_conn_end(world *w, int k);
 /* A client received PUBLISH p of message mi on connection k. Returns
  * whether the application gets it (QoS 2 duplicates are filtered by the
  * client before calling with first = false). */
-void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy);
+void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy,
+                    uint64_t wrote);
 /* broker_tick removed `removed` sessions (from clients_total). */
 void model_expire(world *w, uint64_t removed);
 /* End-phase checks. */
