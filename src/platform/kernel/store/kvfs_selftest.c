@@ -33,7 +33,8 @@ enum {
 #define PATH "/tern.db"
 
 /* One J_RETAIN_SET record in the journal's encoding (journal.h): type,
- * then length-prefixed (4 bytes, big-endian) topic and payload, then qos. */
+ * then length-prefixed (4 bytes, big-endian) topic and payload, qos, and
+ * MQTT 5.0's fields: an empty property block and expiry 0 (never). */
 static size_t put_str(uint8_t *p, const char *s)
 {
     size_t n = strlen(s);
@@ -52,7 +53,9 @@ static size_t retain_record(uint8_t *p, const char *topic, const char *payload)
     n += put_str(p + n, topic);
     n += put_str(p + n, payload);
     p[n++] = 1;
-    return n;
+    n += put_str(p + n, "");
+    memset(p + n, 0, 8);
+    return n + 8;
 }
 
 static struct kvfs *mount(struct ramdisk *rd)
