@@ -198,11 +198,12 @@ def expect_reopened(out, kind, part, *wants, sb=rb"generation 2 \(superblock B\)
         raise Failure("formatted again:\n" + show(out))
 
 
-def loaded(sessions, subs, messages, queued, qos2_ids, retained):
+def loaded(sessions, subs, messages, queued, qos2_ids, retained, wills=0):
     """The store's line with what it restored at boot."""
     return (rb"tern: store: info: store: loaded %d session\(s\), %d subscription\(s\), "
-            rb"%d message\(s\), %d queue entries, %d inbound QoS 2 id\(s\), "
-            rb"%d retained message\(s\)" % (sessions, subs, messages, queued, qos2_ids, retained))
+            rb"%d message\(s\), %d queue entries, %d inbound QoS 2 id\(s\), %d will\(s\), "
+            rb"%d retained message\(s\)"
+            % (sessions, subs, messages, queued, qos2_ids, wills, retained))
 
 
 # ---- retained messages and queued QoS 1/2 across a quit and a kill -------
