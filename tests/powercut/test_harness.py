@@ -66,14 +66,14 @@ def test_queued_lost_or_duplicated_fails(q1, q2, why):
         dl.check_queued(s)
 
 
-QUICK_OK = b"tern: store: database found: quick_check ok, schema 1, opened in 62 ms\n"
+QUICK_OK = b"tern: store: database found: quick_check ok, schema 2, opened in 62 ms\n"
 INTEGRITY_OK = b"tern: store: integrity_check ok\n"
 
 
 def test_guest_store_integrity_passes_with_both_checks_ok():
     assert run.guest_store_integrity(b"tern: booting\n" + QUICK_OK + INTEGRITY_OK +
                                      b"tern: ready (boot pvh)\n") == "ok"
-    created = b"tern: store: database created: quick_check ok, schema 1, opened in 9 ms\r\n"
+    created = b"tern: store: database created: quick_check ok, schema 2, opened in 9 ms\r\n"
     assert run.guest_store_integrity(created + b"tern: store: integrity_check ok\r\n") == "ok"
 
 
@@ -82,7 +82,7 @@ def test_guest_store_integrity_passes_with_both_checks_ok():
     (QUICK_OK, "0 store integrity_check lines"),
     (INTEGRITY_OK, "0 store quick_check lines"),
     (QUICK_OK + QUICK_OK + INTEGRITY_OK, "2 store quick_check lines"),
-    (b"tern: store: database found: quick_check failed; replaced by backup a, schema 1, "
+    (b"tern: store: database found: quick_check failed; replaced by backup a, schema 2, "
      b"opened in 80 ms\n" + INTEGRITY_OK, "store check: .*replaced by backup a"),
     (QUICK_OK + b"tern: store: integrity_check FAILED: *** in database main ***\n",
      "store check: tern: store: integrity_check FAILED"),
