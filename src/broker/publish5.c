@@ -89,7 +89,8 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
         alias = bk_alias_out_pick(c, v->topic, v->tlen, &known);
     size_t tlen = known ? 0 : v->tlen;
     size_t own = base - v->props_len + (alias ? 3u : 0u);
-    size_t n = mqtt_publish5_size(tlen, v->plen, qos, own + v->props_len);
+    /* Without an alias the packet is the one sized above. */
+    size_t n = alias ? mqtt_publish5_size(tlen, v->plen, qos, own + v->props_len) : full;
     if (alias && (n == 0 || n > c->client_max_packet)) {
         /* The alias's 3 bytes (with a topic too short to gain them back,
          * or beside the topic that sets it) would not fit: in full. */
@@ -117,14 +118,15 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
     bk_send5 r = BK_SEND5_NOMEM;
     uint8_t *p = bk_out_reserve(b, c, n);
     if (p) {
-        mqtt_publish pub = {
-            .qos = qos,
-            .dup = dup,
-            .retain = retain,
-            .packet_id = packet_id,
-            .topic = {v->topic, tlen},
-            .payload = {v->payload, v->plen},
-        };
+        /* Field by field: the encoder takes the properties as pieces and
+         * never reads pub.props, which an initializer would zero. */
+        mqtt_publish pub;
+        pub.qos = qos;
+        pub.dup = dup;
+        pub.retain = retain;
+        pub.packet_id = packet_id;
+        pub.topic = (mqtt_bytes){v->topic, tlen};
+        pub.payload = (mqtt_bytes){v->payload, v->plen};
         size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
         ALWAYS(w == n);
         bk_out_commit(b, c, n);

@@ -259,7 +259,10 @@ static mqtt_err decode_publish(mqtt_reader *r, uint8_t flags, mqtt_role role, ui
         MQTT_TRY(check_topic_name(p->topic));
         if (p->qos)
             MQTT_TRY(rd_packet_id(r, &p->packet_id));
-        p->props = (mqtt_props){ 0 };
+        /* Only what says "no properties": zeroing the whole block cost
+         * the 3.1.1 hot path ~50 instructions a message (mqtt.h). */
+        p->props.present = 0;
+        p->props.raw = (mqtt_bytes){ 0 };
         p->payload = rd_rest(r);
         return MQTT_OK;
     }
