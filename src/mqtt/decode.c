@@ -287,9 +287,15 @@ static mqtt_err decode_ack(mqtt_reader *r, mqtt_type type, mqtt_role role, uint8
                            mqtt_ack *a)
 {
     a->reason = MQTT_RC_SUCCESS;
-    a->props = (mqtt_props){ 0 };
     MQTT_TRY(rd_packet_id(r, &a->packet_id)); /* level 3/4: length checked earlier */
-    if (effective_level(level) != MQTT_LEVEL_5 || rd_left(r) == 0)
+    if (effective_level(level) != MQTT_LEVEL_5) {
+        /* As a 3.1.1 PUBLISH: "no properties" without zeroing the block. */
+        a->props.present = 0;
+        a->props.raw = (mqtt_bytes){ 0 };
+        return MQTT_OK;
+    }
+    a->props = (mqtt_props){ 0 };
+    if (rd_left(r) == 0)
         return MQTT_OK;
     MQTT_TRY(rd_u8(r, &a->reason));
     if (!reason_allowed(type, role, a->reason))
