@@ -294,7 +294,7 @@ static mqtt_err decode_ack(mqtt_reader *r, mqtt_type type, mqtt_role role, uint8
         a->props.raw = (mqtt_bytes){ 0 };
         return MQTT_OK;
     }
-    a->props = (mqtt_props){ 0 };
+    props_clear(&a->props);
     if (rd_left(r) == 0)
         return MQTT_OK;
     MQTT_TRY(rd_u8(r, &a->reason));

@@ -222,7 +222,7 @@ mqtt_err prop_read_block(mqtt_reader *r, prop_ctx ctx, mqtt_role role, mqtt_prop
 {
     uint32_t len;
 
-    *out = (mqtt_props){ 0 };
+    props_clear(out);
     MQTT_TRY(rd_varint(r, &len));
     if (len > rd_left(r))
         return MQTT_ERR_TRUNCATED;
