@@ -70,11 +70,51 @@ static void own_props(uint8_t *out, size_t cap, uint16_t alias, bool expires, ui
     ALWAYS(n == cap);
 }
 
+/* Write the PUBLISH into c's output: n bytes, the property block made of
+ * pieces[0..np). */
+static bk_send5 put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain,
+                    bool dup, uint16_t packet_id, size_t tlen, size_t n,
+                    const mqtt_bytes *pieces, size_t np)
+{
+    uint8_t *p = bk_out_reserve(b, c, n);
+    if (!p)
+        return BK_SEND5_NOMEM;
+    /* Field by field: the encoder takes the properties as pieces and
+     * never reads pub.props, which an initializer would zero. */
+    mqtt_publish pub;
+    pub.qos = qos;
+    pub.dup = dup;
+    pub.retain = retain;
+    pub.packet_id = packet_id;
+    pub.topic = (mqtt_bytes){v->topic, tlen};
+    pub.payload = (mqtt_bytes){v->payload, v->plen};
+    size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
+    ALWAYS(w == n);
+    bk_out_commit(b, c, n);
+    b->stats.msgs_sent++;
+    return BK_SEND5_OK;
+}
+
 bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
                            bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
                            const uint32_t *sub_ids_more, size_t *written)
 {
     bool expires = v->expiry_ms != 0;
+    if (!expires && !sub_id && !sub_ids_more && (dup || !c->client_topic_alias_max)) {
+        /* The common case: no property of this delivery's own (no alias
+         * possible, no expiry, no identifier), only the forwarded ones. */
+        size_t n = mqtt_publish5_size(v->tlen, v->plen, qos, v->props_len);
+        if (n == 0 || n > c->client_max_packet) {
+            bk_publish5_too_large(b, c, v, n ? n : SIZE_MAX);
+            return BK_SEND5_TOO_LARGE;
+        }
+        mqtt_bytes fwd = {v->props, v->props_len};
+        bk_send5 r = put(b, c, v, qos, retain, dup, packet_id, v->tlen, n, &fwd,
+                         v->props_len ? 1u : 0u);
+        if (r == BK_SEND5_OK && written)
+            *written = n;
+        return r;
+    }
     /* Everything but the alias: its size decides whether the message may
      * go to this client at all. */
     size_t base = (expires ? 5u : 0u) + ids_size(sub_id, sub_ids_more) + v->props_len;
@@ -115,27 +155,12 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
     if (v->props_len)
         pieces[np++] = (mqtt_bytes){v->props, v->props_len};
 
-    bk_send5 r = BK_SEND5_NOMEM;
-    uint8_t *p = bk_out_reserve(b, c, n);
-    if (p) {
-        /* Field by field: the encoder takes the properties as pieces and
-         * never reads pub.props, which an initializer would zero. */
-        mqtt_publish pub;
-        pub.qos = qos;
-        pub.dup = dup;
-        pub.retain = retain;
-        pub.packet_id = packet_id;
-        pub.topic = (mqtt_bytes){v->topic, tlen};
-        pub.payload = (mqtt_bytes){v->payload, v->plen};
-        size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
-        ALWAYS(w == n);
-        bk_out_commit(b, c, n);
-        b->stats.msgs_sent++;
+    bk_send5 r = put(b, c, v, qos, retain, dup, packet_id, tlen, n, pieces, np);
+    if (r == BK_SEND5_OK) {
         if (alias && !known)
             bk_alias_out_set(b, c, v->topic, v->tlen);
         if (written)
             *written = n;
-        r = BK_SEND5_OK;
     }
     if (ownbuf != stack)
         bk_mem_free(b, ownbuf);
