@@ -72,9 +72,9 @@ static void own_props(uint8_t *out, size_t cap, uint16_t alias, bool expires, ui
 
 /* Write the PUBLISH into c's output: n bytes, the property block made of
  * pieces[0..np). */
-static bk_send5 put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain,
-                    bool dup, uint16_t packet_id, size_t tlen, size_t n,
-                    const mqtt_bytes *pieces, size_t np)
+static inline __attribute__((always_inline)) bk_send5
+put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain, bool dup,
+    uint16_t packet_id, size_t tlen, size_t n, const mqtt_bytes *pieces, size_t np)
 {
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
@@ -95,26 +95,40 @@ static bk_send5 put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
     return BK_SEND5_OK;
 }
 
+/* A delivery with properties of its own (alias, expiry, identifiers):
+ * out of line, so its stack buffer costs the common case nothing. */
+__attribute__((noinline)) static bk_send5 write_own(broker *b, broker_conn *c,
+                                                    const bk_pubview *v, uint8_t qos,
+                                                    bool retain, bool dup, uint16_t packet_id,
+                                                    uint32_t sub_id, const uint32_t *sub_ids_more,
+                                                    size_t *written);
+
 bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
                            bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
                            const uint32_t *sub_ids_more, size_t *written)
 {
-    bool expires = v->expiry_ms != 0;
-    if (!expires && !sub_id && !sub_ids_more && (dup || !c->client_topic_alias_max)) {
-        /* The common case: no property of this delivery's own (no alias
-         * possible, no expiry, no identifier), only the forwarded ones. */
-        size_t n = mqtt_publish5_size(v->tlen, v->plen, qos, v->props_len);
-        if (n == 0 || n > c->client_max_packet) {
-            bk_publish5_too_large(b, c, v, n ? n : SIZE_MAX);
-            return BK_SEND5_TOO_LARGE;
-        }
-        mqtt_bytes fwd = {v->props, v->props_len};
-        bk_send5 r = put(b, c, v, qos, retain, dup, packet_id, v->tlen, n, &fwd,
-                         v->props_len ? 1u : 0u);
-        if (r == BK_SEND5_OK && written)
-            *written = n;
-        return r;
+    if (v->expiry_ms || sub_id || sub_ids_more || (!dup && c->client_topic_alias_max))
+        return write_own(b, c, v, qos, retain, dup, packet_id, sub_id, sub_ids_more, written);
+    /* The common case: no property of this delivery's own (no alias
+     * possible, no expiry, no identifier), only the forwarded ones. */
+    size_t n = mqtt_publish5_size(v->tlen, v->plen, qos, v->props_len);
+    if (n == 0 || n > c->client_max_packet) {
+        bk_publish5_too_large(b, c, v, n ? n : SIZE_MAX);
+        return BK_SEND5_TOO_LARGE;
     }
+    mqtt_bytes fwd = {v->props, v->props_len};
+    bk_send5 r =
+        put(b, c, v, qos, retain, dup, packet_id, v->tlen, n, &fwd, v->props_len ? 1u : 0u);
+    if (r == BK_SEND5_OK && written)
+        *written = n;
+    return r;
+}
+
+static bk_send5 write_own(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
+                          bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
+                          const uint32_t *sub_ids_more, size_t *written)
+{
+    bool expires = v->expiry_ms != 0;
     /* Everything but the alias: its size decides whether the message may
      * go to this client at all. */
     size_t base = (expires ? 5u : 0u) + ids_size(sub_id, sub_ids_more) + v->props_len;
