@@ -187,24 +187,26 @@ __attribute__((noinline)) static bool admit5(broker *b, broker_conn *c, const mq
     return true;
 }
 
-/* Route a level-5 message: its expiry and the properties it carries on.
- * Returns the sessions reached, or -1 when memory ran out (nothing routed).
- * Out of line, so its buffer costs the 3.1.1 path nothing. */
-__attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
+/* Each delivery sets these itself (publish5.c); a client may not send
+ * a Subscription Identifier [MQTT-3.3.4-6] (the codec refuses it). */
+#define PROPS_NOT_FORWARDED                                                                 \
+    (MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS) | MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY) |        \
+     MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID))
+
+/* route5's message with properties to drop or an expiry to set: out of
+ * line, so its buffer (and the stack check it brings) cost the common
+ * message nothing. */
+__attribute__((noinline)) static long route5_filtered(broker *b, const mqtt_publish *p,
+                                                      bk_pubview v)
 {
     const mqtt_props *pr = &p->props;
-    bk_pubview v = {topic.p, p->payload.p, pr->raw.p, topic.len, p->payload.len, pr->raw.len,
-                    0};
     if (pr->present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) {
         /* The lifetime starts now; 0 would read as "never". */
         v.expiry_ms = b->now_ms + (uint64_t)pr->message_expiry * 1000u;
         if (v.expiry_ms == 0)
             v.expiry_ms = 1;
     }
-    /* Each delivery sets these itself (publish5.c); a client may not send
-     * a Subscription Identifier [MQTT-3.3.4-6] (the codec refuses it). */
-    uint64_t drop = MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS) | MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY) |
-                    MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID);
+    uint64_t drop = PROPS_NOT_FORWARDED;
     uint8_t stack[PROPS_STACK];
     uint8_t *buf = NULL;
     if (pr->present & drop) {
@@ -220,6 +222,19 @@ __attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, m
     if (buf && buf != stack)
         bk_mem_free(b, buf);
     return reached;
+}
+
+/* Route a level-5 message: its expiry and the properties it carries on.
+ * Returns the sessions reached, or -1 when memory ran out (nothing routed).
+ * Out of line, so its buffer costs the 3.1.1 path nothing. */
+__attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
+{
+    const mqtt_props *pr = &p->props;
+    bk_pubview v = {topic.p, p->payload.p, pr->raw.p, topic.len, p->payload.len, pr->raw.len,
+                    0};
+    if (!(pr->present & PROPS_NOT_FORWARDED)) /* forwarded as they came */
+        return bk_route_view(b, v, p->qos, p->retain, NULL);
+    return route5_filtered(b, p, v);
 }
 
 /* Route p as the client c may publish it; the reason code that says how

@@ -70,9 +70,63 @@ static void own_props(uint8_t *out, size_t cap, uint16_t alias, bool expires, ui
     ALWAYS(n == cap);
 }
 
+/* Write the PUBLISH into c's output: n bytes, the property block made of
+ * pieces[0..np). */
+static inline __attribute__((always_inline)) bk_send5
+put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain, bool dup,
+    uint16_t packet_id, size_t tlen, size_t n, const mqtt_bytes *pieces, size_t np)
+{
+    uint8_t *p = bk_out_reserve(b, c, n);
+    if (!p)
+        return BK_SEND5_NOMEM;
+    /* Field by field: the encoder takes the properties as pieces and
+     * never reads pub.props, which an initializer would zero. */
+    mqtt_publish pub;
+    pub.qos = qos;
+    pub.dup = dup;
+    pub.retain = retain;
+    pub.packet_id = packet_id;
+    pub.topic = (mqtt_bytes){v->topic, tlen};
+    pub.payload = (mqtt_bytes){v->payload, v->plen};
+    size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
+    ALWAYS(w == n);
+    bk_out_commit(b, c, n);
+    b->stats.msgs_sent++;
+    return BK_SEND5_OK;
+}
+
+/* A delivery with properties of its own (alias, expiry, identifiers):
+ * out of line, so its stack buffer costs the common case nothing. */
+__attribute__((noinline)) static bk_send5 write_own(broker *b, broker_conn *c,
+                                                    const bk_pubview *v, uint8_t qos,
+                                                    bool retain, bool dup, uint16_t packet_id,
+                                                    uint32_t sub_id, const uint32_t *sub_ids_more,
+                                                    size_t *written);
+
 bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
                            bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
                            const uint32_t *sub_ids_more, size_t *written)
+{
+    if (v->expiry_ms || sub_id || sub_ids_more || (!dup && c->client_topic_alias_max))
+        return write_own(b, c, v, qos, retain, dup, packet_id, sub_id, sub_ids_more, written);
+    /* The common case: no property of this delivery's own (no alias
+     * possible, no expiry, no identifier), only the forwarded ones. */
+    size_t n = mqtt_publish5_size(v->tlen, v->plen, qos, v->props_len);
+    if (n == 0 || n > c->client_max_packet) {
+        bk_publish5_too_large(b, c, v, n ? n : SIZE_MAX);
+        return BK_SEND5_TOO_LARGE;
+    }
+    mqtt_bytes fwd = {v->props, v->props_len};
+    bk_send5 r =
+        put(b, c, v, qos, retain, dup, packet_id, v->tlen, n, &fwd, v->props_len ? 1u : 0u);
+    if (r == BK_SEND5_OK && written)
+        *written = n;
+    return r;
+}
+
+static bk_send5 write_own(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos,
+                          bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
+                          const uint32_t *sub_ids_more, size_t *written)
 {
     bool expires = v->expiry_ms != 0;
     /* Everything but the alias: its size decides whether the message may
@@ -89,7 +143,8 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
         alias = bk_alias_out_pick(c, v->topic, v->tlen, &known);
     size_t tlen = known ? 0 : v->tlen;
     size_t own = base - v->props_len + (alias ? 3u : 0u);
-    size_t n = mqtt_publish5_size(tlen, v->plen, qos, own + v->props_len);
+    /* Without an alias the packet is the one sized above. */
+    size_t n = alias ? mqtt_publish5_size(tlen, v->plen, qos, own + v->props_len) : full;
     if (alias && (n == 0 || n > c->client_max_packet)) {
         /* The alias's 3 bytes (with a topic too short to gain them back,
          * or beside the topic that sets it) would not fit: in full. */
@@ -114,26 +169,12 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
     if (v->props_len)
         pieces[np++] = (mqtt_bytes){v->props, v->props_len};
 
-    bk_send5 r = BK_SEND5_NOMEM;
-    uint8_t *p = bk_out_reserve(b, c, n);
-    if (p) {
-        mqtt_publish pub = {
-            .qos = qos,
-            .dup = dup,
-            .retain = retain,
-            .packet_id = packet_id,
-            .topic = {v->topic, tlen},
-            .payload = {v->payload, v->plen},
-        };
-        size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
-        ALWAYS(w == n);
-        bk_out_commit(b, c, n);
-        b->stats.msgs_sent++;
+    bk_send5 r = put(b, c, v, qos, retain, dup, packet_id, tlen, n, pieces, np);
+    if (r == BK_SEND5_OK) {
         if (alias && !known)
             bk_alias_out_set(b, c, v->topic, v->tlen);
         if (written)
             *written = n;
-        r = BK_SEND5_OK;
     }
     if (ownbuf != stack)
         bk_mem_free(b, ownbuf);

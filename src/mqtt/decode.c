@@ -259,7 +259,10 @@ static mqtt_err decode_publish(mqtt_reader *r, uint8_t flags, mqtt_role role, ui
         MQTT_TRY(check_topic_name(p->topic));
         if (p->qos)
             MQTT_TRY(rd_packet_id(r, &p->packet_id));
-        p->props = (mqtt_props){ 0 };
+        /* Only what says "no properties": zeroing the whole block cost
+         * the 3.1.1 hot path ~50 instructions a message (mqtt.h). */
+        p->props.present = 0;
+        p->props.raw = (mqtt_bytes){ 0 };
         p->payload = rd_rest(r);
         return MQTT_OK;
     }
@@ -284,9 +287,15 @@ static mqtt_err decode_ack(mqtt_reader *r, mqtt_type type, mqtt_role role, uint8
                            mqtt_ack *a)
 {
     a->reason = MQTT_RC_SUCCESS;
-    a->props = (mqtt_props){ 0 };
     MQTT_TRY(rd_packet_id(r, &a->packet_id)); /* level 3/4: length checked earlier */
-    if (effective_level(level) != MQTT_LEVEL_5 || rd_left(r) == 0)
+    if (effective_level(level) != MQTT_LEVEL_5) {
+        /* As a 3.1.1 PUBLISH: "no properties" without zeroing the block. */
+        a->props.present = 0;
+        a->props.raw = (mqtt_bytes){ 0 };
+        return MQTT_OK;
+    }
+    props_clear(&a->props);
+    if (rd_left(r) == 0)
         return MQTT_OK;
     MQTT_TRY(rd_u8(r, &a->reason));
     if (!reason_allowed(type, role, a->reason))

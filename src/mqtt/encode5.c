@@ -60,8 +60,10 @@ size_t mqtt_encode_publish5(uint8_t *out, size_t cap, const mqtt_publish *p,
     size_t rl = 2 + p->topic.len + (p->qos ? 2u : 0u) + block_size(total) + p->payload.len;
 
     mqtt_writer w = { out, cap, 0 };
+    /* Most messages carry no properties: their block is one 0 byte. */
     if (wr_header(&w, first, rl) || wr_prefixed(&w, p->topic.p, p->topic.len) ||
-        (p->qos && wr_u16(&w, p->packet_id)) || wr_props(&w, total, props, nprops) ||
+        (p->qos && wr_u16(&w, p->packet_id)) ||
+        (total == 0 ? wr_u8(&w, 0) : wr_props(&w, total, props, nprops)) ||
         wr_raw(&w, p->payload.p, p->payload.len))
         return 0;
     MQTT_INVARIANT(w.len == size);

@@ -200,7 +200,11 @@ typedef struct mqtt_bytes {
  * properties are copied out below (0 / empty when absent: test `present`);
  * repeated ones (User Property, a server's Subscription Identifiers) are
  * walked with mqtt_prop_next() over `raw`. Views point into the decode
- * buffer. At levels 3 and 4 a decoded mqtt_props is all zero.
+ * buffer. At levels 3 and 4 a decoded mqtt_props is all zero, except a
+ * PUBLISH's and a PUBACK / PUBREC / PUBREL / PUBCOMP's: there only
+ * `present` (0) and `raw` (empty) are set, the rest left as it was (the
+ * 3.1.1 hot path does not pay for zeroing the block): whatever reads a
+ * field tests `present` first.
  */
 typedef struct mqtt_props {
     mqtt_bytes raw;

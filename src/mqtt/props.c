@@ -222,7 +222,13 @@ mqtt_err prop_read_block(mqtt_reader *r, prop_ctx ctx, mqtt_role role, mqtt_prop
 {
     uint32_t len;
 
-    *out = (mqtt_props){ 0 };
+    props_clear(out);
+    if (rd_left(r) && r->p[r->pos] == 0) {
+        /* The usual block: none, its length a single 0 byte. */
+        r->pos++;
+        out->raw = (mqtt_bytes){ r->p + r->pos, 0 };
+        return MQTT_OK;
+    }
     MQTT_TRY(rd_varint(r, &len));
     if (len > rd_left(r))
         return MQTT_ERR_TRUNCATED;

@@ -51,6 +51,15 @@ prop_type prop_type_of(uint8_t id);
  */
 mqtt_err prop_read_block(mqtt_reader *r, prop_ctx ctx, mqtt_role role, mqtt_props *out);
 
+/* Set *p to no properties, all zero. A copy of a zero constant: gcc
+ * writes `= (mqtt_props){ 0 }` as `rep stos` of 52 words, which costs a
+ * 5.0 PUBLISH or PUBACK twice what 13 vector stores do. */
+static inline void props_clear(mqtt_props *p)
+{
+    static const mqtt_props none;
+    *p = none;
+}
+
 /*
  * A Variable Byte Integer at r's position: 1..4 bytes, minimal form only
  * ([MQTT-1.5.5-1]): MQTT_ERR_LENGTH_ENCODING otherwise, MQTT_ERR_TRUNCATED
