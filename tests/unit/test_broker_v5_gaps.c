@@ -350,3 +350,27 @@ TEST(v5_retained_sweep_removes_a_bounded_number_per_slice_and_all_in_the_end)
     CHECK_EQ(w.b->tree.node_count, 0); /* the root alone (not counted) */
     fw_free(&w);
 }
+
+/* ---- one source for the Topic Alias Maximum ---------------------------- */
+
+TEST(v5_connack_topic_alias_maximum_is_the_one_the_broker_accepts)
+{
+    broker_limits lim = {0};
+    lim.max_topic_alias = 70000; /* beyond what the property can say */
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *c = fw_open(&w);
+    fc_connect5(&w, c, "c", true, 0, NULL);
+    mqtt_packet pk;
+    EXPECT_PACKET(c, pk, MQTT_CONNACK);
+    mqtt_prop pr;
+    CHECK(fc_prop_find(fc_props_of(&pk), MQTT_PROP_TOPIC_ALIAS_MAXIMUM, 0, &pr));
+    CHECK_EQ(pr.value, UINT16_MAX);
+    /* The highest alias it announced is taken. */
+    fprops a = {.len = 0};
+    fp_u16(&a, MQTT_PROP_TOPIC_ALIAS, UINT16_MAX);
+    fc_publish5(&w, c, "t", "x", 0, false, 0, &a);
+    CHECK(!fc_next(c, &pk));
+    CHECK(!c->closed);
+    fw_free(&w);
+}
