@@ -390,8 +390,10 @@ void bk_session_transmit(broker *b, session *s)
     /* More in flight than the window only after a reconnect with a smaller
      * Receive Maximum (or max_inflight): the resend then stops at the
      * window and goes on as acknowledgements free slots [MQTT-3.3.4-9],
-     * in order. A PUBREL counts too: its message holds a slot until the
-     * PUBCOMP. The count is taken only then (never on the usual path). */
+     * in order. A PUBREL is never held by it [MQTT-3.3.4-10] but counts:
+     * its message holds a slot until the PUBCOMP. (One behind a PUBLISH
+     * the window holds waits for it: the wire keeps the queue's order.)
+     * The count is taken only then (never on the usual path). */
     uint32_t w = window(b, c);
     bool capped = s->inflight > w;
     uint32_t on_wire = capped ? wire_unacked(s) : 0;
@@ -401,7 +403,7 @@ void bk_session_transmit(broker *b, session *s)
             s->q_wire++;
             continue;
         }
-        if (capped && on_wire >= w)
+        if (capped && on_wire >= w && e->state != Q_WAIT_PUBCOMP)
             return; /* resumed by the acknowledgement that frees a slot */
         if (!bk_journal_committed(b, e->jseq)) {
             /* Later entries wait too: delivery order is kept across QoS. */

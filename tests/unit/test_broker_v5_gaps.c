@@ -374,3 +374,32 @@ TEST(v5_connack_topic_alias_maximum_is_the_one_the_broker_accepts)
     CHECK(!c->closed);
     fw_free(&w);
 }
+
+TEST(v5_resend_within_a_smaller_receive_maximum_does_not_hold_back_a_pubrel)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *s = conn5_rm(&w, "s", 3);
+    fc_subscribe5(&w, s, 1, "t", 2, NULL);
+    fc_clear(s);
+    fclient *p = conn5_rm(&w, "p", 0);
+    fc_publish5(&w, p, "t", "0", 1, false, 1, NULL); /* QoS 1 copy */
+    fc_publish5(&w, p, "t", "1", 2, false, 2, NULL); /* QoS 2 copy */
+    fc_ack5(&w, p, MQTT_PUBREL, 2, 0, NULL);
+    mqtt_packet pk;
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    EXPECT_PACKET(s, pk, MQTT_PUBLISH);
+    uint16_t second = pk.u.publish.packet_id;
+    fc_ack5(&w, s, MQTT_PUBREC, second, 0, NULL);
+    EXPECT_PACKET(s, pk, MQTT_PUBREL);
+    fw_drop(&w, s);
+    fclient *s2 = conn5_rm(&w, "s", 1);
+    /* The QoS 1 message fills the window of 1; the PUBREL still goes
+     * [MQTT-3.3.4-10]. */
+    EXPECT_PACKET(s2, pk, MQTT_PUBLISH);
+    CHECK(payload_digit(&pk, 0));
+    EXPECT_PACKET(s2, pk, MQTT_PUBREL);
+    CHECK_EQ(pk.u.ack.packet_id, second);
+    CHECK(!fc_next(s2, &pk));
+    fw_free(&w);
+}
