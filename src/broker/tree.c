@@ -161,11 +161,16 @@ static tnode *preorder_next(const tree *t, const tnode *n)
     return n == t->root ? NULL : n->next_sibling;
 }
 
+/* Nothing hangs on n: no subscription, retained message or child. */
+static bool node_empty(const tnode *n)
+{
+    return !n->subs && !n->groups && !n->retained && !n->first_child && !n->plus && !n->hash;
+}
+
 /* Free empty nodes from n upwards. */
 static void prune(broker *b, tree *t, tnode *n)
 {
-    while (n && n != t->root && !n->subs && !n->groups && !n->retained && !n->first_child &&
-           !n->plus && !n->hash) {
+    while (n && n != t->root && node_empty(n)) {
         tnode *parent = n->parent;
         /* The sweep goes on from the node after (a leaf's successor is no
          * ancestor of it: never one this loop frees). */
@@ -822,7 +827,8 @@ void bk_tree_sweep(broker *b, tree *t, uint64_t now_ms)
         t->sweep_at = preorder_next(t, n);
         if (n->retained && bk_msg_expired(n->retained, now_ms))
             retained_expire(b, t, n);
-        prune(b, t, n);
+        if (n != t->root && node_empty(n))
+            prune(b, t, n); /* an expired message's, or one a walk emptied */
         if (!t->sweep_at) {
             t->husks_pass = false; /* the pass is over: at most one a slice */
             return;
