@@ -286,6 +286,11 @@ void broker_tick(broker *b, uint64_t now_ms)
         b->next_expiry_check_ms = now_ms + EXPIRY_CHECK_MS;
         bk_sessions_tick(b, now_ms);
     }
+    /* Expired retained messages nobody subscribes to leave too, a bounded
+     * slice of the tree at a time (none while no retained message has an
+     * expiry: nothing here for 3.1.1 traffic). */
+    if (now_ms >= bk_tree_sweep_deadline(&b->tree))
+        bk_tree_sweep(b, &b->tree, now_ms);
     if (now_ms >= b->sys.next_ms) {
         bk_sys_publish(b, now_ms);
         b->sys.next_ms = now_ms + (uint64_t)b->lim.sys_interval_s * 1000u;
@@ -299,6 +304,8 @@ uint64_t broker_next_deadline(const broker *b)
         d = b->sys.next_ms;
     if (bk_flow_next_deadline(b) < d)
         d = bk_flow_next_deadline(b);
+    if (bk_tree_sweep_deadline(&b->tree) < d)
+        d = bk_tree_sweep_deadline(&b->tree);
     uint64_t sessions_due = b->sessions.next_event_ms > b->next_expiry_check_ms
                                 ? b->sessions.next_event_ms
                                 : b->next_expiry_check_ms;

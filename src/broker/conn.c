@@ -68,10 +68,8 @@ static size_t connack_props(const broker *b, const broker_conn *c, uint8_t code,
     if (c->connack_assigned_id) /* [MQTT-3.2.2-16] */
         n += mqtt_prop_bytes(out + n, cap - n, MQTT_PROP_ASSIGNED_CLIENT_ID,
                              (const uint8_t *)s->id, s->id_len);
-    if (b->lim.max_topic_alias != UINT32_MAX)
-        n += mqtt_prop_u16(out + n, cap - n, MQTT_PROP_TOPIC_ALIAS_MAXIMUM,
-                           (uint16_t)(b->lim.max_topic_alias < UINT16_MAX ? b->lim.max_topic_alias
-                                                                         : UINT16_MAX));
+    if (b->lim.max_topic_alias != UINT32_MAX) /* the maximum alias.c enforces */
+        n += mqtt_prop_u16(out + n, cap - n, MQTT_PROP_TOPIC_ALIAS_MAXIMUM, bk_alias_in_max(b));
     n += mqtt_prop_u8(out + n, cap - n, MQTT_PROP_WILDCARD_SUB_AVAILABLE, 1);
     n += mqtt_prop_u8(out + n, cap - n, MQTT_PROP_SUB_ID_AVAILABLE, 1);
     n += mqtt_prop_u8(out + n, cap - n, MQTT_PROP_SHARED_SUB_AVAILABLE,

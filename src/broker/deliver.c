@@ -370,6 +370,16 @@ static uint32_t window(const broker *b, const broker_conn *c)
     return w;
 }
 
+/* Entries written on the current connection and not yet done with (those
+ * before q_wire): what the client holds against its Receive Maximum. */
+static uint32_t wire_unacked(const session *s)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < s->q_wire; i++)
+        n += bk_session_entry(s, i)->state != Q_DONE;
+    return n;
+}
+
 void bk_session_transmit(broker *b, session *s)
 {
     broker_conn *c = s->conn;
@@ -379,12 +389,24 @@ void bk_session_transmit(broker *b, session *s)
         bk_commit_wait(b, c); /* nothing may precede the CONNACK */
         return;
     }
+    /* More in flight than the window only after a reconnect with a smaller
+     * Receive Maximum (or max_inflight): the resend then stops at the
+     * window and goes on as acknowledgements free slots [MQTT-3.3.4-9],
+     * in order. A PUBREL is never held by it [MQTT-3.3.4-10] but counts:
+     * its message holds a slot until the PUBCOMP. (One behind a PUBLISH
+     * the window holds waits for it: the wire keeps the queue's order.)
+     * The count is taken only then (never on the usual path). */
+    uint32_t w = window(b, c);
+    bool capped = s->inflight > w;
+    uint32_t on_wire = capped ? wire_unacked(s) : 0;
     while (s->q_wire < s->q_sent && bk_out_pending(c) < b->lim.max_out_bytes) {
         qentry *e = bk_session_entry(s, s->q_wire);
         if (e->state == Q_DONE) {
             s->q_wire++;
             continue;
         }
+        if (capped && on_wire >= w && e->state != Q_WAIT_PUBCOMP)
+            return; /* resumed by the acknowledgement that frees a slot */
         if (!bk_journal_committed(b, e->jseq)) {
             /* Later entries wait too: delivery order is kept across QoS. */
             bk_commit_wait(b, c);
@@ -420,6 +442,7 @@ void bk_session_transmit(broker *b, session *s)
         }
         e->sent = true;
         s->q_wire++;
+        on_wire++;
     }
 }
 

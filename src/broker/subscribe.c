@@ -238,7 +238,7 @@ static void send_retained(broker *b, void *ctx, msg *m)
     uint8_t q = m->qos < rc->qos ? m->qos : rc->qos;
     if (bk_msg_expired(m, b->now_ms)) {
         /* [MQTT-3.3.2-5]: its Message Expiry Interval passed, so no
-         * delivery starts (it stays in the tree until replaced). */
+         * delivery starts (the walk then removes it from the tree). */
         b->stats.msgs_expired++;
         return;
     }

@@ -131,6 +131,16 @@ typedef struct tree {
     uint16_t last_len;
     size_t last_count;
     uint8_t last_topic[TREE_LAST_TOPIC_MAX];
+    /* Expired retained messages leave the tree when a subscribe's walk
+     * meets them and by a sweep a slice at a time (bk_tree_sweep): the
+     * retained messages with an expiry, the node the sweep goes on from
+     * (NULL: a new pass from the root), when its next slice runs, and
+     * whether a walk left empty nodes behind for it to free (husks: seen
+     * since the current pass began; husks_pass: during it). */
+    size_t retained_expiring;
+    tnode *sweep_at;
+    uint64_t sweep_next_ms;
+    bool husks, husks_pass;
 } tree;
 
 /* Called for each retained message a walk finds. */

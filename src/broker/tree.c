@@ -29,6 +29,7 @@
 #include "broker/hash.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
+#include "broker/persist.h"
 #include "broker/session-t.h"
 #include "broker/tree.h"
 
@@ -38,6 +39,11 @@
 #define INDEX_MIN 4u      /* slots of a session's smallest index */
 #define STACK_KEEP 1024u  /* walk stack entries kept between calls */
 #define DONE ((size_t)-1) /* stack position: every level consumed */
+/* The expired retained messages' sweep: nodes one slice visits, and the
+ * time between slices. A pass over a large tree takes many slices; each
+ * stays short however large the tree is. */
+#define SWEEP_NODES 1024u
+#define SWEEP_EVERY_MS 1000u
 
 static uint32_t seg_hash(const tree *t, const tnode *parent, const uint8_t *s, size_t len)
 {
@@ -144,12 +150,32 @@ static bool node_is_wild(const tnode *n)
     return n->parent && (n->parent->plus == n || n->parent->hash == n);
 }
 
+/* The ordinary node after n in a depth-first walk from the root, NULL at
+ * the end ('+' and '#' nodes hold no retained message: never visited). */
+static tnode *preorder_next(const tree *t, const tnode *n)
+{
+    if (n->first_child)
+        return n->first_child;
+    while (n != t->root && !n->next_sibling)
+        n = n->parent;
+    return n == t->root ? NULL : n->next_sibling;
+}
+
+/* Nothing hangs on n: no subscription, retained message or child. */
+static bool node_empty(const tnode *n)
+{
+    return !n->subs && !n->groups && !n->retained && !n->first_child && !n->plus && !n->hash;
+}
+
 /* Free empty nodes from n upwards. */
 static void prune(broker *b, tree *t, tnode *n)
 {
-    while (n && n != t->root && !n->subs && !n->groups && !n->retained && !n->first_child &&
-           !n->plus && !n->hash) {
+    while (n && n != t->root && node_empty(n)) {
         tnode *parent = n->parent;
+        /* The sweep goes on from the node after (a leaf's successor is no
+         * ancestor of it: never one this loop frees). */
+        if (t->sweep_at == n)
+            t->sweep_at = preorder_next(t, n);
         if (node_is_wild(n)) {
             if (parent->plus == n)
                 parent->plus = NULL;
@@ -594,6 +620,31 @@ long bk_tree_match(broker *b, tree *t, const uint8_t *topic, size_t tlen, match 
     return (long)count;
 }
 
+/* n's retained message leaves the tree and its counts (the node stays). */
+static void retained_unset(broker *b, tree *t, tnode *n)
+{
+    msg *m = n->retained;
+    b->stats.retained_bytes -= m->topic_len + m->payload_len;
+    ALWAYS(b->stats.retained_count > 0);
+    b->stats.retained_count--;
+    if (m->expiry_ms) {
+        ALWAYS(t->retained_expiring > 0);
+        t->retained_expiring--;
+    }
+    n->retained = NULL;
+    bk_msg_unref(b, m);
+}
+
+/* n's retained message expired: removed, and the store told, so the
+ * counts, $SYS and the disk agree [MQTT-3.3.2-5]. The node stays (a walk
+ * may be on it): the caller prunes it, or marks it for the sweep. */
+static void retained_expire(broker *b, tree *t, tnode *n)
+{
+    const msg *m = n->retained;
+    bk_journal_retain_del(b, bk_msg_topic(m), m->topic_len);
+    retained_unset(b, t, n);
+}
+
 int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, msg *m)
 {
     tnode *n;
@@ -601,24 +652,19 @@ int bk_tree_set_retained(broker *b, tree *t, const uint8_t *topic, size_t tlen, 
         n = path_find(t, topic, tlen);
         if (!n || !n->retained)
             return 0;
-        b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
-        bk_msg_unref(b, n->retained);
-        n->retained = NULL;
-        ALWAYS(b->stats.retained_count > 0);
-        b->stats.retained_count--;
+        retained_unset(b, t, n);
         prune(b, t, n);
         return 0;
     }
     n = path_get(b, t, topic, tlen);
     if (!n)
         return -1;
-    if (n->retained) {
-        b->stats.retained_bytes -= n->retained->topic_len + n->retained->payload_len;
-        bk_msg_unref(b, n->retained);
-    } else {
-        b->stats.retained_count++;
-    }
+    if (n->retained)
+        retained_unset(b, t, n);
+    b->stats.retained_count++;
     b->stats.retained_bytes += m->topic_len + m->payload_len;
+    if (m->expiry_ms)
+        t->retained_expiring++;
     n->retained = bk_msg_ref(m);
     return 0;
 }
@@ -637,16 +683,31 @@ static tnode *sibling_skip(const tree *t, tnode *n, bool skip_dollar)
     return n;
 }
 
-/* Every retained message at or below start ('#' walk). */
-static void walk_subtree(broker *b, tree *t, tnode *start, bool skip_dollar, retained_fn fn,
-                         void *ctx)
+/* fn on n's retained message, if any; with expire, one whose expiry
+ * passed then leaves the tree (fn saw it: a subscribe counts the copy it
+ * does not send). The node is not freed here, the walk being on it: an
+ * empty one is left to the sweep. */
+static void visit(broker *b, tree *t, tnode *n, bool expire, retained_fn fn, void *ctx)
 {
-    if (start->retained && start != t->root)
-        fn(b, ctx, start->retained);
+    msg *m = n->retained;
+    if (!m)
+        return;
+    fn(b, ctx, m);
+    if (expire && bk_msg_expired(m, b->now_ms)) {
+        retained_expire(b, t, n);
+        t->husks = true;
+    }
+}
+
+/* Every retained message at or below start ('#' walk). */
+static void walk_subtree(broker *b, tree *t, tnode *start, bool skip_dollar, bool expire,
+                         retained_fn fn, void *ctx)
+{
+    if (start != t->root)
+        visit(b, t, start, expire, fn, ctx);
     tnode *cur = sibling_skip(t, start->first_child, skip_dollar);
     while (cur) {
-        if (cur->retained)
-            fn(b, ctx, cur->retained);
+        visit(b, t, cur, expire, fn, ctx);
         if (cur->first_child) {
             cur = cur->first_child;
             continue;
@@ -671,8 +732,7 @@ int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, reta
         tnode *n = t->stack[depth].node;
         size_t pos = t->stack[depth].pos;
         if (pos == DONE) {
-            if (n->retained)
-                fn(b, ctx, n->retained);
+            visit(b, t, n, true, fn, ctx);
             continue;
         }
         size_t end = pos;
@@ -681,7 +741,7 @@ int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, reta
         size_t next = end < flen ? end + 1 : DONE;
         bool at_root = n == t->root;
         if (end - pos == 1 && f[pos] == '#') {
-            walk_subtree(b, t, n, at_root, fn, ctx);
+            walk_subtree(b, t, n, at_root, true, fn, ctx);
         } else if (end - pos == 1 && f[pos] == '+') {
             for (tnode *c = sibling_skip(t, n->first_child, at_root); c;
                  c = sibling_skip(t, c->next_sibling, at_root))
@@ -742,8 +802,38 @@ size_t bk_sub_filter_text(const sub *x, char *buf, size_t cap)
 
 int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx)
 {
-    walk_subtree(b, t, t->root, false, fn, ctx);
+    walk_subtree(b, t, t->root, false, false, fn, ctx);
     return 0;
+}
+
+uint64_t bk_tree_sweep_deadline(const tree *t)
+{
+    bool work = t->retained_expiring > 0 || t->husks || t->husks_pass;
+    return work ? t->sweep_next_ms : UINT64_MAX;
+}
+
+void bk_tree_sweep(broker *b, tree *t, uint64_t now_ms)
+{
+    t->sweep_next_ms = now_ms + SWEEP_EVERY_MS;
+    for (unsigned i = 0; i < SWEEP_NODES; i++) {
+        tnode *n = t->sweep_at;
+        if (!n) {
+            /* A new pass: it frees the empty nodes left so far. */
+            t->husks_pass = t->husks;
+            t->husks = false;
+            n = t->root;
+        }
+        /* The next node first: pruning n frees no node after it. */
+        t->sweep_at = preorder_next(t, n);
+        if (n->retained && bk_msg_expired(n->retained, now_ms))
+            retained_expire(b, t, n);
+        if (n != t->root && node_empty(n))
+            prune(b, t, n); /* an expired message's, or one a walk emptied */
+        if (!t->sweep_at) {
+            t->husks_pass = false; /* the pass is over: at most one a slice */
+            return;
+        }
+    }
 }
 
 static void free_subtree(broker *b, tnode *n)

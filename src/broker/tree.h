@@ -45,7 +45,9 @@ size_t bk_tree_filter_text(const tnode *n, char *buf, size_t cap);
 size_t bk_sub_filter_text(const sub *x, char *buf, size_t cap);
 /* Topic + payload bytes of the message retained on topic (0 = none). */
 uint64_t bk_tree_retained_size(const tree *t, const uint8_t *topic, size_t tlen);
-/* Call fn for every retained message matching filter f. */
+/* Call fn for every retained message matching filter f (a subscribe's
+ * walk). One whose Message Expiry Interval has passed is removed after
+ * fn saw it (journaled, counts updated); fn must not change the tree. */
 int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, retained_fn fn,
                          void *ctx);
 /* Something a match result depends on changed outside tree.c: forget the
@@ -55,5 +57,12 @@ int bk_tree_for_retained(broker *b, tree *t, const uint8_t *f, size_t flen, reta
 static inline void bk_tree_forget_last(tree *t) { t->last_valid = false; }
 /* Call fn for every retained message, '$' topics included. */
 int bk_tree_for_all_retained(broker *b, tree *t, retained_fn fn, void *ctx);
+/* When the next slice of the expired retained messages' sweep is due
+ * (UINT64_MAX: nothing to sweep). */
+uint64_t bk_tree_sweep_deadline(const tree *t);
+/* One slice of the sweep: a bounded number of nodes visited, each expired
+ * retained message met removed (journaled, counts updated), empty nodes
+ * freed. The next slice goes on from there. */
+void bk_tree_sweep(broker *b, tree *t, uint64_t now_ms);
 
 #endif
