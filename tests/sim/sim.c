@@ -231,6 +231,12 @@ static int shared_filter(world *w, int i, int f)
     return SIM_SHARED_FILTER + sim_group(w, i);
 }
 
+/* Shared seeds: the topic drawn t, or 40% of the time the group's. */
+static int shared_topic(world *w, int t)
+{
+    return w->shared && rng_pct(&w->rsh, 40) ? SIM_SHARED_TOPIC : t;
+}
+
 static void client_action(world *w)
 {
     int i = (int)rng_below(&w->r, SIM_CLIENTS);
@@ -253,20 +259,17 @@ static void client_action(world *w)
         /* The store model has a fixed number of rows: keep well inside. */
         if (r < 40 && store_rows(w) > 250)
             break;
-        if (r < 40) {
-            int t = (int)rng_below(&w->r, SIM_ORD_TOPICS);
-            uint8_t q = (uint8_t)rng_below(&w->r, 3);
-            bool ret = rng_pct(&w->r, 15);
-            client_publish(w, i, w->shared && rng_pct(&w->rsh, 40) ? SIM_SHARED_TOPIC : t, q,
-                           ret);
-        } else if (r < 55) {
-            int f = (int)rng_below(&w->r, SIM_ORD_FILTERS);
-            uint8_t q = (uint8_t)rng_below(&w->r, 3);
-            client_subscribe(w, i, shared_filter(w, i, f), q);
-        } else if (r < 60) {
-            int f = (int)rng_below(&w->r, SIM_ORD_FILTERS);
-            client_unsubscribe(w, i, shared_filter(w, i, f));
-        }
+        /* The draws as the calls make them (in the compiler's order of
+         * arguments: other seeds draw what they did before); shared seeds
+         * turn some into the group's topic and filters. */
+        if (r < 40)
+            client_publish(w, i, shared_topic(w, (int)rng_below(&w->r, SIM_ORD_TOPICS)),
+                           (uint8_t)rng_below(&w->r, 3), rng_pct(&w->r, 15));
+        else if (r < 55)
+            client_subscribe(w, i, shared_filter(w, i, (int)rng_below(&w->r, SIM_ORD_FILTERS)),
+                             (uint8_t)rng_below(&w->r, 3));
+        else if (r < 60)
+            client_unsubscribe(w, i, shared_filter(w, i, (int)rng_below(&w->r, SIM_ORD_FILTERS)));
         else if (r < 80)
             client_flush_acks(w, i, 1 + (int)rng_below(&w->r, 8));
         else if (r < 84)
