@@ -34,7 +34,8 @@
  * the end, one routed while every member took QoS >= 1 must have reached
  * a member that acknowledged it or is still there, unless the group was
  * left without a member since, or a member left after a crash that came
- * after the routing (restored messages stay with their member).
+ * after the routing (restored messages stay with their member), or, for
+ * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]).
  */
 #include "sim.h"
 
@@ -112,6 +113,7 @@ static void kill_inc(world *w, int j)
     for (int g = 0; g < SIM_GROUPS; g++)
         if (in->alive && in->subs[SIM_SHARED_FILTER + g]) {
             w->g_death_epoch[g] = w->epoch;
+            w->g_deaths[g]++;
             w->n_sh_left++;
         }
     in->alive = false;
@@ -192,6 +194,7 @@ static void route_shared(world *w, int mi)
             sm->sh[g].q12 = true;
             sm->sh[g].epoch = w->epoch;
             sm->sh[g].brk = w->g_break[g];
+            sm->sh[g].deaths = w->g_deaths[g];
         }
     }
 }
@@ -544,7 +547,10 @@ static void check_final_shared(world *w)
             bool excused = !due || w->g_break[g] != sm->sh[g].brk ||
                            (sm->sh[g].epoch != w->epoch &&
                             w->g_death_epoch[g] > sm->sh[g].epoch) ||
-                           (sm->expiry_s && sm->expires_at <= w->now) || w->ident_bytes != 0;
+                           (sm->expiry_s && sm->expires_at <= w->now) || w->ident_bytes != 0 ||
+                           /* sent to a member that left: it stays with it
+                            * [MQTT-4.8.2-5], received or not */
+                           (sm->qos == 2 && w->g_deaths[g] != sm->sh[g].deaths);
             for (int i = 0; i < SIM_CLIENTS; i++)
                 excused |= w->cl[i].v5 && w->cl[i].max_packet &&
                            mqtt_publish5_size(strlen(sim_topics[sm->topic]), sm->plen, 2, 8) >

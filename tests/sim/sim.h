@@ -46,8 +46,9 @@
  * are raised to exactly what the longest `$share` filter needs. Checked
  * (model.c): at most one member per routing gets a message, another only
  * once the first has left without a QoS 2 copy [MQTT-4.8.2-5]; no QoS
- * 1/2 message lost while the group kept a member; no retained message on
- * a shared subscribe.
+ * 1/2 message lost while the group kept a member (a QoS 2 one may go
+ * with a member that left: sent, perhaps never received); no retained
+ * message on a shared subscribe.
  *
  * Hostile-client limits, each on in a share of the seeds chosen from the
  * seed number (so other seeds draw what they did before), set tiny so they
@@ -276,12 +277,12 @@ typedef struct smsg {
     /* Shared subscriptions, per group (model.c): routings to the group;
      * whether one had every member at QoS >= 1 (then it must not be lost),
      * the crashes before it, and the group's breaks (times it was left
-     * without a member) then; the members that received it (incarnation,
+     * without a member) and members' departures then; the members that received it (incarnation,
      * the packet id, QoS, whether the core had its PUBACK). */
     struct {
         uint16_t routed;
         bool q12;
-        uint32_t epoch, brk;
+        uint32_t epoch, brk, deaths;
         uint8_t nrcv;
         struct sh_rcv {
             int inc;
@@ -357,7 +358,7 @@ typedef struct world {
     bool shared;
     rng rsh;
     bool g_empty[SIM_GROUPS];
-    uint32_t g_break[SIM_GROUPS], g_death_epoch[SIM_GROUPS];
+    uint32_t g_break[SIM_GROUPS], g_death_epoch[SIM_GROUPS], g_deaths[SIM_GROUPS];
     /* Durable seeds (store.c): batches taken and not yet done, each with
      * the model's live incarnations when it was taken (whose records they
      * are); the store model; which incarnation each client's stored
