@@ -35,7 +35,8 @@
  * a member that acknowledged it or is still there, unless the group was
  * left without a member since, or a member left after a crash that came
  * after the routing (restored messages stay with their member), or, for
- * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]).
+ * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]), or
+ * a member joined at QoS 0 since (a leaver's messages may go to it).
  */
 #include "sim.h"
 
@@ -195,6 +196,7 @@ static void route_shared(world *w, int mi)
             sm->sh[g].epoch = w->epoch;
             sm->sh[g].brk = w->g_break[g];
             sm->sh[g].deaths = w->g_deaths[g];
+            sm->sh[g].q0 = w->g_q0[g];
         }
     }
 }
@@ -307,6 +309,8 @@ void model_apply(world *w, int k, const mark *m)
     switch (m->kind) {
     case MK_SUBSCRIBE:
         in->subs[m->arg] = (uint8_t)(m->qos + 1);
+        if (m->arg >= SIM_SHARED_FILTER && m->qos == 0)
+            w->g_q0[m->arg - SIM_SHARED_FILTER]++;
         groups_update(w);
         break;
     case MK_UNSUBSCRIBE:
@@ -550,7 +554,9 @@ static void check_final_shared(world *w)
                            (sm->expiry_s && sm->expires_at <= w->now) || w->ident_bytes != 0 ||
                            /* sent to a member that left: it stays with it
                             * [MQTT-4.8.2-5], received or not */
-                           (sm->qos == 2 && w->g_deaths[g] != sm->sh[g].deaths);
+                           (sm->qos == 2 && w->g_deaths[g] != sm->sh[g].deaths) ||
+                           /* handed on to a member at QoS 0 */
+                           w->g_q0[g] != sm->sh[g].q0;
             for (int i = 0; i < SIM_CLIENTS; i++)
                 excused |= w->cl[i].v5 && w->cl[i].max_packet &&
                            mqtt_publish5_size(strlen(sim_topics[sm->topic]), sm->plen, 2, 8) >

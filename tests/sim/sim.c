@@ -483,7 +483,8 @@ typedef struct run_stats {
         expired_down, hold_seeds, held,
         hold_timeouts, kept, graceful, aborts, lingers, input_seeds, input_waits, input_closes,
         ident_seeds, sessions_refused, ident_lost, v5, msg_expiry, expired_msgs, alias_up,
-        alias_down, too_large, disc_end, at_recv_max;
+        alias_down, too_large, disc_end, at_recv_max, sh_seeds, sh_routed, sh_rcv, sh_again,
+        sh_left, sh_excused;
 } run_stats;
 
 /* MQTT 5.0 clients, from a generator of their own (the other draws stay
@@ -692,6 +693,12 @@ static bool run_seed(const char *argv0, uint64_t seed, bool verbose, int durable
     rs->too_large += w->n_too_large;
     rs->disc_end += w->n_disc_end;
     rs->at_recv_max += w->n_at_recv_max;
+    rs->sh_seeds += w->shared;
+    rs->sh_routed += w->n_sh_routed;
+    rs->sh_rcv += w->n_sh_rcv;
+    rs->sh_again += w->n_sh_again;
+    rs->sh_left += w->n_sh_left;
+    rs->sh_excused += w->n_sh_excused;
     if (w->b)
         broker_destroy(w->b);
     if (ok && (w->at.live_bytes != 0 || w->at.live_blocks != 0)) {
@@ -791,6 +798,13 @@ int main(int argc, char **argv)
            (unsigned long long)rs.expired_msgs, (unsigned long long)rs.alias_up,
            (unsigned long long)rs.alias_down, (unsigned long long)rs.too_large,
            (unsigned long long)rs.disc_end, (unsigned long long)rs.at_recv_max);
+    printf("sim: shared subscriptions: %llu seeds, %llu routings to a group, %llu members "
+           "received one first, %llu of them after a member that had it left, %llu members "
+           "left, %llu unfinished messages excused (group emptied, QoS 0 member, QoS 2 with a "
+           "leaver, crash, expiry, limits)\n",
+           (unsigned long long)rs.sh_seeds, (unsigned long long)rs.sh_routed,
+           (unsigned long long)rs.sh_rcv, (unsigned long long)rs.sh_again,
+           (unsigned long long)rs.sh_left, (unsigned long long)rs.sh_excused);
     if (nfailed)
         printf("sim: %llu seeds failed\n", (unsigned long long)nfailed);
     return nfailed ? 1 : 0;

@@ -277,12 +277,12 @@ typedef struct smsg {
     /* Shared subscriptions, per group (model.c): routings to the group;
      * whether one had every member at QoS >= 1 (then it must not be lost),
      * the crashes before it, and the group's breaks (times it was left
-     * without a member) and members' departures then; the members that received it (incarnation,
+     * without a member), members' departures and QoS 0 joins then; the members that received it (incarnation,
      * the packet id, QoS, whether the core had its PUBACK). */
     struct {
         uint16_t routed;
         bool q12;
-        uint32_t epoch, brk, deaths;
+        uint32_t epoch, brk, deaths, q0;
         uint8_t nrcv;
         struct sh_rcv {
             int inc;
@@ -359,6 +359,7 @@ typedef struct world {
     rng rsh;
     bool g_empty[SIM_GROUPS];
     uint32_t g_break[SIM_GROUPS], g_death_epoch[SIM_GROUPS], g_deaths[SIM_GROUPS];
+    uint32_t g_q0[SIM_GROUPS];   /* members that joined at QoS 0 so far */
     /* Durable seeds (store.c): batches taken and not yet done, each with
      * the model's live incarnations when it was taken (whose records they
      * are); the store model; which incarnation each client's stored
