@@ -33,8 +33,9 @@
  * hold it no more, unless they received it at QoS 2 [MQTT-4.8.2-5]); at
  * the end, one routed while every member took QoS >= 1 must have reached
  * a member that acknowledged it or is still there, unless the group was
- * left without a member since, or a member left after a crash that came
- * after the routing (restored messages stay with their member), or, for
+ * left without a member since, or a member left since and a crash came
+ * after the routing (restored messages stay with their member, a clean
+ * member's go with the crash), or, for
  * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]), or
  * a member joined at QoS 0 since (a leaver's messages may go to it).
  */
@@ -113,7 +114,6 @@ static void kill_inc(world *w, int j)
     incarnation *in = &w->inc[j];
     for (int g = 0; g < SIM_GROUPS; g++)
         if (in->alive && in->subs[SIM_SHARED_FILTER + g]) {
-            w->g_death_epoch[g] = w->epoch;
             w->g_deaths[g]++;
             w->n_sh_left++;
         }
@@ -554,7 +554,7 @@ static void check_final_shared(world *w)
                        (sm->acked && sm->acked_epoch == sm->sh[g].epoch);
             bool excused = !due || w->g_break[g] != sm->sh[g].brk ||
                            (sm->sh[g].epoch != w->epoch &&
-                            w->g_death_epoch[g] > sm->sh[g].epoch) ||
+                            w->g_deaths[g] != sm->sh[g].deaths) ||
                            (sm->expiry_s && sm->expires_at <= w->now) || w->ident_bytes != 0 ||
                            /* sent to a member that left: it stays with it
                             * [MQTT-4.8.2-5], received or not */

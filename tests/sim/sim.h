@@ -354,11 +354,11 @@ typedef struct world {
     broker_config cfg;         /* kept to re-create the broker after a crash */
     /* Shared-subscription seeds (sim.c, model.c): their own generator;
      * per group whether it has no member now, the times it was left
-     * without one, and the crashes before a member last left. */
+     * without one, and the members that left. */
     bool shared;
     rng rsh;
     bool g_empty[SIM_GROUPS];
-    uint32_t g_break[SIM_GROUPS], g_death_epoch[SIM_GROUPS], g_deaths[SIM_GROUPS];
+    uint32_t g_break[SIM_GROUPS], g_deaths[SIM_GROUPS];
     uint32_t g_q0[SIM_GROUPS];   /* members that joined at QoS 0 so far */
     /* Durable seeds (store.c): batches taken and not yet done, each with
      * the model's live incarnations when it was taken (whose records they
