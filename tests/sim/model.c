@@ -37,6 +37,8 @@
  * after the routing (restored messages stay with their member, a clean
  * member's go with the crash), or, for
  * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]), or
+ * the member it was sent to unsubscribed before it left (docs/OPERATIONS.md:
+ * those sent are completed with it, and go when it goes), or
  * a member joined at QoS 0 since (a leaver's messages may go to it).
  */
 #include "sim.h"
@@ -314,6 +316,8 @@ void model_apply(world *w, int k, const mark *m)
         groups_update(w);
         break;
     case MK_UNSUBSCRIBE:
+        if (m->arg >= SIM_SHARED_FILTER && in->subs[m->arg])
+            in->sh_unsub[m->arg - SIM_SHARED_FILTER] = true;
         in->subs[m->arg] = 0;
         groups_update(w);
         break;
@@ -545,9 +549,12 @@ static void check_final_shared(world *w)
             if (!sm->sh[g].q12)
                 continue;
             bool settled = false;
-            for (int r = 0; r < sm->sh[g].nrcv; r++)
-                settled |= sm->sh[g].rcv[r].acked || sm->sh[g].rcv[r].qos != 1 ||
-                           w->inc[sm->sh[g].rcv[r].inc].alive;
+            bool unsub = false;
+            for (int r = 0; r < sm->sh[g].nrcv; r++) {
+                const incarnation *h = &w->inc[sm->sh[g].rcv[r].inc];
+                settled |= sm->sh[g].rcv[r].acked || sm->sh[g].rcv[r].qos != 1 || h->alive;
+                unsub |= h->sh_unsub[g];
+            }
             if (settled)
                 continue;
             bool due = sm->sh[g].epoch == w->epoch ||
@@ -559,6 +566,9 @@ static void check_final_shared(world *w)
                            /* sent to a member that left: it stays with it
                             * [MQTT-4.8.2-5], received or not */
                            (sm->qos == 2 && w->g_deaths[g] != sm->sh[g].deaths) ||
+                           /* sent to a member that unsubscribed, then left:
+                            * its to complete [MQTT-3.10.4-3], never handed on */
+                           unsub ||
                            /* handed on to a member at QoS 0 */
                            w->g_q0[g] != sm->sh[g].q0;
             for (int i = 0; i < SIM_CLIENTS; i++)

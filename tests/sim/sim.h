@@ -320,6 +320,7 @@ typedef struct incarnation {
     int n_in_qos2;
     expect *exp;                /* [SIM_MAX_MSGS] */
     uint32_t last_route[SIM_ALL][SIM_TOPICS];
+    bool sh_unsub[SIM_GROUPS];  /* unsubscribed from the group once */
 } incarnation;
 
 struct mstore;
