@@ -192,6 +192,7 @@ static void route_shared(world *w, int mi)
         sim_trace(w, "model: m%d routed to group %c (%d members, lowest QoS %d)", mi, 'a' + g,
                   members, minq);
         sm->sh[g].routed++;
+        sm->sh[g].last_epoch = w->epoch;
         w->n_sh_routed++;
         if (sm->qos > 0 && minq > 0) {
             sm->sh[g].q12 = true;
@@ -317,7 +318,10 @@ void model_apply(world *w, int k, const mark *m)
         break;
     case MK_UNSUBSCRIBE:
         if (m->arg >= SIM_SHARED_FILTER && in->subs[m->arg])
+        {
             in->sh_unsub[m->arg - SIM_SHARED_FILTER] = true;
+            in->sh_unsub_at[m->arg - SIM_SHARED_FILTER] = w->now;
+        }
         in->subs[m->arg] = 0;
         groups_update(w);
         break;
@@ -391,7 +395,7 @@ static int shared_group(const world *w, int j, int mi)
  * per routing holds it; one that left holds it no more, unless it was sent
  * it at QoS 2 ([MQTT-4.8.2-5]: not handed to another). False on a
  * violation (reported). */
-static bool received_shared(world *w, int j, int mi, const mqtt_publish *p)
+static bool received_shared(world *w, int j, int mi, const mqtt_publish *p, uint64_t wrote)
 {
     smsg *sm = &w->msgs[mi];
     const char *who = w->cl[w->inc[j].client].id;
@@ -426,6 +430,18 @@ static bool received_shared(world *w, int j, int mi, const mqtt_publish *p)
                  who, j, mi, 'a' + g, p->qos, sm->sh[g].routed, holders, sm->sh[g].rcv[0].inc);
         return false;
     }
+    /* A member that unsubscribed hands its unsent messages to the others
+     * (docs/OPERATIONS.md): none is written to it afterwards, unless a
+     * crash came between (restored messages stay with their member). */
+    const incarnation *in = &w->inc[j];
+    if (!p->dup && in->alive && !in->subs[SIM_SHARED_FILTER + g] && in->sh_unsub[g] &&
+        wrote > in->sh_unsub_at[g] && sm->sh[g].last_epoch == w->epoch) {
+        sim_fail(w, "%s (session #%d) received m%d of group %c written at t=%llu or later, after "
+                    "it unsubscribed at t=%llu",
+                 who, j, mi, 'a' + g, (unsigned long long)wrote,
+                 (unsigned long long)in->sh_unsub_at[g]);
+        return false;
+    }
     if (sm->sh[g].nrcv == SIM_SH_RCV)
         abort(); /* harness limit */
     w->n_sh_again += sm->sh[g].nrcv > 0;
@@ -450,7 +466,7 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
               p->packet_id,
               p->dup ? " dup" : "", first_copy ? "" : " (repeat)");
     if (sm->topic == SIM_SHARED_TOPIC) {
-        if (received_shared(w, c->inc, mi, p))
+        if (received_shared(w, c->inc, mi, p, wrote))
             check_expiry(w, c, mi, p, wrote);
         if (!w->failed && first_copy)
             w->n_delivered++;

@@ -283,6 +283,7 @@ typedef struct smsg {
         uint16_t routed;
         bool q12;
         uint32_t epoch, brk, deaths, q0;
+        uint32_t last_epoch;   /* crashes before its latest routing */
         uint8_t nrcv;
         struct sh_rcv {
             int inc;
@@ -321,6 +322,7 @@ typedef struct incarnation {
     expect *exp;                /* [SIM_MAX_MSGS] */
     uint32_t last_route[SIM_ALL][SIM_TOPICS];
     bool sh_unsub[SIM_GROUPS];  /* unsubscribed from the group once */
+    uint64_t sh_unsub_at[SIM_GROUPS]; /* ... when the core took the last UNSUBSCRIBE */
 } incarnation;
 
 struct mstore;
