@@ -47,8 +47,10 @@
  * (model.c): at most one member per routing gets a message, another only
  * once the first has left without a QoS 2 copy [MQTT-4.8.2-5]; no QoS
  * 1/2 message lost while the group kept a member (a QoS 2 one may go
- * with a member that left: sent, perhaps never received); no retained
- * message on a shared subscribe.
+ * with a member that left: sent, perhaps never received); nothing
+ * written to a member after it unsubscribed (its unsent messages go to
+ * the others); no retained message on a shared subscribe; Message
+ * Expiry as for every copy.
  *
  * Hostile-client limits, each on in a share of the seeds chosen from the
  * seed number (so other seeds draw what they did before), set tiny so they
