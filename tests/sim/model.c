@@ -324,6 +324,9 @@ void model_apply(world *w, int k, const mark *m)
         }
         in->subs[m->arg] = 0;
         groups_update(w);
+        /* With no member left, its unsent messages stay with it. */
+        if (m->arg >= SIM_SHARED_FILTER && w->g_empty[m->arg - SIM_SHARED_FILTER])
+            in->sh_unsub_at[m->arg - SIM_SHARED_FILTER] = UINT64_MAX;
         break;
     case MK_PUBACK:
         /* A member acknowledged a shared message: it is settled. */
