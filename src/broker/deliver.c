@@ -795,6 +795,13 @@ static void share_redeliver(broker *b, sgroup *g, const session *leaving, const 
 {
     msg *m = e->m;
     bool owned = false;
+    /* [MQTT-3.3.2-5]: a delivery to the next member is a new one, and none
+     * starts once the message expired (a QoS 0 copy would go out at once,
+     * unchecked by the pump). */
+    if (bk_msg_expired(m, b->now_ms)) {
+        b->stats.msgs_expired++;
+        return;
+    }
     bk_pubview v = bk_msg_view(m);
     (void)share_route(b, g, &m, &owned, &v, m->qos, m->retain != 0, leaving);
 }

@@ -514,6 +514,13 @@ static void on_publish(world *w, int i, int k, const mqtt_publish *pp, uint64_t 
             cl->await[cl->nawait++] = p->packet_id;
         }
     }
+    if (p->retain && w->msgs[mi].topic == SIM_SHARED_TOPIC && i != SIM_FINAL) {
+        /* Only groups cover the shared topic here: no retained message is
+         * sent on a shared subscribe (MQTT 5.0 section 4.8.2), and later
+         * ones are routed with the flag cleared (no Retain As Published). */
+        sim_fail(w, "%s received retained m%d through a shared subscription", cl->id, mi);
+        return;
+    }
     if (p->retain) {
         /* Sent for a subscription: not a routed copy. The checker client
          * collects these in the end phase. */

@@ -25,6 +25,21 @@
  * may be missing at the end once expired; a copy to a 5.0 client carries
  * the interval left [MQTT-3.3.2-6]; a message too large for a client's
  * Maximum Packet Size may be missing for it [MQTT-3.1.2-25].
+ *
+ * Shared subscriptions (docs/OPERATIONS.md "Shared subscriptions"): which
+ * member gets a message is the core's choice, so a routing to a group is
+ * judged when copies arrive: a member receives it only while fewer
+ * members hold it than it was routed to the group (members that left
+ * hold it no more, unless they received it at QoS 2 [MQTT-4.8.2-5]); at
+ * the end, one routed while every member took QoS >= 1 must have reached
+ * a member that acknowledged it or is still there, unless the group was
+ * left without a member since, or a member left since and a crash came
+ * after the routing (restored messages stay with their member, a clean
+ * member's go with the crash), or, for
+ * QoS 2, any member left since (one sent it keeps it [MQTT-4.8.2-5]), or
+ * the member it was sent to unsubscribed before it left (docs/OPERATIONS.md:
+ * those sent are completed with it, and go when it goes), or
+ * a member joined at QoS 0 since (a leaver's messages may go to it).
  */
 #include "sim.h"
 
@@ -80,13 +95,35 @@ static int new_inc(world *w, int client, bool clean)
     return j;
 }
 
+/* Shared seeds: note groups left without any member (their messages may
+ * then be lost). */
+static void groups_update(world *w)
+{
+    for (int g = 0; g < SIM_GROUPS && w->shared; g++) {
+        bool has = false;
+        for (int i = 0; i < SIM_ALL && !has; i++) {
+            int j = w->cur_inc[i];
+            has = j >= 0 && w->inc[j].subs[SIM_SHARED_FILTER + g];
+        }
+        if (!has && !w->g_empty[g])
+            w->g_break[g]++;
+        w->g_empty[g] = !has;
+    }
+}
+
 static void kill_inc(world *w, int j)
 {
     incarnation *in = &w->inc[j];
+    for (int g = 0; g < SIM_GROUPS; g++)
+        if (in->alive && in->subs[SIM_SHARED_FILTER + g]) {
+            w->g_deaths[g]++;
+            w->n_sh_left++;
+        }
     in->alive = false;
     in->conn = -1;
     if (w->cur_inc[in->client] == j)
         w->cur_inc[in->client] = -1;
+    groups_update(w);
     sim_trace(w, "model: %s session #%d ended", w->cl[in->client].id, j);
 }
 
@@ -135,17 +172,51 @@ void model_expire(world *w, uint64_t removed)
     }
 }
 
+/* A routing of message mi to each group with a member: one of them gets
+ * it (judged as copies arrive). */
+static void route_shared(world *w, int mi)
+{
+    smsg *sm = &w->msgs[mi];
+    for (int g = 0; g < SIM_GROUPS; g++) {
+        int members = 0, minq = 2;
+        for (int i = 0; i < SIM_ALL; i++) {
+            int j = w->cur_inc[i];
+            uint8_t q = j >= 0 ? w->inc[j].subs[SIM_SHARED_FILTER + g] : 0;
+            if (q == 0)
+                continue;
+            members++;
+            minq = q - 1 < minq ? q - 1 : minq;
+        }
+        if (members == 0)
+            continue;
+        sim_trace(w, "model: m%d routed to group %c (%d members, lowest QoS %d)", mi, 'a' + g,
+                  members, minq);
+        sm->sh[g].routed++;
+        sm->sh[g].last_epoch = w->epoch;
+        w->n_sh_routed++;
+        if (sm->qos > 0 && minq > 0) {
+            sm->sh[g].q12 = true;
+            sm->sh[g].epoch = w->epoch;
+            sm->sh[g].brk = w->g_break[g];
+            sm->sh[g].deaths = w->g_deaths[g];
+            sm->sh[g].q0 = w->g_q0[g];
+        }
+    }
+}
+
 static void route(world *w, int mi)
 {
     const smsg *sm = &w->msgs[mi];
     const char *topic = sim_topics[sm->topic];
+    if (sm->topic == SIM_SHARED_TOPIC)
+        route_shared(w, mi);
     for (int i = 0; i < SIM_ALL; i++) {
         int j = w->cur_inc[i];
         if (j < 0)
             continue;
         incarnation *in = &w->inc[j];
         int best = -1;
-        for (int f = 0; f < SIM_FILTERS; f++)
+        for (int f = 0; f < SIM_ORD_FILTERS; f++)
             if (in->subs[f] && in->subs[f] - 1 > best &&
                 mqtt_topic_matches((const uint8_t *)sim_filters[f], strlen(sim_filters[f]),
                                    (const uint8_t *)topic, strlen(topic)))
@@ -241,9 +312,31 @@ void model_apply(world *w, int k, const mark *m)
     switch (m->kind) {
     case MK_SUBSCRIBE:
         in->subs[m->arg] = (uint8_t)(m->qos + 1);
+        if (m->arg >= SIM_SHARED_FILTER && m->qos == 0)
+            w->g_q0[m->arg - SIM_SHARED_FILTER]++;
+        groups_update(w);
         break;
     case MK_UNSUBSCRIBE:
+        if (m->arg >= SIM_SHARED_FILTER && in->subs[m->arg])
+        {
+            in->sh_unsub[m->arg - SIM_SHARED_FILTER] = true;
+            in->sh_unsub_at[m->arg - SIM_SHARED_FILTER] = w->now;
+        }
         in->subs[m->arg] = 0;
+        groups_update(w);
+        /* With no member left, its unsent messages stay with it. */
+        if (m->arg >= SIM_SHARED_FILTER && w->g_empty[m->arg - SIM_SHARED_FILTER])
+            in->sh_unsub_at[m->arg - SIM_SHARED_FILTER] = UINT64_MAX;
+        break;
+    case MK_PUBACK:
+        /* A member acknowledged a shared message: it is settled. */
+        for (int mi = 0; mi < w->nmsgs && w->shared; mi++)
+            for (int g = 0; g < SIM_GROUPS; g++)
+                for (int r = 0; r < w->msgs[mi].sh[g].nrcv; r++)
+                    if (w->msgs[mi].sh[g].rcv[r].inc == c->inc &&
+                        w->msgs[mi].sh[g].rcv[r].pid == m->pid &&
+                        w->msgs[mi].sh[g].rcv[r].qos == 1)
+                        w->msgs[mi].sh[g].rcv[r].acked = true;
         break;
     case MK_PUBLISH:
         if (m->arg < 0) {
@@ -290,6 +383,80 @@ void model_apply(world *w, int k, const mark *m)
     }
 }
 
+static bool check_expiry(world *w, const sconn *c, int mi, const mqtt_publish *p,
+                         uint64_t wrote);
+
+/* The group a copy of shared message mi to incarnation j came through:
+ * its client's (sim_group), if the message was routed there; else -1. */
+static int shared_group(const world *w, int j, int mi)
+{
+    int g = sim_group(w, w->inc[j].client);
+    return w->msgs[mi].sh[g].routed ? g : -1;
+}
+
+/* A copy of shared message mi reached incarnation j: at most one member
+ * per routing holds it; one that left holds it no more, unless it was sent
+ * it at QoS 2 ([MQTT-4.8.2-5]: not handed to another). False on a
+ * violation (reported). */
+static bool received_shared(world *w, int j, int mi, const mqtt_publish *p, uint64_t wrote)
+{
+    smsg *sm = &w->msgs[mi];
+    const char *who = w->cl[w->inc[j].client].id;
+    int g = shared_group(w, j, mi);
+    if (g < 0) {
+        sim_fail(w, "%s (session #%d) received m%d on the shared topic, routed to no group", who,
+                 j, mi);
+        return false;
+    }
+    if (p->qos > sm->qos) {
+        sim_fail(w, "%s received shared m%d at QoS %u, published at QoS %u", who, mi, p->qos,
+                 sm->qos);
+        return false;
+    }
+    int holders = 0;
+    for (int r = 0; r < sm->sh[g].nrcv; r++) {
+        if (sm->sh[g].rcv[r].inc == j) {
+            /* The same delivery again (DUP, or resent after a crash). */
+            sm->sh[g].rcv[r].pid = p->packet_id;
+            return true;
+        }
+        holders += w->inc[sm->sh[g].rcv[r].inc].alive || sm->sh[g].rcv[r].qos == 2;
+    }
+    /* A copy read after its session ended was written before: the member
+     * left holding it, and another may have it since, but not after one at
+     * QoS 2 [MQTT-4.8.2-5]. */
+    bool late = !w->inc[j].alive && (p->qos < 2 || sm->sh[g].nrcv < sm->sh[g].routed);
+    if (holders >= sm->sh[g].routed && !late) {
+        sim_fail(w, "%s (session #%d) received m%d of group %c (QoS %u), routed to the group %u "
+                    "time(s), and %d other member(s) that are still there or got it at QoS 2 "
+                    "hold it (first: session #%d)",
+                 who, j, mi, 'a' + g, p->qos, sm->sh[g].routed, holders, sm->sh[g].rcv[0].inc);
+        return false;
+    }
+    /* A member that unsubscribed hands its unsent messages to the others
+     * (docs/OPERATIONS.md): none is written to it afterwards, unless a
+     * crash came between (restored messages stay with their member). */
+    const incarnation *in = &w->inc[j];
+    /* Only where delivery cannot have started before without a write: a
+     * durable QoS 2 copy waits for its id's commit, a small output buffer
+     * for room, both after the id (and the delivery) was given. */
+    if (!p->dup && p->qos < 2 && !w->durable && !w->tight && in->alive &&
+        !in->subs[SIM_SHARED_FILTER + g] && in->sh_unsub[g] &&
+        wrote > in->sh_unsub_at[g] && sm->sh[g].last_epoch == w->epoch) {
+        sim_fail(w, "%s (session #%d) received m%d of group %c written at t=%llu or later, after "
+                    "it unsubscribed at t=%llu",
+                 who, j, mi, 'a' + g, (unsigned long long)wrote,
+                 (unsigned long long)in->sh_unsub_at[g]);
+        return false;
+    }
+    if (sm->sh[g].nrcv == SIM_SH_RCV)
+        abort(); /* harness limit */
+    w->n_sh_again += sm->sh[g].nrcv > 0;
+    w->n_sh_rcv++;
+    sm->sh[g].rcv[sm->sh[g].nrcv++] = (struct sh_rcv){j, p->packet_id, p->qos, false};
+    return true;
+}
+
 void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_copy,
                     uint64_t wrote)
 {
@@ -305,6 +472,13 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
     sim_trace(w, "%s (session #%d) receives m%d qos %u pid %u%s%s", who, c->inc, mi, p->qos,
               p->packet_id,
               p->dup ? " dup" : "", first_copy ? "" : " (repeat)");
+    if (sm->topic == SIM_SHARED_TOPIC) {
+        if (received_shared(w, c->inc, mi, p, wrote))
+            check_expiry(w, c, mi, p, wrote);
+        if (!w->failed && first_copy)
+            w->n_delivered++;
+        return;
+    }
     if (e->routed == 0) {
         sim_fail(w, "%s (session #%d) received m%d (%s from %s), which was never routed to it",
                  who, c->inc, mi, sim_topics[sm->topic], w->cl[sm->pub].id);
@@ -320,30 +494,8 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
                  p->qos, e->nodup, e->routed);
         return;
     }
-    if (sm->expiry_s && !p->dup) {
-        /* [MQTT-3.3.2-5]: no onward delivery starts once it expired (a
-         * resend, DUP, completes one that started). Its start is when the
-         * broker writes it, whatever waited before (deliver.c). */
-        if (wrote >= sm->expires_at) {
-            sim_fail(w, "%s received m%d at t=%llu or later, expired at t=%llu (Message Expiry "
-                        "Interval %u s)",
-                     who, mi, (unsigned long long)wrote, (unsigned long long)sm->expires_at,
-                     sm->expiry_s);
-            return;
-        }
-        /* [MQTT-3.3.2-6]: a 5.0 receiver gets the interval left. */
-        if (c->level == MQTT_LEVEL_5 &&
-            (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ||
-             p->props.message_expiry == 0 ||
-             p->props.message_expiry > sm->expiry_s)) {
-            sim_fail(w, "%s received m%d with Message Expiry Interval %u (present %d); it was "
-                        "published with %u",
-                     who, mi, p->props.message_expiry,
-                     (int)!!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)),
-                     sm->expiry_s);
-            return;
-        }
-    }
+    if (!check_expiry(w, c, mi, p, wrote))
+        return;
     if (p->dup)
         w->n_dups++;
     if (!first_copy)
@@ -374,8 +526,94 @@ void model_received(world *w, int k, int mi, const mqtt_publish *p, bool first_c
     }
 }
 
+/* The Message Expiry checks of a copy of mi on connection c; false on a
+ * violation (reported). */
+static bool check_expiry(world *w, const sconn *c, int mi, const mqtt_publish *p,
+                         uint64_t wrote)
+{
+    const smsg *sm = &w->msgs[mi];
+    const char *who = w->cl[c->owner].id;
+    if (sm->expiry_s && !p->dup) {
+        /* [MQTT-3.3.2-5]: no onward delivery starts once it expired (a
+         * resend, DUP, completes one that started). Its start is when the
+         * broker writes it, whatever waited before (deliver.c). */
+        if (wrote >= sm->expires_at) {
+            sim_fail(w, "%s received m%d at t=%llu or later, expired at t=%llu (Message Expiry "
+                        "Interval %u s)",
+                     who, mi, (unsigned long long)wrote, (unsigned long long)sm->expires_at,
+                     sm->expiry_s);
+            return false;
+        }
+        /* [MQTT-3.3.2-6]: a 5.0 receiver gets the interval left. */
+        if (c->level == MQTT_LEVEL_5 &&
+            (!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)) ||
+             p->props.message_expiry == 0 ||
+             p->props.message_expiry > sm->expiry_s)) {
+            sim_fail(w, "%s received m%d with Message Expiry Interval %u (present %d); it was "
+                        "published with %u",
+                     who, mi, p->props.message_expiry,
+                     (int)!!(p->props.present & MQTT_PROP_BIT(MQTT_PROP_MESSAGE_EXPIRY)),
+                     sm->expiry_s);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The shared messages no member finished: lost, unless excused (see the
+ * top of the file, and the excuses of ordinary copies). */
+static void check_final_shared(world *w)
+{
+    for (int mi = 0; mi < w->nmsgs && !w->failed; mi++) {
+        const smsg *sm = &w->msgs[mi];
+        if (sm->topic != SIM_SHARED_TOPIC)
+            continue;
+        for (int g = 0; g < SIM_GROUPS; g++) {
+            if (!sm->sh[g].q12)
+                continue;
+            bool settled = false;
+            bool unsub = false;
+            for (int r = 0; r < sm->sh[g].nrcv; r++) {
+                const incarnation *h = &w->inc[sm->sh[g].rcv[r].inc];
+                settled |= sm->sh[g].rcv[r].acked || sm->sh[g].rcv[r].qos != 1 || h->alive;
+                unsub |= h->sh_unsub[g];
+            }
+            if (settled)
+                continue;
+            bool due = sm->sh[g].epoch == w->epoch ||
+                       (sm->acked && sm->acked_epoch == sm->sh[g].epoch);
+            bool excused = !due || w->g_break[g] != sm->sh[g].brk ||
+                           (sm->sh[g].epoch != w->epoch &&
+                            w->g_deaths[g] != sm->sh[g].deaths) ||
+                           (sm->expiry_s && sm->expires_at <= w->now) || w->ident_bytes != 0 ||
+                           /* sent to a member that left: it stays with it
+                            * [MQTT-4.8.2-5], received or not */
+                           (sm->qos == 2 && w->g_deaths[g] != sm->sh[g].deaths) ||
+                           /* sent to a member that unsubscribed, then left:
+                            * its to complete [MQTT-3.10.4-3], never handed on */
+                           unsub ||
+                           /* handed on to a member at QoS 0 */
+                           w->g_q0[g] != sm->sh[g].q0;
+            for (int i = 0; i < SIM_CLIENTS; i++)
+                excused |= w->cl[i].v5 && w->cl[i].max_packet &&
+                           mqtt_publish5_size(strlen(sim_topics[sm->topic]), sm->plen, 2, 8) >
+                               w->cl[i].max_packet;
+            if (excused) {
+                w->n_sh_excused++;
+                continue;
+            }
+            sim_fail(w, "lost: shared m%d (QoS %u, from %s, %s) routed to group %c %u time(s), "
+                        "%u member(s) received it, none finished it or is still there",
+                     mi, sm->qos, w->cl[sm->pub].id,
+                     sm->acked ? "acknowledged" : "not acknowledged", 'a' + g, sm->sh[g].routed,
+                     sm->sh[g].nrcv);
+        }
+    }
+}
+
 void model_check_final(world *w)
 {
+    check_final_shared(w);
     for (int i = 0; i < SIM_ALL; i++) {
         int j = w->cur_inc[i];
         if (j < 0)
@@ -560,6 +798,7 @@ void model_crash(world *w)
             w->n_expired_down++;
         }
     }
+    groups_update(w);
     for (int t = 0; t < SIM_TOPICS && !w->failed; t++)
         crash_retained(w, t, kept[t]);
     /* A copy sent before the crash whose new state was not committed is

@@ -35,8 +35,22 @@
  * aliases, no expired message sent (from when the broker wrote each
  * packet: net.c's write-time checkpoints), the interval left forwarded,
  * session expiry as the interval in effect says, across crashes too (the
- * broker has a wall clock and stays down a while). Shared subscriptions
- * are not simulated (the unit tests and fuzz_core's seeds cover them).
+ * broker has a wall clock and stays down a while).
+ *
+ * Shared subscriptions (one seed in five, from the seed number; their own
+ * draws from a generator of their own): clients, 3.1.1 and 5.0, join and
+ * leave two groups, `$share/a/s/+/y` and `$share/b/s/#`, whose topic
+ * `s/1/y` no ordinary filter of those seeds covers (`#` is not subscribed
+ * there), so every copy of it came through a group; a client is a member
+ * of one group at a time, so the group is known too. The topic limits
+ * are raised to exactly what the longest `$share` filter needs. Checked
+ * (model.c): at most one member per routing gets a message, another only
+ * once the first has left without a QoS 2 copy [MQTT-4.8.2-5]; no QoS
+ * 1/2 message lost while the group kept a member (a QoS 2 one may go
+ * with a member that left: sent, perhaps never received); nothing
+ * written to a member after it unsubscribed (its unsent messages go to
+ * the others); no retained message on a shared subscribe; Message
+ * Expiry as for every copy.
  *
  * Hostile-client limits, each on in a share of the seeds chosen from the
  * seed number (so other seeds draw what they did before), set tiny so they
@@ -77,8 +91,14 @@ enum {
     SIM_CLIENTS = 6,              /* clients taking part in the random phase */
     SIM_FINAL = SIM_CLIENTS,      /* the checker client of the end phase */
     SIM_ALL = SIM_CLIENTS + 1,
-    SIM_TOPICS = 5,
-    SIM_FILTERS = 8,
+    SIM_ORD_TOPICS = 5,           /* topics every seed draws from */
+    SIM_SHARED_TOPIC = SIM_ORD_TOPICS, /* the shared subscriptions' own topic */
+    SIM_TOPICS = SIM_ORD_TOPICS + 1,
+    SIM_ORD_FILTERS = 8,          /* ordinary filters every seed draws from */
+    SIM_GROUPS = 2,               /* shared subscription groups (shared seeds) */
+    SIM_SHARED_FILTER = SIM_ORD_FILTERS, /* group g's filter: this + g */
+    SIM_FILTERS = SIM_ORD_FILTERS + SIM_GROUPS,
+    SIM_SH_RCV = 6,               /* members a shared message may reach, at most, per group */
     SIM_MAX_MSGS = 700,
     SIM_MAX_CONNS = 400,
     SIM_MAX_INC = 400,            /* session incarnations per run */
@@ -256,6 +276,24 @@ typedef struct smsg {
     uint16_t plen;         /* payload bytes */
     uint32_t expiry_s;     /* MQTT 5.0 Message Expiry Interval, 0 = none */
     uint64_t expires_at;   /* ... from the core's latest handling of it */
+    /* Shared subscriptions, per group (model.c): routings to the group;
+     * whether one had every member at QoS >= 1 (then it must not be lost),
+     * the crashes before it, and the group's breaks (times it was left
+     * without a member), members' departures and QoS 0 joins then; the members that received it (incarnation,
+     * the packet id, QoS, whether the core had its PUBACK). */
+    struct {
+        uint16_t routed;
+        bool q12;
+        uint32_t epoch, brk, deaths, q0;
+        uint32_t last_epoch;   /* crashes before its latest routing */
+        uint8_t nrcv;
+        struct sh_rcv {
+            int inc;
+            uint16_t pid;
+            uint8_t qos;
+            bool acked;
+        } rcv[SIM_SH_RCV];
+    } sh[SIM_GROUPS];
 } smsg;
 
 /* What one session incarnation should receive of one message. */
@@ -285,6 +323,8 @@ typedef struct incarnation {
     int n_in_qos2;
     expect *exp;                /* [SIM_MAX_MSGS] */
     uint32_t last_route[SIM_ALL][SIM_TOPICS];
+    bool sh_unsub[SIM_GROUPS];  /* unsubscribed from the group once */
+    uint64_t sh_unsub_at[SIM_GROUPS]; /* ... when the core took the last UNSUBSCRIBE */
 } incarnation;
 
 struct mstore;
@@ -317,6 +357,14 @@ typedef struct world {
      * the marks applied since account for: the two must agree. */
     uint64_t feed_rx, feed_taken;
     broker_config cfg;         /* kept to re-create the broker after a crash */
+    /* Shared-subscription seeds (sim.c, model.c): their own generator;
+     * per group whether it has no member now, the times it was left
+     * without one, and the members that left. */
+    bool shared;
+    rng rsh;
+    bool g_empty[SIM_GROUPS];
+    uint32_t g_break[SIM_GROUPS], g_deaths[SIM_GROUPS];
+    uint32_t g_q0[SIM_GROUPS];   /* members that joined at QoS 0 so far */
     /* Durable seeds (store.c): batches taken and not yet done, each with
      * the model's live incarnations when it was taken (whose records they
      * are); the store model; which incarnation each client's stored
@@ -365,12 +413,23 @@ typedef struct world {
      * PUBLISHes a client with a Receive Maximum held at once */
     uint64_t n_v5, n_msg_expiry, n_expired_msgs, n_alias_up, n_alias_down, n_too_large,
         n_disc_end, n_at_recv_max;
+    /* ... of shared subscriptions: messages routed to a group, copies a
+     * member received first, messages a second member got after the first
+     * left, members that left, messages lost with the group excused */
+    uint64_t n_sh_routed, n_sh_rcv, n_sh_again, n_sh_left, n_sh_excused;
 } world;
 
 /* The identity client i connects with (NULL: anonymous). With
  * world.idents, c0-c2 share "idA", c3-c4 share "idB", c5 and the checker
  * are anonymous (never limited). */
 const char *sim_identity(const world *w, int client);
+
+/* Shared seeds: client i's group, the same all the seed long (a copy's
+ * group is then known), a share of the clients in each. */
+static inline int sim_group(const world *w, int client)
+{
+    return (int)(((uint64_t)client + w->seed / 5) % SIM_GROUPS);
+}
 
 void sim_fail(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void sim_trace(world *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
