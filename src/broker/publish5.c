@@ -95,35 +95,6 @@ put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain, bo
     return BK_SEND5_OK;
 }
 
-/* A delivery without any property: mqtt_encode_publish at level 5. */
-static inline __attribute__((always_inline)) bk_send5
-write_bare(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain, bool dup,
-           uint16_t packet_id, size_t *written)
-{
-    size_t n = mqtt_publish_size(MQTT_LEVEL_5, v->tlen, v->plen, qos);
-    if (n == 0 || n > c->client_max_packet) {
-        bk_publish5_too_large(b, c, v, n ? n : SIZE_MAX);
-        return BK_SEND5_TOO_LARGE;
-    }
-    uint8_t *p = bk_out_reserve(b, c, n);
-    if (!p)
-        return BK_SEND5_NOMEM;
-    mqtt_publish pub; /* field by field, as put() */
-    pub.qos = qos;
-    pub.dup = dup;
-    pub.retain = retain;
-    pub.packet_id = packet_id;
-    pub.topic = (mqtt_bytes){v->topic, v->tlen};
-    pub.payload = (mqtt_bytes){v->payload, v->plen};
-    size_t w = mqtt_encode_publish(p, n, MQTT_LEVEL_5, &pub);
-    ALWAYS(w == n);
-    bk_out_commit(b, c, n);
-    b->stats.msgs_sent++;
-    if (written)
-        *written = n;
-    return BK_SEND5_OK;
-}
-
 /* A delivery with properties of its own (alias, expiry, identifiers):
  * out of line, so its stack buffer costs the common case nothing. */
 __attribute__((noinline)) static bk_send5 write_own(broker *b, broker_conn *c,
@@ -136,12 +107,11 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
                            bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
                            const uint32_t *sub_ids_more, size_t *written)
 {
+    /* A delivery without any property (bk_publish5_bare) seldom comes
+     * here: deliver.c writes it with the 3.1.1 encoder at level 5 (which
+     * LTO inlines there only while it has that one caller). */
     if (v->expiry_ms || sub_id || sub_ids_more || (!dup && c->client_topic_alias_max))
         return write_own(b, c, v, qos, retain, dup, packet_id, sub_id, sub_ids_more, written);
-    /* No property at all (what most messages are): the level-5 form of
-     * the 3.1.1 encoder, the same packet plus one 0 byte. */
-    if (v->props_len == 0)
-        return write_bare(b, c, v, qos, retain, dup, packet_id, written);
     /* The common case: no property of this delivery's own (no alias
      * possible, no expiry, no identifier), only the forwarded ones. */
     size_t n = mqtt_publish5_size(v->tlen, v->plen, qos, v->props_len);
