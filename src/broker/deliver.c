@@ -209,16 +209,35 @@ void bk_out_drained(broker *b, broker_conn *c)
     c->out_head = c->out_len = c->out_cap = 0;
 }
 
-static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
-                         const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
-                         bool dup, uint16_t packet_id)
+/* send_publish's packet of n bytes is refused: not encodable (n 0,
+ * cannot happen for routed messages), or above a 5.0 client's Maximum
+ * Packet Size. Out of line: never on the common path. */
+__attribute__((noinline, cold)) static bk_send5 send_refused(broker *b, const broker_conn *c,
+                                                             const uint8_t *topic, size_t tlen,
+                                                             size_t n)
+{
+    if (c->level != MQTT_LEVEL_5)
+        return BK_SEND5_NOMEM;
+    bk_pubview v = {topic, NULL, NULL, tlen, 0, 0, 0};
+    bk_publish5_too_large(b, c, &v, n ? n : SIZE_MAX);
+    return BK_SEND5_TOO_LARGE;
+}
+
+/* A PUBLISH with topic and payload only: any 3.1.1 one, and at level 5
+ * one without any property (bk_publish5_bare), which the same encoder
+ * writes with its empty property block. */
+static bk_send5 send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
+                             const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
+                             bool dup, uint16_t packet_id)
 {
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
-    if (n == 0)
-        return false; /* not encodable (cannot happen for routed messages) */
+    /* One test for both refusals: n - 1 wraps when n is 0, and a client
+     * below 5.0 has client_max_packet UINT32_MAX. */
+    if (n - 1 >= c->client_max_packet)
+        return send_refused(b, c, topic, tlen, n);
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
-        return false;
+        return BK_SEND5_NOMEM;
     /* Field by field: an initializer would zero the 208-byte property
      * block too, which the encoders never read (mqtt.h) - a third of a
      * 3.1.1 PUBLISH's encoding cost. */
@@ -233,7 +252,7 @@ static bool send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
     b->stats.msgs_sent++;
-    return true;
+    return BK_SEND5_OK;
 }
 
 /* One PUBLISH of v to c at any level: a 3.1.1 client gets the topic and
@@ -255,12 +274,11 @@ static inline __attribute__((always_inline)) bk_send5 send_view(broker *b, broke
                                                                 bool dup, uint16_t packet_id,
                                                                 const bk_via *via)
 {
-    if (c->level == MQTT_LEVEL_5)
+    if (c->level == MQTT_LEVEL_5 &&
+        !bk_publish5_bare(c, v, dup, via ? via->sub_id : 0, via ? via->more : NULL))
         return send_view5(b, c, v, qos, retain, dup, packet_id, via);
     return send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
-                        packet_id)
-               ? BK_SEND5_OK
-               : BK_SEND5_NOMEM;
+                        packet_id);
 }
 
 /* A QoS 0 PUBLISH already encoded into another connection's output during
@@ -301,12 +319,10 @@ static inline __attribute__((always_inline)) bk_send5 send_qos0(broker *b, broke
     }
     size_t len = 0;
     bk_send5 r;
-    if (c->level == MQTT_LEVEL_5) {
+    if (c->level == MQTT_LEVEL_5 && !bk_publish5_bare(c, v, false, 0, NULL)) {
         r = bk_publish5_write(b, c, v, 0, false, false, 0, 0, NULL, &len);
     } else {
-        r = send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, 0, false, false, 0)
-                ? BK_SEND5_OK
-                : BK_SEND5_NOMEM;
+        r = send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, 0, false, false, 0);
         len = mqtt_publish_size(c->level, v->tlen, v->plen, 0);
     }
     /* The packet is the last thing in c's output (bk_out_reserve may have
@@ -333,13 +349,14 @@ __attribute__((noinline)) static bk_send5 send_entry5(broker *b, broker_conn *c,
 static inline __attribute__((always_inline)) bk_send5 send_entry(broker *b, broker_conn *c,
                                                                   const qentry *e, bool dup)
 {
-    if (c->level == MQTT_LEVEL_5)
-        return send_entry5(b, c, e, dup);
     const msg *m = e->m;
+    if (c->level == MQTT_LEVEL_5) {
+        bk_pubview v = bk_msg_view(m);
+        if (!bk_publish5_bare(c, &v, dup, e->sub_id, e->sub_ids_more))
+            return send_entry5(b, c, e, dup);
+    }
     return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
-                        e->qos, e->retain, dup, e->packet_id)
-               ? BK_SEND5_OK
-               : BK_SEND5_NOMEM;
+                        e->qos, e->retain, dup, e->packet_id);
 }
 
 static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)

@@ -158,8 +158,14 @@ static inline const char *topic_over(broker *b, const broker_conn *c, mqtt_bytes
  * the connection ended. A topic beyond the limits sets *rc (0x90) and no
  * alias.
  */
-__attribute__((noinline)) static bool admit5(broker *b, broker_conn *c, const mqtt_publish *p,
-                                             mqtt_bytes *topic, uint8_t *rc)
+__attribute__((noinline)) static bool admit5_alias(broker *b, broker_conn *c,
+                                                   const mqtt_publish *p, mqtt_bytes *topic);
+
+/* Inline, so a PUBLISH without a Topic Alias (the common one) costs no
+ * call; what fails, and the alias, are out of line. */
+static inline __attribute__((always_inline)) bool admit5(broker *b, broker_conn *c,
+                                                         const mqtt_publish *p,
+                                                         mqtt_bytes *topic, uint8_t *rc)
 {
     if (p->qos > 0 && ++c->in_unacked > b->lim.receive_maximum) {
         bk_conn_fail(b, c, MQTT_RC_RECEIVE_MAXIMUM_EXCEEDED,
@@ -170,19 +176,26 @@ __attribute__((noinline)) static bool admit5(broker *b, broker_conn *c, const mq
         *rc = MQTT_RC_TOPIC_NAME_INVALID;
         return true;
     }
-    if (p->props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)) {
-        uint8_t r = bk_alias_in_resolve(b, c, p->props.topic_alias, topic);
-        if (r == MQTT_RC_UNSPECIFIED_ERROR) {
-            bk_conn_end_reason(b, c, r, true, "out of memory for a topic alias", b->now_ms);
-            return false;
-        }
-        if (r != 0) {
-            bk_conn_fail(b, c, r,
-                         r == MQTT_RC_TOPIC_ALIAS_INVALID
-                             ? "Topic Alias above the Topic Alias Maximum"
-                             : "empty topic with a Topic Alias not set on this connection");
-            return false;
-        }
+    if (p->props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS))
+        return admit5_alias(b, c, p, topic);
+    return true;
+}
+
+/* admit5's Topic Alias: resolves it into *topic (or sets it). False when
+ * the connection ended. */
+static bool admit5_alias(broker *b, broker_conn *c, const mqtt_publish *p, mqtt_bytes *topic)
+{
+    uint8_t r = bk_alias_in_resolve(b, c, p->props.topic_alias, topic);
+    if (r == MQTT_RC_UNSPECIFIED_ERROR) {
+        bk_conn_end_reason(b, c, r, true, "out of memory for a topic alias", b->now_ms);
+        return false;
+    }
+    if (r != 0) {
+        bk_conn_fail(b, c, r,
+                     r == MQTT_RC_TOPIC_ALIAS_INVALID
+                         ? "Topic Alias above the Topic Alias Maximum"
+                         : "empty topic with a Topic Alias not set on this connection");
+        return false;
     }
     return true;
 }
@@ -226,8 +239,10 @@ __attribute__((noinline)) static long route5_filtered(broker *b, const mqtt_publ
 
 /* Route a level-5 message: its expiry and the properties it carries on.
  * Returns the sessions reached, or -1 when memory ran out (nothing routed).
- * Out of line, so its buffer costs the 3.1.1 path nothing. */
-__attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, mqtt_bytes topic)
+ * Inline (only handle_publish5 has it): a buffer, when one is needed, is
+ * route5_filtered's. */
+static inline __attribute__((always_inline)) long route5(broker *b, const mqtt_publish *p,
+                                                         mqtt_bytes topic)
 {
     const mqtt_props *pr = &p->props;
     bk_pubview v = {topic.p, p->payload.p, pr->raw.p, topic.len, p->payload.len, pr->raw.len,
@@ -237,14 +252,13 @@ __attribute__((noinline)) static long route5(broker *b, const mqtt_publish *p, m
     return route5_filtered(b, p, v);
 }
 
-/* Route p as the client c may publish it; the reason code that says how
+/* Route p as its client (level 5 when v5) may publish it; the reason code that says how
  * it went at level 5 (0 success, 0x10 nobody subscribes, 0x97 limits
  * dropped every copy), or 0x80 when memory ran out. */
-static inline __attribute__((always_inline)) uint8_t route(broker *b, broker_conn *c,
-                                                           const mqtt_publish *p,
-                                                           mqtt_bytes topic)
+static inline __attribute__((always_inline)) uint8_t route(broker *b, const mqtt_publish *p,
+                                                           mqtt_bytes topic, const bool v5)
 {
-    if (c->level != MQTT_LEVEL_5) {
+    if (!v5) { /* a constant in each copy of handle_publish */
         bk_pubview v = {topic.p, p->payload.p, NULL, topic.len, p->payload.len, 0, 0};
         (void)bk_route_view(b, v, p->qos, p->retain, NULL);
         return 0;
@@ -314,7 +328,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
 
     if (p->qos == 0) {
         if (allowed)
-            (void)route(b, c, p, topic);
+            (void)route(b, p, topic, v5);
         else if (rc == MQTT_RC_TOPIC_NAME_INVALID)
             bk_conn_fail(b, c, rc, "topic beyond the limits");
         return;
@@ -331,7 +345,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
                              "too many QoS 2 messages awaiting PUBREL");
                 return;
             }
-            rc = route(b, c, p, topic);
+            rc = route(b, p, topic, v5);
             /* [MQTT-4.3.3-9]: after a PUBREC with an error code the id
              * names nothing: a PUBLISH with it is a new message. */
             if (rc >= MQTT_RC_UNSPECIFIED_ERROR)
@@ -347,7 +361,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
         return;
     }
     if (allowed)
-        rc = route(b, c, p, topic);
+        rc = route(b, p, topic, v5);
     /* QoS 1 leaves no state of its own behind: the PUBACK waits only for
      * what routing recorded (a retained value, queue rows of persistent
      * sessions). */

@@ -107,6 +107,9 @@ bk_send5 bk_publish5_write(broker *b, broker_conn *c, const bk_pubview *v, uint8
                            bool retain, bool dup, uint16_t packet_id, uint32_t sub_id,
                            const uint32_t *sub_ids_more, size_t *written)
 {
+    /* A delivery without any property (bk_publish5_bare) seldom comes
+     * here: deliver.c writes it with the 3.1.1 encoder at level 5 (which
+     * LTO inlines there only while it has that one caller). */
     if (v->expiry_ms || sub_id || sub_ids_more || (!dup && c->client_topic_alias_max))
         return write_own(b, c, v, qos, retain, dup, packet_id, sub_id, sub_ids_more, written);
     /* The common case: no property of this delivery's own (no alias

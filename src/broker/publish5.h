@@ -24,6 +24,20 @@ typedef enum bk_send5 {
 } bk_send5;
 
 /*
+ * Whether a PUBLISH of v to level-5 client c carries no property at all:
+ * none forwarded, no expiry, no Subscription Identifier, and no Topic
+ * Alias possible (the client allows none, or this is a retransmission).
+ * Such a packet is the 3.1.1 one plus an empty property block, which
+ * mqtt_encode_publish writes at level 5 (deliver.c takes that path).
+ */
+static inline bool bk_publish5_bare(const broker_conn *c, const bk_pubview *v, bool dup,
+                                    uint32_t sub_id, const uint32_t *sub_ids_more)
+{
+    return v->props_len == 0 && v->expiry_ms == 0 && sub_id == 0 && !sub_ids_more &&
+           (dup || c->client_topic_alias_max == 0);
+}
+
+/*
  * Write one PUBLISH of v to level-5 client c. sub_id (0 = none) and
  * sub_ids_more ([count, id...], NULL = none) are the Subscription
  * Identifiers it carries [MQTT-3.3.4-3]. A first transmission may go

@@ -46,7 +46,9 @@
  * - AUTH must carry an Authentication Method (3.15.2.2.2), but its short
  *   form has no properties at all; the broker, which knows whether an
  *   exchange is running, judges that.
- * At levels 3/4 every mqtt_props in *out is zero and acks carry reason 0.
+ * At levels 3/4 every mqtt_props in *out is zero and acks carry reason 0,
+ * but for PUBLISH and the publish acks, whose block without properties
+ * (at any level) has only `present` and `raw` set (mqtt.h).
  * On any error *out is left in an unspecified state.
  */
 #include "mqtt/mqtt.h"
@@ -272,6 +274,17 @@ static mqtt_err decode_publish(mqtt_reader *r, uint8_t flags, mqtt_role role, ui
         MQTT_TRY(check_topic_name(p->topic));
     if (p->qos)
         MQTT_TRY(rd_packet_id(r, &p->packet_id));
+    if (rd_left(r) && r->p[r->pos] == 0) {
+        /* No properties (most messages): as at 3.1.1, only `present` and
+         * `raw` say so, the rest of the block is not cleared (mqtt.h). */
+        r->pos++;
+        if (!p->topic.len)
+            return MQTT_ERR_BAD_TOPIC_NAME; /* no Topic Alias either (3.3.2.3.4) */
+        p->props.present = 0;
+        p->props.raw = (mqtt_bytes){ r->p + r->pos, 0 };
+        p->payload = rd_rest(r);
+        return MQTT_OK;
+    }
     MQTT_TRY(prop_read_block(r, PCTX_PUBLISH, role, &p->props));
     if (!p->topic.len && !(p->props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS)))
         return MQTT_ERR_BAD_TOPIC_NAME; /* "a Protocol Error if the Topic Name is zero
@@ -294,7 +307,10 @@ static mqtt_err decode_ack(mqtt_reader *r, mqtt_type type, mqtt_role role, uint8
         a->props.raw = (mqtt_bytes){ 0 };
         return MQTT_OK;
     }
-    props_clear(&a->props);
+    /* Without properties (Remaining Length 2 or 3, or an empty block):
+     * only `present` and `raw` set, as at 3.1.1 (mqtt.h). */
+    a->props.present = 0;
+    a->props.raw = (mqtt_bytes){ 0 };
     if (rd_left(r) == 0)
         return MQTT_OK;
     MQTT_TRY(rd_u8(r, &a->reason));
@@ -302,6 +318,10 @@ static mqtt_err decode_ack(mqtt_reader *r, mqtt_type type, mqtt_role role, uint8
         return MQTT_ERR_BAD_REASON_CODE;
     if (rd_left(r) == 0)
         return MQTT_OK;
+    if (rd_left(r) == 1 && r->p[r->pos] == 0) {
+        r->pos++;
+        return MQTT_OK;
+    }
     MQTT_TRY(prop_read_block(r, PCTX_PUBACK, role, &a->props));
     return rd_left(r) ? MQTT_ERR_TRAILING_BYTES : MQTT_OK;
 }

@@ -13,7 +13,8 @@
  * - CONNACK carries Session Present only for level 4 with return code 0
  *   ([MQTT-3.2.2-4]; 3.1 has no such flag).
  * At level 5 these encoders write the 5.0 form with an empty property block
- * (encode5.c does the work): a PUBLISH, CONNACK or SUBACK gains its
+ * (encode5.c does the work, but for PUBLISH, written here): a PUBLISH,
+ * CONNACK or SUBACK gains its
  * Property Length byte, a CONNACK's 3.1.1 return code becomes the 5.0 reason
  * code of the same meaning, and the publish acks keep their 4-byte form,
  * which 5.0 reads as Success (3.4.2.1). A 5.0 UNSUBACK needs a reason code
@@ -25,11 +26,12 @@
 
 size_t mqtt_publish_size(uint8_t level, size_t topic_len, size_t payload_len, uint8_t qos)
 {
-    if (level == MQTT_LEVEL_5)
-        return mqtt_publish5_size(topic_len, payload_len, qos, 0);
+    /* 5.0 without properties: the same packet plus its empty property
+     * block, one 0 byte (no call into encode5.c's general sizing). */
+    size_t block = level == MQTT_LEVEL_5 ? 1u : 0u;
     if (topic_len > UINT16_MAX || payload_len > MQTT_MAX_REMAINING)
         return 0;
-    return packet_size(2 + topic_len + (qos ? 2u : 0u) + payload_len);
+    return packet_size(2 + topic_len + (qos ? 2u : 0u) + block + payload_len);
 }
 
 size_t mqtt_encode_publish(uint8_t *out, size_t cap, uint8_t level, const mqtt_publish *p)
@@ -37,20 +39,24 @@ size_t mqtt_encode_publish(uint8_t *out, size_t cap, uint8_t level, const mqtt_p
     MQTT_INVARIANT(p->qos <= 2);
     MQTT_INVARIANT(p->qos == 0 || p->packet_id != 0);
     MQTT_INVARIANT(p->topic.len >= 1 && p->topic.len <= UINT16_MAX);
-    if (level == MQTT_LEVEL_5)
-        return mqtt_encode_publish5(out, cap, p, NULL, 0);
 
+    /* At level 5 the packet differs only by its empty property block, one
+     * 0 byte after the packet id: written here rather than through
+     * encode5.c's pieces, which a delivery without properties (the common
+     * case) does not need. */
+    bool v5 = level == MQTT_LEVEL_5;
     size_t size = mqtt_publish_size(level, p->topic.len, p->payload.len, p->qos);
     if (size == 0 || cap < size)
         return 0;
     uint8_t first = (uint8_t)(MQTT_PUBLISH << 4 | p->qos << 1 | (p->retain ? 1 : 0));
     if (p->qos && p->dup)
-        first |= 0x8;
-    size_t rl = 2 + p->topic.len + (p->qos ? 2u : 0u) + p->payload.len;
+        first |= 0x8; /* [MQTT-3.3.1-2]: never on QoS 0 */
+    size_t rl = 2 + p->topic.len + (p->qos ? 2u : 0u) + (v5 ? 1u : 0u) + p->payload.len;
 
     mqtt_writer w = { out, cap, 0 };
     if (wr_header(&w, first, rl) || wr_prefixed(&w, p->topic.p, p->topic.len) ||
-        (p->qos && wr_u16(&w, p->packet_id)) || wr_raw(&w, p->payload.p, p->payload.len))
+        (p->qos && wr_u16(&w, p->packet_id)) || (v5 && wr_u8(&w, 0)) ||
+        wr_raw(&w, p->payload.p, p->payload.len))
         return 0;
     MQTT_INVARIANT(w.len == size);
     return size;

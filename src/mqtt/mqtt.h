@@ -203,7 +203,8 @@ typedef struct mqtt_bytes {
  * buffer. At levels 3 and 4 a decoded mqtt_props is all zero, except a
  * PUBLISH's and a PUBACK / PUBREC / PUBREL / PUBCOMP's: there only
  * `present` (0) and `raw` (empty) are set, the rest left as it was (the
- * 3.1.1 hot path does not pay for zeroing the block): whatever reads a
+ * 3.1.1 hot path does not pay for zeroing the block); at level 5 the same
+ * holds for those packets when they carry no property: whatever reads a
  * field tests `present` first.
  */
 typedef struct mqtt_props {

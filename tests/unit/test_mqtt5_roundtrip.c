@@ -488,3 +488,44 @@ TEST(mqtt5_level_3_and_4_packets_decode_without_properties)
     CHECK_EQ(p.u.disconnect.reason, 0);
     CHECK_MEM(&p.u.disconnect.props, &zero, sizeof zero);
 }
+
+/* The paths a message without properties takes (decode.c and encode.c
+ * skip the general property code for them): the level-5 form of the
+ * 3.1.1 encoder is the 5.0 encoder's packet byte for byte, and an empty
+ * block decodes to "no properties" even into a packet that held some. */
+TEST(mqtt5_publish_and_acks_without_properties_decode_as_empty_after_ones_with)
+{
+    uint8_t props[32], buf[BUF], buf2[BUF];
+    size_t pn = mqtt_prop_u32(props, sizeof props, MQTT_PROP_MESSAGE_EXPIRY, 9);
+    mqtt_bytes pr = { props, pn };
+    mqtt_publish in = { .qos = 1, .packet_id = 7, .topic = str("a/b"), .payload = str("hi") };
+    mqtt_packet p;
+    size_t n = mqtt_encode_publish5(buf, sizeof buf, &in, &pr, 1);
+    CHECK_EQ(decode_whole(buf, n, MQTT_FROM_CLIENT, &p), MQTT_OK);
+    CHECK(p.u.publish.props.present != 0);
+
+    n = mqtt_encode_publish5(buf, sizeof buf, &in, NULL, 0);
+    size_t n2 = mqtt_encode_publish(buf2, sizeof buf2, MQTT_LEVEL_5, &in);
+    CHECK_EQ(n2, n);
+    CHECK_EQ(mqtt_publish_size(MQTT_LEVEL_5, 3, 2, 1), n);
+    CHECK(n2 == n && memcmp(buf, buf2, n) == 0);
+    CHECK_EQ(decode_whole(buf, n, MQTT_FROM_CLIENT, &p), MQTT_OK);
+    CHECK_EQ(p.u.publish.props.present, 0);
+    CHECK_EQ(p.u.publish.props.raw.len, 0);
+    CHECK(eq(p.u.publish.topic, "a/b") && eq(p.u.publish.payload, "hi"));
+    CHECK_EQ(p.u.publish.packet_id, 7);
+
+    /* An ack with a reason and an empty block (Remaining Length 4), after
+     * one with properties. */
+    uint8_t rs[32];
+    size_t rn = mqtt_prop_bytes(rs, sizeof rs, MQTT_PROP_REASON_STRING, (const uint8_t *)"w", 1);
+    mqtt_bytes rpr = { rs, rn };
+    n = mqtt_encode_ack5(buf, sizeof buf, MQTT_PUBACK, 7, MQTT_RC_NO_MATCHING_SUBSCRIBERS, &rpr, 1);
+    CHECK_EQ(decode_whole(buf, n, MQTT_FROM_SERVER, &p), MQTT_OK);
+    CHECK(p.u.ack.props.present != 0);
+    const uint8_t empty[] = { MQTT_PUBACK << 4, 4, 0, 7, MQTT_RC_NO_MATCHING_SUBSCRIBERS, 0 };
+    CHECK_EQ(decode_whole(empty, sizeof empty, MQTT_FROM_SERVER, &p), MQTT_OK);
+    CHECK_EQ(p.u.ack.reason, MQTT_RC_NO_MATCHING_SUBSCRIBERS);
+    CHECK_EQ(p.u.ack.props.present, 0);
+    CHECK_EQ(p.u.ack.props.raw.len, 0);
+}
