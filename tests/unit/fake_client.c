@@ -5,6 +5,7 @@
 #include "fake_client.h"
 
 #include "broker/journal.h"
+#include "model_store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,18 @@ void fw_init_durable(fworld *w, const broker_limits *lim)
     w->now = 1000000;
     w->durable = true;
     init_cfg(w, lim, true);
+}
+
+static void commit_to_model(fworld *w)
+{
+    ms_commit_all(w->commit_ctx, w->b);
+}
+
+void fw_init_model_store(fworld *w, mstore *m)
+{
+    fw_init_durable(w, NULL);
+    w->commit = commit_to_model;
+    w->commit_ctx = m;
 }
 
 void fw_restart(fworld *w)

@@ -55,6 +55,11 @@ void fw_init_logged(fworld *w, const broker_limits *lim,
                     void (*hook)(void *ctx, broker_log_level level, const char *msg), void *ctx);
 /* The same with broker_config.durable: the test drives the store. */
 void fw_init_durable(fworld *w, const broker_limits *lim);
+/* A durable world (default limits) whose every commit goes into the model
+ * store m (tests/unit/model_store.h), also the ones fw_connect_as makes
+ * to get a held CONNACK: for the tests of what reaches the store. */
+struct mstore;
+void fw_init_model_store(fworld *w, struct mstore *m);
 /* Simulate a crash and restart: a fresh durable broker, clients closed. The
  * caller then restores it from its model store. */
 void fw_restart(fworld *w);

@@ -12,25 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void commit_to_model(fworld *w)
-{
-    ms_commit_all(w->commit_ctx, w->b);
-}
-
-/* A durable world whose commits go into ms (also the ones fw_connect_as
- * makes to get a held CONNACK). */
-static void init_with_store(fworld *w, mstore *ms)
-{
-    fw_init_durable(w, NULL);
-    w->commit = commit_to_model;
-    w->commit_ctx = ms;
-}
-
 TEST(puback_waits_for_commit_when_message_is_queued_for_an_offline_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
@@ -70,7 +56,7 @@ TEST(held_acknowledgement_keeps_later_ones_in_order)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r", "retained", 1, true, 1); /* durable: held */
     fc_publish(&w, p, "x", "plain", 1, false, 2);   /* not durable, but after 1 */
@@ -91,7 +77,7 @@ TEST(failed_batch_withholds_ack_closes_publisher_and_rewrites_the_store)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *other = fw_connect_as(&w, "other", true);
     fclient *p = fw_connect_as(&w, "pub", true);
     fc_publish(&w, p, "r/1", "a", 1, true, 1);
@@ -116,7 +102,7 @@ TEST(restart_restores_sessions_queues_retained_and_inbound_qos2_state)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "q/1", 1);
     fc_subscribe(&w, s, 2, "q/2", 2);
@@ -176,7 +162,7 @@ TEST(outbound_qos2_after_pubrec_resumes_with_pubrel_after_restart)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_clear(s);
@@ -214,7 +200,7 @@ TEST(acknowledged_qos1_delivery_removes_queue_and_message_rows)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fclient *s2 = fw_connect_as(&w, "sub2", false);
@@ -245,7 +231,7 @@ TEST(clean_session_connect_deletes_the_stored_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 1);
     fc_disconnect(&w, s);
@@ -293,7 +279,7 @@ TEST(outbound_qos2_publish_waits_for_its_packet_id_commit_and_keeps_it_after_cra
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     ms_commit_all(ms, w.b);
@@ -328,7 +314,7 @@ TEST(qos1_behind_a_waiting_qos2_publish_keeps_delivery_order)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     ms_commit_all(ms, w.b);
@@ -356,7 +342,7 @@ TEST(pubrel_resent_on_reconnect_waits_for_the_pubrec_commit)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fclient *p = fw_connect_as(&w, "pub", true);
@@ -393,7 +379,7 @@ TEST(connack_of_a_clean_start_waits_until_the_old_session_is_deleted_on_disk)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_disconnect(&w, s);
@@ -425,7 +411,7 @@ TEST(clean_start_lost_in_a_crash_was_never_acknowledged)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 1, "t", 2);
     fc_disconnect(&w, s);
@@ -449,7 +435,7 @@ TEST(suback_and_unsuback_of_a_persistent_session_wait_for_their_commit)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", false);
     fc_subscribe(&w, s, 7, "t", 1);
     mqtt_packet pk;
@@ -503,7 +489,7 @@ TEST(disk_failure_does_not_gate_a_clean_message_to_a_clean_subscriber)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *s = fw_connect_as(&w, "sub", true);
     fc_subscribe(&w, s, 1, "t", 2);
     fclient *p = fw_connect_as(&w, "pub", true);
@@ -562,7 +548,7 @@ TEST(disk_failure_does_not_gate_a_qos1_message_nobody_subscribes_to)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     /* A persistent publisher: its own session does not make its QoS 1
      * messages durable, only where they go does. */
     fclient *p = fw_connect_as(&w, "pub", false);
@@ -582,7 +568,7 @@ TEST(disk_failure_still_withholds_retained_and_persistent_session_messages)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *keeper = fw_connect_as(&w, "keeper", false);
     fc_subscribe(&w, keeper, 1, "q", 1);
     ms_commit_all(ms, w.b);
@@ -615,7 +601,7 @@ TEST(pubrec_of_a_resent_qos2_publish_waits_for_the_first_ones_commit)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *p = fw_connect_as(&w, "pub", false);
     fc_publish(&w, p, "t", "x", 2, false, 9);
     mqtt_packet pk;

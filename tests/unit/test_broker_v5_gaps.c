@@ -197,18 +197,6 @@ TEST(v5_second_connect_with_a_bad_protocol_level_is_disconnect_0x82)
 
 /* ---- expired retained messages leave the tree -------------------------- */
 
-static void commit_to_model(fworld *w)
-{
-    ms_commit_all(w->commit_ctx, w->b);
-}
-
-static void init_with_store(fworld *w, mstore *ms)
-{
-    fw_init_durable(w, NULL);
-    w->commit = commit_to_model;
-    w->commit_ctx = ms;
-}
-
 static void retain5(fworld *w, fclient *p, const char *topic, const char *payload,
                     uint32_t expiry_s)
 {
@@ -233,7 +221,7 @@ TEST(v5_expired_retained_message_met_by_a_subscribe_leaves_the_tree_counts_and_s
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *p = conn5_rm(&w, "p", 0);
     sweep_phase_then_half_a_second(&w, p);
     retain5(&w, p, "r/a", "gone", 2);
@@ -284,7 +272,7 @@ TEST(v5_expired_retained_message_nobody_subscribes_to_is_swept_from_tree_and_sto
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *p = conn5_rm(&w, "p", 0);
     retain5(&w, p, "a/b/c", "gone", 1);
     retain5(&w, p, "a/k", "kept", 0);

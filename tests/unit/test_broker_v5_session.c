@@ -609,23 +609,11 @@ TEST(v5_shutdown_tells_level_5_clients_0x8b_and_closes_everyone_without_wills)
 
 /* ---- what reaches the store -------------------------------------------- */
 
-static void commit_to_model(fworld *w)
-{
-    ms_commit_all(w->commit_ctx, w->b);
-}
-
-static void init_with_store(fworld *w, mstore *ms)
-{
-    fw_init_durable(w, NULL);
-    w->commit = commit_to_model;
-    w->commit_ctx = ms;
-}
-
 TEST(v5_session_without_expiry_is_never_stored)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *c = connect5(&w, "a", false, 0);
     fc_subscribe(&w, c, 1, "t", 1);
     ms_commit_all(ms, w.b);
@@ -639,7 +627,7 @@ TEST(v5_disconnect_with_expiry_zero_deletes_the_stored_session)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *c = connect5(&w, "a", false, 100);
     ms_commit_all(ms, w.b);
     fc_subscribe(&w, c, 1, "t", 1);
@@ -660,7 +648,7 @@ TEST(v5_resume_with_expiry_zero_deletes_the_stored_session_and_its_messages)
 {
     mstore *ms = calloc(1, sizeof *ms);
     fworld w;
-    init_with_store(&w, ms);
+    fw_init_model_store(&w, ms);
     fclient *c = connect5(&w, "a", false, 100);
     ms_commit_all(ms, w.b);
     fc_subscribe(&w, c, 1, "t", 1);
