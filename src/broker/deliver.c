@@ -238,16 +238,8 @@ static bk_send5 send_publish(broker *b, broker_conn *c, const uint8_t *topic, si
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return BK_SEND5_NOMEM;
-    /* Field by field: an initializer would zero the 208-byte property
-     * block too, which the encoders never read (mqtt.h) - a third of a
-     * 3.1.1 PUBLISH's encoding cost. */
     mqtt_publish pub;
-    pub.qos = qos;
-    pub.dup = dup;
-    pub.retain = retain;
-    pub.packet_id = packet_id;
-    pub.topic = (mqtt_bytes){topic, tlen};
-    pub.payload = (mqtt_bytes){payload, plen};
+    bk_publish_fill(&pub, topic, tlen, payload, plen, qos, retain, dup, packet_id);
     size_t w = mqtt_encode_publish(p, n, c->level, &pub);
     ALWAYS(w == n);
     bk_out_commit(b, c, n);

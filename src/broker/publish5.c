@@ -79,15 +79,9 @@ put(broker *b, broker_conn *c, const bk_pubview *v, uint8_t qos, bool retain, bo
     uint8_t *p = bk_out_reserve(b, c, n);
     if (!p)
         return BK_SEND5_NOMEM;
-    /* Field by field: the encoder takes the properties as pieces and
-     * never reads pub.props, which an initializer would zero. */
+    /* The encoder takes the properties as pieces. */
     mqtt_publish pub;
-    pub.qos = qos;
-    pub.dup = dup;
-    pub.retain = retain;
-    pub.packet_id = packet_id;
-    pub.topic = (mqtt_bytes){v->topic, tlen};
-    pub.payload = (mqtt_bytes){v->payload, v->plen};
+    bk_publish_fill(&pub, v->topic, tlen, v->payload, v->plen, qos, retain, dup, packet_id);
     size_t w = mqtt_encode_publish5(p, n, &pub, pieces, np);
     ALWAYS(w == n);
     bk_out_commit(b, c, n);
