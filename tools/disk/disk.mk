@@ -8,3 +8,23 @@
 $(BUILD)/rel/tern-mkdisk: $(BUILD)/rel/tools/disk/tern-mkdisk.o $(call obj,rel,$(KDISK_SRC))
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@
+
+# build/rel/tern-disk (and build/asan/tern-disk for the tests): inspect and
+# verify a disk, block device or partition image (tern-disk.c says how).
+# It links the kernel's layout code and its store VFS (kvfs) unchanged,
+# with SQLite from `make deps`.
+TDISK_SRC  := $(sort $(wildcard tools/disk/tern-disk*.c)) \
+              src/platform/kernel/store/region.c src/platform/kernel/store/kvfs.c \
+              src/platform/kernel/store/kvfs_io.c src/platform/kernel/rng/sha256.c
+TDISK_SQL  := tools/disk/tern-disk-db.c src/platform/kernel/store/kvfs.c \
+              src/platform/kernel/store/kvfs_io.c
+$(call obj,rel,$(TDISK_SQL)) $(call obj,asan,$(TDISK_SQL)): INC += $(SQLITE_CPPFLAGS)
+$(call obj,rel,$(TDISK_SQL)) $(call obj,asan,$(TDISK_SQL)): | $(SQLITE_LIBS)
+
+$(BUILD)/rel/tern-disk: $(call obj,rel,$(TDISK_SRC) $(KDISK_SRC)) $(SQLITE_LIBS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -pthread -lm -o $@
+
+$(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(SQLITE_LIBS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@

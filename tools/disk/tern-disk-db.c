@@ -1,0 +1,247 @@
+/*
+ * tern-disk-db.c - tern-disk's look at the database and its two backups
+ * (tern-disk.h) through the kernel's own store VFS (kvfs), so the files are
+ * read exactly as the unikernel reads them: the WAL in the log region is
+ * replayed, a hot journal rolled back. Those writes land in the image's
+ * in-memory overlay (tern-disk-dev.c), never on the image, and the
+ * connection is closed without a checkpoint.
+ *
+ * Per file: application id, schema version, pages, row counts of the
+ * tables that matter to an operator, and PRAGMA integrity_check, whose
+ * every complaint is a problem.
+ */
+#define _GNU_SOURCE
+
+#include "tern-disk.h"
+
+#include "platform/kernel/store/kvfs.h"
+#include "store/internal.h"
+#include "store/store.h"
+
+#include <inttypes.h>
+#include <sqlite3.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TDISK_VFS "tern-disk"
+#define TDISK_DB_PATH "/tern.db"
+
+enum { INTEGRITY_LINES = 20 };
+
+/* ---- kvfs's environment ---------------------------------------------------- */
+
+static void env_wait(void *ctx, bool (*done)(void *arg), void *arg)
+{
+    struct blk_dev *d = ctx;
+    while (!done(arg))
+        (void)d->ops->poll(d);
+}
+
+static void env_random(void *ctx, void *buf, size_t n)
+{
+    (void)ctx;
+    /* Only WAL salts for writes that go to memory: any bytes would do. */
+    if (getrandom(buf, n, 0) != (ssize_t)n)
+        memset(buf, 0x5a, n);
+}
+
+static int64_t env_now_ms(void *ctx)
+{
+    (void)ctx;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void env_sleep(void *ctx, uint64_t us)
+{
+    (void)ctx;
+    usleep((useconds_t)(us > 1000000 ? 1000000 : us));
+}
+
+/* ---- queries --------------------------------------------------------------- */
+
+/* One integer from sql; 0 and false when the query fails. */
+static bool q_int(sqlite3 *db, const char *sql, int64_t *out)
+{
+    sqlite3_stmt *st = NULL;
+    bool ok = false;
+    *out = 0;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW) {
+        *out = sqlite3_column_int64(st, 0);
+        ok = true;
+    }
+    sqlite3_finalize(st);
+    return ok;
+}
+
+static bool has_table(sqlite3 *db, const char *name)
+{
+    char sql[128];
+    int64_t n;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+             "name = '%s'", name);
+    return q_int(db, sql, &n) && n == 1;
+}
+
+/* PRAGMA integrity_check: every line but "ok" is a problem. */
+static void integrity(sqlite3 *db, struct tdisk_out *o, const char *what)
+{
+    sqlite3_stmt *st = NULL;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA integrity_check(%d)", INTEGRITY_LINES);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+        tdisk_problem(o, "%s: integrity_check cannot run: %s", what, sqlite3_errmsg(db));
+        return;
+    }
+    int rc, lines = 0;
+    bool clean = false;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *line = (const char *)sqlite3_column_text(st, 0);
+        lines++;
+        if (line && !strcmp(line, "ok") && lines == 1)
+            clean = true;
+        else
+            tdisk_problem(o, "%s: integrity_check: %s", what, line ? line : "(null)");
+    }
+    if (rc != SQLITE_DONE)
+        tdisk_problem(o, "%s: integrity_check failed: %s", what, sqlite3_errmsg(db));
+    else if (clean)
+        tdisk_info(o, "    integrity_check: ok");
+    sqlite3_finalize(st);
+}
+
+/* Look at one file kvfs serves: the database or a backup. */
+static void check_file(struct tdisk_out *o, const char *path, const char *what)
+{
+    sqlite3 *db = NULL;
+    int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, TDISK_VFS);
+    if (rc != SQLITE_OK) {
+        tdisk_problem(o, "%s: cannot open it: %s", what, db ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+        sqlite3_close(db);
+        return;
+    }
+    (void)sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, NULL);
+    int64_t app_id = 0, tables = 0, version = 0, page_size = 0, pages = 0, freelist = 0;
+    /* The store's own pragma: WAL's index then lives in memory (kvfs has no
+     * shared memory). */
+    if (sqlite3_exec(db, "PRAGMA locking_mode = EXCLUSIVE", NULL, NULL, NULL) != SQLITE_OK ||
+        !q_int(db, "PRAGMA application_id", &app_id) ||
+        !q_int(db, "SELECT count(*) FROM sqlite_schema", &tables)) {
+        tdisk_problem(o, "%s: unreadable: %s", what, sqlite3_errmsg(db));
+        goto out;
+    }
+    if (app_id == 0 && tables == 0) {
+        tdisk_info(o, "    empty (no tables yet)");
+        goto out;
+    }
+    if (app_id != STORE_APPLICATION_ID) {
+        tdisk_problem(o, "%s: not a tern database (application id 0x%08" PRIx64 ")", what,
+                      (uint64_t)app_id);
+        goto out;
+    }
+    if (!q_int(db, "SELECT value FROM meta WHERE key = '" STORE_META_SCHEMA "'", &version) ||
+        version < 1) {
+        tdisk_problem(o, "%s: tern database without a valid schema version", what);
+        goto out;
+    }
+    q_int(db, "PRAGMA page_size", &page_size);
+    q_int(db, "PRAGMA page_count", &pages);
+    q_int(db, "PRAGMA freelist_count", &freelist);
+    tdisk_info(o, "    schema %" PRId64 "%s, %" PRId64 " pages of %" PRId64 " bytes (%" PRId64
+               " free)", version, version > STORE_SCHEMA_VERSION ? " (newer than this tool)" : "",
+               pages, page_size, freelist);
+    if (version > STORE_SCHEMA_VERSION)
+        tdisk_problem(o, "%s: schema version %" PRId64 " is newer than this tool reads (%u)", what,
+                      version, STORE_SCHEMA_VERSION);
+    static const char *const counted[] = {"retained", "sessions", "subs", "messages", "queue",
+                                          "wills"};
+    char line[256] = "    rows:";
+    size_t used = strlen(line);
+    for (size_t i = 0; i < sizeof counted / sizeof counted[0]; i++) {
+        char sql[64];
+        int64_t n;
+        if (!has_table(db, counted[i]))
+            continue;
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM %s", counted[i]);
+        if (!q_int(db, sql, &n)) {
+            tdisk_problem(o, "%s: counting %s: %s", what, counted[i], sqlite3_errmsg(db));
+            continue;
+        }
+        int w = snprintf(line + used, sizeof line - used, " %s %" PRId64, counted[i], n);
+        used += w > 0 && (size_t)w < sizeof line - used ? (size_t)w : 0;
+    }
+    tdisk_info(o, "%s", line);
+    int64_t gen;
+    if (q_int(db, "SELECT value FROM meta WHERE key = '" STORE_META_BACKUP_GEN "'", &gen))
+        tdisk_info(o, "    backup generation %" PRId64, gen);
+    integrity(db, o, what);
+out:
+    if (sqlite3_close(db) != SQLITE_OK)
+        tdisk_problem(o, "%s: closing: %s", what, sqlite3_errmsg(db));
+}
+
+static const struct tdisk_rgn_view *view_of(const struct tdisk_layout *l, uint32_t kind,
+                                            const struct kdisk_region **r)
+{
+    for (unsigned i = 0; i < l->region_count; i++)
+        if (l->regions[i].kind == kind) {
+            *r = &l->regions[i];
+            return l->view_ok[i] ? &l->views[i] : NULL;
+        }
+    *r = NULL;
+    return NULL;
+}
+
+void tdisk_walk_db(struct tdisk_image *im, struct tdisk_out *o, const struct tdisk_layout *l)
+{
+    static const uint32_t kinds[KVFS_ROLES] = {KDISK_REGION_DB, KDISK_REGION_WAL,
+                                               KDISK_REGION_BACKUP_A, KDISK_REGION_BACKUP_B};
+    const struct tdisk_rgn_view *v[KVFS_ROLES];
+    struct blk_dev *d = tdisk_image_blk(im, l->sb.physical_block);
+    struct kvfs_config c = {.vfs_name = TDISK_VFS, .path = TDISK_DB_PATH, .dev = d};
+    for (int i = 0; i < KVFS_ROLES; i++) {
+        const struct kdisk_region *r;
+        v[i] = view_of(l, kinds[i], &r);
+        if (!v[i]) {
+            tdisk_info(o, "database: not read (the %s region's headers are unusable)",
+                       ksuper_kind_name(kinds[i]));
+            return;
+        }
+        c.region[i] = (struct kvfs_region){r->lba, r->blocks};
+    }
+    c.env = (struct kvfs_env){.wait = env_wait, .random = env_random, .now_ms = env_now_ms,
+                              .sleep_us = env_sleep, .ctx = d};
+    char err[200];
+    struct kvfs *fs = kvfs_open(&c, err, sizeof err);
+    if (!fs) {
+        tdisk_problem(o, "the store's VFS refuses the regions: %s", err);
+        return;
+    }
+    if (kvfs_register(fs, 0) != SQLITE_OK) {
+        tdisk_io_error(o, "SQLite refused the VFS");
+        kvfs_close(fs);
+        return;
+    }
+    const struct tdisk_rgn_view *log = v[KVFS_LOG];
+    tdisk_info(o, "log: %s, %" PRIu64 " bytes", log->owner == RGN_OWNER_WAL ? "WAL"
+               : log->owner == RGN_OWNER_JOURNAL ? "rollback journal (hot: rolled back on open)"
+               : "empty", log->size);
+    tdisk_info(o, "database (%" PRIu64 " bytes):", v[KVFS_DB]->size);
+    check_file(o, TDISK_DB_PATH, "database");
+    static const char *const bak[2] = {TDISK_DB_PATH ".bak-a", TDISK_DB_PATH ".bak-b"};
+    for (int i = 0; i < 2; i++) {
+        const struct tdisk_rgn_view *bv = v[KVFS_BACKUP_A + i];
+        char what[16];
+        snprintf(what, sizeof what, "backup %c", 'A' + i);
+        if (bv->size == 0) {
+            tdisk_info(o, "%s: no copy", what);
+            continue;
+        }
+        tdisk_info(o, "%s (%" PRIu64 " bytes):", what, bv->size);
+        check_file(o, bak[i], what);
+    }
+    kvfs_close(fs);
+}
