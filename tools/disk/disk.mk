@@ -4,6 +4,9 @@
 #
 #   build/rel/tern-mkdisk   partition a raw image: GPT, ESP, blank tern
 #                           data partition (tern-mkdisk.c says how)
+#   build/rel/tern-disk     inspect and verify a disk, block device or
+#                           partition image (tern-disk.c says how)
+#   make tdisk-test         tern-disk's tests (tests/tools/)
 
 $(BUILD)/rel/tern-mkdisk: $(BUILD)/rel/tools/disk/tern-mkdisk.o $(call obj,rel,$(KDISK_SRC))
 	$(if $(Q),@echo "  LD      $@")
@@ -28,3 +31,23 @@ $(BUILD)/rel/tern-disk: $(call obj,rel,$(TDISK_SRC) $(KDISK_SRC)) $(SQLITE_LIBS)
 $(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(SQLITE_LIBS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
+
+# The tests' image maker (tests/tools/tdisk_fixture.c): formats and fills a
+# disk through the kernel's layout code, kvfs and the daemon's store.
+TDISK_FIX_SRC := tests/tools/tdisk_fixture.c tools/disk/tern-disk-dev.c \
+                 tools/disk/tern-disk-detect.c src/platform/kernel/store/region.c \
+                 src/platform/kernel/store/kvfs.c src/platform/kernel/store/kvfs_io.c \
+                 src/platform/kernel/rng/sha256.c src/platform/posix/panic.c
+# (store.mk, included later, adds the SQLite include path to the store objects.)
+$(BUILD)/asan/tests/tools/tdisk_fixture.o: INC += $(SQLITE_CPPFLAGS)
+$(BUILD)/asan/tests/tools/tdisk_fixture.o: | $(SQLITE_LIBS)
+$(BUILD)/asan/tdisk-fixture: $(call obj,asan,$(TDISK_FIX_SRC) $(KDISK_SRC)) $(call obj,asan,$(sort $(wildcard src/store/*.c))) \
+                             $(ASAN_CORE) $(SQLITE_LIBS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
+
+# make tdisk-test: tern-disk on images the fixture makes and damages
+# (tests/tools/test_tern_disk.py; ~20 s). Part of make test.
+.PHONY: tdisk-test
+tdisk-test: $(BUILD)/asan/tern-disk $(BUILD)/asan/tdisk-fixture $(BUILD)/rel/tern-mkdisk
+	TERN_BUILD=$(BUILD) $(PYTHON) -m pytest -q tests/tools/test_tern_disk.py

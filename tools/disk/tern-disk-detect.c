@@ -121,3 +121,19 @@ int tdisk_rgn_examine(const uint8_t *c0, const uint8_t *c1, uint32_t lb, uint32_
     }
     return 0;
 }
+
+int tdisk_partition_base(const uint8_t *copy, size_t len, uint32_t kind, uint64_t rel_lba,
+                         uint64_t *base)
+{
+    struct rgn_hdr h;
+    uint32_t role = tdisk_rgn_role(kind);
+    if (role == 0)
+        return -1;
+    /* Parsed against an impossible region: a header whose checksum holds
+     * comes back as RGN_FOREIGN with its fields filled in. */
+    int rc = rgn_hdr_parse(copy, len, role, UINT64_MAX, 0, 0, &h);
+    if ((rc != RGN_OK && rc != RGN_FOREIGN) || h.role != role || h.lba < rel_lba)
+        return -1;
+    *base = h.lba - rel_lba;
+    return 0;
+}

@@ -10,6 +10,8 @@
  * index, rolling back a hot journal): those writes land in an in-memory
  * overlay of logical blocks that later reads see, never in the image. The
  * image's file descriptor is opened O_RDONLY, so no code path can change it.
+ * Only an image opened writable (the test fixture that populates images;
+ * a migration's --apply) writes through, and flushes with fsync.
  */
 #define _GNU_SOURCE
 
@@ -40,11 +42,13 @@ struct overlay {
 
 struct tdisk_image {
     int fd;
+    bool writable;
     const char *path;
     enum tdisk_kind kind;
     int blockdev;
     uint64_t bytes;
     uint32_t lb;
+    uint64_t base;          /* LBA the image's first block stands for */
     struct kdisk kd;
     uint8_t *io;
     struct blk_dev dev;
@@ -119,6 +123,9 @@ static void ov_free(struct overlay *ov)
 static int img_read(struct tdisk_image *im, uint64_t lba, uint32_t count, void *buf)
 {
     size_t len = (size_t)count * im->lb;
+    if (lba < im->base)
+        return SHORT_IO;
+    lba -= im->base;
     if (lba > im->bytes / im->lb || count > im->bytes / im->lb - lba)
         return SHORT_IO;
     ssize_t n = pread(im->fd, buf, len, (off_t)(lba * im->lb));
@@ -135,17 +142,40 @@ static int img_read(struct tdisk_image *im, uint64_t lba, uint32_t count, void *
 
 static int img_write(struct tdisk_image *im, uint64_t lba, uint32_t count, const void *buf)
 {
+    if (lba < im->base)
+        return SHORT_IO;
+    lba -= im->base;
     if (lba > im->bytes / im->lb || count > im->bytes / im->lb - lba)
         return SHORT_IO;
+    if (im->writable) {
+        size_t len = (size_t)count * im->lb;
+        ssize_t n = pwrite(im->fd, buf, len, (off_t)(lba * im->lb));
+        return n == (ssize_t)len ? 0 : n < 0 ? -errno : SHORT_IO;
+    }
     for (uint32_t i = 0; i < count; i++)
         if (ov_put(&im->ov, lba + i, (const uint8_t *)buf + (size_t)i * im->lb, im->lb))
             return -ENOMEM;
     return 0;
 }
 
+static int img_flush(struct tdisk_image *im)
+{
+    return im->writable && fsync(im->fd) ? -errno : 0;
+}
+
 static int kd_read(void *ctx, uint64_t lba, uint32_t count, void *buf)
 {
     return img_read(ctx, lba, count, buf);
+}
+
+static int kd_write(void *ctx, uint64_t lba, uint32_t count, const void *buf)
+{
+    return img_write(ctx, lba, count, buf);
+}
+
+static int kd_flush(void *ctx)
+{
+    return img_flush(ctx);
 }
 
 static const char *kd_status(int status)
@@ -175,6 +205,8 @@ static int dev_poll(struct blk_dev *d)
             rc = img_read(im, req->lba, req->count, req->buf);
         else if (req->op == BLK_WRITE)
             rc = img_write(im, req->lba, req->count, req->buf);
+        else
+            rc = img_flush(im);
         blk_complete(d, req, rc ? BLK_EIO : BLK_OK);
     }
     im->nq = 0;
@@ -242,7 +274,7 @@ struct blk_dev *tdisk_image_blk(struct tdisk_image *im, uint32_t physical_block)
     d->topo = (struct blk_topology){
         .logical_block = im->lb,
         .physical_block = physical_block < im->lb ? im->lb : physical_block,
-        .capacity = im->bytes / im->lb,
+        .capacity = im->base + im->bytes / im->lb,
         .max_transfer = MAX_TRANSFER,
         .write_cache = true,
         .flush = true,
@@ -276,8 +308,8 @@ static uint32_t partition_lb(const uint8_t *slot, size_t len)
     return lb == 512 || lb == 1024 || lb == 2048 || lb == 4096 ? lb : 0;
 }
 
-struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, char *err,
-                                     size_t err_size)
+struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, bool writable,
+                                     char *err, size_t err_size)
 {
     struct tdisk_image *im = calloc(1, sizeof *im);
     static uint8_t head[TDISK_HEAD_BYTES], slot_b[KSUPER_READ_BYTES], tail[TDISK_TAIL_BYTES];
@@ -287,7 +319,8 @@ struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, char *
         return NULL;
     }
     im->path = path;
-    im->fd = open(path, O_RDONLY | O_CLOEXEC);
+    im->writable = writable;
+    im->fd = open(path, (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (im->fd < 0 || fstat(im->fd, &st)) {
         snprintf(err, err_size, "%s: %s", path, strerror(errno));
         goto fail;
@@ -334,6 +367,8 @@ struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, char *
     }
     im->kd = (struct kdisk){
         .read = kd_read,
+        .write = writable ? kd_write : NULL,
+        .flush = writable ? kd_flush : NULL,
         .status_text = kd_status,
         .ctx = im,
         .logical_block = lb,
@@ -356,6 +391,12 @@ void tdisk_image_close(struct tdisk_image *im)
     ov_free(&im->ov);
     free(im->io);
     free(im);
+}
+
+void tdisk_image_set_base(struct tdisk_image *im, uint64_t base)
+{
+    im->base = base;
+    im->kd.capacity = base + im->bytes / im->lb;
 }
 
 enum tdisk_kind tdisk_image_kind(const struct tdisk_image *im) { return im->kind; }

@@ -236,6 +236,36 @@ static void walk_gpt(struct tdisk_image *im, struct tdisk_out *o, struct tdisk_l
                    (tern->last - tern->first + 1) * d->logical_block, out);
 }
 
+/* A partition image: where the partition stood on its disk, from the first
+ * intact region header (headers name absolute LBAs). The image is then
+ * presented at that LBA. Without one (a fresh partition) it stays at 0. */
+static uint64_t find_base(struct tdisk_image *im)
+{
+    const struct kdisk *d = tdisk_image_kdisk(im);
+    struct ksuper_geom g = {.bytes = d->capacity * d->logical_block,
+                            .logical_block = d->logical_block,
+                            .physical_block = d->physical_block};
+    struct ksuper_state st;
+    struct kdisk_report rep;
+    kdisk_report_clear(&rep);
+    if (ksuper_read(d, &g, &st, &rep))
+        return 0;
+    uint32_t pb = st.sb.physical_block;
+    for (unsigned i = 0; i < st.sb.region_count; i++) {
+        const struct ksuper_region *r = &st.sb.regions[i];
+        uint64_t rel = r->offset / d->logical_block, base;
+        for (unsigned c = 0; c < RGN_HDR_COPIES; c++) {
+            if (!tdisk_rgn_role(r->kind) ||
+                kdisk_read(d, rel + c * (pb / d->logical_block), pb / d->logical_block, d->io,
+                           "a region header", &rep))
+                break;
+            if (!tdisk_partition_base(d->io, pb, r->kind, rel, &base))
+                return base;
+        }
+    }
+    return 0;
+}
+
 void tdisk_walk_layout(struct tdisk_image *im, struct tdisk_out *o, struct tdisk_layout *out)
 {
     const struct kdisk *d = tdisk_image_kdisk(im);
@@ -257,10 +287,14 @@ void tdisk_walk_layout(struct tdisk_image *im, struct tdisk_out *o, struct tdisk
     case TDISK_WHOLE_DISK:
         walk_gpt(im, o, out);
         return;
-    case TDISK_PARTITION:
-        tdisk_info(o, "data partition (the whole image):");
-        walk_partition(im, o, 0, d->capacity * d->logical_block, out);
+    case TDISK_PARTITION: {
+        uint64_t bytes = d->capacity * d->logical_block, base = find_base(im);
+        tdisk_image_set_base(im, base);
+        tdisk_info(o, "data partition (the whole image; it stood at LBA %" PRIu64 " of its disk, "
+                   "as its region headers say):", base);
+        walk_partition(im, o, base * d->logical_block, bytes, out);
         return;
+    }
     default:
         tdisk_problem(o, "%s: no GPT and no tern superblock", tdisk_image_path(im));
         return;

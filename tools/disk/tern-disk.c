@@ -109,7 +109,7 @@ int main(int argc, char **argv)
     if (!path)
         return usage();
     char err[300];
-    struct tdisk_image *im = tdisk_image_open(path, force_lb, err, sizeof err);
+    struct tdisk_image *im = tdisk_image_open(path, force_lb, false, err, sizeof err);
     if (!im) {
         fprintf(stderr, "tern-disk: %s\n", err);
         return TDISK_EXIT_IO;

@@ -80,23 +80,37 @@ uint32_t tdisk_rgn_role(uint32_t kind);
 int tdisk_rgn_examine(const uint8_t *c0, const uint8_t *c1, uint32_t lb, uint32_t pb,
                       uint32_t kind, uint64_t lba, uint64_t blocks, struct tdisk_rgn_view *out);
 
+/* A region's kvfs header names the region's absolute LBA on the disk it
+ * was written on. For a partition image, copy (len bytes, one header copy
+ * of a region of kind that starts rel_lba blocks into the image) gives the
+ * LBA the partition started at there: 0 and *base, or -1 when the copy
+ * has no intact header of that kind's role. */
+int tdisk_partition_base(const uint8_t *copy, size_t len, uint32_t kind, uint64_t rel_lba,
+                         uint64_t *base);
+
 /* ---- the image (tern-disk-dev.c) ----------------------------------------- */
 
 struct tdisk_image;
 
-/* Open path read-only; detect it unless force_lb is nonzero (then a whole
- * disk of that logical block size). NULL with one line in err. */
-struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, char *err,
-                                     size_t err_size);
+/* Open path (read-only unless writable); detect it unless force_lb is
+ * nonzero (then a whole disk of that logical block size). NULL with one
+ * line in err. */
+struct tdisk_image *tdisk_image_open(const char *path, uint32_t force_lb, bool writable,
+                                     char *err, size_t err_size);
 void tdisk_image_close(struct tdisk_image *im);
 enum tdisk_kind tdisk_image_kind(const struct tdisk_image *im);
 const char *tdisk_image_path(const struct tdisk_image *im);
 /* The image as the layout code reads it (capacity, logical block). */
 const struct kdisk *tdisk_image_kdisk(struct tdisk_image *im);
 /* The image as a block device for kvfs, with the physical block the
- * store's regions were laid out with (the superblock's). Writes go to
- * memory, never to the image; reads see them. */
+ * store's regions were laid out with (the superblock's). Unless the image
+ * was opened writable, writes go to memory, never to the image; reads see
+ * them. */
 struct blk_dev *tdisk_image_blk(struct tdisk_image *im, uint32_t physical_block);
+/* Present the image as starting at block base of a larger disk (a
+ * partition image, so that region headers naming absolute LBAs match);
+ * blocks below base read as an error. */
+void tdisk_image_set_base(struct tdisk_image *im, uint64_t base);
 /* 1 when the image is a block device (not a file). */
 int tdisk_image_is_blockdev(const struct tdisk_image *im);
 
