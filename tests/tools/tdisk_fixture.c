@@ -5,14 +5,16 @@
  * through the kernel's store VFS (kvfs), exactly as the unikernel does, and
  * writes rows with the store's own schema. No image is checked in.
  *
- *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal]
+ *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] [--tele N]
  *       RETAINED retained messages, SESSIONS sessions with one subscription
  *       each; --backup copies the database into backup A afterwards; --wal
  *       writes one more retained message after that and leaves it in the
- *       WAL (the connection is closed without a checkpoint).
+ *       WAL (the connection is closed without a checkpoint); --tele writes
+ *       N records into the telemetry journal with the kernel's writer.
  */
 #include "../../tools/disk/tern-disk.h"
 
+#include "platform/kernel/disk/tele.h"
 #include "platform/kernel/store/kvfs.h"
 #include "store/internal.h"
 #include "store/store.h"
@@ -52,6 +54,34 @@ static int exec(sqlite3 *db, const char *sql)
     return 0;
 }
 
+/* n records through the kernel's journal writer (disk/tele.c). */
+static int write_tele(const struct kdisk *d, const struct klayout *l, long n)
+{
+    const struct kdisk_region *r = klayout_region(l, KDISK_REGION_TELEMETRY);
+    struct tele_geom g;
+    static struct tele t;
+    static uint8_t seg[TELE_SEG_BYTES] __attribute__((aligned(4096)));
+    struct kdisk_report rep;
+    char why[KDISK_MSG_MAX];
+    kdisk_report_clear(&rep);
+    if (tele_geom_init(&g, l->super.sb.volume_id, r->lba, r->blocks, d->logical_block,
+                       l->super.sb.physical_block, why, sizeof why))
+        return die("telemetry", why);
+    if (tele_open(&t, d, &g, seg, NULL, NULL, &rep))
+        return die("telemetry", rep.error);
+    t.boot = 1;
+    for (long i = 0; i < n; i++) {
+        uint8_t payload[64];
+        memset(payload, (int)i, sizeof payload);
+        if (tele_append(&t, TELE_K_STATS, 1, 1700000000000 + i * 1000, payload, sizeof payload,
+                        &rep))
+            return die("telemetry", rep.error);
+    }
+    if (tele_sync(&t, &rep))
+        return die("telemetry", rep.error);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4)
@@ -59,9 +89,12 @@ int main(int argc, char **argv)
     const char *path = argv[1];
     long retained = atol(argv[2]), sessions = atol(argv[3]);
     bool backup = false, wal = false;
+    long tele = 0;
     for (int i = 4; i < argc; i++) {
         backup |= !strcmp(argv[i], "--backup");
         wal |= !strcmp(argv[i], "--wal");
+        if (!strcmp(argv[i], "--tele") && i + 1 < argc)
+            tele = atol(argv[++i]);
     }
     char err[300];
     struct tdisk_image *im = tdisk_image_open(path, 0, true, err, sizeof err);
@@ -119,8 +152,11 @@ int main(int argc, char **argv)
     }
     store_close(s);
     kvfs_close(fs);
+    if (tele && write_tele(tdisk_image_kdisk(im), &l, tele))
+        return 1;
     tdisk_image_close(im);
-    printf("%s: formatted, %ld retained, %ld sessions%s%s\n", path, retained, sessions,
-           backup ? ", backup A" : "", wal ? ", one commit left in the WAL" : "");
+    printf("%s: formatted, %ld retained, %ld sessions%s%s, %ld telemetry records\n", path,
+           retained, sessions, backup ? ", backup A" : "", wal ? ", one commit left in the WAL" : "",
+           tele);
     return 0;
 }

@@ -200,3 +200,17 @@ def test_truncated_image_cannot_be_read_or_is_refused(tmp_path):
         f.truncate(80 * MIB)  # inside the database region, backups gone
     rc, out = tdisk("verify", path)
     assert rc in (1, 3) and "clean" not in out.splitlines()[-1], out
+
+
+def test_telemetry_journal_summary_and_damaged_segment(tmp_path):
+    path = make_disk(tmp_path, fill=False)
+    rc, out = run(FIXTURE, path, "5", "1", "--tele", "3000")
+    assert rc == 0, out
+    _, regions, out = layout(path)
+    assert "segments 1..5 live" in out and "3000 records" in out, out
+    assert '"kind":"stats","record":3000' in out, out
+    # segment 1 (slot 0) starts after the two head copies (32 KiB apart
+    # with 512-byte physical blocks: DISK.md, "Inside the telemetry region")
+    patch(path, regions["telemetry"] + 64 * 1024 + 20, b"\xff\xff")
+    rc, out = tdisk("verify", path)
+    assert rc == 1 and "problem: telemetry: live segment 1 is unusable" in out, out

@@ -63,19 +63,6 @@ void tdisk_io_error(struct tdisk_out *o, const char *fmt, ...)
     va_end(ap);
 }
 
-void tdisk_walk_telemetry(struct tdisk_image *im, struct tdisk_out *o,
-                          const struct tdisk_layout *l)
-{
-    (void)im;
-    const struct kdisk_region *r = NULL;
-    for (unsigned i = 0; i < l->region_count; i++)
-        if (l->regions[i].kind == KDISK_REGION_TELEMETRY)
-            r = &l->regions[i];
-    if (r)
-        tdisk_info(o, "telemetry: region of %llu blocks (its records are not read by this "
-                   "build)", (unsigned long long)r->blocks);
-}
-
 static int usage(void)
 {
     fprintf(stderr, "usage: tern-disk inspect [--logical-block 512|4096] IMAGE\n"

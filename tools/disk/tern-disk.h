@@ -13,6 +13,7 @@
  *                       in memory)
  *   tern-disk-layout.c  GPT copies, partitions, superblock slots, regions
  *   tern-disk-db.c      the database and backups through kvfs and SQLite
+ *   tern-disk-tele.c    the telemetry journal through disk/tele.c
  *   tern-disk.c         the command line
  */
 #ifndef TERN_TOOLS_TERN_DISK_H
