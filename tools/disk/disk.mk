@@ -51,3 +51,8 @@ $(BUILD)/asan/tdisk-fixture: $(call obj,asan,$(TDISK_FIX_SRC) $(KDISK_SRC)) $(ca
 .PHONY: tdisk-test
 tdisk-test: $(BUILD)/asan/tern-disk $(BUILD)/asan/tdisk-fixture $(BUILD)/rel/tern-mkdisk
 	TERN_BUILD=$(BUILD) $(PYTHON) -m pytest -q tests/tools/test_tern_disk.py
+
+# The kernel tests' harness and the power-cut harness run `tern-disk verify`
+# on every disk image they leave (tests/kernel/harness.py, scratch();
+# tests/powercut/run.py, after each cut).
+kernel-test powercut powercut-test: $(BUILD)/rel/tern-disk
