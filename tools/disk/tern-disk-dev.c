@@ -282,6 +282,64 @@ struct blk_dev *tdisk_image_blk(struct tdisk_image *im, uint32_t physical_block)
     return d;
 }
 
+/* ---- a kdisk over any blk_dev (the migration's, also over a test's fake) -- */
+
+struct blk_wait {
+    bool done;
+};
+
+static void blk_wait_done(struct blk_req *req)
+{
+    ((struct blk_wait *)req->ctx)->done = true;
+}
+
+/* One request on d, polled to completion; a blk status. */
+int tdisk_blk_sync(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t count, void *buf)
+{
+    struct blk_wait w = {false};
+    struct blk_req req = {.op = op, .lba = lba, .count = count, .buf = buf,
+                          .done = blk_wait_done, .ctx = &w};
+    int rc;
+    while ((rc = blk_submit(d, &req)) == BLK_EAGAIN)
+        (void)d->ops->poll(d);
+    if (rc != BLK_OK)
+        return rc;
+    while (!w.done)
+        (void)d->ops->poll(d);
+    return req.status;
+}
+
+static int bk_read(void *ctx, uint64_t lba, uint32_t count, void *buf)
+{
+    return tdisk_blk_sync(ctx, BLK_READ, lba, count, buf);
+}
+
+static int bk_write(void *ctx, uint64_t lba, uint32_t count, const void *buf)
+{
+    return tdisk_blk_sync(ctx, BLK_WRITE, lba, count, (void *)buf);
+}
+
+static int bk_flush(void *ctx)
+{
+    return tdisk_blk_sync(ctx, BLK_FLUSH, 0, 0, NULL);
+}
+
+void tdisk_blk_kdisk(struct kdisk *kd, struct blk_dev *d, uint8_t *io)
+{
+    *kd = (struct kdisk){
+        .read = bk_read,
+        .write = bk_write,
+        .flush = bk_flush,
+        .status_text = blk_status_text,
+        .ctx = d,
+        .logical_block = d->topo.logical_block,
+        .physical_block = d->topo.physical_block,
+        .optimal_io = d->topo.optimal_io,
+        .capacity = d->topo.capacity,
+        .io = io,
+    };
+}
+
 /* ---- opening --------------------------------------------------------------- */
 
 static int read_at(int fd, uint64_t off, uint8_t *buf, size_t len, uint64_t size, size_t *got)

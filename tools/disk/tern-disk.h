@@ -112,6 +112,11 @@ struct blk_dev *tdisk_image_blk(struct tdisk_image *im, uint32_t physical_block)
  * partition image, so that region headers naming absolute LBAs match);
  * blocks below base read as an error. */
 void tdisk_image_set_base(struct tdisk_image *im, uint64_t base);
+/* One request on any blk_dev, polled to completion: its blk status. */
+int tdisk_blk_sync(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t count, void *buf);
+/* kd as a kdisk over d (reads, writes and flushes through tdisk_blk_sync;
+ * io: KDISK_IO_BYTES, 512-aligned). */
+void tdisk_blk_kdisk(struct kdisk *kd, struct blk_dev *d, uint8_t *io);
 /* 1 when the image is a block device (not a file). */
 int tdisk_image_is_blockdev(const struct tdisk_image *im);
 
