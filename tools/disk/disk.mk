@@ -47,25 +47,31 @@ $(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(BUILD)/asa
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
 
-# The tests' image maker (tests/tools/tdisk_fixture.c): formats and fills a
-# disk through the kernel's layout code, kvfs and the daemon's store.
-TDISK_FIX_SRC := tests/tools/tdisk_fixture.c tools/disk/tern-disk-dev.c \
-                 tools/disk/tern-disk-detect.c src/platform/kernel/store/region.c \
-                 src/platform/kernel/store/kvfs.c src/platform/kernel/store/kvfs_io.c \
-                 src/platform/kernel/rng/sha256.c src/platform/posix/panic.c
-# (store.mk, included later, adds the SQLite include path to the store objects.)
-$(BUILD)/asan/tests/tools/tdisk_fixture.o: INC += $(SQLITE_CPPFLAGS)
-$(BUILD)/asan/tests/tools/tdisk_fixture.o: | $(SQLITE_LIBS)
-$(BUILD)/asan/tdisk-fixture: $(call obj,asan,$(TDISK_FIX_SRC) $(KDISK_SRC)) $(call obj,asan,$(sort $(wildcard src/store/*.c))) \
-                             $(ASAN_CORE) $(SQLITE_LIBS)
+# The tests' programs (tests/tools/): the image maker (tdisk_fixture.c)
+# and the migration's cut harness (tdisk_migrate_cuts.c, over the unit
+# tests' fake disk); both fill a disk through the kernel's layout code,
+# kvfs and the daemon's store (tdisk_populate.c).
+TDISK_LIB_SRC := $(filter-out tools/disk/tern-disk.c,$(TDISK_SRC))
+TDISK_TEST_OBJ := $(call obj,asan,$(TDISK_LIB_SRC) $(KDISK_SRC) tests/tools/tdisk_populate.c \
+                    src/platform/posix/panic.c) $(BUILD)/asan/cksumvfs.o \
+                  $(call obj,asan,$(sort $(wildcard src/store/*.c))) $(ASAN_CORE) $(SQLITE_LIBS)
+$(BUILD)/asan/tests/tools/%.o: INC += $(SQLITE_CPPFLAGS)
+$(BUILD)/asan/tests/tools/%.o: | $(SQLITE_LIBS)
+$(BUILD)/asan/tdisk-fixture: $(BUILD)/asan/tests/tools/tdisk_fixture.o $(TDISK_TEST_OBJ)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
+$(BUILD)/asan/tdisk-migrate-cuts: $(BUILD)/asan/tests/tools/tdisk_migrate_cuts.o \
+                                  $(BUILD)/asan/tests/unit/fake_blk.o $(TDISK_TEST_OBJ)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
 
 # make tdisk-test: tern-disk on images the fixture makes and damages
 # (tests/tools/test_tern_disk.py; ~20 s). Part of make test.
 .PHONY: tdisk-test
-tdisk-test: $(BUILD)/asan/tern-disk $(BUILD)/asan/tdisk-fixture $(BUILD)/rel/tern-mkdisk
+tdisk-test: $(BUILD)/asan/tern-disk $(BUILD)/asan/tdisk-fixture $(BUILD)/rel/tern-mkdisk \
+            $(BUILD)/asan/tdisk-migrate-cuts
 	TERN_BUILD=$(BUILD) $(PYTHON) -m pytest -q tests/tools/test_tern_disk.py
+	$(BUILD)/asan/tdisk-migrate-cuts
 
 # The kernel tests' harness and the power-cut harness run `tern-disk verify`
 # on every disk image they leave (tests/kernel/harness.py, scratch();

@@ -23,7 +23,6 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <unistd.h>
 
 #define TDISK_VFS "tern-disk"
 
@@ -54,16 +53,13 @@ static int64_t env_now_ms(void *ctx)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void env_sleep(void *ctx, uint64_t us)
-{
-    (void)ctx;
-    usleep((useconds_t)(us > 1000000 ? 1000000 : us));
-}
-
 void tdisk_kvfs_env(struct kvfs_env *e, struct blk_dev *d)
 {
+    /* No sleep: nothing else uses the disk, so SQLite's waits for another
+     * connection (it retries a failed WAL read with growing sleeps) would
+     * only delay the report of a failing disk. */
     *e = (struct kvfs_env){.wait = env_wait, .random = env_random, .now_ms = env_now_ms,
-                           .sleep_us = env_sleep, .ctx = d};
+                           .ctx = d};
 }
 
 struct kvfs *tdisk_store_vfs_open(struct blk_dev *d, const struct kdisk_region *regions,
