@@ -19,6 +19,7 @@
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "rng/entropy.h"
+#include "store/kcksum.h"
 #include "store/ksqlite.h"
 #include "store/kstore.h"
 #include "store/kvfs.h"
@@ -201,6 +202,9 @@ static void open_vfs(struct blk_dev *d)
         halt_store(d->name, err);
     if (kvfs_register(ds.fs, 1) != 0)
         halt_store(d->name, "SQLite refused the disk's VFS");
+    /* Layout v3: page checksums (cksumvfs and tern's WAL shims) over it. */
+    if (kcksum_stack("tern") != 0)
+        halt_store(d->name, "SQLite refused the page checksum VFS");
 }
 
 static void open_database(const tern_config *cfg, struct blk_dev *d, int integrity)
@@ -209,6 +213,8 @@ static void open_database(const tern_config *cfg, struct blk_dev *d, int integri
     store_open_info info;
     store_options opt = {
         .path = KDISK_DB_PATH,
+        .vfs = KCKSUM_VFS,
+        .reserve_bytes = KCKSUM_RESERVE,
         .sync = cfg->store_sync == TERN_STORE_SYNC_NORMAL ? STORE_SYNC_NORMAL : STORE_SYNC_FULL,
         .cache_kib = cfg->store_cache_kib,
         .log = store_log,
