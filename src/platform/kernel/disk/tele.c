@@ -543,7 +543,7 @@ int tele_open(struct tele *t, const struct kdisk *d, const struct tele_geom *g, 
         walk_to_end(t);
     }
     /* A segment started after the head but whose head update was lost. */
-    for (unsigned k = 1; k <= TELE_PROBE_MAX && t->have_seg; k++) {
+    for (unsigned k = 1; k <= TELE_PROBE_MAX; k++) {
         struct tele_seg s;
         t->reads++;
         sv = read_seg(d, &t->g, t->head.head_seq + k, d->io, &s, w, sizeof w, rep);
@@ -553,6 +553,7 @@ int tele_open(struct tele *t, const struct kdisk *d, const struct tele_geom *g, 
             break;
         memcpy(t->seg, d->io, TELE_SEG_BYTES);
         t->cur = s;
+        t->have_seg = 1;
         t->cur_named = 0;
         t->cur_expired = 1; /* its slot was expired before it was written */
         walk_to_end(t);
