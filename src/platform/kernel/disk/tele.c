@@ -400,9 +400,8 @@ static int decode(struct jbuf *j, const struct tele_rec *r)
     case TELE_K_BACKUP:
         if (r->payload_len < P_BACKUP)
             return 0;
-        jput(j, ",\"result\":\"%s\",\"slot\":\"%c\"", kdisk_le32(p) ? "failed" : "done",
-             kdisk_le32(p + 4) ? 'B' : 'A');
-        ju64(j, "bytes", p + 8);
+        jput(j, ",\"result\":\"%s\"", kdisk_le32(p) ? "failed" : "done");
+        ju64(j, "count", p + 8);
         return 1;
     case TELE_K_CERT:
         if (r->payload_len < P_CERT)
