@@ -40,6 +40,7 @@ static struct {
     struct tele t;
     struct kthread *thread;
     uint32_t interval_ms;
+    uint32_t test_interval_ms;
     uint64_t next_stats_ms;
     uint64_t boot_ms;
     /* the queue: main loop pushes at tail, thread pops at head */
@@ -273,7 +274,7 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
     survey(&last_boot, &last, &have_last);
     kt.t.boot = last_boot + 1;
     kt.open = 1;
-    kt.interval_ms = interval_s * 1000u;
+    kt.interval_ms = kt.test_interval_ms ? kt.test_interval_ms : interval_s * 1000u;
 
     if (have_last && last.kind != TELE_K_STOP) {
         uint8_t p[24];
@@ -319,6 +320,10 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
     kt.sys_dirty = 1;
     return 0;
 }
+
+#ifdef TERN_TEST_HOOKS
+void ktele_test_interval_ms(uint32_t ms) { kt.test_interval_ms = ms; }
+#endif
 
 /* ---- the main loop ---- */
 

@@ -45,6 +45,13 @@ struct ktele_boot {
 int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_boot *boot,
                uint32_t interval_s);
 
+#ifdef TERN_TEST_HOOKS
+/* Test builds (tern.test.tele_ms=N): statistics every N ms instead of
+ * telemetry.interval, so a test can fill the ring and watch it wrap.
+ * Call before ktele_open. */
+void ktele_test_interval_ms(uint32_t ms);
+#endif
+
 /* Main loop, after the broker's turn (k may be NULL: no store): queue the
  * statistics when due and the store's and backups' changes, publish $SYS
  * when the journal changed, resume the writer. Nonzero when it did work. */
