@@ -120,6 +120,10 @@ BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete
 # runs quick_check.
 GUEST_APPEND = "tern.test.integrity=1"
 
+# The telemetry journal's line once the boot record is durable (before
+# serving): store/ktele.c.
+TELE_BOOT_LINE = re.compile(rb"tern: telemetry: [^\n]*: boot (\d+) recorded")
+
 # The store's checks at every boot (src/platform/kernel/store/
 # kdisk_store.c): the open's quick_check, then integrity_check. A cut must
 # never damage the database, so a quick_check that failed (even one
@@ -217,6 +221,9 @@ class KernelTarget:
         self.backups_seen = 0       # complete copies found by those checks
         self.where = None           # regions(), once the guest formatted the disk
         self.check = not args.plumbing
+        self.tele = os.path.join(args.build, "rel", "tern-tele")
+        self.served_boots = []      # boot numbers whose boot record was flushed before serving
+        self.journal_checks = 0
         self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
 
     def start(self):
@@ -334,6 +341,21 @@ class KernelTarget:
                 self.disk.stats()["cuts"], r.returncode, r.stdout, r.stderr))
         self.verified += 1
 
+    def check_journal(self, console):
+        """After a cut: the journal reads cleanly and holds the boot record
+        of every boot that served (its number from its console line)."""
+        m = TELE_BOOT_LINE.search(console)
+        if m:
+            self.served_boots.append(int(m.group(1)))
+        elif harness.READY.search(console):
+            raise dl.Failure("boot %d served without a telemetry boot line" % self.boots)
+        try:
+            recs = disk_check.journal(self.image, self.tele)
+            disk_check.check_boots(recs, self.served_boots)
+        except disk_check.DiskError as e:
+            raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
+        self.journal_checks += 1
+
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
         if self.vm.proc.poll() is not None:
@@ -349,6 +371,7 @@ class KernelTarget:
         r = self.server.power_cut(mode)
         if self.check:
             self.check_backups()
+            self.check_journal(out)
         return r
 
     def set_disk_faults(self, write, flush):
@@ -362,6 +385,8 @@ class KernelTarget:
         c["backup_checks"] = self.backup_checks
         c["backups_seen"] = self.backups_seen
         c["verified"] = self.verified
+        c["journal_checks"] = self.journal_checks
+        c["boots_recorded"] = len(self.served_boots)
         return c
 
     def tail(self, n=40):

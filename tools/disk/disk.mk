@@ -77,3 +77,8 @@ tdisk-test: $(BUILD)/asan/tern-disk $(BUILD)/asan/tdisk-fixture $(BUILD)/rel/ter
 # on every disk image they leave (tests/kernel/harness.py, scratch();
 # tests/powercut/run.py, after each cut).
 kernel-test powercut powercut-test: $(BUILD)/rel/tern-disk
+
+#   build/rel/tern-tele     print a disk image's telemetry journal (tern-tele.c)
+$(BUILD)/rel/tern-tele: $(BUILD)/rel/tools/disk/tern-tele.o $(call obj,rel,$(KDISK_SRC))
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@

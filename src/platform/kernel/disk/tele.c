@@ -400,9 +400,8 @@ static int decode(struct jbuf *j, const struct tele_rec *r)
     case TELE_K_BACKUP:
         if (r->payload_len < P_BACKUP)
             return 0;
-        jput(j, ",\"result\":\"%s\",\"slot\":\"%c\"", kdisk_le32(p) ? "failed" : "done",
-             kdisk_le32(p + 4) ? 'B' : 'A');
-        ju64(j, "bytes", p + 8);
+        jput(j, ",\"result\":\"%s\"", kdisk_le32(p) ? "failed" : "done");
+        ju64(j, "count", p + 8);
         return 1;
     case TELE_K_CERT:
         if (r->payload_len < P_CERT)
@@ -543,7 +542,7 @@ int tele_open(struct tele *t, const struct kdisk *d, const struct tele_geom *g, 
         walk_to_end(t);
     }
     /* A segment started after the head but whose head update was lost. */
-    for (unsigned k = 1; k <= TELE_PROBE_MAX && t->have_seg; k++) {
+    for (unsigned k = 1; k <= TELE_PROBE_MAX; k++) {
         struct tele_seg s;
         t->reads++;
         sv = read_seg(d, &t->g, t->head.head_seq + k, d->io, &s, w, sizeof w, rep);
@@ -553,6 +552,7 @@ int tele_open(struct tele *t, const struct kdisk *d, const struct tele_geom *g, 
             break;
         memcpy(t->seg, d->io, TELE_SEG_BYTES);
         t->cur = s;
+        t->have_seg = 1;
         t->cur_named = 0;
         t->cur_expired = 1; /* its slot was expired before it was written */
         walk_to_end(t);
