@@ -3,11 +3,12 @@
  * from a disk image made by tern-mkdisk (tdisk_populate.c says how). No
  * image is checked in.
  *
- *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] [--tele N]
+ *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] [--tele N] [--v2]
  *       RETAINED retained messages, SESSIONS sessions with one subscription
  *       each; --backup copies the database into backup A afterwards; --wal
  *       writes one more retained message after that and leaves it in the
- *       WAL; --tele writes N records into the telemetry journal.
+ *       WAL; --tele writes N records into the telemetry journal; --v2 leaves
+ *       layout v2 (what tern-disk migrate starts from).
  */
 #include "tdisk_populate.h"
 
@@ -20,7 +21,7 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] "
-                        "[--tele N]\n");
+                        "[--tele N] [--v2]\n");
         return 2;
     }
     const char *path = argv[1];
@@ -28,6 +29,7 @@ int main(int argc, char **argv)
     for (int i = 4; i < argc; i++) {
         p.backup |= !strcmp(argv[i], "--backup");
         p.wal |= !strcmp(argv[i], "--wal");
+        p.v2 |= !strcmp(argv[i], "--v2");
         if (!strcmp(argv[i], "--tele") && i + 1 < argc)
             p.tele = atol(argv[++i]);
     }
@@ -43,8 +45,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "tdisk-fixture: %s: %s\n", path, err);
         return 1;
     }
-    printf("%s: formatted, %ld retained, %ld sessions%s%s, %ld telemetry records\n", path,
-           p.retained, p.sessions, p.backup ? ", backup A" : "",
+    printf("%s: formatted (layout v%u), %ld retained, %ld sessions%s%s, %ld telemetry records\n", path,
+           p.v2 ? 2u : (unsigned)KSUPER_VERSION, p.retained, p.sessions, p.backup ? ", backup A" : "",
            p.wal ? ", one commit left in the WAL" : "", p.tele);
     return 0;
 }

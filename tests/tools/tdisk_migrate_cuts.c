@@ -4,9 +4,9 @@
  * (tests/unit/fake_blk.c: a volatile write cache, power cuts that keep,
  * lose or tear each unflushed write).
  *
- * A disk is partitioned, formatted and filled (tdisk_populate.c: rows, a
- * backup, a commit left in the WAL, telemetry) and the migration run once
- * to count its writes. Then, for every write N of it:
+ * A disk is partitioned, formatted as layout v2 and filled
+ * (tdisk_populate.c: rows, a backup, a commit left in the WAL, telemetry)
+ * and the migration to v3 run once to count its writes. Then, for every write N of it:
  *   cut   the power goes at write N (it and every later request fail and
  *         change nothing), then a power cut keeps, loses or tears each
  *         unflushed write at random; done with two random seeds;
@@ -15,10 +15,13 @@
  *         checked as it is, then after a power cut.
  * After each, the disk must pass tern-disk's whole verify (layout, region
  * headers, database and backups with integrity_check, telemetry) and be
- * either the old layout (database at its old region) or the new one
- * (database at backup B's old region, with page checksums), its database
+ * either the old layout (v2, database at its old region) or the new one
+ * (v3, database at backup B's old region, with page checksums), its database
  * holding exactly the rows it held before (content digest) - never
- * neither. Prints the tally; exit 0 when every case held.
+ * neither. Then tern-disk migrate runs again on what the cut left and must
+ * finish: layout v3, the same rows, no note (no v2 superblock slot, no
+ * backup without checksums) left. Prints the tally; exit 0 when every case
+ * held.
  *
  *   tdisk-migrate-cuts [--quick]     (--quick: every third write only)
  */
@@ -131,6 +134,11 @@ static void check(const uint8_t *bytes, size_t len, const char *tmp, uint64_t db
         goto out;
     }
     st->migrated = db->lba == bkb_lba;
+    if (st->migrated != (l.sb.version == KSUPER_VERSION)) {
+        snprintf(st->why, sizeof st->why, "layout v%u with the database at LBA %llu",
+                 (unsigned)l.sb.version, (unsigned long long)db->lba);
+        goto out;
+    }
     struct kvfs *fs = tdisk_store_vfs_open(tdisk_image_blk(im, l.sb.physical_block), l.regions,
                                            l.region_count, err, sizeof err);
     sqlite3 *sq = NULL;
@@ -162,9 +170,31 @@ out:
     tdisk_image_close(im);
 }
 
+/* 1 when verify on the image at path prints a note (a v2 slot or an
+ * unchecksummed backup left behind). */
+static int note_in(const char *path)
+{
+    char err[300], *report = NULL;
+    size_t len = 0;
+    struct tdisk_image *im = tdisk_image_open(path, 0, false, err, sizeof err);
+    if (!im)
+        return 1;
+    FILE *mem = open_memstream(&report, &len);
+    struct tdisk_out o = {.f = mem, .verbose = false};
+    static struct tdisk_layout l;
+    tdisk_walk_layout(im, &o, &l);
+    if (l.usable)
+        tdisk_walk_db(im, &o, &l);
+    fclose(mem);
+    tdisk_image_close(im);
+    int found = report && strstr(report, "note: ") != NULL;
+    free(report);
+    return found;
+}
+
 static int migrate(struct blk_dev *d, char *err, size_t n)
 {
-    struct tdisk_migrate_opts mo = {.apply = true, .target = KSUPER_VERSION, .rewrite = true};
+    struct tdisk_migrate_opts mo = {.apply = true};
     FILE *sink = fopen("/dev/null", "w");
     int rc = tdisk_migrate(d, &mo, sink, err, n);
     fclose(sink);
@@ -183,7 +213,7 @@ int main(int argc, char **argv)
     close(tfd);
     fake_blk_init(&f, LB, LB, bytes / LB, 1);
     struct tdisk_populate p = {.partition = true, .retained = 40, .sessions = 5, .backup = true,
-                               .wal = true, .tele = 50};
+                               .wal = true, .tele = 50, .v2 = true};
     if (tdisk_populate(&f.dev, &p, err, sizeof err)) {
         fprintf(stderr, "populate: %s\n", err);
         return 1;
@@ -200,9 +230,16 @@ int main(int argc, char **argv)
         struct kdisk_report rep;
         static const uint8_t id[16];
         uint8_t *io = aligned_alloc(4096, KDISK_IO_BYTES);
+        static struct gpt g;
+        struct tdisk_lift lf;
         tdisk_blk_kdisk(&kd, &f.dev, io);
         kdisk_report_clear(&rep);
-        if (klayout_open(&kd, 0, id, &l, &rep)) {
+        if (gpt_read(&kd, &g, &rep) || g.count != 1) {
+            fprintf(stderr, "gpt: %s\n", rep.error);
+            return 1;
+        }
+        tdisk_lift_init(&lf, &kd, g.parts[0].first); /* the disk is v2 */
+        if (klayout_open(&lf.kd, 0, id, &l, &rep)) {
             fprintf(stderr, "layout: %s\n", rep.error);
             return 1;
         }
@@ -244,7 +281,7 @@ int main(int argc, char **argv)
             return 1;
         }
         uint64_t total = c.writes;
-        unsigned long cases = 0, old_state = 0, new_state = 0, failures = 0;
+        unsigned long cases = 0, old_state = 0, new_state = 0, failures = 0, resumed = 0;
         for (uint64_t n = 1; n <= total; n += quick ? 3 : 1) {
             for (int variant = 0; variant < 3; variant++) {
                 restore(&f, snap, bytes, n * 7 + (uint64_t)variant);
@@ -275,18 +312,38 @@ int main(int argc, char **argv)
                     printf("FAIL %s at write %llu of %llu (seed %d): %s\n", name,
                            (unsigned long long)n, (unsigned long long)total, variant, st.why);
                     failures++;
-                } else if (st.migrated) {
+                    continue;
+                }
+                if (st.migrated)
                     new_state++;
-                } else {
+                else
                     old_state++;
+                /* Run again on what the cut left: it finishes, same rows. */
+                struct cut_dev again;
+                cut_init(&again, &f, 0);
+                if (migrate(&again.dev, err, sizeof err)) {
+                    printf("FAIL %s at write %llu: migrating again: %s\n", name,
+                           (unsigned long long)n, err);
+                    failures++;
+                    continue;
+                }
+                check(f.cur, bytes, tmp, db_lba, bkb_lba, want, &st);
+                if (!st.ok || !st.migrated || note_in(tmp)) {
+                    printf("FAIL %s at write %llu: after migrating again: %s%s\n", name,
+                           (unsigned long long)n, st.ok ? "not migrated or notes left" : "",
+                           st.why);
+                    failures++;
+                } else {
+                    resumed++;
                 }
             }
         }
         unlink(tmp);
         printf("migration cuts: %llu writes, %lu cases (cut with 2 seeds, failed write with "
                "and without a cut): %lu old layout with the same rows, %lu new layout with the "
-               "same rows, %lu failures\n", (unsigned long long)total, cases, old_state,
-               new_state, failures);
+               "same rows, %lu failures; migrating again after each cut finished %lu times with "
+               "the same rows and no note left\n", (unsigned long long)total, cases, old_state,
+               new_state, failures, resumed);
         free(snap);
         fake_blk_free(&f);
         return failures ? 1 : 0;

@@ -7,6 +7,7 @@
 #include "tdisk_populate.h"
 
 #include "../../tools/disk/tern-disk-sql.h"
+#include "platform/kernel/disk/crc32.h"
 #include "platform/kernel/disk/tele.h"
 #include "store/internal.h"
 #include "store/store.h"
@@ -65,6 +66,28 @@ static int write_tele(const struct kdisk *d, const struct klayout *l, long count
     return rc;
 }
 
+/* Both superblock slots of the formatted partition at part_lba rewritten as
+ * layout v2 (the same bytes but the version; CRC over 512 bytes with its
+ * field taken as zero): the layout an older release formatted. */
+static int make_v2(const struct kdisk *d, uint64_t part_lba, char *err, size_t n)
+{
+    struct kdisk_report rep;
+    static const uint32_t off[2] = {KSUPER_SLOT_A, KSUPER_SLOT_B};
+    const uint32_t per = d->physical_block / d->logical_block;
+    kdisk_report_clear(&rep);
+    for (unsigned s = 0; s < 2; s++) {
+        uint64_t lba = part_lba + off[s] / d->logical_block;
+        if (kdisk_read(d, lba, per, d->io, "a superblock", &rep))
+            return say(err, n, "v2", rep.error);
+        kdisk_put32(d->io + 8, TDISK_V2);
+        kdisk_put32(d->io + 16, 0);
+        kdisk_put32(d->io + 16, crc32(d->io, KSUPER_BYTES));
+        if (kdisk_write(d, lba, per, d->io, "a superblock", &rep))
+            return say(err, n, "v2", rep.error);
+    }
+    return kdisk_flush(d, "the superblocks", &rep) ? say(err, n, "v2", rep.error) : 0;
+}
+
 static int fill(sqlite3 *db, const struct tdisk_populate *p, char *err, size_t n)
 {
     char sql[256];
@@ -108,10 +131,15 @@ int tdisk_populate(struct blk_dev *d, const struct tdisk_populate *p, char *err,
         say(err, n, "formatting", rep.error);
         goto out;
     }
+    if (p->v2 && make_v2(&kd, l.part.first, err, n))
+        goto out;
     struct kvfs *fs = tdisk_store_vfs_open(d, l.regions, l.region_count, err, n);
     if (!fs)
         goto out;
-    store_options opt = {.path = TDISK_DB_PATH, .sync = STORE_SYNC_FULL};
+    /* As the kernel's store opens it: v3 creates the database with page
+     * checksums. */
+    store_options opt = {.path = TDISK_DB_PATH, .vfs = TDISK_CKSM_VFS, .sync = STORE_SYNC_FULL,
+                         .reserve_bytes = p->v2 ? 0 : KCKSUM_RESERVE};
     store_open_info info;
     char serr[STORE_ERR_SIZE];
     store *s = store_open(&opt, &info, serr, sizeof serr);

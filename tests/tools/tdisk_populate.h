@@ -18,6 +18,8 @@ struct tdisk_populate {
     bool backup;         /* copy the database into backup A afterwards */
     bool wal;            /* then one more commit left in the WAL */
     long tele;           /* telemetry records */
+    bool v2;             /* leave layout v2 (superblocks version 2, no page
+                            checksums): what a migration starts from */
 };
 
 /* 0, or -1 with one line in err. Ends with everything flushed. */

@@ -48,12 +48,12 @@ def read(path, offset, n):
         return f.read(n)
 
 
-def make_disk(tmp_path, name="d.img", size="128M", lb="512", fill=True, extra=()):
+def make_disk(tmp_path, name="d.img", size="128M", lb="512", fill=True, extra=(), wal=True):
     path = str(tmp_path / name)
     rc, out = run(MKDISK, "--size", size, "--logical-block", lb, path)
     assert rc == 0, out
     if fill:
-        rc, out = run(FIXTURE, path, "50", "10", "--backup", "--wal", *extra)
+        rc, out = run(FIXTURE, path, "50", "10", "--backup", *(("--wal",) if wal else ()), *extra)
         assert rc == 0, out
     return path
 
@@ -81,8 +81,8 @@ def test_inspect_shows_every_layer_and_changes_nothing(tmp_path):
     rc, out = tdisk("inspect", path)
     assert rc == 0, out
     for want in ["a whole disk (GPT)", "using the primary copy (both copies valid and equal)",
-                 "superblock A: valid, layout v2, generation 1",
-                 "superblock B: valid, layout v2, generation 2", "in use: superblock B",
+                 "superblock A: valid, layout v3, generation 1",
+                 "superblock B: valid, layout v3, generation 2", "in use: superblock B",
                  "WAL ", "telemetry ", "database ", "backup A ", "backup B ",
                  "log: WAL", "schema 2", "integrity_check: ok", "backup B: no copy",
                  # the commit left in the WAL is read through kvfs: 51, the backup 50
@@ -221,43 +221,62 @@ def digest(out, which="database"):
     return block.split("content digest ")[1].split()[0]
 
 
+def test_v2_disk_verifies_with_a_note_and_v3_is_current(tmp_path):
+    v2 = make_disk(tmp_path, "v2.img", extra=("--v2",))
+    rc, out = tdisk("verify", v2)
+    assert rc == 0 and "note: layout v2 is older than this release's v3" in out, out
+    rc, out = tdisk("inspect", v2)
+    assert "in use: superblock B, layout v2" in out and "page checksums: no" in out, out
+    v3 = make_disk(tmp_path, "v3.img")
+    rc, out = run(TDISK, "migrate", v3)
+    assert rc == 0 and "layout v3 is current: nothing to migrate" in out, out
+    rc, out = tdisk("inspect", v3)
+    assert "page checksums: yes (8 reserve bytes, all verified)" in out, out
+
+
 def test_migrate_dry_run_writes_nothing_and_apply_keeps_the_rows(tmp_path):
-    path = make_disk(tmp_path)
+    path = make_disk(tmp_path, extra=("--v2",))
     rc, before = tdisk("inspect", path)
     assert rc == 0, before
     h = sha(path)
     rc, out = run(TDISK, "migrate", path)
-    assert rc == 0 and "is current: nothing to migrate" in out, out
-    rc, out = run(TDISK, "migrate", "--rewrite", path)
-    assert rc == 0 and "dry run: nothing written" in out and "4. switch:" in out, out
+    assert rc == 0 and "plan (layout v2" in out and "dry run: nothing written" in out, out
     assert sha(path) == h
-    rc, out = run(TDISK, "migrate", "--rewrite", "--apply", path)
-    assert rc == 0 and "4. switched:" in out, out
+    rc, out = run(TDISK, "migrate", "--apply", path)
+    assert rc == 0 and "4. switched:" in out and "6. emptied backup B" in out, out
     rc, after = tdisk("verify", path)
-    assert rc == 0, after
+    assert rc == 0 and "note:" not in after, after
     rc, after = tdisk("inspect", path)
-    assert "page checksums: yes (8 reserve bytes, cksumvfs)" in after, after
-    assert "log: empty" in after, after
-    # the rows the WAL held were checkpointed first: same digest
+    assert "superblock A: valid, layout v3" in after and "superblock B: valid, layout v3" in after
+    assert after.count("page checksums: yes (8 reserve bytes, all verified)") == 2, after
+    assert "log: empty" in after and "backup B: no copy" in after, after
+    # the commit the WAL held was checkpointed first: the same rows
     assert digest(after) == digest(before), (before, after)
+    assert digest(after, "backup A") == digest(before), after
+    rc, out = run(TDISK, "migrate", path)
+    assert rc == 0 and "layout v3 is current" in out, out
 
 
 def test_migrate_refuses_a_disk_that_does_not_verify(tmp_path):
-    path = make_disk(tmp_path)
+    path = make_disk(tmp_path, extra=("--v2",))
     part, _, _ = layout(path)
     patch(path, part + 100, b"\xff")
     h = sha(path)
-    rc, out = run(TDISK, "migrate", "--rewrite", "--apply", path)
+    rc, out = run(TDISK, "migrate", "--apply", path)
     assert rc == 1 and "not migrated: verify finds 1 problem" in out, out
     assert sha(path) == h
 
 
 def test_checksummed_page_damage_is_found(tmp_path):
-    path = make_disk(tmp_path)
-    rc, out = run(TDISK, "migrate", "--rewrite", "--apply", path)
-    assert rc == 0, out
-    _, regions, _ = layout(path)
-    # one byte of a table page's payload: only the page's checksum notices
-    patch(path, regions["database"] + 1024 + 4096 * 3 + 2000, b"\x01")
-    rc, out = tdisk("verify", path)
-    assert rc == 1 and "problem: database" in out, out
+    """A byte in a page's unused space: integrity_check alone passes it on a
+    v2 disk, the page checksum of v3 finds it."""
+    for name, extra in (("v2.img", ("--v2",)), ("v3.img", ())):
+        # no commit left in the WAL: the database file's pages are read
+        path = make_disk(tmp_path, name, extra=extra, wal=False)
+        _, regions, _ = layout(path)
+        patch(path, regions["database"] + 1024 + 4096 * 3 + 2000, b"\x01")
+        rc, out = tdisk("verify", path)
+        if name == "v2.img":
+            assert rc == 0, out
+        else:
+            assert rc == 1 and "problem: database" in out, out

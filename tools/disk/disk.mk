@@ -18,31 +18,30 @@ $(BUILD)/rel/tern-mkdisk: $(BUILD)/rel/tools/disk/tern-mkdisk.o $(call obj,rel,$
 # with SQLite from `make deps`.
 TDISK_SRC  := $(sort $(wildcard tools/disk/tern-disk*.c)) \
               src/platform/kernel/store/region.c src/platform/kernel/store/kvfs.c \
-              src/platform/kernel/store/kvfs_io.c src/platform/kernel/rng/sha256.c
+              src/platform/kernel/store/kvfs_io.c src/platform/kernel/store/kcksum.c \
+              src/platform/kernel/store/pagesum.c src/platform/kernel/rng/sha256.c
 TDISK_SQL  := $(sort $(wildcard tools/disk/tern-disk-db.c tools/disk/tern-disk-migrate*.c)) \
-              src/platform/kernel/store/kvfs.c src/platform/kernel/store/kvfs_io.c
+              src/platform/kernel/store/kvfs.c src/platform/kernel/store/kvfs_io.c \
+              src/platform/kernel/store/kcksum.c
 $(call obj,rel,$(TDISK_SQL)) $(call obj,asan,$(TDISK_SQL)): INC += $(SQLITE_CPPFLAGS)
 $(call obj,rel,$(TDISK_SQL)) $(call obj,asan,$(TDISK_SQL)): | $(SQLITE_LIBS)
 
 # SQLite's checksum VFS shim from the pinned source (third-party: its own
-# warnings are not ours), linked in statically.
-CKSUMVFS_SRC := build/deps/sqlite/src/ext/misc/cksumvfs.c
-$(BUILD)/rel/cksumvfs.o $(BUILD)/asan/cksumvfs.o: | $(SQLITE_LIBS)
-$(BUILD)/rel/cksumvfs.o: $(CKSUMVFS_SRC)
+# warnings are not ours) under the kernel's stack (store/kcksum.c). The
+# ASan object is store.mk's.
+CKSUMVFS_REL  := $(BUILD)/rel/deps/cksumvfs.o
+CKSUMVFS_ASAN := $(BUILD)/asan/deps/cksumvfs.o
+$(CKSUMVFS_REL): | $(SQLITE_LIBS)
 	@mkdir -p $(@D)
-	$(if $(Q),@echo "  CC      $<")
-	$(Q)$(CC) $(REL_CFLAGS) -w -DSQLITE_CKSUMVFS_STATIC $(SQLITE_CPPFLAGS) -c $< -o $@
-$(BUILD)/asan/cksumvfs.o: $(CKSUMVFS_SRC)
-	@mkdir -p $(@D)
-	$(if $(Q),@echo "  CC-ASAN $<")
-	$(Q)$(CC) $(ASAN_CFLAGS) -w -DSQLITE_CKSUMVFS_STATIC $(SQLITE_CPPFLAGS) -c $< -o $@
+	$(Q)$(CC) $(CSTD) -w $(REL_CFLAGS) $(SQLITE_CPPFLAGS) -DSQLITE_CKSUMVFS_STATIC \
+	    -c build/deps/sqlite/src/ext/misc/cksumvfs.c -o $@
 
-$(BUILD)/rel/tern-disk: $(call obj,rel,$(TDISK_SRC) $(KDISK_SRC)) $(BUILD)/rel/cksumvfs.o \
+$(BUILD)/rel/tern-disk: $(call obj,rel,$(TDISK_SRC) $(KDISK_SRC)) $(CKSUMVFS_REL) \
                         $(SQLITE_LIBS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -pthread -lm -o $@
 
-$(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(BUILD)/asan/cksumvfs.o \
+$(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(CKSUMVFS_ASAN) \
                          $(SQLITE_LIBS)
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(ASAN_CFLAGS) $(ASAN_LDFLAGS) $^ -pthread -lm -o $@
@@ -53,7 +52,7 @@ $(BUILD)/asan/tern-disk: $(call obj,asan,$(TDISK_SRC) $(KDISK_SRC)) $(BUILD)/asa
 # kvfs and the daemon's store (tdisk_populate.c).
 TDISK_LIB_SRC := $(filter-out tools/disk/tern-disk.c,$(TDISK_SRC))
 TDISK_TEST_OBJ := $(call obj,asan,$(TDISK_LIB_SRC) $(KDISK_SRC) tests/tools/tdisk_populate.c \
-                    src/platform/posix/panic.c) $(BUILD)/asan/cksumvfs.o \
+                    src/platform/posix/panic.c) $(CKSUMVFS_ASAN) \
                   $(call obj,asan,$(sort $(wildcard src/store/*.c))) $(ASAN_CORE) $(SQLITE_LIBS)
 $(BUILD)/asan/tests/tools/%.o: INC += $(SQLITE_CPPFLAGS)
 $(BUILD)/asan/tests/tools/%.o: | $(SQLITE_LIBS)

@@ -82,8 +82,8 @@ struct kvfs *tdisk_store_vfs_open(struct blk_dev *d, const struct kdisk_region *
     struct kvfs *fs = kvfs_open(&c, err, err_size);
     if (!fs)
         return NULL;
-    /* cksumvfs wraps the default VFS of the moment: kvfs first. */
-    if (kvfs_register(fs, 1) != SQLITE_OK || sqlite3_register_cksumvfs(NULL) != SQLITE_OK) {
+    if (kvfs_register(fs, 0) != SQLITE_OK || kcksum_stack(TDISK_VFS) != SQLITE_OK ||
+        sqlite3_vfs_register(sqlite3_vfs_find(TDISK_CKSM_VFS), 1) != SQLITE_OK) {
         snprintf(err, err_size, "SQLite refused the VFS");
         tdisk_store_vfs_close(fs);
         return NULL;
@@ -93,7 +93,7 @@ struct kvfs *tdisk_store_vfs_open(struct blk_dev *d, const struct kdisk_region *
 
 void tdisk_store_vfs_close(struct kvfs *fs)
 {
-    (void)sqlite3_unregister_cksumvfs();
+    kcksum_unstack();
     kvfs_close(fs);
 }
 
@@ -205,8 +205,9 @@ static void integrity(sqlite3 *db, struct tdisk_out *o, const char *what)
     sqlite3_finalize(st);
 }
 
-/* Look at one file kvfs serves: the database or a backup. */
-static void check_file(struct tdisk_out *o, const char *path, const char *what)
+/* Look at one file kvfs serves: the database or a backup; a layout from v3
+ * on wants its pages checksummed. */
+static void check_file(struct tdisk_out *o, const char *path, const char *what, uint32_t layout)
 {
     sqlite3 *db = NULL;
     int rc = sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, TDISK_CKSM_VFS);
@@ -271,8 +272,16 @@ static void check_file(struct tdisk_out *o, const char *path, const char *what)
         tdisk_info(o, "    backup generation %" PRId64, gen);
     int reserve = -1;
     (void)sqlite3_file_control(db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve);
-    tdisk_info(o, "    page checksums: %s", reserve == 8 ? "yes (8 reserve bytes, cksumvfs)"
-                                                        : "no");
+    tdisk_info(o, "    page checksums: %s", reserve == KCKSUM_RESERVE
+                                                 ? "yes (8 reserve bytes, all verified)" : "no");
+    /* A backup without them is what a migration cut before its last step
+     * leaves (and what it or the kernel's next backup replaces): a note. */
+    if (layout > TDISK_V2 && reserve != KCKSUM_RESERVE && !strcmp(what, "database"))
+        tdisk_problem(o, "%s: layout v%u, but its pages carry no checksums (%d reserve bytes)",
+                      what, (unsigned)layout, reserve);
+    else if (layout > TDISK_V2 && reserve != KCKSUM_RESERVE)
+        tdisk_note(o, "%s: no page checksums (a migration cut short left it): `tern-disk "
+                   "migrate --apply` or the kernel's next backup replaces it", what);
     integrity(db, o, what);
     uint8_t digest[32];
     char derr[200];
@@ -324,7 +333,7 @@ void tdisk_walk_db(struct tdisk_image *im, struct tdisk_out *o, const struct tdi
                : log->owner == RGN_OWNER_JOURNAL ? "rollback journal (hot: rolled back on open)"
                : "empty", log->size);
     tdisk_info(o, "database (%" PRIu64 " bytes):", v[KVFS_DB]->size);
-    check_file(o, TDISK_DB_PATH, "database");
+    check_file(o, TDISK_DB_PATH, "database", l->sb.version);
     static const char *const bak[2] = {TDISK_BAK_A, TDISK_BAK_B};
     for (int i = 0; i < 2; i++) {
         const struct tdisk_rgn_view *bv = v[KVFS_BACKUP_A + i];
@@ -335,7 +344,7 @@ void tdisk_walk_db(struct tdisk_image *im, struct tdisk_out *o, const struct tdi
             continue;
         }
         tdisk_info(o, "%s (%" PRIu64 " bytes):", what, bv->size);
-        check_file(o, bak[i], what);
+        check_file(o, bak[i], what, l->sb.version);
     }
     tdisk_store_vfs_close(fs);
 }

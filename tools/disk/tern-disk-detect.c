@@ -6,6 +6,7 @@
  */
 #include "tern-disk.h"
 
+#include "platform/kernel/disk/crc32.h"
 #include "platform/kernel/disk/super.h"
 
 #include <string.h>
@@ -136,4 +137,26 @@ int tdisk_partition_base(const uint8_t *copy, size_t len, uint32_t kind, uint64_
         return -1;
     *base = h.lba - rel_lba;
     return 0;
+}
+
+/* Superblock fields kept in every layout version (docs/DISK.md). */
+enum { SB_VERSION = 8, SB_BYTES = 12, SB_CRC = 16 };
+
+static uint32_t sb_crc(const uint8_t *buf, uint32_t n)
+{
+    static const uint8_t zero[4];
+    uint32_t crc = crc32(buf, SB_CRC);
+    crc = crc32_update(crc, zero, sizeof zero);
+    return crc32_update(crc, buf + SB_CRC + 4, n - SB_CRC - 4);
+}
+
+int tdisk_lift_v2(uint8_t *buf, size_t len)
+{
+    if (len < KSUPER_BYTES || memcmp(buf, KSUPER_MAGIC, KSUPER_MAGIC_LEN) ||
+        kdisk_le32(buf + SB_VERSION) != TDISK_V2 || kdisk_le32(buf + SB_BYTES) != KSUPER_BYTES ||
+        kdisk_le32(buf + SB_CRC) != sb_crc(buf, KSUPER_BYTES))
+        return 0;
+    kdisk_put32(buf + SB_VERSION, KSUPER_VERSION);
+    kdisk_put32(buf + SB_CRC, sb_crc(buf, KSUPER_BYTES));
+    return 1;
 }

@@ -340,6 +340,48 @@ void tdisk_blk_kdisk(struct kdisk *kd, struct blk_dev *d, uint8_t *io)
     };
 }
 
+/* ---- lifting v2 superblocks ----------------------------------------------- */
+
+static int lift_read(void *ctx, uint64_t lba, uint32_t count, void *buf)
+{
+    struct tdisk_lift *lf = ctx;
+    int rc = lf->inner->read(lf->inner->ctx, lba, count, buf);
+    if (rc)
+        return rc;
+    const uint32_t lb = lf->inner->logical_block;
+    for (unsigned s = 0; s < 2; s++)
+        if (lf->slot_lba[s] >= lba && lf->slot_lba[s] - lba < count) {
+            size_t off = (size_t)(lf->slot_lba[s] - lba) * lb;
+            lf->lifted[s] = tdisk_lift_v2((uint8_t *)buf + off, (size_t)count * lb - off);
+        }
+    return 0;
+}
+
+static int lift_write(void *ctx, uint64_t lba, uint32_t count, const void *buf)
+{
+    const struct tdisk_lift *lf = ctx;
+    return lf->inner->write(lf->inner->ctx, lba, count, buf);
+}
+
+static int lift_flush(void *ctx)
+{
+    const struct tdisk_lift *lf = ctx;
+    return lf->inner->flush(lf->inner->ctx);
+}
+
+void tdisk_lift_init(struct tdisk_lift *lf, const struct kdisk *inner, uint64_t part_lba)
+{
+    memset(lf, 0, sizeof *lf);
+    lf->inner = inner;
+    lf->kd = *inner;
+    lf->kd.ctx = lf;
+    lf->kd.read = lift_read;
+    lf->kd.write = inner->write ? lift_write : NULL;
+    lf->kd.flush = inner->flush ? lift_flush : NULL;
+    lf->slot_lba[0] = part_lba + KSUPER_SLOT_A / inner->logical_block;
+    lf->slot_lba[1] = part_lba + KSUPER_SLOT_B / inner->logical_block;
+}
+
 /* ---- opening --------------------------------------------------------------- */
 
 static int read_at(int fd, uint64_t off, uint8_t *buf, size_t len, uint64_t size, size_t *got)

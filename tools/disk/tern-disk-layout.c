@@ -159,9 +159,13 @@ static void walk_partition(struct tdisk_image *im, struct tdisk_out *o, uint64_t
     };
     struct ksuper_state st;
     struct kdisk_report rep;
+    struct tdisk_lift lf;
     kdisk_report_clear(&rep);
     show_slots(im, o, start);
-    int rc = ksuper_read(d, &g, &st, &rep);
+    /* A v2 partition is read as the kernel reads v3 (only the version
+     * differs), and said to be v2. */
+    tdisk_lift_init(&lf, d, start / d->logical_block);
+    int rc = ksuper_read(&lf.kd, &g, &st, &rep);
     report_notes(o, &rep);
     if (rc == KDISK_EBLANK) {
         tdisk_info(o, "  blank: the kernel formats it at its first boot");
@@ -175,11 +179,20 @@ static void walk_partition(struct tdisk_image *im, struct tdisk_out *o, uint64_t
         tdisk_problem(o, "%s", rep.error);
         return;
     }
+    if (lf.lifted[st.slot])
+        st.sb.version = TDISK_V2;
     out->usable = true;
     out->sb = st.sb;
     out->part_lba = start / d->logical_block;
     tdisk_info(o, "  in use: superblock %c, layout v%u, generation %" PRIu64, st.slot ? 'B' : 'A',
                (unsigned)st.sb.version, st.sb.generation);
+    if (st.sb.version == TDISK_V2)
+        tdisk_note(o, "layout v2 is older than this release's v%u: the kernel refuses it until "
+                   "`tern-disk migrate --apply` moves it", (unsigned)KSUPER_VERSION);
+    else if (lf.lifted[!st.slot])
+        tdisk_note(o, "superblock %c still holds layout v2 (a migration cut before its last "
+                   "write): the kernel uses %c and says so; the next superblock update replaces it",
+                   st.slot ? 'A' : 'B', st.slot ? 'B' : 'A');
     if (bytes > st.sb.partition_bytes)
         tdisk_info(o, "  the partition (%" PRIu64 " MiB) is larger than its layout (%" PRIu64
                    " MiB): the disk grew, the layout has not yet", bytes / MIB,
@@ -247,8 +260,10 @@ static uint64_t find_base(struct tdisk_image *im)
                             .physical_block = d->physical_block};
     struct ksuper_state st;
     struct kdisk_report rep;
+    struct tdisk_lift lf;
     kdisk_report_clear(&rep);
-    if (ksuper_read(d, &g, &st, &rep))
+    tdisk_lift_init(&lf, d, 0);
+    if (ksuper_read(&lf.kd, &g, &st, &rep))
         return 0;
     uint32_t pb = st.sb.physical_block;
     for (unsigned i = 0; i < st.sb.region_count; i++) {

@@ -1,6 +1,6 @@
 /*
- * tern-disk-migrate.h - tern-disk's migration of a disk to the current
- * layout over any block device (the image's, or a test's fake disk with
+ * tern-disk-migrate.h - tern-disk's migration of a disk from layout v2 to
+ * the current layout (v3) over any block device (the image's, or a test's fake disk with
  * power cuts): the whole public face of tern-disk-migrate.c, which says
  * how the copy-first, switch-last steps keep the disk valid throughout.
  */
@@ -20,9 +20,6 @@ enum {
 
 struct tdisk_migrate_opts {
     bool apply;          /* false: print the plan only */
-    uint32_t target;     /* the layout version to write (KSUPER_VERSION) */
-    bool rewrite;        /* run the steps even when the disk is at target (tests;
-                            tern-disk migrate --rewrite) */
 };
 
 /* Migrate the tern disk on d, saying each step on out. 0 (done, nothing to

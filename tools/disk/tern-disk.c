@@ -8,11 +8,10 @@
  *       the telemetry region
  *   tern-disk verify [--logical-block 512|4096] IMAGE
  *       check the same; print only problems and a summary line
- *   tern-disk migrate [--logical-block 512|4096] [--apply] [--rewrite] IMAGE
- *       move a whole disk to the current layout (tern-disk-migrate.c): the
- *       plan, and with --apply the steps; refused unless verify is clean.
- *       --rewrite runs the steps on a disk already at the current layout
- *       (the database rewritten with page checksums, regions swapped)
+ *   tern-disk migrate [--logical-block 512|4096] [--apply] IMAGE
+ *       move a whole disk from layout v2 to the current one
+ *       (tern-disk-migrate.c): the plan, and with --apply the steps;
+ *       refused unless verify is clean
  *
  * IMAGE is a whole-disk image, a block device, or an image of the data
  * partition alone (detected; --logical-block forces a whole disk of that
@@ -58,8 +57,7 @@ static int usage(void)
 {
     fprintf(stderr, "usage: tern-disk inspect [--logical-block 512|4096] IMAGE\n"
                     "       tern-disk verify [--logical-block 512|4096] IMAGE\n"
-                    "       tern-disk migrate [--logical-block 512|4096] [--apply] [--rewrite] "
-                    "IMAGE\n"
+                    "       tern-disk migrate [--logical-block 512|4096] [--apply] IMAGE\n"
                     "IMAGE: a disk image, a block device, or a tern data partition's image.\n"
                     "Exit: 0 clean, 1 problems found, 2 usage, 3 cannot read.\n");
     return TDISK_EXIT_USAGE;
@@ -72,14 +70,12 @@ int main(int argc, char **argv)
     const char *cmd = argv[1], *path = NULL;
     uint32_t force_lb = 0;
     int verify = !strcmp(cmd, "verify"), migrate = !strcmp(cmd, "migrate");
-    struct tdisk_migrate_opts mo = {.target = KSUPER_VERSION};
+    struct tdisk_migrate_opts mo = {.apply = false};
     if (!verify && !migrate && strcmp(cmd, "inspect"))
         return usage();
     for (int i = 2; i < argc; i++) {
         if (migrate && !strcmp(argv[i], "--apply")) {
             mo.apply = true;
-        } else if (migrate && !strcmp(argv[i], "--rewrite")) {
-            mo.rewrite = true;
         } else if (!strcmp(argv[i], "--logical-block") && i + 1 < argc) {
             const char *v = argv[++i];
             force_lb = !strcmp(v, "512") ? 512 : !strcmp(v, "4096") ? 4096 : 0;

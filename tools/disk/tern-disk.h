@@ -89,6 +89,17 @@ int tdisk_rgn_examine(const uint8_t *c0, const uint8_t *c1, uint32_t lb, uint32_
 int tdisk_partition_base(const uint8_t *copy, size_t len, uint32_t kind, uint64_t rel_lba,
                          uint64_t *base);
 
+/* Layout v2: v3's superblock, region table and region headers, without
+ * page checksums in the database files (docs/DISK.md). The kernel refuses
+ * it as older; tern-disk reads it and migrates it. */
+enum { TDISK_V2 = 2 };
+
+/* buf holds a superblock slot: when it is a layout v2 superblock with a
+ * good CRC, rewrite it in memory as the same superblock of KSUPER_VERSION
+ * (v3 changed no superblock byte but the version) so the kernel's readers
+ * take it, and return 1; else 0 and buf is unchanged. */
+int tdisk_lift_v2(uint8_t *buf, size_t len);
+
 /* ---- the image (tern-disk-dev.c) ----------------------------------------- */
 
 struct tdisk_image;
@@ -117,6 +128,18 @@ int tdisk_blk_sync(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t cou
 /* kd as a kdisk over d (reads, writes and flushes through tdisk_blk_sync;
  * io: KDISK_IO_BYTES, 512-aligned). */
 void tdisk_blk_kdisk(struct kdisk *kd, struct blk_dev *d, uint8_t *io);
+/* A kdisk over inner whose reads of the superblock slots of a partition
+ * starting at part_lba are lifted from v2 (tdisk_lift_v2): the kernel's
+ * ksuper_read and klayout_open then read a v2 partition. Writes pass
+ * through. lifted[s] says slot s (0 A, 1 B) was lifted by the last read
+ * of it. */
+struct tdisk_lift {
+    struct kdisk kd;
+    const struct kdisk *inner;
+    uint64_t slot_lba[2];
+    int lifted[2];
+};
+void tdisk_lift_init(struct tdisk_lift *lf, const struct kdisk *inner, uint64_t part_lba);
 /* 1 when the image is a block device (not a file). */
 int tdisk_image_is_blockdev(const struct tdisk_image *im);
 
