@@ -9,7 +9,8 @@
  *      geometry, then tele_rec_next over whatever the segment holds;
  *   3  a segment built by the writer (tele_seg_encode, tele_rec_append
  *      with fuzzed records), then bytes changed at fuzzed places, read
- *      back with tele_rec_next and shown with tele_rec_json.
+ *      back with tele_rec_next and shown with tele_rec_json;
+ *   4  tdisk_lift_v2 of a superblock slot's bytes.
  * Properties:
  *   - nothing is read outside the input or the segment (ASan);
  *   - detection gives a known kind and a logical block of 512 or 4096, and
@@ -20,7 +21,10 @@
  *   - records come back in order, 8-aligned, inside the segment, numbered
  *     from the segment's first record on; with no byte changed, exactly
  *     the records appended, with their payloads;
- *   - tele_rec_json always NUL-terminates and says how long it needed.
+ *   - tele_rec_json always NUL-terminates and says how long it needed;
+ *   - a lifted slot differs from the input only in its version (now the
+ *     current one) and CRC, and the kernel's decoder no longer calls it
+ *     older or corrupt by CRC; an unlifted one is unchanged.
  */
 #include "platform/kernel/disk/tele.h"
 #include "../../tools/disk/tern-disk.h"
@@ -183,11 +187,32 @@ static void tele_built(const uint8_t *d, size_t n)
     free(seg);
 }
 
+static void lift(const uint8_t *d, size_t n)
+{
+    uint8_t *buf = malloc(n ? n : 1), why[KDISK_MSG_MAX];
+    memcpy(buf, d, n);
+    int lifted = tdisk_lift_v2(buf, n);
+    if (!lifted) {
+        FUZZ_ASSERT(n == 0 || memcmp(buf, d, n) == 0);
+    } else {
+        FUZZ_ASSERT(n >= KSUPER_BYTES && kdisk_le32(d + 8) == TDISK_V2);
+        FUZZ_ASSERT(kdisk_le32(buf + 8) == KSUPER_VERSION);
+        for (size_t i = 0; i < n; i++)
+            FUZZ_ASSERT(buf[i] == d[i] || (i >= 8 && i < 12) || (i >= 16 && i < 20));
+        struct ksuper sb;
+        enum ksuper_slot_state st = ksuper_decode(buf, n, &sb, (char *)why, sizeof why);
+        FUZZ_ASSERT(st != KSUPER_OLDER && st != KSUPER_NEWER && st != KSUPER_BLANK &&
+                    st != KSUPER_FOREIGN);
+        FUZZ_ASSERT(st == KSUPER_VALID || strstr((char *)why, "CRC32") == NULL);
+    }
+    free(buf);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] % 4) {
+    switch (data[0] % 5) {
     case 0:
         detect(data + 1, size - 1);
         break;
@@ -197,8 +222,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 2:
         tele_raw(data + 1, size - 1);
         break;
-    default:
+    case 3:
         tele_built(data + 1, size - 1);
+        break;
+    default:
+        lift(data + 1, size - 1);
         break;
     }
     return 0;
