@@ -73,6 +73,13 @@ def damaged(path):
         _damaged.add(os.path.realpath(path))
 
 
+def raw_disk(path):
+    """Mark an image a test uses as a raw block device (patterns, no tern
+    layout): scratch() does not verify it. Returns path."""
+    damaged(path)
+    return path
+
+
 def verify_images(tmp):
     """tern-disk verify on every *.img under tmp not marked damaged; a
     Failure naming the image and the tool's output when one is not clean

@@ -11,7 +11,7 @@ hidden and both disks are refused for durable storage on the console.
 """
 import re
 
-from harness import Failure, Vm, disk_image, drive, expect_lines, scratch, show
+from harness import Failure, Vm, disk_image, drive, expect_lines, raw_disk, scratch, show
 
 BLK_512_4K = ("virtio-blk", "physical_block_size=4096,opt_io_size=65536")
 SCSI_4K = ("virtio-scsi", "logical_block_size=4096,physical_block_size=4096,dpofua=on")
@@ -59,7 +59,7 @@ def reboot_test(kernel, disks):
     pattern found by a second boot on the same images."""
     def check():
         with scratch() as tmp:
-            images = [disk_image(tmp, f"d{i}.img") for i in range(len(disks))]
+            images = [raw_disk(disk_image(tmp, f"d{i}.img")) for i in range(len(disks))]
             out = disk_boot(kernel, images, disks, "tern.test.disk=write")
             expect_lines(out, [WANT[d] for d in disks])
             for kind, _ in disks:
