@@ -48,9 +48,9 @@ def boots_test(build):
             db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"))
             outs = []
             for n in (1, 2, 3):
-                with db.boot() as vm:
+                with db.boot(kernel=build.test_elf) as vm:
                     out = db.ready(vm)
-                    want = rf"tern: telemetry: virtio-blk [^:]+: boot {n} recorded \(record \d+\)"
+                    want = rf"tern: telemetry: virtio-blk [0-9a-f:.]+: boot {n} recorded \(record \d+\)"
                     if n > 1:
                         want += " after a power cut"
                     if not re.search(want.encode(), out):
