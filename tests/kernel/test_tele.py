@@ -111,11 +111,11 @@ def discard_test(build):
                                "$SYS/broker/telemetry/expired_segments", "-C", "1", "-W", "30",
                                tls=op)
                     expired = int(out.strip() or 0)
-                    if expired >= 20:
+                    if expired >= 8:
                         break
                     time.sleep(2)
                 vm.stop()
-            if expired < 20:
+            if expired < 8:
                 raise Failure(f"the ring did not wrap: {expired} segments expired")
             # the converted qcow2 is read through qemu-img for the journal
             back = os.path.join(tmp, "back.raw")
