@@ -605,9 +605,12 @@ def summary(target, args, state, tally, seconds):
     if target.name == "kernel":
         line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
                  "every cut each slot empty or a whole database (%d complete copies seen); "
+                 "telemetry journal read after %d cuts, boot records of all %d boots that "
+                 "served present, in order; "
                  "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
                  "kept; %d boots; %.0f s"
                  % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
+                    c["journal_checks"], c["boots_recorded"],
                     c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:
