@@ -41,6 +41,8 @@ static struct {
     struct kthread *thread;
     uint32_t interval_ms;
     uint32_t test_interval_ms;
+    int64_t cert_not_after;
+    uint64_t next_cert_ms;
     uint64_t next_stats_ms;
     uint64_t boot_ms;
     /* the queue: main loop pushes at tail, thread pops at head */
@@ -206,6 +208,30 @@ static void writer(void *arg)
     }
 }
 
+/* ---- the certificate ---- */
+
+void ktele_watch_cert(int64_t not_after_s) { kt.cert_not_after = not_after_s; }
+
+/* A certificate record and a console warning when the server certificate
+ * expires within KTELE_CERT_WARN_DAYS (or has expired). */
+static void check_cert(void)
+{
+    if (!kt.cert_not_after || !wallclock_valid())
+        return;
+    const int64_t left = kt.cert_not_after - (int64_t)wallclock_now();
+    if (left >= (int64_t)KTELE_CERT_WARN_DAYS * 86400)
+        return;
+    const int32_t days = (int32_t)(left >= 0 ? left / 86400 : -((-left + 86399) / 86400));
+    uint8_t p[16] = {0};
+    kdisk_put64(p, (uint64_t)kt.cert_not_after);
+    kdisk_put32(p + 8, (uint32_t)days);
+    queue(TELE_K_CERT, p, sizeof p);
+    if (left >= 0)
+        kprintf("tern: telemetry: warning: the server certificate expires in %d days\n", (int)days);
+    else
+        kprintf("tern: telemetry: warning: the server certificate expired %d days ago\n", (int)-days);
+}
+
 /* ---- boot ---- */
 
 /* The newest boot number and the last record of the head segment. */
@@ -291,6 +317,7 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
     put_text(b + 24, 32, boot->release);
     put_text(b + 56, 40, boot->disk);
     queue(TELE_K_BOOT, b, sizeof b);
+    check_cert();
     /* Durable before the broker serves: appended and flushed here, on
      * the main context (the calls poll). */
     kdisk_report_clear(&rep);
@@ -411,6 +438,12 @@ int ktele_poll(broker *b, const struct kstore *k, uint64_t now_ms)
     if (!kt.boot_ms) {
         kt.boot_ms = now_ms ? now_ms : 1;
         kt.next_stats_ms = now_ms + kt.interval_ms;
+    }
+    if (!kt.next_cert_ms)
+        kt.next_cert_ms = now_ms + KTELE_CERT_CHECK_MS;
+    if (now_ms >= kt.next_cert_ms) {
+        check_cert();
+        kt.next_cert_ms = now_ms + KTELE_CERT_CHECK_MS;
     }
     if (kt.interval_ms && now_ms >= kt.next_stats_ms) {
         stats_record(b, k ? &st : NULL, now_ms);
