@@ -102,6 +102,9 @@ static const key_def key_table[] = {
     {"store.cache_size", KIND_UINT, TERN_STORE_CACHE_KIB_MIN, TERN_STORE_CACHE_KIB_MAX,
      offsetof(tern_config, store_cache_kib)},
     {"store.disk", KIND_DISK, 0, 0, offsetof(tern_config, store_disk)},
+    {"store.scrub_rate", KIND_UINT, 0, TERN_SCRUB_RATE_KIB_MAX, offsetof(tern_config, store_scrub_rate_kib)},
+    {"store.scrub_interval", KIND_UINT, 1, TERN_SCRUB_INTERVAL_S_MAX,
+     offsetof(tern_config, store_scrub_interval_s)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
@@ -845,6 +848,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->store_backup_interval_s = 3600;
     cfg->store_cache_kib = TERN_STORE_CACHE_KIB_DEFAULT;
     cfg->store_disk.kind = TERN_DISK_AUTO;
+    cfg->store_scrub_rate_kib = TERN_SCRUB_RATE_KIB_DEFAULT;
+    cfg->store_scrub_interval_s = TERN_SCRUB_INTERVAL_S_DEFAULT;
     cfg->listener_tls.family = TERN_ADDR_NONE;
     cfg->tls.identity = TERN_IDENTITY_CN;
     cfg->tls.min_version = TERN_CONFIG_TLS_1_3;

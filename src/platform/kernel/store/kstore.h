@@ -58,6 +58,11 @@ int kstore_run(struct kstore *k, broker *b);
  * (opening and loading the store at boot). */
 void kstore_progress(void *ctx);
 
+/* Run the disk scrubber (kscrub.h; NULL: none) on the store thread while
+ * it has no batch or backup step to do. */
+struct kscrub;
+void kstore_set_scrub(struct kstore *k, struct kscrub *scrub);
+
 /* One line for the console: commits, records per commit, latency, state. */
 void kstore_describe(const struct kstore *k, char *buf, size_t n);
 
