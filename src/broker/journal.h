@@ -151,6 +151,13 @@ typedef struct broker_store_status {
     uint64_t backups_failed;
     bool failing;              /* the last transaction failed */
     bool restored_at_open;     /* the database was replaced by a backup at open */
+    /* The unikernel's disk scrubber (SPEC D6); scrub_on false: none. */
+    bool scrub_on;
+    uint32_t scrub_progress_pct;   /* of the current pass */
+    uint64_t scrub_passes;
+    uint64_t scrub_corrupt;        /* damaged places found, all passes */
+    uint64_t scrub_last_pass_ms;
+    char scrub_last_corrupt[160];  /* "REGION, byte N: what", or "none" */
 } broker_store_status;
 
 void broker_set_store_status(broker *b, const broker_store_status *st);

@@ -63,6 +63,13 @@ static void sys_publish_store(broker *b)
     put_u64(b, "$SYS/broker/store/commit_latency/p99_us", st->commit_p99_us);
     put_u64(b, "$SYS/broker/store/backups/done", st->backups_done);
     put_u64(b, "$SYS/broker/store/backups/failed", st->backups_failed);
+    if (st->scrub_on) {
+        put_u64(b, "$SYS/broker/store/scrub/progress", st->scrub_progress_pct);
+        put_u64(b, "$SYS/broker/store/scrub/passes", st->scrub_passes);
+        put_u64(b, "$SYS/broker/store/scrub/corrupt", st->scrub_corrupt);
+        put(b, "$SYS/broker/store/scrub/last_corrupt", st->scrub_last_corrupt);
+        put_u64(b, "$SYS/broker/store/scrub/last_pass_ms", st->scrub_last_pass_ms);
+    }
 }
 
 void broker_set_store_status(broker *b, const broker_store_status *st)

@@ -103,6 +103,9 @@ static const key_def key_table[] = {
      offsetof(tern_config, store_cache_kib)},
     {"store.disk", KIND_DISK, 0, 0, offsetof(tern_config, store_disk)},
     {"telemetry.interval", KIND_UINT, 0, 86400, offsetof(tern_config, telemetry_interval_s)},
+    {"store.scrub_rate", KIND_UINT, 0, TERN_SCRUB_RATE_KIB_MAX, offsetof(tern_config, store_scrub_rate_kib)},
+    {"store.scrub_interval", KIND_UINT, 1, TERN_SCRUB_INTERVAL_S_MAX,
+     offsetof(tern_config, store_scrub_interval_s)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
@@ -847,6 +850,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->telemetry_interval_s = 60;
     cfg->store_cache_kib = TERN_STORE_CACHE_KIB_DEFAULT;
     cfg->store_disk.kind = TERN_DISK_AUTO;
+    cfg->store_scrub_rate_kib = TERN_SCRUB_RATE_KIB_DEFAULT;
+    cfg->store_scrub_interval_s = TERN_SCRUB_INTERVAL_S_DEFAULT;
     cfg->listener_tls.family = TERN_ADDR_NONE;
     cfg->tls.identity = TERN_IDENTITY_CN;
     cfg->tls.min_version = TERN_CONFIG_TLS_1_3;

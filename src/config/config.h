@@ -128,6 +128,11 @@ typedef struct tern_config_disk {
 /* store.cache_size's default and bounds, in KiB: SQLite's own default of
  * about 2 MiB, at least 64 KiB, at most 1 GiB. */
 #define TERN_STORE_CACHE_KIB_DEFAULT 2048u
+/* The unikernel's disk scrubber (store.scrub_rate, store.scrub_interval). */
+#define TERN_SCRUB_RATE_KIB_DEFAULT 512u
+#define TERN_SCRUB_RATE_KIB_MAX 1048576u
+#define TERN_SCRUB_INTERVAL_S_DEFAULT 86400u
+#define TERN_SCRUB_INTERVAL_S_MAX 2592000u
 #define TERN_STORE_CACHE_KIB_MIN 64u
 #define TERN_STORE_CACHE_KIB_MAX 1048576u
 
@@ -157,6 +162,8 @@ typedef struct tern_config {
     uint32_t telemetry_interval_s;         /* statistics into the unikernel's journal; 0 = none */
     uint32_t store_cache_kib;              /* SQLite's page cache bound */
     tern_config_disk store_disk;           /* the unikernel's; the daemon uses store_path */
+    uint32_t store_scrub_rate_kib;         /* the unikernel's disk scrubber, KiB/s; 0 = off */
+    uint32_t store_scrub_interval_s;       /* from one scrub pass's start to the next's */
     broker_log_level log_level;
     tern_config_limits limits;
     uint32_t session_expiry_s; /* 0 = kept forever */

@@ -46,6 +46,9 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_tele.py          the telemetry journal: boot and power-cut records
                         survive kills in order (read with tern-tele); a
                         thin qcow2 gets expired segments back (discard)
+  test_scrub.py         the disk scrubber: a live store passes clean; a
+                        byte flipped in each region kind is found and
+                        named on the console and in $SYS
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -65,6 +68,7 @@ import test_kvfs
 import test_mqtt5
 import test_net
 import test_pci_acpi
+import test_scrub
 import test_store
 import test_store_disk
 import test_store_restore
@@ -75,7 +79,8 @@ import test_tele
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_kvfs, test_store, test_store_restore, test_tele)
+           test_disk_image, test_kvfs, test_store, test_store_restore, test_tele,
+           test_scrub)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -188,10 +188,10 @@ def refusals_test(build_dir, kernel):
             out = layout_boot(kernel, img, disk, "open")
             expect(out, "superblock A is unusable (CRC32 mismatch",
                    "using superblock B (generation 2)", "selftest layout-open: 1 disks opened")
-            patch(img, slot_b + 8, (3).to_bytes(4, "little"))
+            patch(img, slot_b + 8, (4).to_bytes(4, "little"))
             reseal(img, slot_b)
-            refused(img, "open", "refused: superblock B: layout version 3 is newer than this "
-                                 "release's 2: a newer tern is needed")
+            refused(img, "open", "refused: superblock B: layout version 4 is newer than this "
+                                 "release's 3: a newer tern is needed")
         return "blank, foreign, corrupt slot, newer: as documented"
     return check
 

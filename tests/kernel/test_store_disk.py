@@ -512,10 +512,10 @@ def superblock_refusals_test(build):
             refused(db, img, [rb"tern: store: virtio-blk [^\n]*: no usable superblock: A: "
                               rb"CRC32 mismatch [^\n]*; B: CRC32 mismatch "])
             patch(img, part, slots)
-            patch(img, part + SLOT_B + 8, (3).to_bytes(4, "little"))
+            patch(img, part + SLOT_B + 8, (4).to_bytes(4, "little"))
             reseal(img, part + SLOT_B)
             refused(db, img, [rb"tern: store: virtio-blk [^\n]*: superblock B: layout version "
-                              rb"3 is newer than this release's 2: a newer tern is needed"])
+                              rb"4 is newer than this release's 3: a newer tern is needed"])
         return "both corrupt and newer: halted, image unchanged"
     return check
 

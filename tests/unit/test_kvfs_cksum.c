@@ -5,7 +5,8 @@
  * and backup page and every WAL frame SQLite writes carries a valid
  * checksum; commits still in the WAL survive a power cut (the WAL repair);
  * a byte flipped inside a page's payload fails the store's check at open
- * and the newest backup replaces the database; pagesum agrees with
+ * and the newest backup replaces the database; one found at run time
+ * fails the commit with SQLITE_IOERR_DATA; pagesum agrees with
  * cksumvfs, including on a page it rejects.
  */
 #include "test.h"
@@ -180,6 +181,47 @@ TEST(kvfs_cksum_flipped_payload_byte_fails_the_open_check_and_the_backup_is_rest
     store_close(s);
     CHECK_EQ(kv_query(KV_PATH, "SELECT count(*) FROM retained"), 20);
     CHECK_EQ(bad_pages(region_data(&e, KVFS_DB)), 0);
+    kv_teardown(&e);
+}
+
+TEST(kvfs_cksum_page_damaged_at_run_time_fails_the_commit_with_ioerr_data)
+{
+    kv_env e;
+    store_open_info info;
+    store *s;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 44));
+    s = open_ck(&info);
+    CHECK(s != NULL);
+    for (uint32_t n = 1; n <= 200; n++)
+        CHECK_EQ(put(s, n, 900), STORE_OK);
+    store_close(s);
+    /* an empty log: every page comes from the database file */
+    uint8_t *w = region_data(&e, KVFS_LOG);
+    memset(w, 0, PAGESUM_WAL_HEADER);
+    memset(e.disk.durable + (w - e.disk.cur), 0, PAGESUM_WAL_HEADER);
+    CHECK(kv_remount(&e));
+    store_options opt = {.path = KV_PATH, .vfs = KV_SQL_VFS, .sync = STORE_SYNC_FULL,
+                         .reserve_bytes = KCKSUM_RESERVE, .cache_kib = 64};
+    char err[STORE_ERR_SIZE];
+    s = store_open(&opt, &info, err, sizeof err);
+    CHECK(s != NULL && !info.check_failed);
+    /* the disk goes bad under the open store: a byte in every page but the
+     * first, past the 64 KiB the page cache keeps */
+    uint8_t *d = region_data(&e, KVFS_DB);
+    struct pagesum_db db;
+    char why[80];
+    CHECK_EQ(pagesum_db_parse(d, PAGESUM_DB_HEADER, &db, why, sizeof why), 0);
+    CHECK(db.pages > 40);
+    for (uint32_t p = 1; p < db.pages; p++)
+        d[(size_t)p * db.page_size + db.page_size / 2] ^= 0x08;
+    store_rc rc = STORE_OK;
+    for (uint32_t n = 1; n <= 200 && rc == STORE_OK; n += 7)
+        rc = put(s, n, 10); /* updates: each reads its leaf page */
+    const char *text = NULL;
+    CHECK(rc != STORE_OK);
+    CHECK_EQ(store_last_error(s, &text), SQLITE_IOERR_DATA);
+    store_close(s);
     kv_teardown(&e);
 }
 

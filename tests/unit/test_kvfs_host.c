@@ -17,3 +17,4 @@
 #include "platform/kernel/store/kvfs.c"
 #include "platform/kernel/store/pagesum.c"
 #include "platform/kernel/store/kcksum.c"
+#include "platform/kernel/store/scrub.c"

@@ -37,6 +37,7 @@
 #include "panic.h"
 #include "rng/entropy.h"
 #include "serve/tcp.h"
+#include "store/kdisk_store.h"
 #include "store/kstore.h"
 #include "store/ktele.h"
 #include "version.h"
@@ -154,6 +155,7 @@ static int attach_store(struct kserver *s, const squeue_store *st, uint32_t back
         return -1;
     }
     s->store = kstore_start(st, backup_s);
+    kstore_set_scrub(s->store, kdisk_store_scrubber());
     return 0;
 }
 

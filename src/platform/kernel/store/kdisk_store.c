@@ -20,6 +20,7 @@
 #include "mm/kmalloc.h"
 #include "rng/entropy.h"
 #include "store/kcksum.h"
+#include "store/kscrub.h"
 #include "store/ksqlite.h"
 #include "store/kstore.h"
 #include "store/ktele.h"
@@ -42,6 +43,7 @@ static struct {
     struct kvfs *fs;
     store *st;
     squeue_store q;
+    struct kscrub *scrub;
 } ds;
 
 static _Noreturn void halt_store(const char *disk, const char *why)
@@ -271,5 +273,11 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     open_vfs(d);
     open_database(cfg, d, integrity);
     kstore_bind_store(&ds.q, ds.st);
+    ds.scrub = kscrub_start(d, &ds.layout, cfg->store_scrub_rate_kib, cfg->store_scrub_interval_s);
     return &ds.q;
+}
+
+struct kscrub *kdisk_store_scrubber(void)
+{
+    return ds.scrub;
 }

@@ -28,4 +28,9 @@
  */
 const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity);
 
+/* The disk scrubber kdisk_store_open started (store.scrub_rate), or NULL;
+ * the store thread runs it (kstore_set_scrub). */
+struct kscrub;
+struct kscrub *kdisk_store_scrubber(void);
+
 #endif

@@ -14,6 +14,7 @@
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "panic.h"
+#include "store/kscrub.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,8 @@ struct kstore {
     squeue_result done[SQUEUE_CAP];       /* the main loop's results to report */
     bool failing;                         /* as last reported to the core */
     uint64_t pushed_gen;                  /* the stats snapshot the core has */
+    struct kscrub *scrub;                 /* NULL: no scrubber */
+    uint64_t pushed_scrub;                /* the scrubber status the core has */
 };
 
 static uint64_t now_us(void)
@@ -38,7 +41,7 @@ static bool has_work(void *arg)
 {
     const struct kstore *k = arg;
     uint64_t wake;
-    return squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT;
+    return squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT || kscrub_due(k->scrub, now_us());
 }
 
 static void store_thread(void *arg)
@@ -57,6 +60,13 @@ static void store_thread(void *arg)
             squeue_backup_step(&k->q, &k->st, squeue_take_backup_request(&k->q), now_us());
             break;
         case SQUEUE_WAIT:
+            /* Nothing queued: a scrub step when one is due (between
+             * batches, so it never races the store's writes). */
+            if (kscrub_due(k->scrub, now_us())) {
+                kscrub_step(k->scrub, now_us());
+                kthread_yield();
+                continue;
+            }
             /* Going idle: the last commit's counters go out now. */
             squeue_refresh_stats(&k->q, &k->st, now_us(), true);
             kthread_wait_until(has_work, k, NULL);
@@ -87,6 +97,8 @@ static void push_status(struct kstore *k, broker *b)
 {
     broker_store_status bs;
     squeue_status_of(&k->q.stats, k->failing, &bs);
+    kscrub_status(k->scrub, &bs);
+    k->pushed_scrub = kscrub_generation(k->scrub);
     broker_set_store_status(b, &bs);
     k->pushed_gen = k->q.stats_gen;
 }
@@ -95,7 +107,7 @@ int kstore_complete(struct kstore *k, broker *b)
 {
     size_t n = squeue_collect(&k->q, k->done);
     if (n == 0) {
-        if (k->pushed_gen != k->q.stats_gen)
+        if (k->pushed_gen != k->q.stats_gen || k->pushed_scrub != kscrub_generation(k->scrub))
             push_status(k, b); /* fresher counters, no new results */
         return 0;
     }
@@ -117,6 +129,11 @@ int kstore_run(struct kstore *k, broker *b)
 {
     (void)squeue_submit(&k->q, b);
     return kthread_resume(k->t);
+}
+
+void kstore_set_scrub(struct kstore *k, struct kscrub *scrub)
+{
+    k->scrub = scrub;
 }
 
 void kstore_progress(void *ctx)
