@@ -61,6 +61,12 @@ TEST(kvfs_region_header_roundtrip_and_refusals)
     CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_DB, 2048, 4096, 1 << 20, &got),
              RGN_FOREIGN);
     CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 4096, 1000, &got), RGN_BAD);
+    /* the same region grown in place (same start, more blocks) is itself;
+     * shrunk, it is not */
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 8192, 1 << 20, &got), RGN_OK);
+    CHECK(got.blocks == 4096);
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 2048, 1 << 20, &got),
+             RGN_FOREIGN);
     /* a flipped bit anywhere is caught */
     for (size_t i = 0; i < sizeof buf; i++) {
         buf[i] ^= 0x10;

@@ -180,6 +180,8 @@ static int write_header(struct kvfs *fs, int r)
 
     h.owner = hdr_owner(g);
     h.size = g->size;
+    h.lba = g->lba;          /* a grown region's header names its new length */
+    h.blocks = g->blocks;
     h.seq = g->hdr.seq + 1;
     h.flags = 0;
     memset(fs->rbuf, 0, fs->pb);

@@ -95,7 +95,10 @@ int rgn_hdr_parse(const uint8_t *buf, size_t len, uint32_t role, uint64_t lba,
     out->size = get64(buf + OFF_SIZE);
     out->lba = get64(buf + OFF_LBA);
     out->blocks = get64(buf + OFF_BLOCKS);
-    if (out->role != role || out->lba != lba || out->blocks != blocks)
+    /* A region the layout grew keeps its start and its header (naming the
+     * old, shorter length) until the header's next write; any other
+     * difference is a copy of another region's header. */
+    if (out->role != role || out->lba != lba || out->blocks > blocks || out->blocks == 0)
         return RGN_FOREIGN;
     if (out->owner > RGN_OWNER_JOURNAL || out->flags != 0 ||
         out->size > capacity || (out->owner == RGN_OWNER_NONE && out->size != 0) ||
