@@ -36,10 +36,16 @@ struct world {
 
 static uint8_t mark(uint64_t off, uint32_t kind) { return (uint8_t)(off * 7 + kind * 13 + 1); }
 
-/* Fill the first 64 KiB of every region (its header blocks and the start
- * of its data) with a pattern naming the region and the offset. */
+/* Fill the partition's space with junk, and the first 64 KiB of every
+ * region (its header blocks and the start of its data) with a pattern
+ * naming the region and the offset. */
 static void plant(struct world *w)
 {
+    /* junk everywhere past the superblocks first: a region's space holds
+     * whatever the disk held before */
+    const uint64_t from = w->l->geom.start + KSUPER_AREA, to = w->l->geom.start + w->l->geom.bytes;
+    for (uint64_t k = from; k < to; k++)
+        *mem_disk_at(&w->m, k) = (uint8_t)(k * 131 + 0x5a);
     for (unsigned i = 0; i < w->l->region_count; i++) {
         const struct kdisk_region *r = &w->l->regions[i];
         uint64_t off = r->lba * w->m.disk.logical_block;
@@ -249,6 +255,8 @@ static const char *cut_once(struct world *w, const uint8_t *image, const struct 
     /* the next boot finishes the growth */
     if (grow(w, &l, &g) != KDISK_OK || reopen(w, &after) != KDISK_OK)
         return "the growth at the next boot failed";
+    if (w->rep.note_count)
+        return w->rep.notes[0]; /* a GPT copy or a superblock left damaged */
     if (!same_regions(&after, grown) || after.gpt.hdr.alternate_lba != w->m.disk.capacity - 1 ||
         after.part.last != grown->part.last || !data_intact(w, &after))
         return "the growth at the next boot did not reach the grown layout";

@@ -726,3 +726,50 @@ int gpt_grow(const struct kdisk *d, const struct gpt *g, uint32_t index, uint64_
         return KDISK_EIO;
     return kdisk_flush(d, "the GPT", rep);
 }
+
+int gpt_repair_primary(const struct kdisk *d, const struct gpt *g, struct kdisk_report *rep)
+{
+    const struct gpt_header *h = &g->hdr;
+    const uint32_t bs = d->logical_block;
+    int rc = kdisk_check(d, rep);
+    if (rc)
+        return rc;
+    if (!g->from_backup || h->my_lba != d->capacity - 1)
+        return kdisk_fail(rep, KDISK_EINVAL, "the primary GPT is in use or the backup is not at the end");
+    if (!d->write || !d->flush)
+        return kdisk_fail(rep, KDISK_EINVAL, "the disk is read-only");
+    struct gpt_header at2 = *h;
+    at2.array_lba = 2;
+    const uint64_t prim = primary_area(d, &at2);
+    const uint64_t ab = ((uint64_t)h->entries * h->entry_size + bs - 1) / bs;
+    if (prim > h->first_usable || (prim + 1) * bs > KDISK_IO_BYTES)
+        return kdisk_fail(rep, KDISK_EINVAL, "no room for the primary GPT's array before LBA %llu",
+                          (unsigned long long)h->first_usable);
+    uint8_t *pa = d->io, *hdr = d->io + prim * bs;
+    if (kdisk_read(d, 0, (uint32_t)prim, pa, "the primary GPT", rep) ||
+        kdisk_read(d, h->array_lba, (uint32_t)ab, pa + 2 * bs, "the backup GPT's array", rep) ||
+        kdisk_read(d, h->my_lba, 1, hdr, "the backup GPT header", rep))
+        return KDISK_EIO;
+    memset(pa + 2 * bs + (size_t)h->entries * h->entry_size, 0,
+           (size_t)(ab * bs - (uint64_t)h->entries * h->entry_size));
+    if (crc32(pa + 2 * bs, (size_t)h->entries * h->entry_size) != h->array_crc)
+        return kdisk_fail(rep, KDISK_EREFUSED, "the backup GPT's array changed since it was read");
+    memcpy(pa + bs, hdr, bs);
+    kdisk_put64(pa + bs + H_MY_LBA, 1);
+    kdisk_put64(pa + bs + H_ALT_LBA, d->capacity - 1);
+    kdisk_put64(pa + bs + H_ARRAY_LBA, 2);
+    header_crc(pa + bs, h->header_size);
+    unsigned used = 0;
+    uint8_t *ee = NULL;
+    for (unsigned i = 0; i < 4; i++) {
+        uint8_t *r = pa + MBR_RECORDS + i * MBR_RECORD_SIZE;
+        used += !kdisk_is_zero(r, MBR_RECORD_SIZE);
+        if (r[R_TYPE] == MBR_TYPE_GPT && kdisk_le32(r + R_START) == 1)
+            ee = r;
+    }
+    if (ee && used == 1)
+        kdisk_put32(ee + R_SIZE, d->capacity - 1 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(d->capacity - 1));
+    if (kdisk_write(d, 0, (uint32_t)prim, pa, "the primary GPT", rep))
+        return KDISK_EIO;
+    return kdisk_flush(d, "the primary GPT", rep);
+}

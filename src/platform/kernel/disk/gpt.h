@@ -150,4 +150,14 @@ int gpt_grow_room(const struct kdisk *d, const struct gpt *g, uint64_t *last_usa
 int gpt_grow(const struct kdisk *d, const struct gpt *g, uint32_t index, uint64_t new_last,
              struct kdisk_report *rep);
 
+/*
+ * The primary copy rewritten from the backup in use (g->from_backup, the
+ * backup header on the disk's last LBA): what a growth cut while it wrote
+ * the primary leaves. The array goes to LBA 2 (it must end before the
+ * first usable LBA), the header to LBA 1, the protective MBR's size
+ * follows the disk when the 0xEE record is its only one; then a flush.
+ * KDISK_OK, KDISK_EINVAL (not that case, or no room), KDISK_EIO.
+ */
+int gpt_repair_primary(const struct kdisk *d, const struct gpt *g, struct kdisk_report *rep);
+
 #endif

@@ -41,6 +41,22 @@ static int grow_gpt(const struct kdisk *d, struct klayout *l, struct kgrow *out,
 {
     char why[KDISK_MSG_MAX];
     uint64_t last_usable;
+    /* A growth cut while it rewrote the primary copy leaves it unusable
+     * and the new backup at the end: finish it first. */
+    if (l->gpt.from_backup && l->gpt.hdr.my_lba == d->capacity - 1) {
+        int rc = gpt_repair_primary(d, &l->gpt, rep);
+        if (rc == KDISK_EIO)
+            return rc;
+        if (rc) {
+            kdisk_note(rep, "the primary GPT stays unusable: %s", rep->error);
+            rep->error[0] = '\0';
+        } else {
+            kdisk_note(rep, "rewrote the unusable primary GPT from the backup at LBA %llu",
+                       (unsigned long long)(d->capacity - 1));
+            if ((rc = reread_gpt(d, l, rep)))
+                return rc;
+        }
+    }
     int room = gpt_grow_room(d, &l->gpt, &last_usable, why, sizeof why, rep);
     if (room < 0) {
         rep->error[0] = '\0';
