@@ -386,3 +386,50 @@ TEST(kgrow_read_only_disk_is_not_grown)
     CHECK(!g.gpt_moved && !g.layout_grown);
     world_free(&w);
 }
+
+/* The grown table: database and backups a third each of the space from
+ * the database's start (docs/DISK.md's example), WAL and telemetry kept;
+ * a growth too small to gain an align changes nothing; a table with
+ * another region behind the database is not grown, and says which. */
+TEST(kgrow_plan_thirds_from_the_database_start_and_refusals)
+{
+    struct ksuper_geom g = {.start = MIB, .bytes = 62ull * MIB, .logical_block = 512,
+                            .physical_block = 512};
+    static const uint8_t vol[16] = {1};
+    struct ksuper cur, next;
+    char why[KDISK_MSG_MAX];
+    CHECK_EQ(ksuper_plan(&g, vol, &cur, why, sizeof why), 0);
+    cur.generation = 2;
+    CHECK_EQ(cur.regions[2].kind, KDISK_REGION_DB);
+    CHECK_EQ(cur.regions[2].offset, 10ull * MIB);
+    CHECK_EQ(cur.regions[2].length, 17ull * MIB);
+    CHECK_EQ(ksuper_grow_plan(&cur, &g, &next, why, sizeof why), 1);
+    g.bytes = 63ull * MIB;                       /* gains less than an align each */
+    CHECK_EQ(ksuper_grow_plan(&cur, &g, &next, why, sizeof why), 1);
+    g.bytes = 190ull * MIB;
+    CHECK_EQ(ksuper_grow_plan(&cur, &g, &next, why, sizeof why), 0);
+    CHECK_EQ(next.partition_bytes, 190ull * MIB);
+    CHECK_EQ(next.generation, 2);
+    CHECK_MEM(&next.regions[0], &cur.regions[0], 2 * sizeof cur.regions[0]); /* WAL, telemetry */
+    CHECK_EQ(next.regions[2].offset, 10ull * MIB);
+    CHECK_EQ(next.regions[2].length, 60ull * MIB);
+    CHECK_EQ(next.regions[3].offset, 70ull * MIB);
+    CHECK_EQ(next.regions[4].offset, 130ull * MIB);
+    CHECK_EQ(next.regions[4].length, 60ull * MIB);
+    g.bytes = 318ull * MIB;
+    CHECK_EQ(ksuper_grow_plan(&next, &g, &next, why, sizeof why), 0);
+    CHECK_EQ(next.regions[2].length, 102ull * MIB);
+
+    struct ksuper odd = cur;                     /* telemetry behind the backups */
+    odd.regions[1].offset = 61ull * MIB;
+    g.bytes = 190ull * MIB;
+    CHECK_EQ(ksuper_grow_plan(&odd, &g, &next, why, sizeof why), -1);
+    CHECK(strstr(why, "the telemetry region (bytes 63963136+1048576) lies past the database"));
+    odd = cur;                                   /* a backup before the database */
+    odd.regions[3].offset = 0;
+    CHECK_EQ(ksuper_grow_plan(&odd, &g, &next, why, sizeof why), -1);
+    CHECK(strstr(why, "backup A region"));
+    g.bytes = 32ull * MIB;                       /* smaller than the layout */
+    CHECK_EQ(ksuper_grow_plan(&cur, &g, &next, why, sizeof why), -1);
+    CHECK(strstr(why, "smaller than its layout"));
+}
