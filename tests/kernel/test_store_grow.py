@@ -25,7 +25,7 @@ from harness import Failure, Qmp, drive, expect_lines, scratch, show
 from test_store_disk import DiskBroker, mkdisk
 
 MIB = 1 << 20
-REGION = re.compile(r"^\s+(\S+)\s+LBA (\d+), (\d+) blocks", re.M)
+REGION = re.compile(r"^\s+(\S+(?: [AB])?)\s+LBA (\d+), (\d+) blocks", re.M)
 GREW = rb"tern: store: virtio-blk [0-9a-f:.]+: grew "
 
 
@@ -48,7 +48,8 @@ def verify(build, img, size_mib):
     if "No problems found" not in v:
         raise Failure(f"sgdisk -v after growth to {size_mib} MiB:\n{v}")
     reg = layout(build, img)
-    if "database" not in reg or "backup" not in " ".join(reg):
+    if set(reg) != {"database", "WAL", "telemetry", "backup A", "backup B"} or \
+            reg["backup A"][0] != reg["database"][0] + reg["database"][1]:
         raise Failure(f"tern-mkdisk --show after growth: {reg}")
     return reg
 
