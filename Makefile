@@ -187,6 +187,7 @@ test: check-tree setup deps
 	$(MAKE) --no-print-directory unit
 	BUILD=$(BUILD) scripts/check-core-symbols.sh
 	$(MAKE) --no-print-directory fuzz-replay
+	$(MAKE) --no-print-directory tdisk-test
 	$(MAKE) --no-print-directory sim-test
 	$(MAKE) --no-print-directory integration
 	$(MAKE) --no-print-directory torture-test

@@ -102,6 +102,7 @@ static const key_def key_table[] = {
     {"store.cache_size", KIND_UINT, TERN_STORE_CACHE_KIB_MIN, TERN_STORE_CACHE_KIB_MAX,
      offsetof(tern_config, store_cache_kib)},
     {"store.disk", KIND_DISK, 0, 0, offsetof(tern_config, store_disk)},
+    {"telemetry.interval", KIND_UINT, 0, 86400, offsetof(tern_config, telemetry_interval_s)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
@@ -843,6 +844,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->store_path[0] = '\0'; /* no persistence */
     cfg->store_sync = TERN_STORE_SYNC_FULL;
     cfg->store_backup_interval_s = 3600;
+    cfg->telemetry_interval_s = 60;
     cfg->store_cache_kib = TERN_STORE_CACHE_KIB_DEFAULT;
     cfg->store_disk.kind = TERN_DISK_AUTO;
     cfg->listener_tls.family = TERN_ADDR_NONE;

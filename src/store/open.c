@@ -87,6 +87,36 @@ static store_rc enter_wal(store *s)
     return out;
 }
 
+/*
+ * Reserve bytes at the end of every page (the kernel's page checksums,
+ * store_options.reserve_bytes), before the WAL opens. Setting them takes
+ * effect only on a file without pages; an existing one keeps its own.
+ * The checksum layer (cksumvfs) learns that a file has checksums from page
+ * 1 passing at offset 0 of the database file, and a WAL file inherits the
+ * setting when it opens: in WAL mode page 1 may never pass there (a new
+ * database's first page goes into the WAL; an existing one's newest copy
+ * may be read from it), and pages would go to the WAL unchecksummed. So an
+ * existing file's header is read once at offset 0 here, and a new file's
+ * first page is written now, in rollback mode (user_version is unused and
+ * stays 0; the file still counts as empty, is_empty).
+ */
+static store_rc reserve_pages(store *s)
+{
+    int reserve = s->opt.reserve_bytes;
+    sqlite3_file *f = NULL;
+    unsigned char hdr[100];
+    int rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_RESERVE_BYTES, &reserve);
+
+    if (rc == SQLITE_OK)
+        rc = sqlite3_file_control(s->db, "main", SQLITE_FCNTL_FILE_POINTER, &f);
+    if (rc != SQLITE_OK || f == NULL || f->pMethods == NULL)
+        return store_fail(s, rc != SQLITE_OK ? rc : SQLITE_ERROR, "SQLITE_FCNTL_RESERVE_BYTES");
+    rc = f->pMethods->xRead(f, hdr, (int)sizeof hdr, 0);
+    if (rc == SQLITE_IOERR_SHORT_READ)
+        return store_exec(s, "PRAGMA user_version = 0");
+    return rc == SQLITE_OK ? STORE_OK : store_fail(s, rc, "reading the database header");
+}
+
 /* Open the main connection and apply the settings above. */
 static store_rc db_connect(store *s)
 {
@@ -115,6 +145,8 @@ static store_rc db_connect(store *s)
     }
     /* Exclusive before WAL: the WAL index then lives in heap memory. */
     out = store_exec(s, "PRAGMA locking_mode = EXCLUSIVE");
+    if (out == STORE_OK && s->opt.reserve_bytes != 0)
+        out = reserve_pages(s);
     if (out == STORE_OK)
         out = enter_wal(s);
     if (out == STORE_OK)

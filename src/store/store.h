@@ -65,6 +65,11 @@ typedef struct store_options {
     void *clock_ctx;
     uint32_t cache_kib;          /* SQLite's page cache bound (PRAGMA cache_size) in
                                     KiB; 0 = SQLite's default (about 2 MiB) */
+    uint8_t reserve_bytes;       /* bytes SQLite reserves at the end of each page of
+                                    a database it creates (0 = none, the daemon);
+                                    the kernel's layout v3 keeps page checksums
+                                    there (8, store/kcksum.h). An existing file
+                                    keeps its own; backups and restores copy it. */
 } store_options;
 
 /* What store_open() found. */

@@ -4,8 +4,9 @@
 # (the core's persistence records and restore), devices (the kernel's ACPI,
 # PCI capability and framebuffer parsers), bundle (the unikernel's boot
 # bundle), disk (the disk layout's GPT and superblock readers, the store
-# VFS's region headers). Included from
-# the top-level Makefile, which provides
+# VFS's region headers), tdisk (tern-disk's image detection and region
+# header reading; the telemetry journal's head, segment and record reader).
+# Included from the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="decode core"]
@@ -21,13 +22,15 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
 
-# The store VFS's region header parser (fuzz_disk's mode 4) and its hash.
-FUZZ_RGN_SRC := src/platform/kernel/store/region.c src/platform/kernel/rng/sha256.c
+# The store VFS's region header parser (fuzz_disk's mode 4) and its hash;
+# tern-disk's pure parsers (fuzz_tdisk).
+FUZZ_RGN_SRC := src/platform/kernel/store/region.c src/platform/kernel/rng/sha256.c \
+                tools/disk/tern-disk-detect.c
 
 # Code under test plus the daemon's tern_panic (stderr + abort), which is what
 # a fuzzer should see when an ALWAYS() invariant breaks.
@@ -96,6 +99,7 @@ endif
 	    [ $$t = devices ] && dict=$(FUZZ_DIR)/devices.dict; \
 	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
 	    [ $$t = disk ] && dict=$(FUZZ_DIR)/disk.dict; \
+	    [ $$t = tdisk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

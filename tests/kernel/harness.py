@@ -56,9 +56,63 @@ def ready_line(out):
     return READY.search(out).group(0).decode().strip()
 
 
+# ---- tern-disk verify on every image a test leaves ----------------------
+
+# Set by main() (or a module's own runner): the build whose tern-disk checks
+# the images; None skips the check (the tool is not built).
+TERN_DISK = None
+# Images a test damaged on purpose (patch(), reseal(), damaged()): their
+# refusal is the test's subject, so verify is not asked about them.
+_damaged = set()
+_damaged_lock = threading.Lock()
+
+
+def damaged(path):
+    """Mark an image as damaged on purpose: scratch() does not verify it."""
+    with _damaged_lock:
+        _damaged.add(os.path.realpath(path))
+
+
+def verify_images(tmp):
+    """tern-disk verify on every *.img under tmp not marked damaged; a
+    Failure naming the image and the tool's output when one is not clean
+    (exit 1: corrupt, 3: unreadable). Returns how many were checked."""
+    if TERN_DISK is None or not os.path.exists(TERN_DISK):
+        return 0
+    checked = 0
+    for root, _, files in os.walk(tmp):
+        for name in sorted(files):
+            path = os.path.join(root, name)
+            with _damaged_lock:
+                skip = os.path.realpath(path) in _damaged
+            if not name.endswith(".img") or skip or not os.path.isfile(path):
+                continue
+            r = subprocess.run([TERN_DISK, "verify", path], capture_output=True, text=True,
+                               timeout=120)
+            checked += 1
+            if r.returncode != 0:
+                raise Failure(f"tern-disk verify {name} (exit {r.returncode}) on the image "
+                              f"the test left:\n{r.stdout}{r.stderr}")
+    return checked
+
+
+class _Scratch(tempfile.TemporaryDirectory):
+    """A TemporaryDirectory whose images are verified (verify_images) when
+    the test leaves it without an exception."""
+
+    def __exit__(self, exc, value, tb):
+        try:
+            if exc is None:
+                verify_images(self.name)
+        finally:
+            super().__exit__(exc, value, tb)
+
+
 def scratch():
-    """A temporary directory for one test, removed when the test is done."""
-    return tempfile.TemporaryDirectory(prefix="tern-kt-", ignore_cleanup_errors=True)
+    """A temporary directory for one test, removed when the test is done;
+    every disk image (*.img) left in it must pass `tern-disk verify` unless
+    the test marked it damaged."""
+    return _Scratch(prefix="tern-kt-", ignore_cleanup_errors=True)
 
 
 def write_file(tmp, name, data):
@@ -193,7 +247,8 @@ def sha(path):
 
 
 def patch(path, offset, data):
-    """Overwrite bytes of an image file at offset."""
+    """Overwrite bytes of an image file at offset (marks it damaged())."""
+    damaged(path)
     with open(path, "r+b") as f:
         f.seek(offset)
         f.write(data)
@@ -201,7 +256,8 @@ def patch(path, offset, data):
 
 def reseal(path, slot):
     """Recompute the CRC32 of the superblock at byte slot (docs/DISK.md:
-    CRC over 512 bytes at offset 16, taken as zero)."""
+    CRC over 512 bytes at offset 16, taken as zero). Marks it damaged()."""
+    damaged(path)
     with open(path, "r+b") as f:
         f.seek(slot)
         sb = bytearray(f.read(512))
@@ -481,6 +537,8 @@ def main(modules):
     ap.add_argument("-k", default="", help="run tests whose name contains this")
     ap.add_argument("-j", type=int, default=max(1, min(4, os.cpu_count() or 1)))
     a = ap.parse_args()
+    global TERN_DISK
+    TERN_DISK = os.path.join(a.build, "rel", "tern-disk")
     selected = {n: f for n, f in collect(modules, Build(a.build)).items() if a.k in n}
     failed = 0
     start = time.monotonic()

@@ -3,7 +3,7 @@ kernel's layout code on the host): the GPT it writes passes sgdisk's and
 fdisk's own checks with 512- and 4096-byte blocks, holds a 1 MiB-aligned
 ESP of the asked size and one tern data partition whose type is the GUID in
 disk/gpt.h (read from that header, the one place it is written), reads back
-as blank, stays sparse; a disk too small for layout v2 is refused with the
+as blank, stays sparse; a disk too small for layout v3 is refused with the
 reason. The test kernel (tern.test.layout) formats such a disk's blank
 partition through virtio-blk and virtio-scsi, reopens it after a reboot,
 and the host tool reads the same regions back; a corrupt superblock is
@@ -89,7 +89,7 @@ def too_small_test(build_dir):
     def check():
         with scratch() as tmp:
             p = run([tool, "--size", "30M", "--esp", "16M", os.path.join(tmp, "small.img")], ok=False)
-            want = "the partition has 12 MiB; layout v2 needs at least 22 MiB"
+            want = "the partition has 12 MiB; layout v3 needs at least 22 MiB"
             if p.returncode == 0 or want not in p.stderr:
                 raise Failure(f"exit {p.returncode}, stderr: {p.stderr!r}")
         return "refused"
@@ -138,17 +138,17 @@ def format_test(build_dir, kernel, disk, logical):
             img = os.path.join(tmp, "disk.img")
             run([tool, "--size", "128M", "--esp", "16M", "--logical-block", str(logical), img])
             out = layout_boot(kernel, img, disk, "format")
-            expect(out, "formatted the blank tern partition #2 (110 MiB) with layout v2",
-                   "layout v2 generation 2 (superblock B)", "selftest layout-format: 1 disks opened")
+            expect(out, "formatted the blank tern partition #2 (110 MiB) with layout v3",
+                   "layout v3 generation 2 (superblock B)", "selftest layout-format: 1 disks opened")
             first = kernel_regions(out)
             if len(first) != 5:
                 raise Failure(f"regions: {first}\n{out}")
             out = layout_boot(kernel, img, disk, "open")
-            expect(out, "layout v2 generation 2 (superblock B)", "selftest layout-open: 1 disks opened")
+            expect(out, "layout v3 generation 2 (superblock B)", "selftest layout-open: 1 disks opened")
             if "formatted" in out or kernel_regions(out) != first:
                 raise Failure(f"second boot differs:\n{out}")
             shown, regions = host_regions(tool, img, logical)
-            if "layout v2, generation 2 (superblock B)" not in shown or regions != first:
+            if "layout v3, generation 2 (superblock B)" not in shown or regions != first:
                 raise Failure(f"tern-mkdisk --show differs from the kernel {first}:\n{shown}")
         return f"{disk[0]}, {logical}-byte blocks: formatted, reopened, host agrees"
     return check

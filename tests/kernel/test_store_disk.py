@@ -192,7 +192,7 @@ def expect_reopened(out, kind, part, *wants, sb=rb"generation 2 \(superblock B\)
     """A boot that found its store on partition #part of the disk (of
     kind) as it was left, without formatting, the database checked; and
     each of wants."""
-    store_lines(out, kind, rb"tern: store: DISK: partition #%d, layout v2 %s; database"
+    store_lines(out, kind, rb"tern: store: DISK: partition #%d, layout v3 %s; database"
                 % (part, sb), rb"tern: store: database found: quick_check ok, schema 2", *wants)
     if b"formatted" in out:
         raise Failure("formatted again:\n" + show(out))
@@ -245,7 +245,7 @@ def boot_offline(db, vm, kind, notes):
         out = db.ready(vm)
         store_lines(out, kind,
                     rb"tern: store: DISK: formatted the blank tern partition #1 ",
-                    rb"tern: store: DISK: partition #1, layout v2 generation 2 \(superblock "
+                    rb"tern: store: DISK: partition #1, layout v3 generation 2 \(superblock "
                     rb"B\), formatted now",
                     rb"tern: store: database created: quick_check ok, schema 2",
                     loaded(0, 0, 0, 0, 0, 0))
@@ -424,7 +424,7 @@ def image_test(build, firmware, kind, timeout):
                 expect_lines(out, (rb"tern: ready \(boot multiboot2\)",))
                 store_lines(out, kind,
                             rb"tern: store: DISK: formatted the blank tern partition #3 ",
-                            rb"tern: store: DISK: partition #3, layout v2 generation 2 "
+                            rb"tern: store: DISK: partition #3, layout v3 generation 2 "
                             rb"\(superblock B\), formatted now",
                             rb"tern: store: database created: quick_check ok")
                 db.pub("test/image", f"kept on {kind}", 1, retain=True)
@@ -469,7 +469,7 @@ def formatted_disk(build, tmp):
     db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"))
     with db.boot() as vm:
         store_lines(db.ready(vm), "virtio-blk",
-                    rb"tern: store: DISK: partition #1, layout v2 generation 2 \(superblock "
+                    rb"tern: store: DISK: partition #1, layout v3 generation 2 \(superblock "
                     rb"B\), formatted now")
         db.pub("test/ret", "before", 1, retain=True)
         db.quit(vm)

@@ -120,6 +120,10 @@ BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete
 # runs quick_check.
 GUEST_APPEND = "tern.test.integrity=1"
 
+# The telemetry journal's line once the boot record is durable (before
+# serving): store/ktele.c.
+TELE_BOOT_LINE = re.compile(rb"tern: telemetry: [^\n]*: boot (\d+) recorded")
+
 # The store's checks at every boot (src/platform/kernel/store/
 # kdisk_store.c): the open's quick_check, then integrity_check. A cut must
 # never damage the database, so a quick_check that failed (even one
@@ -197,6 +201,8 @@ class KernelTarget:
         self.bundle = harness.make_bundle(args.build, workdir, conf, acl_text())
         image = self.image = os.path.join(workdir, "disk.img")
         self.mkdisk = os.path.join(args.build, "rel", "tern-mkdisk")
+        self.tern_disk = os.path.join(args.build, "rel", "tern-disk")
+        self.verified = 0           # images tern-disk verify passed after a cut
         # --plumbing: a zeroed disk (no GPT), so the guest stores nothing.
         make_disk_image(image, args.disk_mib, args.disk_template,
                         None if args.plumbing else self.mkdisk)
@@ -215,6 +221,9 @@ class KernelTarget:
         self.backups_seen = 0       # complete copies found by those checks
         self.where = None           # regions(), once the guest formatted the disk
         self.check = not args.plumbing
+        self.tele = os.path.join(args.build, "rel", "tern-tele")
+        self.served_boots = []      # boot numbers whose boot record was flushed before serving
+        self.journal_checks = 0
         self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
 
     def start(self):
@@ -269,7 +278,10 @@ class KernelTarget:
     def check_disk_path(self):
         """Without the guest's help: a write and a flush that QEMU's block
         layer issues on the guest's drive (HMP qemu-io) reach the backend
-        as one write and one flush. Writes the disk's last 4 KiB."""
+        as one write and one flush. Writes 4 KiB at 1 MiB before the disk's
+        end: in the gap tern-mkdisk leaves between the data partition (it
+        ends on the last whole MiB) and the backup GPT, so tern-disk verify
+        still finds both GPT copies intact."""
         cache = self.disk_cache()
         qmp = harness.Qmp(self.qmp_path)
         try:
@@ -278,7 +290,7 @@ class KernelTarget:
             # proxy whose virtio device is its child.
             dev = "/machine/peripheral/disk0-dev" + \
                 ("/virtio-backend" if self.last_bus == "virtio-blk" else "")
-            for io in ("write -P 0x5a %d 4k" % (self.disk.size - 4096), "flush"):
+            for io in ("write -P 0x5a %d 4k" % (self.disk.size - (1 << 20)), "flush"):
                 out = qmp.cmd("human-monitor-command",
                               **{"command-line": 'qemu-io -d %s "%s"' % (dev, io)})["return"]
                 if "error" in out.lower():
@@ -316,6 +328,33 @@ class KernelTarget:
             raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
         self.backup_checks += 1
         self.backups_seen += sum(v != "empty" for v in verdict.values())
+        self.verify_image()
+
+    def verify_image(self):
+        """Between boots: `tern-disk verify` finds the whole image (GPT,
+        superblocks, region headers, database after replaying the WAL,
+        backups, telemetry) consistent after the cut."""
+        r = subprocess.run([self.tern_disk, "verify", self.image], capture_output=True,
+                           text=True, timeout=300)
+        if r.returncode != 0:
+            raise dl.Failure("after cut %d: tern-disk verify (exit %d):\n%s%s" % (
+                self.disk.stats()["cuts"], r.returncode, r.stdout, r.stderr))
+        self.verified += 1
+
+    def check_journal(self, console):
+        """After a cut: the journal reads cleanly and holds the boot record
+        of every boot that served (its number from its console line)."""
+        m = TELE_BOOT_LINE.search(console)
+        if m:
+            self.served_boots.append(int(m.group(1)))
+        elif harness.READY.search(console):
+            raise dl.Failure("boot %d served without a telemetry boot line" % self.boots)
+        try:
+            recs = disk_check.journal(self.image, self.tele)
+            disk_check.check_boots(recs, self.served_boots)
+        except disk_check.DiskError as e:
+            raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
+        self.journal_checks += 1
 
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
@@ -332,6 +371,7 @@ class KernelTarget:
         r = self.server.power_cut(mode)
         if self.check:
             self.check_backups()
+            self.check_journal(out)
         return r
 
     def set_disk_faults(self, write, flush):
@@ -344,6 +384,9 @@ class KernelTarget:
         c["cuts_in_backup"] = self.cuts_in_backup
         c["backup_checks"] = self.backup_checks
         c["backups_seen"] = self.backups_seen
+        c["verified"] = self.verified
+        c["journal_checks"] = self.journal_checks
+        c["boots_recorded"] = len(self.served_boots)
         return c
 
     def tail(self, n=40):
@@ -580,10 +623,10 @@ def summary(target, args, state, tally, seconds):
     if target.name == "kernel":
         line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
                  "every cut each slot empty or a whole database (%d complete copies seen); "
-                 "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
+                 "tern-disk verify clean after %d cuts; disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
                  "kept; %d boots; %.0f s"
                  % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
-                    c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
+                    c["verified"], c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:
         line += "; %d kills; %.0f s" % (c["kills"], seconds)

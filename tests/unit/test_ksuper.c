@@ -72,7 +72,7 @@ TEST(ksuper_encode_decode_round_trip)
     ksuper_encode(&back, again);
     CHECK_MEM(again, buf, KSUPER_BYTES);
     CHECK_MEM(buf, "tern-sb", 8);
-    CHECK_EQ(kdisk_le32(buf + 8), 2);
+    CHECK_EQ(kdisk_le32(buf + 8), KSUPER_VERSION);
 }
 
 TEST(ksuper_decode_tells_blank_foreign_corrupt_newer_older)
@@ -94,10 +94,10 @@ TEST(ksuper_decode_tells_blank_foreign_corrupt_newer_older)
     CHECK(strstr(why, "CRC32 mismatch"));
 
     sample(buf, &sb);
-    kdisk_put32(buf + 8, 3);
+    kdisk_put32(buf + 8, 4);
     reseal(buf);
     CHECK_EQ(ksuper_decode(buf, sizeof buf, &sb, why, sizeof why), KSUPER_NEWER);
-    CHECK(strstr(why, "layout version 3 is newer") && strstr(why, "newer tern is needed"));
+    CHECK(strstr(why, "layout version 4 is newer") && strstr(why, "newer tern is needed"));
     /* a newer version may be larger; its CRC still covers what it declares */
     kdisk_put32(buf + 12, 2048);
     buf[1500] = 0x5a;
@@ -113,6 +113,12 @@ TEST(ksuper_decode_tells_blank_foreign_corrupt_newer_older)
     reseal(buf);
     CHECK_EQ(ksuper_decode(buf, sizeof buf, &sb, why, sizeof why), KSUPER_OLDER);
     CHECK(strstr(why, "version 1 is older"));
+    /* a layout v2 disk (no page checksums) is older: tern-disk migrates it */
+    sample(buf, &sb);
+    kdisk_put32(buf + 8, 2);
+    reseal(buf);
+    CHECK_EQ(ksuper_decode(buf, sizeof buf, &sb, why, sizeof why), KSUPER_OLDER);
+    CHECK(strstr(why, "layout version 2 is older than this release's 3: migrate it with tern-disk"));
 }
 
 TEST(ksuper_decode_checks_every_field)
@@ -239,7 +245,7 @@ TEST(ksuper_plan_refuses_a_small_or_misaligned_partition)
     struct ksuper sb;
     char why[KDISK_MSG_MAX];
     CHECK_EQ(ksuper_plan(&g, vol, &sb, why, sizeof why), -1);
-    CHECK(strstr(why, "has 20 MiB; layout v2 needs at least 22 MiB"));
+    CHECK(strstr(why, "has 20 MiB; layout v3 needs at least 22 MiB"));
     g.bytes = 22 * MIB;
     CHECK_EQ(ksuper_plan(&g, vol, &sb, why, sizeof why), 0);
     g.start = MIB + 512;
@@ -491,10 +497,10 @@ TEST(ksuper_newer_version_is_refused_even_beside_a_valid_slot)
     struct ksuper_state st;
     struct kdisk_report rep;
     CHECK_EQ(formatted(&m, &g), 0);
-    kdisk_put32(slot(&m, &g, 1) + 8, 3);
+    kdisk_put32(slot(&m, &g, 1) + 8, 4);
     reseal(slot(&m, &g, 1));
     CHECK_EQ(read_sb(&m, &g, &st, &rep), KDISK_EREFUSED);
-    CHECK(strstr(rep.error, "superblock B: layout version 3 is newer than this release's 2"));
+    CHECK(strstr(rep.error, "superblock B: layout version 4 is newer than this release's 3"));
     CHECK_EQ(m.writes, 0);
     mem_disk_free(&m);
 }

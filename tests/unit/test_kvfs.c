@@ -67,6 +67,17 @@ TEST(kvfs_region_header_roundtrip_and_refusals)
     CHECK(got.blocks == 4096);
     CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 2048, 1 << 20, &got),
              RGN_FOREIGN);
+    /* a database's header in a backup region and the reverse (a migration
+     * swapped them); never a log's */
+    struct rgn_hdr db = {RGN_ROLE_DB, RGN_OWNER_MAIN, 0, 3, 4096, 2048, 4096};
+    rgn_hdr_encode(&db, buf);
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_BACKUP, 2048, 4096, 1 << 20, &got), RGN_OK);
+    CHECK(got.role == RGN_ROLE_DB);
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 4096, 1 << 20, &got), RGN_FOREIGN);
+    db.role = RGN_ROLE_BACKUP;
+    rgn_hdr_encode(&db, buf);
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_DB, 2048, 4096, 1 << 20, &got), RGN_OK);
+    rgn_hdr_encode(&h, buf);
     /* a flipped bit anywhere is caught */
     for (size_t i = 0; i < sizeof buf; i++) {
         buf[i] ^= 0x10;

@@ -24,7 +24,8 @@ enum { MIB_BYTES = 1024 * 1024 };
  * test cuts short on purpose). */
 static store *open_store_q(store_open_info *info, bool quiet)
 {
-    store_options opt = {.path = KV_PATH, .vfs = KV_VFS, .sync = STORE_SYNC_FULL};
+    store_options opt = {
+        .path = KV_PATH, .vfs = KV_SQL_VFS, .sync = STORE_SYNC_FULL, .reserve_bytes = 8};
     char err[STORE_ERR_SIZE];
     store *s = store_open(&opt, info, err, sizeof err);
 

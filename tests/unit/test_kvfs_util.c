@@ -3,6 +3,8 @@
  */
 #include "test_kvfs_util.h"
 
+#include "platform/kernel/store/kcksum.h"
+
 #include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
@@ -51,7 +53,21 @@ static bool mount(kv_env *e)
         e->fs = NULL;
         return false;
     }
+    /* The checksum stack over it, as the kernel stacks it (kdisk_store.c). */
+    if (kcksum_stack(KV_VFS) != SQLITE_OK) {
+        fprintf(stderr, "  kcksum_stack failed\n");
+        kvfs_close(e->fs);
+        e->fs = NULL;
+        return false;
+    }
     return true;
+}
+
+static void unmount(kv_env *e)
+{
+    kcksum_unstack();
+    kvfs_close(e->fs);
+    e->fs = NULL;
 }
 
 bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t seed)
@@ -88,14 +104,13 @@ void kv_wait(void *ctx, bool (*done)(void *arg), void *arg)
 
 bool kv_remount(kv_env *e)
 {
-    kvfs_close(e->fs);
-    e->fs = NULL;
+    unmount(e);
     return mount(e);
 }
 
 void kv_teardown(kv_env *e)
 {
-    kvfs_close(e->fs);
+    unmount(e);
     fake_blk_free(&e->disk);
 }
 
@@ -105,7 +120,7 @@ int64_t kv_query(const char *path, const char *sql)
     sqlite3_stmt *st = NULL;
     int64_t v = -1;
 
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, KV_VFS) == SQLITE_OK &&
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, KV_SQL_VFS) == SQLITE_OK &&
         sqlite3_exec(db, "PRAGMA locking_mode = EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
         v = sqlite3_column_int64(st, 0);
@@ -120,7 +135,7 @@ bool kv_integrity_ok(const char *path)
     sqlite3_stmt *st = NULL;
     bool ok = false;
 
-    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, KV_VFS) == SQLITE_OK &&
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, KV_SQL_VFS) == SQLITE_OK &&
         sqlite3_exec(db, "PRAGMA locking_mode = EXCLUSIVE", NULL, NULL, NULL) == SQLITE_OK &&
         sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) == SQLITE_OK &&
         sqlite3_step(st) == SQLITE_ROW) {

@@ -1,7 +1,7 @@
 /*
  * test_kvfs_util.h - helpers for the kernel store VFS's host tests: a fake
  * disk (fake_blk.h) with the four regions on it, the VFS registered over
- * it, remounting after a simulated power cut, and SQL through the VFS.
+ * it with the page checksum stack over it, remounting after a simulated power cut, and SQL through the VFS.
  */
 #ifndef TERN_TEST_KVFS_UTIL_H
 #define TERN_TEST_KVFS_UTIL_H
@@ -14,6 +14,10 @@
 
 #define KV_VFS "kvfs-test"
 #define KV_PATH "/tern.db"
+/* What the store and the queries open: SQLite's cksumvfs over tern's WAL
+ * repair over the VFS (kcksum.h), as in the kernel. A file without reserve
+ * bytes passes through it unchecked. */
+#define KV_SQL_VFS "tern-cksum"
 
 typedef struct kv_env {
     struct fake_blk disk;

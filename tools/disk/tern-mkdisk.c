@@ -2,7 +2,7 @@
  * tern-mkdisk.c - the host tool that partitions a raw disk image for tern
  * (SPEC F3, issue 13): a GPT with an EFI System Partition of a given size
  * and tern's data partition filling the rest, zeroed, so the kernel finds
- * it blank and formats layout v2 on first boot. The same layout code as
+ * it blank and formats layout v3 on first boot. The same layout code as
  * the kernel's (src/platform/kernel/disk) writes it. Putting GRUB and the
  * kernel into the ESP is the image builder's step, not this tool's.
  *

@@ -11,7 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 
-/* v2 fields. Magic, version, size and CRC stay where they are in every
+/* v2 and v3 fields (v3 changed only what the regions hold: database
+ * pages carry checksums, docs/DISK.md). Magic, version, size and CRC stay where they are in every
  * layout version, so an older release can verify a newer superblock's CRC
  * before refusing it. */
 enum {
@@ -68,7 +69,7 @@ static enum ksuper_slot_state fail(enum ksuper_slot_state st, char *why, size_t 
     return st;
 }
 
-/* The checks of a v2 region table that need nothing but the superblock. */
+/* The checks of a region table that need nothing but the superblock. */
 static int check_regions(const struct ksuper *sb, char *why, size_t why_size)
 {
     unsigned have = 0;
@@ -147,7 +148,7 @@ enum ksuper_slot_state ksuper_decode(const uint8_t *buf, size_t len, struct ksup
         return KSUPER_OLDER;
     }
     if (bytes != KSUPER_BYTES)
-        return fail(KSUPER_CORRUPT, why, why_size, "a version 2 superblock must be 512 bytes");
+        return fail(KSUPER_CORRUPT, why, why_size, "a version 3 superblock must be 512 bytes");
     if (kdisk_le32(buf + S_FLAGS) || !kdisk_is_zero(buf + S_RESERVED1, S_REGIONS - S_RESERVED1) ||
         !kdisk_is_zero(buf + S_RESERVED2, KSUPER_BYTES - S_RESERVED2))
         return fail(KSUPER_CORRUPT, why, why_size, "non-zero flags or reserved bytes");
@@ -312,8 +313,8 @@ int ksuper_plan(const struct ksuper_geom *g, const uint8_t volume_id[16], struct
          * what rounding the partition's end down to align may cost */
         uint64_t need = first + tel + wal + 3 * ((KSUPER_DB_MIN + align - 1) / align * align) +
                         ((g->start + g->bytes) % align ? align : 0);
-        snprintf(why, why_size, "the partition has %llu MiB; layout v2 needs at least %llu MiB",
-                 (unsigned long long)(g->bytes / MIB), (unsigned long long)((need + MIB - 1) / MIB));
+        snprintf(why, why_size, "the partition has %llu MiB; layout v%u needs at least %llu MiB",
+                 (unsigned long long)(g->bytes / MIB), (unsigned)KSUPER_VERSION, (unsigned long long)((need + MIB - 1) / MIB));
         return -1;
     }
     struct ksuper sb;

@@ -1,7 +1,7 @@
 /*
- * super.h - layout v2 inside the tern data partition (SPEC D2): an A/B
- * pair of superblocks, each holding a region table, and the regions they
- * describe (database, WAL, two database backups, telemetry journal).
+ * super.h - layout v3 inside the tern data partition (SPEC D2; v2 plus page
+ * checksums inside the database files): an A/B pair of superblocks, each
+ * holding a region table, and the regions they describe (database, WAL, two database backups, telemetry journal).
  * Portable and I/O-free apart from struct kdisk; the parsers are pure and
  * fuzzed (fuzz_disk). docs/DISK.md has the format byte by byte.
  *
@@ -24,9 +24,12 @@
 #define KSUPER_MAGIC "tern-sb" /* 8 bytes with its NUL */
 
 enum {
-    KSUPER_VERSION = 2,                 /* the layout version this release reads and writes */
+    KSUPER_VERSION = 3,                 /* the layout version this release reads and writes:
+                                         * v3 = v2's superblock and regions, the database
+                                         * and backup files' pages carrying checksums
+                                         * (docs/DISK.md); v2 is refused as older */
     KSUPER_MAGIC_LEN = 8,
-    KSUPER_BYTES = 512,                 /* a v2 superblock; its CRC covers all of it */
+    KSUPER_BYTES = 512,                 /* a v2/v3 superblock; its CRC covers all of it */
     KSUPER_READ_BYTES = 4096,           /* read from each slot: any size a later version may declare */
     KSUPER_SLOT_A = 0,                  /* slot offsets from the partition's start, bytes */
     KSUPER_SLOT_B = 512 * 1024,
@@ -56,7 +59,7 @@ enum kdisk_region_kind {
 
 struct ksuper_region {
     uint32_t kind;                      /* enum kdisk_region_kind, or a later kind */
-    uint32_t flags;                     /* 0 in v2 */
+    uint32_t flags;                     /* 0 in v2 and v3 */
     uint64_t offset, length;            /* bytes from the partition's start */
 };
 

@@ -20,10 +20,13 @@
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "rng/entropy.h"
+#include "store/kcksum.h"
 #include "store/ksqlite.h"
 #include "store/kstore.h"
+#include "store/ktele.h"
 #include "store/kvfs.h"
 #include "store/store.h"
+#include "version.h"
 
 #include "arch/x86_64/cpu.h"
 
@@ -323,6 +326,9 @@ static void open_vfs(struct blk_dev *d)
         halt_store(d->name, err);
     if (kvfs_register(ds.fs, 1) != 0)
         halt_store(d->name, "SQLite refused the disk's VFS");
+    /* Layout v3: page checksums (cksumvfs and tern's WAL shims) over it. */
+    if (kcksum_stack("tern") != 0)
+        halt_store(d->name, "SQLite refused the page checksum VFS");
 }
 
 static void open_database(const tern_config *cfg, struct blk_dev *d, int integrity)
@@ -331,6 +337,8 @@ static void open_database(const tern_config *cfg, struct blk_dev *d, int integri
     store_open_info info;
     store_options opt = {
         .path = KDISK_DB_PATH,
+        .vfs = KCKSUM_VFS,
+        .reserve_bytes = KCKSUM_RESERVE,
         .sync = cfg->store_sync == TERN_STORE_SYNC_NORMAL ? STORE_SYNC_NORMAL : STORE_SYNC_FULL,
         .cache_kib = cfg->store_cache_kib,
         .log = store_log,
@@ -375,6 +383,13 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     if (ksqlite_init(soft < KSQLITE_SOFT_LIMIT ? KSQLITE_SOFT_LIMIT : soft) != 0)
         halt_store(d->name, "SQLite did not initialise");
     open_layout(d);
+    /* The journal's boot record is durable before the broker serves; a
+     * journal that cannot be used is said and does not stop the store. */
+    const struct ktele_boot tb = {
+        .release = TERN_VERSION, .mode = 1, .disk = d->name,
+        .partition_bytes = (ds.layout.part.last - ds.layout.part.first + 1) * d->topo.logical_block,
+    };
+    (void)ktele_open(d, &ds.layout, &tb, cfg->telemetry_interval_s);
     open_vfs(d);
     open_database(cfg, d, integrity);
     kstore_bind_store(&ds.inner, ds.st);

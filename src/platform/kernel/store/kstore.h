@@ -58,6 +58,10 @@ int kstore_run(struct kstore *k, broker *b);
  * (opening and loading the store at boot). */
 void kstore_progress(void *ctx);
 
+/* The store's health as last reported to the core (the telemetry journal
+ * records its changes). */
+void kstore_status(const struct kstore *k, broker_store_status *out);
+
 /* One line for the console: commits, records per commit, latency, state. */
 void kstore_describe(const struct kstore *k, char *buf, size_t n);
 

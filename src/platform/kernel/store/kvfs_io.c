@@ -178,6 +178,7 @@ static int write_header(struct kvfs *fs, int r)
     struct rgn_hdr h = g->hdr;
     unsigned slot = g->slot ^ 1u;
 
+    h.role = g->role; /* the header read may name the other data role (region.c) */
     h.owner = hdr_owner(g);
     h.size = g->size;
     h.lba = g->lba;          /* a grown region's header names its new length */

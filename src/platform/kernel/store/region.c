@@ -60,6 +60,12 @@ static void checksum(const uint8_t *hdr, uint8_t out[8])
     memcpy(out, digest, 8);
 }
 
+/* A role whose file is a database (the database itself or a backup). */
+static int data_role(uint32_t role)
+{
+    return role == RGN_ROLE_DB || role == RGN_ROLE_BACKUP;
+}
+
 void rgn_hdr_encode(const struct rgn_hdr *h, uint8_t out[RGN_HDR_BYTES])
 {
     memset(out, 0, RGN_HDR_BYTES);
@@ -95,10 +101,16 @@ int rgn_hdr_parse(const uint8_t *buf, size_t len, uint32_t role, uint64_t lba,
     out->size = get64(buf + OFF_SIZE);
     out->lba = get64(buf + OFF_LBA);
     out->blocks = get64(buf + OFF_BLOCKS);
-    /* A region the layout grew keeps its start and its header (naming the
-     * old, shorter length) until the header's next write; any other
-     * difference is a copy of another region's header. */
-    if (out->role != role || out->lba != lba || out->blocks > blocks || out->blocks == 0)
+    /* The database and a backup hold the same kind of file: a migration
+     * (tern-disk) swaps their regions in the superblock's table, which is
+     * the one write that switches, so each region's header may still name
+     * the other role until its next header write (kvfs_io.c writes its own
+     * role). The log is never taken for either. A region the layout grew
+     * (disk/grow.h) keeps its start and its header, naming the old, shorter
+     * length, until the header's next write; any other difference is a
+     * copy of another region's header. */
+    if ((out->role != role && !(data_role(out->role) && data_role(role))) || out->lba != lba ||
+        out->blocks > blocks || out->blocks == 0)
         return RGN_FOREIGN;
     if (out->owner > RGN_OWNER_JOURNAL || out->flags != 0 ||
         out->size > capacity || (out->owner == RGN_OWNER_NONE && out->size != 0) ||

@@ -46,7 +46,7 @@ KSQLITE_CFLAGS := $(filter-out -W% -mgeneral-regs-only -std=%,$(KERNEL_CFLAGS)) 
                   -w $(KSQLITE_DEFS)
 KSTORE_C     := $(sort $(wildcard src/store/*.c))
 
-ksqlite_objs = $(KBUILD)/$(1)/sqlite/sqlite3.o \
+ksqlite_objs = $(KBUILD)/$(1)/sqlite/sqlite3.o $(KBUILD)/$(1)/sqlite/cksumvfs.o \
                $(patsubst %.c,$(KBUILD)/$(1)/%.o,$(KSTORE_C))
 
 ifeq ($(wildcard $(KSQLITE_DIR)/sqlite3.c),)
@@ -62,11 +62,18 @@ $(KSTORE_FP): KERNEL_CFLAGS := $(filter-out -mgeneral-regs-only,$(KERNEL_CFLAGS)
                                -isystem $(KSQLITE_DIR)
 $(KSTORE_USERS): KERNEL_CFLAGS += -isystem $(KSQLITE_DIR)
 
+# Each variant: the amalgamation, and SQLite's cksumvfs page-checksum shim
+# (layout v3, store/kcksum.h) from the same pinned tree, compiled as it is.
 define KSQLITE_VARIANT
 $(KBUILD)/$(1)/sqlite/sqlite3.o: $(KSQLITE_DIR)/sqlite3.c
 	@mkdir -p $$(@D)
 	$$(if $$(Q),@echo "  KCC     sqlite3.c ($(1))")
 	$$(Q)$$(CC) $$(KSQLITE_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
+$(KBUILD)/$(1)/sqlite/cksumvfs.o: $(KSQLITE_DIR)/src/ext/misc/cksumvfs.c
+	@mkdir -p $$(@D)
+	$$(if $$(Q),@echo "  KCC     cksumvfs.c ($(1))")
+	$$(Q)$$(CC) $$(KSQLITE_CFLAGS) $$(KVAR_$(1)) -DSQLITE_CKSUMVFS_STATIC -I$(KSQLITE_DIR) \
+	    -MMD -MP -c $$< -o $$@
 endef
 
 $(eval $(call KSQLITE_VARIANT,prod))
