@@ -7,13 +7,14 @@ TLS from its disk (virtio-blk, 512-byte blocks):
   database region over its backups' old space (the console says so); the
   retained messages are all there, $SYS/broker/store/disk/* gives the new
   disk, partition and database sizes and one growth; afterwards
-  `sgdisk -v` finds no problem and `tern-mkdisk --show` reads the grown
-  regions (the database larger than before, the backups behind it).
+  `sgdisk -v` finds no problem, `tern-disk verify` finds the disk clean,
+  and `tern-mkdisk --show` reads the grown regions (the database larger
+  than before, the backups behind it).
 - Live: the same machine's disk grown to 320 MiB through QMP's
   block_resize while it serves. After the next commit (a retained
   publish) $SYS shows the new sizes and a second growth without a reboot;
-  the messages are there; after a clean stop the GPT verifies and the
-  layout reads back grown again, and the next boot finds nothing to grow.
+  the messages are there; after a clean stop the GPT and the disk verify
+  and the layout reads back grown again, and the next boot finds nothing to grow.
 """
 import os
 import re
@@ -43,10 +44,13 @@ def layout(build, img):
 
 
 def verify(build, img, size_mib):
-    """The image's GPT passes sgdisk -v and the layout reads back."""
+    """The image's GPT passes sgdisk -v, tern-disk verify finds it clean
+    (GPT copies, superblocks, region headers, database pages) and the
+    layout reads back."""
     v = run(["sgdisk", "-v", img])
     if "No problems found" not in v:
         raise Failure(f"sgdisk -v after growth to {size_mib} MiB:\n{v}")
+    run([os.path.join(build.dir, "rel", "tern-disk"), "verify", img])
     reg = layout(build, img)
     if set(reg) != {"database", "WAL", "telemetry", "backup A", "backup B"} or \
             reg["backup A"][0] != reg["database"][0] + reg["database"][1]:
