@@ -10,6 +10,7 @@ TLS from its disk (virtio-blk, 512-byte blocks):
   `sgdisk -v` finds no problem, `tern-disk verify` finds the disk clean,
   and `tern-mkdisk --show` reads the grown regions (the database larger
   than before, the backups behind it).
+- The growth at boot also with a virtio-scsi disk of 4096-byte blocks.
 - Live: the same machine's disk grown to 320 MiB through QMP's
   block_resize while it serves. After the next commit (a retained
   publish) $SYS shows the new sizes and a second growth without a reboot;
@@ -28,6 +29,7 @@ from test_store_disk import DiskBroker, mkdisk
 MIB = 1 << 20
 REGION = re.compile(r"^\s+(\S+(?: [AB])?)\s+LBA (\d+), (\d+) blocks", re.M)
 GREW = rb"tern: store: virtio-blk [0-9a-f:.]+: grew "
+GREW_SCSI = rb"tern: store: virtio-scsi [0-9a-f:.]+ 0:0: grew "
 
 
 def run(args):
@@ -37,21 +39,25 @@ def run(args):
     return p.stdout
 
 
-def layout(build, img):
+def layout(build, img, logical=512):
     """{region name: (first LBA, blocks)} as the host tool reads them."""
-    out = run([os.path.join(build.dir, "rel", "tern-mkdisk"), "--show", img])
+    out = run([os.path.join(build.dir, "rel", "tern-mkdisk"), "--show", "--logical-block",
+               str(logical), img])
     return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REGION.finditer(out)}
 
 
-def verify(build, img, size_mib):
-    """The image's GPT passes sgdisk -v, tern-disk verify finds it clean
-    (GPT copies, superblocks, region headers, database pages) and the
-    layout reads back."""
-    v = run(["sgdisk", "-v", img])
-    if "No problems found" not in v:
-        raise Failure(f"sgdisk -v after growth to {size_mib} MiB:\n{v}")
-    run([os.path.join(build.dir, "rel", "tern-disk"), "verify", img])
-    reg = layout(build, img)
+def verify(build, img, size_mib, logical=512):
+    """The image's GPT passes sgdisk -v (512-byte blocks: sgdisk takes an
+    image's blocks as 512 bytes), tern-disk verify finds it clean (GPT
+    copies, superblocks, region headers, database pages) and the layout
+    reads back."""
+    if logical == 512:
+        v = run(["sgdisk", "-v", img])
+        if "No problems found" not in v:
+            raise Failure(f"sgdisk -v after growth to {size_mib} MiB:\n{v}")
+    run([os.path.join(build.dir, "rel", "tern-disk"), "verify", "--logical-block", str(logical),
+         img])
+    reg = layout(build, img, logical)
     if set(reg) != {"database", "WAL", "telemetry", "backup A", "backup B"} or \
             reg["backup A"][0] != reg["database"][0] + reg["database"][1]:
         raise Failure(f"tern-mkdisk --show after growth: {reg}")
@@ -154,5 +160,37 @@ def grow_test(build):
     return check
 
 
+def scsi_boot_test(build):
+    """virtio-scsi with 4096-byte blocks: the growth at boot (the driver
+    reads the capacity at probe; live growth is virtio-blk's)."""
+    def check():
+        with scratch() as tmp:
+            img, _ = mkdisk(build, tmp, "64M", 4096)
+            db = DiskBroker(build, tmp, drive(img, "d0", "virtio-scsi",
+                                              "logical_block_size=4096,physical_block_size=4096"))
+            vm = db.boot()
+            with vm:
+                db.ready(vm)
+                db.pub("test/grow/scsi", "s", 1, retain=True)
+                db.quit(vm)
+            before = layout(build, img, 4096)
+            run(["qemu-img", "resize", "-f", "raw", img, "192M"])
+            vm = db.boot()
+            with vm:
+                out = db.ready(vm)
+                expect_lines(out, (GREW_SCSI + rb"at boot: disk 192 MiB, partition 62 -> 190 "
+                                               rb"MiB, database 17 -> 60 MiB",))
+                db.expect_retained("test/grow/#", {"test/grow/scsi": "s"})
+                got = sys_disk(db, 192 * MIB)
+                db.quit(vm)
+            after = verify(build, img, 192, 4096)
+            if after["database"][0] != before["database"][0] or \
+                    int(got["$SYS/broker/store/disk/database_bytes"]) != after["database"][1] * 4096:
+                raise Failure(f"database region before {before}, after {after}, $SYS {got}")
+        return "database 17 -> 60 MiB"
+    return check
+
+
 def cases(b):
-    return {"store-disk-grown-at-boot-and-live-keeps-retained-and-verifies": grow_test(b)}
+    return {"store-disk-grown-at-boot-and-live-keeps-retained-and-verifies": grow_test(b),
+            "store-disk-scsi4k-grown-at-boot-keeps-retained-and-verifies": scsi_boot_test(b)}
