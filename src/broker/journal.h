@@ -141,6 +141,17 @@ size_t broker_store_pending_bytes(const broker *b);
  * $SYS/broker/store/ (SPEC D1: a failing disk is reported, not hidden). A
  * change of `failing` is published at once; counters follow at the next
  * $SYS refresh. Logging is the platform's. */
+/* The disk under the store, where the platform has one of its own (the
+ * kernel's layout: docs/DISK.md); all zero elsewhere, and then not
+ * published. */
+typedef struct broker_disk_status {
+    uint64_t disk_bytes;       /* the device's capacity now */
+    uint64_t partition_bytes;  /* the tern data partition's */
+    uint64_t database_bytes;   /* the database region's */
+    uint64_t growths;          /* layout growths since boot (at boot or live) */
+    char last_growth[96];      /* what the last one did; "" before any */
+} broker_disk_status;
+
 typedef struct broker_store_status {
     uint64_t commits;          /* successful transactions */
     uint64_t failed_commits;
@@ -158,6 +169,7 @@ typedef struct broker_store_status {
     uint64_t scrub_corrupt;        /* damaged places found, all passes */
     uint64_t scrub_last_pass_ms;
     char scrub_last_corrupt[160];  /* "REGION, byte N: what", or "none" */
+    broker_disk_status disk;
 } broker_store_status;
 
 void broker_set_store_status(broker *b, const broker_store_status *st);

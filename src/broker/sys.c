@@ -70,6 +70,14 @@ static void sys_publish_store(broker *b)
         put(b, "$SYS/broker/store/scrub/last_corrupt", st->scrub_last_corrupt);
         put_u64(b, "$SYS/broker/store/scrub/last_pass_ms", st->scrub_last_pass_ms);
     }
+    if (st->disk.disk_bytes) {
+        put_u64(b, "$SYS/broker/store/disk/bytes", st->disk.disk_bytes);
+        put_u64(b, "$SYS/broker/store/disk/partition_bytes", st->disk.partition_bytes);
+        put_u64(b, "$SYS/broker/store/disk/database_bytes", st->disk.database_bytes);
+        put_u64(b, "$SYS/broker/store/disk/growths", st->disk.growths);
+        put(b, "$SYS/broker/store/disk/last_growth",
+            st->disk.last_growth[0] ? st->disk.last_growth : "none");
+    }
 }
 
 void broker_set_store_status(broker *b, const broker_store_status *st)

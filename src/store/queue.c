@@ -86,6 +86,7 @@ void squeue_status_of(const store_stats *st, bool failing, broker_store_status *
     out->backups_failed = st->backups_failed;
     out->failing = failing;
     out->restored_at_open = st->restored_at_open;
+    out->disk = st->disk;
 }
 
 squeue_action squeue_next(const squeue *q, uint64_t now_us, uint64_t *wake_us)

@@ -188,6 +188,7 @@ typedef struct store_stats {
     uint64_t backup_longest_step_us;
     bool failing;              /* the last transaction failed */
     bool restored_at_open;     /* the database was replaced by a backup at open */
+    broker_disk_status disk;   /* filled by the platform (the kernel's disk), not the store */
 } store_stats;
 
 /* Sorts the latency window: cheap, but not for every commit. */

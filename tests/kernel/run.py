@@ -37,6 +37,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         not stop the network; RAM only without a disk
   test_store_restore.py the disk store restores its newest backup at boot
                         (an emptied or a damaged database), $SYS says so
+  test_store_grow.py    disk growth at boot (qemu-img resize) and live (QMP
+                        block_resize): $SYS, retained messages, sgdisk -v
   test_store_disk.py    the store on the machine's own disk over mutual TLS:
                         retained and queued QoS 1/2 messages survive a quit
                         and a kill on virtio-blk and virtio-scsi, QoS 2
@@ -71,6 +73,7 @@ import test_pci_acpi
 import test_scrub
 import test_store
 import test_store_disk
+import test_store_grow
 import test_store_restore
 import test_tele
 
@@ -80,7 +83,7 @@ import test_tele
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_kvfs, test_store, test_store_restore, test_tele,
-           test_scrub)
+           test_scrub, test_store_grow)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

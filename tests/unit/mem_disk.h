@@ -23,13 +23,30 @@ struct mem_disk {
     int tear_write;             /* the write with this number is torn; 0: none */
     size_t tear_bytes;          /* how much of it reaches the medium */
     int dead;                   /* power is off: writes and flushes fail */
+    int track_unflushed;        /* keep an undo record of unflushed writes */
+    unsigned unflushed;         /* writes since the last successful flush */
+    struct mem_disk_undo *undo; /* their undo records, oldest first */
+    uint8_t *dirty;             /* per 64 KiB of the disk: written since mem_disk_restore */
 };
+
+enum { MEM_DISK_UNDO_MAX = 64 };
 
 /* 0, or -1 when out of memory. The disk starts all zero. */
 int mem_disk_init(struct mem_disk *m, uint32_t logical, uint32_t physical, uint64_t capacity);
 void mem_disk_free(struct mem_disk *m);
 /* The disk loses its write call (and flush), as a read-only device. */
 void mem_disk_read_only(struct mem_disk *m);
+/* The disk grows to capacity blocks (zeros added at the end). 0 or -1. */
+int mem_disk_grow(struct mem_disk *m, uint64_t capacity);
+/* A power cut's loss: of the writes since the last flush, keep those
+ * whose bit (1 << i, i counted from the oldest) is set in keep, undo the
+ * rest; then power comes back (no failures armed, nothing unflushed). */
+void mem_disk_lose_unflushed(struct mem_disk *m, uint64_t keep);
+
+/* Put back the bytes of image (a copy of the whole disk) wherever the
+ * disk was written since the last call (the first call copies it all). */
+void mem_disk_restore(struct mem_disk *m, const uint8_t *image);
+
 /* Bytes at byte offset off. */
 uint8_t *mem_disk_at(struct mem_disk *m, uint64_t off);
 

@@ -61,6 +61,12 @@ TEST(kvfs_region_header_roundtrip_and_refusals)
     CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_DB, 2048, 4096, 1 << 20, &got),
              RGN_FOREIGN);
     CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 4096, 1000, &got), RGN_BAD);
+    /* the same region grown in place (same start, more blocks) is itself;
+     * shrunk, it is not */
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 8192, 1 << 20, &got), RGN_OK);
+    CHECK(got.blocks == 4096);
+    CHECK_EQ(rgn_hdr_parse(buf, sizeof buf, RGN_ROLE_LOG, 2048, 2048, 1 << 20, &got),
+             RGN_FOREIGN);
     /* a database's header in a backup region and the reverse (a migration
      * swapped them); never a log's */
     struct rgn_hdr db = {RGN_ROLE_DB, RGN_OWNER_MAIN, 0, 3, 4096, 2048, 4096};

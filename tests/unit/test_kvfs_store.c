@@ -16,6 +16,9 @@
 
 #include <sqlite3.h>
 #include <stdlib.h>
+#include <string.h>
+
+enum { MIB_BYTES = 1024 * 1024 };
 
 /* Open the store; a failure is said on stderr unless quiet (an open the
  * test cuts short on purpose). */
@@ -98,6 +101,47 @@ TEST(kvfs_store_commits_survive_remount)
     CHECK_EQ(last_value(), 60);
     CHECK(kv_integrity_ok(KV_PATH));
     CHECK_EQ(e.disk.partial_block_writes, 0);
+    kv_teardown(&e);
+}
+
+/* A database region the layout grew in place (disk/grow.h: same start,
+ * more blocks) opens with its data, fills past its old end, and its
+ * header then names the new length: a region shrunk back to the old
+ * length is refused as another region's. */
+TEST(kvfs_store_database_region_grown_in_place_keeps_its_data)
+{
+    kv_env e;
+    store_open_info info;
+    store *s;
+    const uint64_t per_mib = MIB_BYTES / 512;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 21));
+    const struct kvfs_region full = e.cfg.region[KVFS_DB];
+    e.cfg.region[KVFS_DB].blocks = 2 * per_mib;       /* the layout before growth */
+    CHECK(kv_remount(&e));
+    s = open_store(&info);
+    CHECK(s != NULL && info.created);
+    uint32_t n = 1;
+    while (n <= 2000 && put(s, n, 3000) == STORE_OK)
+        n++;
+    CHECK(n < 2000);                                  /* 2 MiB filled up */
+    store_close(s);
+    uint32_t stored = n - 1;
+
+    e.cfg.region[KVFS_DB] = full;                     /* grown: same start, 8 MiB */
+    CHECK(kv_remount(&e));
+    s = open_store(&info);
+    CHECK(s != NULL && !info.created && !info.check_failed);
+    for (uint32_t k = 0; k < 400; k++)
+        CHECK_EQ(put(s, stored + 1 + k, 3000), STORE_OK);
+    store_close(s);
+    CHECK_EQ(has(1), 1);
+    CHECK_EQ(last_value(), stored + 400);
+    CHECK(kv_integrity_ok(KV_PATH));
+
+    e.cfg.region[KVFS_DB].blocks = 2 * per_mib;       /* shrunk back: refused */
+    CHECK(!kv_remount(&e));
+    CHECK(strstr(e.err, "another region") != NULL);
     kv_teardown(&e);
 }
 

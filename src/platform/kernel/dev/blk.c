@@ -277,3 +277,15 @@ const char *blk_status_text(int status)
     default: return "unknown status";
     }
 }
+
+int blk_recheck_capacity(struct blk_dev *d)
+{
+    uint64_t blocks;
+    if (d->failed || !d->ops->capacity || d->ops->capacity(d, &blocks) != 0 ||
+        blocks == d->topo.capacity)
+        return 0;
+    if (blocks < d->topo.capacity)
+        return -1;
+    d->topo.capacity = blocks;
+    return 1;
+}

@@ -124,6 +124,9 @@ struct blk_ops {
     /* Give the device up: stop it touching memory (reset), then
      * blk_complete every request in flight with BLK_EIO. */
     void (*fail)(struct blk_dev *d, const char *why);
+    /* Optional: read the device's capacity (logical blocks) again, for a
+     * disk resized while in use (virtio-blk's configuration). 0 or -1. */
+    int (*capacity)(struct blk_dev *d, uint64_t *blocks);
 };
 
 struct blk_dev {
@@ -181,6 +184,12 @@ int blk_erase_sync(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t cou
  * for the console: "volatile write cache without flush") otherwise.
  */
 bool blk_durable_ok(const struct blk_dev *d, const char **why);
+
+/* Ask the driver for d's capacity again: 1 when it grew (topo.capacity
+ * updated), 0 when unchanged or the driver cannot tell, -1 when the device
+ * now reports less (topo.capacity kept: the disk is not shrunk under the
+ * data; requests past the new end fail at the device). */
+int blk_recheck_capacity(struct blk_dev *d);
 
 /* One line: name, model, capacity, block sizes, cache, offered operations,
  * interrupts. */

@@ -92,7 +92,7 @@ static void rd_fail(struct blk_dev *d, const char *why)
         blk_complete(d, r, BLK_EIO);
 }
 
-static const struct blk_ops rd_ops = {rd_submit, rd_poll, rd_fail};
+static const struct blk_ops rd_ops = {rd_submit, rd_poll, rd_fail, NULL};
 
 static bool pow2(uint32_t v) { return v && !(v & (v - 1)); }
 

@@ -175,7 +175,24 @@ static void vblk_fail(struct blk_dev *d, const char *why)
     }
 }
 
-static const struct blk_ops vblk_ops = {vblk_submit, vblk_poll, vblk_fail};
+/* The capacity field alone (virtio 1.x, 5.2.4: 512-byte sectors), read
+ * under the configuration generation like the boot snapshot; the device
+ * changes it when the disk is resized (QEMU's block_resize). */
+static int vblk_capacity(struct blk_dev *d, uint64_t *blocks)
+{
+    static const struct vdisk_field cap_fields[] = {{0, 4}, {4, 4}};
+    struct vblk *b = d->drv;
+    uint8_t cfg[8];
+    if (b->vd.failed || vdisk_cfg_snapshot(&b->vd, cap_fields, 2, cfg, sizeof cfg) < sizeof cfg)
+        return -1;
+    uint64_t sectors = 0;
+    for (int i = 7; i >= 0; i--)
+        sectors = sectors << 8 | cfg[i];
+    *blocks = sectors / (d->topo.logical_block / VBLK_SECTOR);
+    return 0;
+}
+
+static const struct blk_ops vblk_ops = {vblk_submit, vblk_poll, vblk_fail, vblk_capacity};
 
 /* The serial number (GET_ID), polled before the disk is registered; a
  * device that does not answer within GET_ID_WAIT_MS is given up. */

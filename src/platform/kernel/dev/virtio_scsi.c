@@ -339,7 +339,7 @@ static void vscsi_fail(struct blk_dev *d, const char *why)
     }
 }
 
-static const struct blk_ops vscsi_ops = {vscsi_submit, vscsi_poll, vscsi_fail};
+static const struct blk_ops vscsi_ops = {vscsi_submit, vscsi_poll, vscsi_fail, NULL};
 
 /* ---- boot-time commands, polled ---- */
 

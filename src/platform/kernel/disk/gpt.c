@@ -574,3 +574,202 @@ int gpt_write(const struct kdisk *d, const struct gpt_guid *disk_guid,
         return KDISK_EIO;
     return kdisk_flush(d, "the GPT", rep);
 }
+
+/* --- growth ------------------------------------------------------------- */
+
+/* Blocks of the area the primary copy is rewritten in: LBA 0 through the
+ * end of its entry array, on a physical block boundary. */
+static uint64_t primary_area(const struct kdisk *d, const struct gpt_header *h)
+{
+    const uint64_t ratio = d->physical_block / d->logical_block;
+    const uint64_t ab = ((uint64_t)h->entries * h->entry_size + d->logical_block - 1) / d->logical_block;
+    return (h->array_lba + ab + ratio - 1) / ratio * ratio;
+}
+
+/* Where the grown table's backup copy goes: its array right before the
+ * last LBA; the area written starts on the physical block after the new
+ * LastUsableLBA. */
+struct grow_plan {
+    uint64_t array_blocks, backup_array, last_usable, area_first;
+};
+
+static void grow_plan_of(const struct kdisk *d, const struct gpt_header *h, struct grow_plan *p)
+{
+    const uint64_t ratio = d->physical_block / d->logical_block;
+    p->array_blocks = ((uint64_t)h->entries * h->entry_size + d->logical_block - 1) / d->logical_block;
+    p->backup_array = d->capacity - 1 - p->array_blocks;
+    p->area_first = p->backup_array / ratio * ratio;
+    p->last_usable = p->area_first - 1;
+}
+
+int gpt_grow_room(const struct kdisk *d, const struct gpt *g, uint64_t *last_usable, char *why,
+                  size_t why_size, struct kdisk_report *rep)
+{
+    const struct gpt_header *h = &g->hdr;
+    const uint32_t bs = d->logical_block;
+    if (kdisk_check(d, rep))
+        return bad(why, why_size, rep->error);
+    if (g->from_backup)
+        return bad(why, why_size, "the primary GPT is unusable (repair it with tern-disk first)");
+    if (h->alternate_lba == d->capacity - 1)
+        return 0;
+    if (h->alternate_lba > d->capacity - 1)
+        return bad(why, why_size, "the backup GPT lies past the disk's end");
+    struct grow_plan p;
+    grow_plan_of(d, h, &p);
+    if ((primary_area(d, h) + (d->capacity - p.area_first)) * bs > KDISK_IO_BYTES) {
+        snprintf(why, why_size, "the GPT's entry array (%u x %u bytes at LBA %llu) is too large to "
+                 "move in one %u-byte buffer", (unsigned)h->entries, (unsigned)h->entry_size,
+                 (unsigned long long)h->array_lba, (unsigned)KDISK_IO_BYTES);
+        return -1;
+    }
+    /* The new copy must not touch what the old table still needs: the old
+     * backup header and its array (when that header is valid). */
+    uint64_t keep_end = h->alternate_lba + 1;
+    if (h->last_usable + 1 > keep_end)
+        keep_end = h->last_usable + 1;
+    if (kdisk_read(d, h->alternate_lba, 1, d->io, "the old backup GPT header", rep))
+        return bad(why, why_size, rep->error);
+    struct gpt_header old;
+    char ignore[KDISK_MSG_MAX];
+    if (!gpt_header_parse(d->io, bs, d->capacity, h->alternate_lba, &old, ignore, sizeof ignore) &&
+        old.array_lba + p.array_blocks > keep_end)
+        keep_end = old.array_lba + p.array_blocks;
+    if (p.area_first < keep_end || p.last_usable <= h->last_usable) {
+        snprintf(why, why_size, "the disk grew by %llu blocks: too little to move the backup GPT "
+                 "clear of the old one", (unsigned long long)(d->capacity - 1 - h->alternate_lba));
+        return -1;
+    }
+    *last_usable = p.last_usable;
+    return 1;
+}
+
+/* Re-encode a header's CRC after its fields changed. */
+static void header_crc(uint8_t *blk, uint32_t size)
+{
+    kdisk_put32(blk + H_CRC, 0);
+    kdisk_put32(blk + H_CRC, crc32(blk, size));
+}
+
+int gpt_grow(const struct kdisk *d, const struct gpt *g, uint32_t index, uint64_t new_last,
+             struct kdisk_report *rep)
+{
+    char why[KDISK_MSG_MAX];
+    uint64_t last_usable;
+    int room = gpt_grow_room(d, g, &last_usable, why, sizeof why, rep);
+    if (room <= 0)
+        return kdisk_fail(rep, KDISK_EINVAL, "cannot grow the GPT: %s", room ? why : "not grown");
+    if (!d->write || !d->flush)
+        return kdisk_fail(rep, KDISK_EINVAL, "the disk is read-only");
+    const struct gpt_header *h = &g->hdr;
+    const uint32_t bs = d->logical_block;
+    struct grow_plan p;
+    grow_plan_of(d, h, &p);
+    const uint64_t prim = primary_area(d, h), back = d->capacity - p.area_first;
+    uint8_t *pa = d->io, *ba = d->io + prim * bs;
+    if (kdisk_read(d, 0, (uint32_t)prim, pa, "the primary GPT", rep))
+        return KDISK_EIO;
+    /* The table read at open must still be there. */
+    struct gpt_header now;
+    if (gpt_header_parse(pa + bs, bs, d->capacity, 1, &now, why, sizeof why) ||
+        now.array_crc != h->array_crc || now.alternate_lba != h->alternate_lba)
+        return kdisk_fail(rep, KDISK_EREFUSED, "the primary GPT changed since it was read");
+    uint8_t *array = pa + h->array_lba * bs;
+    const size_t array_bytes = (size_t)h->entries * h->entry_size;
+    if (crc32(array, array_bytes) != h->array_crc)
+        return kdisk_fail(rep, KDISK_EREFUSED, "the primary GPT's entry array changed since it was read");
+    if (index) {
+        uint8_t *e = array + (size_t)(index - 1) * h->entry_size;
+        uint64_t first = kdisk_le64(e + E_FIRST), old_last = kdisk_le64(e + E_LAST);
+        const uint64_t ratio = d->physical_block / d->logical_block;
+        if (index > h->entries || gpt_guid_is_zero((const struct gpt_guid *)(const void *)(e + E_TYPE)) ||
+            new_last < old_last || new_last > last_usable || (new_last + 1) % ratio)
+            return kdisk_fail(rep, KDISK_EINVAL,
+                              "partition %u (LBA %llu..%llu) cannot end at LBA %llu (usable to %llu)",
+                              (unsigned)index, (unsigned long long)first,
+                              (unsigned long long)old_last, (unsigned long long)new_last,
+                              (unsigned long long)last_usable);
+        kdisk_put64(e + E_LAST, new_last);
+    }
+    const uint32_t array_crc = crc32(array, array_bytes);
+    /* primary header */
+    uint8_t *ph = pa + bs;
+    kdisk_put64(ph + H_ALT_LBA, d->capacity - 1);
+    kdisk_put64(ph + H_LAST_USABLE, last_usable);
+    kdisk_put32(ph + H_ARRAY_CRC, array_crc);
+    header_crc(ph, h->header_size);
+    /* protective MBR: its size followed the old disk only when it covered
+     * all of it (a hybrid MBR's record is left alone) */
+    for (unsigned i = 0; i < 4; i++) {
+        uint8_t *r = pa + MBR_RECORDS + i * MBR_RECORD_SIZE;
+        uint64_t old_size = h->alternate_lba > 0xFFFFFFFFu ? 0xFFFFFFFFu : h->alternate_lba;
+        if (r[R_TYPE] == MBR_TYPE_GPT && kdisk_le32(r + R_START) == 1 &&
+            kdisk_le32(r + R_SIZE) == old_size)
+            kdisk_put32(r + R_SIZE,
+                        d->capacity - 1 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(d->capacity - 1));
+    }
+    /* backup copy: zeros, the array, the header on the last LBA */
+    memset(ba, 0, back * bs);
+    memcpy(ba + (p.backup_array - p.area_first) * bs, array, array_bytes);
+    uint8_t *bh = ba + (back - 1) * bs;
+    memcpy(bh, ph, bs);
+    kdisk_put64(bh + H_MY_LBA, d->capacity - 1);
+    kdisk_put64(bh + H_ALT_LBA, 1);
+    kdisk_put64(bh + H_ARRAY_LBA, p.backup_array);
+    header_crc(bh, h->header_size);
+    /* The backup first and durable: until the primary is rewritten, the
+     * old primary and the old backup are the table; once it is (or while
+     * it is torn, which fails its CRCs), the new backup is. */
+    if (kdisk_write(d, p.area_first, (uint32_t)back, ba, "the new backup GPT", rep) ||
+        kdisk_flush(d, "the new backup GPT", rep) ||
+        kdisk_write(d, 0, (uint32_t)prim, pa, "the primary GPT", rep))
+        return KDISK_EIO;
+    return kdisk_flush(d, "the GPT", rep);
+}
+
+int gpt_repair_primary(const struct kdisk *d, const struct gpt *g, struct kdisk_report *rep)
+{
+    const struct gpt_header *h = &g->hdr;
+    const uint32_t bs = d->logical_block;
+    int rc = kdisk_check(d, rep);
+    if (rc)
+        return rc;
+    if (!g->from_backup || h->my_lba != d->capacity - 1)
+        return kdisk_fail(rep, KDISK_EINVAL, "the primary GPT is in use or the backup is not at the end");
+    if (!d->write || !d->flush)
+        return kdisk_fail(rep, KDISK_EINVAL, "the disk is read-only");
+    struct gpt_header at2 = *h;
+    at2.array_lba = 2;
+    const uint64_t prim = primary_area(d, &at2);
+    const uint64_t ab = ((uint64_t)h->entries * h->entry_size + bs - 1) / bs;
+    if (prim > h->first_usable || (prim + 1) * bs > KDISK_IO_BYTES)
+        return kdisk_fail(rep, KDISK_EINVAL, "no room for the primary GPT's array before LBA %llu",
+                          (unsigned long long)h->first_usable);
+    uint8_t *pa = d->io, *hdr = d->io + prim * bs;
+    if (kdisk_read(d, 0, (uint32_t)prim, pa, "the primary GPT", rep) ||
+        kdisk_read(d, h->array_lba, (uint32_t)ab, pa + 2 * bs, "the backup GPT's array", rep) ||
+        kdisk_read(d, h->my_lba, 1, hdr, "the backup GPT header", rep))
+        return KDISK_EIO;
+    memset(pa + 2 * bs + (size_t)h->entries * h->entry_size, 0,
+           (size_t)(ab * bs - (uint64_t)h->entries * h->entry_size));
+    if (crc32(pa + 2 * bs, (size_t)h->entries * h->entry_size) != h->array_crc)
+        return kdisk_fail(rep, KDISK_EREFUSED, "the backup GPT's array changed since it was read");
+    memcpy(pa + bs, hdr, bs);
+    kdisk_put64(pa + bs + H_MY_LBA, 1);
+    kdisk_put64(pa + bs + H_ALT_LBA, d->capacity - 1);
+    kdisk_put64(pa + bs + H_ARRAY_LBA, 2);
+    header_crc(pa + bs, h->header_size);
+    unsigned used = 0;
+    uint8_t *ee = NULL;
+    for (unsigned i = 0; i < 4; i++) {
+        uint8_t *r = pa + MBR_RECORDS + i * MBR_RECORD_SIZE;
+        used += !kdisk_is_zero(r, MBR_RECORD_SIZE);
+        if (r[R_TYPE] == MBR_TYPE_GPT && kdisk_le32(r + R_START) == 1)
+            ee = r;
+    }
+    if (ee && used == 1)
+        kdisk_put32(ee + R_SIZE, d->capacity - 1 > 0xFFFFFFFFu ? 0xFFFFFFFFu : (uint32_t)(d->capacity - 1));
+    if (kdisk_write(d, 0, (uint32_t)prim, pa, "the primary GPT", rep))
+        return KDISK_EIO;
+    return kdisk_flush(d, "the primary GPT", rep);
+}

@@ -123,4 +123,41 @@ struct gpt_new_part {
 int gpt_write(const struct kdisk *d, const struct gpt_guid *disk_guid,
               const struct gpt_new_part *parts, unsigned n, struct kdisk_report *rep);
 
+/*
+ * Growth (a disk that became larger than its GPT says). gpt_grow_room
+ * says whether the backup copy can move to the disk's new end: 1 with the
+ * LastUsableLBA it would give (*last_usable), 0 when the backup header is
+ * already on the last LBA, -1 with why when it cannot (the primary copy is
+ * not the one in use, its array does not fit the one I/O buffer, or the
+ * disk grew by too little for the new backup copy to clear the old one).
+ * Reads only the old backup header.
+ */
+int gpt_grow_room(const struct kdisk *d, const struct gpt *g, uint64_t *last_usable, char *why,
+                  size_t why_size, struct kdisk_report *rep);
+
+/*
+ * Rewrite g (read from d by gpt_read, primary in use) for d's capacity:
+ * the backup entry array and header at the new end, then, after a flush,
+ * the primary header (AlternateLBA, LastUsableLBA, array CRC), its array
+ * with entry number index (1-based; 0 for none) ending at new_last, and
+ * the protective MBR's size when it covered the whole old disk; then a
+ * flush. Every other byte of the entries, the header and the MBR is kept.
+ * A cut at any point leaves the old table (primary intact, old backup
+ * intact) or the new one (the primary unusable or new, the new backup
+ * valid). KDISK_OK, KDISK_EINVAL (gpt_grow_room said no; new_last not in
+ * the new usable range), KDISK_EIO.
+ */
+int gpt_grow(const struct kdisk *d, const struct gpt *g, uint32_t index, uint64_t new_last,
+             struct kdisk_report *rep);
+
+/*
+ * The primary copy rewritten from the backup in use (g->from_backup, the
+ * backup header on the disk's last LBA): what a growth cut while it wrote
+ * the primary leaves. The array goes to LBA 2 (it must end before the
+ * first usable LBA), the header to LBA 1, the protective MBR's size
+ * follows the disk when the 0xEE record is its only one; then a flush.
+ * KDISK_OK, KDISK_EINVAL (not that case, or no room), KDISK_EIO.
+ */
+int gpt_repair_primary(const struct kdisk *d, const struct gpt *g, struct kdisk_report *rep);
+
 #endif

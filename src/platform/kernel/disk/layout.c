@@ -76,14 +76,20 @@ int klayout_open(const struct kdisk *d, unsigned flags, const uint8_t volume_id[
     } else if (rc) {
         return rc;
     }
-    const struct ksuper *sb = &out->super.sb;
-    for (unsigned i = 0; i < sb->region_count; i++)
-        out->regions[out->region_count++] = (struct kdisk_region){
-            .kind = sb->regions[i].kind,
-            .lba = p->first + sb->regions[i].offset / d->logical_block,
-            .blocks = sb->regions[i].length / d->logical_block,
-        };
+    klayout_set_regions(out, d->logical_block);
     return KDISK_OK;
+}
+
+void klayout_set_regions(struct klayout *l, uint32_t logical_block)
+{
+    const struct ksuper *sb = &l->super.sb;
+    l->region_count = 0;
+    for (unsigned i = 0; i < sb->region_count; i++)
+        l->regions[l->region_count++] = (struct kdisk_region){
+            .kind = sb->regions[i].kind,
+            .lba = l->part.first + sb->regions[i].offset / logical_block,
+            .blocks = sb->regions[i].length / logical_block,
+        };
 }
 
 const struct kdisk_region *klayout_region(const struct klayout *l, uint32_t kind)

@@ -46,6 +46,9 @@ struct klayout {
 int klayout_open(const struct kdisk *d, unsigned flags, const uint8_t volume_id[16],
                  struct klayout *out, struct kdisk_report *rep);
 
+/* l->regions from l->super and l->part (after an open or a growth). */
+void klayout_set_regions(struct klayout *l, uint32_t logical_block);
+
 /* 1 when p is of tern's data partition type (TERN_DATA_TYPE_GUID). */
 int klayout_part_is_tern(const struct gpt_part *p);
 

@@ -499,3 +499,64 @@ int ksuper_update(const struct kdisk *d, const struct ksuper_geom *g, struct ksu
     cur->slot = slot;
     return KDISK_OK;
 }
+
+/* --- growth ------------------------------------------------------------- */
+
+static const struct ksuper_region *find_kind(const struct ksuper *sb, uint32_t kind)
+{
+    for (unsigned i = 0; i < sb->region_count; i++)
+        if (sb->regions[i].kind == kind)
+            return &sb->regions[i];
+    return NULL;
+}
+
+int ksuper_grow_plan(const struct ksuper *cur, const struct ksuper_geom *g, struct ksuper *next,
+                     char *why, size_t why_size)
+{
+    const struct ksuper_region *db = find_kind(cur, KDISK_REGION_DB);
+    const struct ksuper_region *ba = find_kind(cur, KDISK_REGION_BACKUP_A);
+    const struct ksuper_region *bb = find_kind(cur, KDISK_REGION_BACKUP_B);
+    if (!db || !ba || !bb) {
+        snprintf(why, why_size, "the layout lacks the database or a backup region");
+        return -1;
+    }
+    if (g->bytes < cur->partition_bytes) {
+        snprintf(why, why_size, "the partition (%llu bytes) is smaller than its layout (%llu bytes)",
+                 (unsigned long long)g->bytes, (unsigned long long)cur->partition_bytes);
+        return -1;
+    }
+    const uint64_t db_end = db->offset + db->length;
+    for (unsigned i = 0; i < cur->region_count; i++) {
+        const struct ksuper_region *r = &cur->regions[i];
+        int backup = r->kind == KDISK_REGION_BACKUP_A || r->kind == KDISK_REGION_BACKUP_B;
+        if (r == db)
+            continue;
+        if (backup ? r->offset < db_end : r->offset + r->length > db->offset) {
+            snprintf(why, why_size, "the %s region (bytes %llu+%llu) %s the database: the layout "
+                     "cannot grow in place", ksuper_kind_name(r->kind), (unsigned long long)r->offset,
+                     (unsigned long long)r->length, backup ? "lies before" : "lies past");
+            return -1;
+        }
+    }
+    const uint64_t align = cur->align;
+    const uint64_t end_abs = (g->start + g->bytes) / align * align;
+    const uint64_t db_abs = g->start + db->offset;
+    if (end_abs <= db_abs)
+        return 1;
+    const uint64_t each = (end_abs - db_abs) / 3 / align * align;
+    if (each <= db->length)
+        return 1;
+    struct ksuper sb = *cur;
+    sb.partition_bytes = g->bytes;
+    for (unsigned i = 0; i < sb.region_count; i++) {
+        struct ksuper_region *r = &sb.regions[i];
+        if (r->kind == KDISK_REGION_DB)
+            r->length = each;
+        else if (r->kind == KDISK_REGION_BACKUP_A)
+            *r = (struct ksuper_region){.kind = r->kind, .offset = db->offset + each, .length = each};
+        else if (r->kind == KDISK_REGION_BACKUP_B)
+            *r = (struct ksuper_region){.kind = r->kind, .offset = db->offset + 2 * each, .length = each};
+    }
+    *next = sb;
+    return 0;
+}

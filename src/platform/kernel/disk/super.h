@@ -120,6 +120,22 @@ int ksuper_check(const struct ksuper *sb, const struct ksuper_geom *g, char *why
 int ksuper_plan(const struct ksuper_geom *g, const uint8_t volume_id[16], struct ksuper *out,
                 char *why, size_t why_size);
 
+/*
+ * Growth: the region table for cur's partition grown to g (g->bytes >=
+ * cur->partition_bytes; same start). The database keeps its start and
+ * grows over the space its backups held and into the added space; the
+ * backups move behind it; every other region (WAL, telemetry, later
+ * kinds) keeps its place and size. The database and each backup get a
+ * third of the space from the database's start to the partition's last
+ * aligned point (the sizing rule with WAL and telemetry as they are),
+ * rounded down to align. 0: next filled (generation as cur's; the caller
+ * updates); 1: nothing grows (the database would not gain an align); -1
+ * with why: the table does not allow it (a region other than the backups
+ * lies past the database, the backups lie before it).
+ */
+int ksuper_grow_plan(const struct ksuper *cur, const struct ksuper_geom *g, struct ksuper *next,
+                     char *why, size_t why_size);
+
 /* Read both slots and decide. KDISK_OK (out is the winner; notes say what
  * was wrong with the other slot), KDISK_EBLANK, KDISK_EREFUSED, KDISK_EIO. */
 int ksuper_read(const struct kdisk *d, const struct ksuper_geom *g, struct ksuper_state *out,

@@ -15,6 +15,7 @@
 #include "dev/blk.h"
 #include "disk/blkdisk.h"
 #include "disk/gpt.h"
+#include "disk/grow.h"
 #include "disk/layout.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
@@ -38,13 +39,21 @@
 
 /* Boot-time state of the one store (like the one broker in serve.c). */
 static struct {
+    struct blk_dev *dev;
     struct blkdisk bd;
     struct klayout layout;
     struct kvfs *fs;
     store *st;
-    squeue_store q;
     struct kscrub *scrub;
+    squeue_store inner;          /* the store's own calls */
+    squeue_store q;              /* inner, with the disk's growth around it */
+    bool backup_open;            /* a backup copy runs: its region must not move */
+    uint64_t next_check_ns;      /* the next look at the device's capacity */
+    broker_disk_status disk;     /* for $SYS */
 } ds;
+
+/* How often the store thread asks the device for its capacity, at most. */
+#define KDISK_CAPACITY_CHECK_NS 1000000000ull
 
 static _Noreturn void halt_store(const char *disk, const char *why)
 {
@@ -156,11 +165,122 @@ static uint64_t store_clock_us(void *ctx)
     return clock_mono_ns() / 1000;
 }
 
-static void map_region(struct kvfs_config *c, enum kvfs_role role, uint32_t kind)
+/* ---- growth (disk/grow.h) ------------------------------------------------- */
+
+static void disk_status_update(void)
 {
-    const struct kdisk_region *r = klayout_region(&ds.layout, kind);
-    /* klayout_open accepts only layouts with every kind present. */
-    c->region[role] = (struct kvfs_region){r->lba, r->blocks};
+    const uint32_t lb = ds.bd.disk.logical_block;
+    ds.disk.disk_bytes = ds.bd.disk.capacity * lb;
+    ds.disk.partition_bytes = ds.layout.geom.bytes;
+    ds.disk.database_bytes = klayout_region(&ds.layout, KDISK_REGION_DB)->blocks * lb;
+}
+
+/* Grow the layout as far as the disk allows and say what happened. 0, or
+ * -1 after an I/O error (said; the disk is the old or the new layout). */
+static int grow_layout(const char *when)
+{
+    struct kdisk_report rep;
+    struct kgrow g;
+    kdisk_report_clear(&rep);
+    int rc = klayout_grow(&ds.bd.disk, &ds.layout, &g, &rep);
+    for (unsigned i = 0; i < rep.note_count; i++)
+        kprintf("tern: store: %s: %s\n", ds.dev->name, rep.notes[i]);
+    if (rc) {
+        kprintf("tern: store: %s: growth %s failed: %s\n", ds.dev->name, when, rep.error);
+        return -1;
+    }
+    if (g.gpt_moved || g.layout_grown) {
+        ds.disk.growths++;
+        snprintf(ds.disk.last_growth, sizeof ds.disk.last_growth,
+                 "%s: disk %llu MiB, partition %llu -> %llu MiB, database %llu -> %llu MiB", when,
+                 (unsigned long long)(ds.bd.disk.capacity * ds.bd.disk.logical_block >> 20),
+                 (unsigned long long)(g.old_part_bytes >> 20), (unsigned long long)(g.part_bytes >> 20),
+                 (unsigned long long)(g.old_db_bytes >> 20), (unsigned long long)(g.db_bytes >> 20));
+        kprintf("tern: store: %s: grew %s%s\n", ds.dev->name, ds.disk.last_growth,
+                g.layout_grown ? "; the backups moved behind the database and are empty until "
+                                 "the next backup" : "");
+    }
+    disk_status_update();
+    return 0;
+}
+
+/* The VFS's regions from the layout (klayout_open accepts only layouts
+ * with every kind present). */
+static void map_regions(struct kvfs_region out[KVFS_ROLES])
+{
+    static const uint32_t kind[KVFS_ROLES] = {KDISK_REGION_DB, KDISK_REGION_WAL,
+                                              KDISK_REGION_BACKUP_A, KDISK_REGION_BACKUP_B};
+    for (int i = 0; i < KVFS_ROLES; i++) {
+        const struct kdisk_region *r = klayout_region(&ds.layout, kind[i]);
+        out[i] = (struct kvfs_region){r->lba, r->blocks};
+    }
+}
+
+/* On the store thread, before a commit or a backup starts (nothing of the
+ * store's is in flight then, and no backup is open): a device that grew
+ * (virtio-blk's capacity, looked at once a second) grows the layout while
+ * serving, and the VFS takes the new extents. */
+static void grow_live(void)
+{
+    uint64_t now = clock_mono_ns();
+    if (ds.backup_open || now < ds.next_check_ns)
+        return;
+    ds.next_check_ns = now + KDISK_CAPACITY_CHECK_NS;
+    int r = blk_recheck_capacity(ds.dev);
+    if (r < 0)
+        kprintf("tern: store: %s: the device reports a smaller capacity; ignored (a disk is "
+                "never shrunk under its data)\n", ds.dev->name);
+    if (r <= 0)
+        return;
+    ds.bd.disk.capacity = ds.dev->topo.capacity;
+    uint64_t generation = ds.layout.super.sb.generation;
+    if (grow_layout("while serving") != 0 && generation == ds.layout.super.sb.generation) {
+        disk_status_update();
+        return; /* the superblock did not switch: the old extents still hold */
+    }
+    struct kvfs_region regions[KVFS_ROLES];
+    char err[160];
+    map_regions(regions);
+    if (kvfs_set_regions(ds.fs, regions, err, sizeof err) != 0)
+        halt_store(ds.dev->name, err); /* the next boot opens the grown layout */
+}
+
+static store_rc w_apply(void *ctx, const broker_store_batch *batches, size_t n)
+{
+    (void)ctx;
+    grow_live();
+    return ds.inner.apply(ds.inner.ctx, batches, n);
+}
+
+static store_rc w_backup_begin(void *ctx)
+{
+    (void)ctx;
+    grow_live();
+    store_rc rc = ds.inner.backup_begin(ds.inner.ctx);
+    ds.backup_open = rc == STORE_OK;
+    return rc;
+}
+
+static store_rc w_backup_step(void *ctx, bool *done)
+{
+    (void)ctx;
+    store_rc rc = ds.inner.backup_step(ds.inner.ctx, done);
+    if (rc != STORE_OK || *done)
+        ds.backup_open = false; /* as the queue sees it: the copy ended */
+    return rc;
+}
+
+static void w_get_stats(void *ctx, store_stats *out)
+{
+    (void)ctx;
+    ds.inner.get_stats(ds.inner.ctx, out);
+    out->disk = ds.disk;
+}
+
+static store_rc w_load(void *ctx, broker *b, char *err, size_t err_size)
+{
+    (void)ctx;
+    return ds.inner.load(ds.inner.ctx, b, err, err_size);
 }
 
 /* ---- opening -------------------------------------------------------------- */
@@ -179,6 +299,11 @@ static void open_layout(struct blk_dev *d)
         kprintf("tern: store: %s: %s\n", d->name, rep.notes[i]);
     if (rc)
         halt_store(d->name, rep.error);
+    ds.dev = d;
+    disk_status_update();
+    /* A disk larger than its layout grows before anything opens it; a
+     * failed growth leaves the old or the new layout: go on with it. */
+    (void)grow_layout("at boot");
     const struct klayout *l = &ds.layout;
     const struct kdisk_region *db = klayout_region(l, KDISK_REGION_DB);
     const struct kdisk_region *wal = klayout_region(l, KDISK_REGION_WAL);
@@ -195,10 +320,7 @@ static void open_vfs(struct blk_dev *d)
 {
     char err[160];
     struct kvfs_config c = {.vfs_name = "tern", .path = KDISK_DB_PATH, .dev = d};
-    map_region(&c, KVFS_DB, KDISK_REGION_DB);
-    map_region(&c, KVFS_LOG, KDISK_REGION_WAL);
-    map_region(&c, KVFS_BACKUP_A, KDISK_REGION_BACKUP_A);
-    map_region(&c, KVFS_BACKUP_B, KDISK_REGION_BACKUP_B);
+    map_regions(c.region);
     ksqlite_env(&c.env);
     c.env.wait = vfs_wait;
     ds.fs = kvfs_open(&c, err, sizeof err);
@@ -272,8 +394,11 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     (void)ktele_open(d, &ds.layout, &tb, cfg->telemetry_interval_s);
     open_vfs(d);
     open_database(cfg, d, integrity);
-    kstore_bind_store(&ds.q, ds.st);
     ds.scrub = kscrub_start(d, &ds.layout, cfg->store_scrub_rate_kib, cfg->store_scrub_interval_s);
+    kstore_bind_store(&ds.inner, ds.st);
+    ds.q = (squeue_store){.apply = w_apply, .backup_begin = w_backup_begin,
+                          .backup_step = w_backup_step, .get_stats = w_get_stats,
+                          .load = w_load, .ctx = &ds};
     return &ds.q;
 }
 

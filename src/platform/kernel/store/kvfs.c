@@ -151,6 +151,8 @@ static int f_close(sqlite3_file *file)
 
     if (f->kind <= K_BAK && f->fs->run_rgn == f->rgn)
         rc = kvfs_io_flush_run(f->fs);
+    if (f->kind <= K_BAK && f->fs->opened[f->rgn] > 0)
+        f->fs->opened[f->rgn]--;
     return rc;
 }
 
@@ -346,6 +348,8 @@ static int v_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int fl
     f->kind = k;
     f->rgn = rgn;
     f->base.pMethods = &methods;
+    if (k <= K_BAK)
+        fs->opened[rgn]++;
     if (out_flags != NULL)
         *out_flags = flags;
     return SQLITE_OK;
@@ -580,6 +584,44 @@ void kvfs_close(struct kvfs *fs)
     free(fs->run_mem);
     free(fs->rbuf_mem);
     free(fs);
+}
+
+int kvfs_set_regions(struct kvfs *fs, const struct kvfs_region region[KVFS_ROLES], char *err,
+                     size_t err_size)
+{
+    for (int i = 0; i < KVFS_ROLES; i++) {
+        const struct kvfs_rgn *g = &fs->rgn[i];
+        const struct kvfs_region *r = &region[i];
+
+        if (!region_fits(fs, r, err, err_size, 0))
+            return -1;
+        for (int j = 0; j < i; j++)
+            if (r->lba < region[j].lba + region[j].blocks && region[j].lba < r->lba + r->blocks) {
+                (void)snprintf(err, err_size, "regions %d and %d overlap", j, i);
+                return -1;
+            }
+        if (r->lba == g->lba ? r->blocks < g->blocks : fs->opened[i] > 0 || fs->run_rgn == i) {
+            (void)snprintf(err, err_size, "region %d cannot %s now", i,
+                           r->lba == g->lba ? "shrink" : "move while its file is open");
+            return -1;
+        }
+    }
+    for (int i = 0; i < KVFS_ROLES; i++) {
+        struct kvfs_rgn *g = &fs->rgn[i];
+        const struct kvfs_region *r = &region[i];
+        bool moved = r->lba != g->lba;
+
+        if (!moved && r->blocks == g->blocks)
+            continue;
+        g->lba = r->lba;
+        g->blocks = r->blocks;
+        g->data_lba = r->lba + RGN_HDR_COPIES * (fs->pb / fs->lb);
+        g->capacity = (r->blocks - RGN_HDR_COPIES * (fs->pb / fs->lb)) * fs->lb;
+        /* A grown region keeps its file; a moved one is read afresh. */
+        if (moved && kvfs_io_load(fs, i, err, err_size) != SQLITE_OK)
+            return -1;
+    }
+    return 0;
 }
 
 void kvfs_get_stats(const struct kvfs *fs, struct kvfs_stats *out)

@@ -98,6 +98,18 @@ int kvfs_register(struct kvfs *fs, int make_default);
 /* Unregister and free; no file may be open (NULL is fine). */
 void kvfs_close(struct kvfs *fs);
 
+/*
+ * The layout grew (disk/grow.h) while the VFS is mounted: every region
+ * takes its extent in region. One that keeps its start may only grow (its
+ * file, size and header stay; the header names the new length at its next
+ * write); one that moves must have no file open and is read again at its
+ * new place (the grower zeroed its headers: an empty file). 0, or -1 with
+ * one line in err (nothing changed, unless reading a moved region's header
+ * failed).
+ */
+int kvfs_set_regions(struct kvfs *fs, const struct kvfs_region region[KVFS_ROLES], char *err,
+                     size_t err_size);
+
 struct kvfs_stats {
     uint64_t reads, writes, flushes;      /* requests completed */
     uint64_t rmw_reads;                   /* reads to complete a partial block */

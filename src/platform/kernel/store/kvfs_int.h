@@ -50,6 +50,7 @@ struct kvfs {
     bool persist_wal;
     bool registered;
     bool unflushed;         /* a write completed since the last flush */
+    unsigned opened[KVFS_ROLES]; /* files open on each region (kvfs_set_regions) */
     /* The write run: whole physical blocks [run_first, run_first + run_n)
      * of region run_rgn's data area, complete in memory, not yet written. */
     int run_rgn;            /* -1: empty */

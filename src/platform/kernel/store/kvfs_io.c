@@ -184,6 +184,8 @@ static int write_header(struct kvfs *fs, int r)
     h.role = g->role; /* the header read may name the other data role (region.c) */
     h.owner = hdr_owner(g);
     h.size = g->size;
+    h.lba = g->lba;          /* a grown region's header names its new length */
+    h.blocks = g->blocks;
     h.seq = g->hdr.seq + 1;
     h.flags = 0;
     memset(fs->rbuf, 0, fs->pb);

@@ -105,9 +105,12 @@ int rgn_hdr_parse(const uint8_t *buf, size_t len, uint32_t role, uint64_t lba,
      * (tern-disk) swaps their regions in the superblock's table, which is
      * the one write that switches, so each region's header may still name
      * the other role until its next header write (kvfs_io.c writes its own
-     * role). The log is never taken for either. */
+     * role). The log is never taken for either. A region the layout grew
+     * (disk/grow.h) keeps its start and its header, naming the old, shorter
+     * length, until the header's next write; any other difference is a
+     * copy of another region's header. */
     if ((out->role != role && !(data_role(out->role) && data_role(role))) || out->lba != lba ||
-        out->blocks != blocks)
+        out->blocks > blocks || out->blocks == 0)
         return RGN_FOREIGN;
     if (out->owner > RGN_OWNER_JOURNAL || out->flags != 0 ||
         out->size > capacity || (out->owner == RGN_OWNER_NONE && out->size != 0) ||

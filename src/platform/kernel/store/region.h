@@ -63,7 +63,9 @@ void rgn_hdr_encode(const struct rgn_hdr *h, uint8_t out[RGN_HDR_BYTES]);
 /* Parse one copy, checking it belongs to region {lba, blocks} of role
  * whose data area holds capacity bytes. A copy naming RGN_ROLE_DB where
  * RGN_ROLE_BACKUP is asked for, or the reverse, belongs too (a migration
- * swaps those regions; out->role says which the copy names). */
+ * swaps those regions; out->role says which the copy names). A copy naming
+ * the same start but fewer blocks is this region before the layout grew it
+ * (disk/grow.h): accepted; more blocks or another start is RGN_FOREIGN. */
 int rgn_hdr_parse(const uint8_t *buf, size_t len, uint32_t role, uint64_t lba,
                   uint64_t blocks, uint64_t capacity, struct rgn_hdr *out);
 

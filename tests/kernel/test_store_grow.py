@@ -1,0 +1,196 @@
+"""Disk growth (issue 14, D3) through the production kernel serving mutual
+TLS from its disk (virtio-blk, 512-byte blocks):
+
+- At boot: a 64 MiB disk holding retained messages is grown to 192 MiB
+  with `qemu-img resize` between boots. The next boot moves the backup GPT
+  to the new end, grows the data partition to the last whole MiB and the
+  database region over its backups' old space (the console says so); the
+  retained messages are all there, $SYS/broker/store/disk/* gives the new
+  disk, partition and database sizes and one growth; afterwards
+  `sgdisk -v` finds no problem, `tern-disk verify` finds the disk clean,
+  and `tern-mkdisk --show` reads the grown regions (the database larger
+  than before, the backups behind it).
+- The growth at boot also with a virtio-scsi disk of 4096-byte blocks.
+- Live: the same machine's disk grown to 320 MiB through QMP's
+  block_resize while it serves. After the next commit (a retained
+  publish) $SYS shows the new sizes and a second growth without a reboot;
+  the messages are there; after a clean stop the GPT and the disk verify
+  and the layout reads back grown again, and the next boot finds nothing to grow.
+"""
+import os
+import re
+import subprocess
+import time
+
+from clients import mosq
+from harness import Failure, Qmp, drive, expect_lines, scratch, show
+from test_store_disk import DiskBroker, mkdisk
+
+MIB = 1 << 20
+REGION = re.compile(r"^\s+(\S+(?: [AB])?)\s+LBA (\d+), (\d+) blocks", re.M)
+GREW = rb"tern: store: virtio-blk [0-9a-f:.]+: grew "
+GREW_SCSI = rb"tern: store: virtio-scsi [0-9a-f:.]+ 0:0: grew "
+
+
+def run(args):
+    p = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        raise Failure(f"{' '.join(args)}: exit {p.returncode}\n{p.stdout}{p.stderr}")
+    return p.stdout
+
+
+def layout(build, img, logical=512):
+    """{region name: (first LBA, blocks)} as the host tool reads them."""
+    out = run([os.path.join(build.dir, "rel", "tern-mkdisk"), "--show", "--logical-block",
+               str(logical), img])
+    return {m.group(1): (int(m.group(2)), int(m.group(3))) for m in REGION.finditer(out)}
+
+
+def verify(build, img, size_mib, logical=512):
+    """The image's GPT passes sgdisk -v (512-byte blocks: sgdisk takes an
+    image's blocks as 512 bytes), tern-disk verify finds it clean (GPT
+    copies, superblocks, region headers, database pages) and the layout
+    reads back."""
+    if logical == 512:
+        v = run(["sgdisk", "-v", img])
+        if "No problems found" not in v:
+            raise Failure(f"sgdisk -v after growth to {size_mib} MiB:\n{v}")
+    run([os.path.join(build.dir, "rel", "tern-disk"), "verify", "--logical-block", str(logical),
+         img])
+    reg = layout(build, img, logical)
+    if set(reg) != {"database", "WAL", "telemetry", "backup A", "backup B"} or \
+            reg["backup A"][0] != reg["database"][0] + reg["database"][1]:
+        raise Failure(f"tern-mkdisk --show after growth: {reg}")
+    return reg
+
+
+def sys_disk(db, want_bytes, timeout=30):
+    """$SYS/broker/store/disk/* once disk/bytes says want_bytes."""
+    op = db.pki.args("dev-operator")
+    deadline = time.monotonic() + timeout
+    while True:
+        out = mosq("mosquitto_sub", db.port, "-t", "$SYS/broker/store/disk/#", "-v",
+                   "-W", "3", tls=op, check=False).stdout.decode()
+        got = dict(line.split(" ", 1) for line in out.splitlines() if " " in line)
+        if got.get("$SYS/broker/store/disk/bytes") == str(want_bytes):
+            return got
+        if time.monotonic() > deadline:
+            raise Failure(f"$SYS disk topics never said {want_bytes} bytes: {got}")
+        time.sleep(1)
+
+
+def grow_test(build):
+    def check():
+        notes = []
+        with scratch() as tmp:
+            img, _ = mkdisk(build, tmp, "64M", 512)
+            db = DiskBroker(build, tmp, drive(img, "d0"))
+            t0 = time.monotonic()
+            vm = db.boot()
+            with vm:
+                db.ready(vm)
+                for i in range(3):
+                    db.pub(f"test/grow/{i}", f"v{i}", 1, retain=True)
+                db.quit(vm)
+            before = layout(build, img)
+            want = {f"test/grow/{i}": f"v{i}" for i in range(3)}
+
+            # at boot
+            run(["qemu-img", "resize", "-f", "raw", img, "192M"])
+            vm = db.boot()
+            with vm:
+                out = db.ready(vm)
+                expect_lines(out, (GREW + rb"at boot: disk 192 MiB, partition 62 -> 190 MiB, "
+                                          rb"database 17 -> 60 MiB",))
+                db.expect_retained("test/grow/#", want)
+                got = sys_disk(db, 192 * MIB)
+                db.quit(vm)
+            if got.get("$SYS/broker/store/disk/growths") != "1" or \
+                    got.get("$SYS/broker/store/disk/partition_bytes") != str(190 * MIB):
+                raise Failure(f"$SYS after the growth at boot: {got}")
+            after = verify(build, img, 192)
+            if after["database"][0] != before["database"][0] or \
+                    after["database"][1] <= before["database"][1]:
+                raise Failure(f"database region before {before}, after {after}")
+            if int(got["$SYS/broker/store/disk/database_bytes"]) != after["database"][1] * 512:
+                raise Failure(f"$SYS database_bytes {got}, layout {after}")
+            notes.append(f"at boot: database {before['database'][1] // 2048} -> "
+                         f"{after['database'][1] // 2048} MiB")
+
+            # live, through QMP
+            vm = db.boot()
+            with vm:
+                db.ready(vm)
+                q = Qmp(db.qmp)
+                try:
+                    q.cmd("block_resize", device="d0", size=320 * MIB)
+                finally:
+                    q.close()
+                t1 = time.monotonic()
+                db.pub("test/grow/live", "after", 1, retain=True)  # the next commit grows
+                got = sys_disk(db, 320 * MIB)
+                if vm.wait_for(lambda o: re.search(GREW + rb"while serving: disk 320 MiB",
+                                                    o) is not None, 20) is None:
+                    raise Failure("no growth line while serving:\n" + show(vm.text()[-2000:]))
+                want["test/grow/live"] = "after"
+                db.pub("test/grow/later", "x", 1, retain=True)  # commits into the grown layout
+                want["test/grow/later"] = "x"
+                db.expect_retained("test/grow/#", want)
+                vm.expect_no_fatal()
+                db.quit(vm)
+            if got.get("$SYS/broker/store/disk/growths") != "1" or \
+                    got.get("$SYS/broker/store/disk/partition_bytes") != str(318 * MIB):
+                raise Failure(f"$SYS after the live growth: {got}")
+            live = verify(build, img, 320)
+            if live["database"][1] <= after["database"][1]:
+                raise Failure(f"live growth: database {after} -> {live}")
+            notes.append(f"live: database -> {live['database'][1] // 2048} MiB, "
+                         f"$SYS {time.monotonic() - t1:.0f} s after block_resize")
+
+            # nothing left to grow
+            vm = db.boot()
+            with vm:
+                out = db.ready(vm)
+                if b" grew " in out:
+                    raise Failure("grew again:\n" + show(out))
+                db.expect_retained("test/grow/#", want)
+                db.quit(vm)
+            notes.append(f"{time.monotonic() - t0:.0f} s in all")
+        return "; ".join(notes)
+    return check
+
+
+def scsi_boot_test(build):
+    """virtio-scsi with 4096-byte blocks: the growth at boot (the driver
+    reads the capacity at probe; live growth is virtio-blk's)."""
+    def check():
+        with scratch() as tmp:
+            img, _ = mkdisk(build, tmp, "64M", 4096)
+            db = DiskBroker(build, tmp, drive(img, "d0", "virtio-scsi",
+                                              "logical_block_size=4096,physical_block_size=4096"))
+            vm = db.boot()
+            with vm:
+                db.ready(vm)
+                db.pub("test/grow/scsi", "s", 1, retain=True)
+                db.quit(vm)
+            before = layout(build, img, 4096)
+            run(["qemu-img", "resize", "-f", "raw", img, "192M"])
+            vm = db.boot()
+            with vm:
+                out = db.ready(vm)
+                expect_lines(out, (GREW_SCSI + rb"at boot: disk 192 MiB, partition 62 -> 190 "
+                                               rb"MiB, database 17 -> 60 MiB",))
+                db.expect_retained("test/grow/#", {"test/grow/scsi": "s"})
+                got = sys_disk(db, 192 * MIB)
+                db.quit(vm)
+            after = verify(build, img, 192, 4096)
+            if after["database"][0] != before["database"][0] or \
+                    int(got["$SYS/broker/store/disk/database_bytes"]) != after["database"][1] * 4096:
+                raise Failure(f"database region before {before}, after {after}, $SYS {got}")
+        return "database 17 -> 60 MiB"
+    return check
+
+
+def cases(b):
+    return {"store-disk-grown-at-boot-and-live-keeps-retained-and-verifies": grow_test(b),
+            "store-disk-scsi4k-grown-at-boot-keeps-retained-and-verifies": scsi_boot_test(b)}
