@@ -139,7 +139,7 @@ size_t broker_store_pending_bytes(const broker *b);
 
 /* The store's health, as the platform last saw it; published under
  * $SYS/broker/store/ (SPEC D1: a failing disk is reported, not hidden). A
- * change of `failing` is published at once; counters follow at the next
+ * change of `failing` or `full` is published at once; counters follow at the next
  * $SYS refresh. Logging is the platform's. */
 typedef struct broker_store_status {
     uint64_t commits;          /* successful transactions */
@@ -150,6 +150,8 @@ typedef struct broker_store_status {
     uint64_t backups_done;
     uint64_t backups_failed;
     bool failing;              /* the last transaction failed */
+    bool full;                 /* no room: commits (or checkpoints) fail for
+                                  lack of space; the state reads "full" */
     bool restored_at_open;     /* the database was replaced by a backup at open */
 } broker_store_status;
 

@@ -65,6 +65,12 @@ typedef struct store_options {
     void *clock_ctx;
     uint32_t cache_kib;          /* SQLite's page cache bound (PRAGMA cache_size) in
                                     KiB; 0 = SQLite's default (about 2 MiB) */
+    uint64_t max_db_bytes;       /* the most the database file can hold (the
+                                    unikernel's database region); 0 = no bound.
+                                    A commit that would grow the database past
+                                    it fails (SQLITE_FULL) before it reaches the
+                                    log, so every committed page can later be
+                                    checkpointed into the file (room.c) */
 } store_options;
 
 /* What store_open() found. */
@@ -77,6 +83,10 @@ typedef struct store_open_info {
                                check_failed or found_empty */
     char restored_from;     /* 'a' or 'b' when restored */
     uint32_t schema_found;  /* schema version before migration (0 = new) */
+    bool full;              /* the log could not be checkpointed into the
+                               database for lack of room: opened anyway, to
+                               serve what is stored (the log holds it); commits
+                               that need room fail */
 } store_open_info;
 
 /*
@@ -174,6 +184,7 @@ typedef struct store_stats {
     uint64_t errors_full;      /* of those: SQLITE_FULL */
     uint64_t errors_io;        /* of those: SQLITE_IOERR */
     uint64_t full_log_checkpoints; /* checkpoints after a full log (apply.c) */
+    uint64_t failed_checkpoints; /* checkpoints that failed (room.c) */
     uint64_t last_commit_us;   /* latency of the last successful commit */
     uint64_t p50_commit_us;    /* over the window */
     uint64_t p99_commit_us;
@@ -182,6 +193,8 @@ typedef struct store_stats {
     uint64_t backups_failed;
     uint64_t backup_longest_step_us;
     bool failing;              /* the last transaction failed */
+    bool full;                 /* no room: the last transaction failed with
+                                  SQLITE_FULL, or the last checkpoint did */
     bool restored_at_open;     /* the database was replaced by a backup at open */
 } store_stats;
 
