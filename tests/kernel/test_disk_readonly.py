@@ -18,7 +18,7 @@ from harness import (BANNER, READY, Failure, Qmp, Screen, Vm, drive, qmp_args, s
                      show)
 
 HALTED = re.compile(rb"tern: store: refusing to serve without the configured durable store; "
-                    rb"halted\n")
+                    rb"halted\r?\n")
 READ_ONLY = re.compile(rb"tern: store: virtio-(blk|scsi) [^\n]*: read-only medium: [^\n]*\n")
 HOLD_S = 5  # after the halt: a reset (or a fatal report's reset) would end QEMU
 
