@@ -39,6 +39,9 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_disk_size.py     boot time with a 1 GiB and a 64 GiB data disk
   test_store.py         the store thread: commits that wait or compute do
                         not stop the network; RAM only without a disk
+  test_store_full.py    a full database region: acknowledgements withheld,
+                        $SYS says full, the next boot serves every
+                        acknowledged message
   test_store_restore.py the disk store restores its newest backup at boot
                         (an emptied or a damaged database), $SYS says so
   test_store_disk.py    the store on the machine's own disk over mutual TLS:
@@ -70,6 +73,7 @@ import test_net
 import test_pci_acpi
 import test_store
 import test_store_disk
+import test_store_full
 import test_store_restore
 
 # The order tests are started and reported in: after the quick boots, the
@@ -78,7 +82,7 @@ import test_store_restore
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
-           test_store_restore)
+           test_store_full, test_store_restore)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))
