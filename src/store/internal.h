@@ -58,6 +58,7 @@ struct store {
     bool commit_full;          /* the last transaction failed with SQLITE_FULL */
     bool checkpoint_full;      /* the last checkpoint found no room (room.c) */
     bool checkpoint_failed;    /* the last checkpoint failed otherwise */
+    uint32_t checkpoint_retry; /* commits until a failed checkpoint is tried again */
 
     store_stats st;            /* counters; percentiles filled on demand */
     uint32_t lat_us[STORE_LATENCY_WINDOW]; /* ring of recent commit latencies */

@@ -25,8 +25,12 @@
  */
 #include "store/internal.h"
 
-/* SQLite's own threshold for its automatic checkpoint (frames in the log). */
-enum { ROOM_AUTOCHECKPOINT_FRAMES = 1000 };
+/* SQLite's own threshold for its automatic checkpoint (frames in the log);
+ * after a failed checkpoint, the first commit that follows failed commits
+ * (the disk may have recovered) and then every ROOM_RETRY_COMMITS-th one
+ * tries again below it, so the store does not stay "full" once there is
+ * room, nor copy the log at every commit while there is none. */
+enum { ROOM_AUTOCHECKPOINT_FRAMES = 1000, ROOM_RETRY_COMMITS = 64 };
 
 static bool is_full(int rc)
 {
@@ -43,6 +47,7 @@ void store_room_checkpointed(store *s, int rc, const char *when)
         return;
     }
     s->st.failed_checkpoints++;
+    s->checkpoint_retry = ROOM_RETRY_COMMITS;
     if (is_full(rc) && !s->checkpoint_full)
         store_logf(s, BROKER_LOG_ERROR,
                    "store: checkpoint %s failed: no room in the database for the log's pages "
@@ -61,8 +66,12 @@ void store_room_checkpointed(store *s, int rc, const char *when)
 static int wal_hook(void *ctx, sqlite3 *db, const char *name, int frames)
 {
     store *s = ctx;
+    bool stuck = s->checkpoint_full || s->checkpoint_failed;
 
-    if (frames >= ROOM_AUTOCHECKPOINT_FRAMES)
+    /* fail_streak: this commit ends a run of failed ones (apply.c counts
+     * it as a success only after the hook). */
+    if (frames >= ROOM_AUTOCHECKPOINT_FRAMES ||
+        (stuck && (s->fail_streak > 0 || s->checkpoint_retry == 0 || --s->checkpoint_retry == 0)))
         store_room_checkpointed(s, sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_PASSIVE,
                                                              NULL, NULL),
                                 "after a commit");
