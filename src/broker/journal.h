@@ -139,7 +139,7 @@ size_t broker_store_pending_bytes(const broker *b);
 
 /* The store's health, as the platform last saw it; published under
  * $SYS/broker/store/ (SPEC D1: a failing disk is reported, not hidden). A
- * change of `failing` is published at once; counters follow at the next
+ * change of `failing` or `full` is published at once; counters follow at the next
  * $SYS refresh. Logging is the platform's. */
 /* The disk under the store, where the platform has one of its own (the
  * kernel's layout: docs/DISK.md); all zero elsewhere, and then not
@@ -161,6 +161,8 @@ typedef struct broker_store_status {
     uint64_t backups_done;
     uint64_t backups_failed;
     bool failing;              /* the last transaction failed */
+    bool full;                 /* no room: commits (or checkpoints) fail for
+                                  lack of space; the state reads "full" */
     bool restored_at_open;     /* the database was replaced by a backup at open */
     /* The unikernel's disk scrubber (SPEC D6); scrub_on false: none. */
     bool scrub_on;

@@ -46,9 +46,15 @@ static uint64_t ema_step(uint64_t avg, uint64_t delta, uint64_t dt_ms)
     return avg - (avg - rate) * dt_ms / (60000u + dt_ms);
 }
 
+/* "full" (no room) says more than "failing", which it usually is too. */
+static const char *store_state(const broker_store_status *st)
+{
+    return st->full ? "full" : st->failing ? "failing" : "ok";
+}
+
 static void put_store_state(broker *b)
 {
-    put(b, "$SYS/broker/store/state", b->store_status.failing ? "failing" : "ok");
+    put(b, "$SYS/broker/store/state", store_state(&b->store_status));
 }
 
 static void sys_publish_store(broker *b)
@@ -83,7 +89,8 @@ static void sys_publish_store(broker *b)
 void broker_set_store_status(broker *b, const broker_store_status *st)
 {
     /* The store logs its own state changes; the core publishes them. */
-    bool changed = !b->has_store_status || st->failing != b->store_status.failing;
+    bool changed = !b->has_store_status ||
+                   strcmp(store_state(st), store_state(&b->store_status)) != 0;
     b->store_status = *st;
     b->has_store_status = true;
     if (changed)

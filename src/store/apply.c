@@ -310,6 +310,7 @@ static void note_failure(store *s, store_rc rc, size_t n)
         s->st.errors_full++;
     else if (rc == STORE_EIO)
         s->st.errors_io++;
+    s->commit_full = rc == STORE_EFULL;
     if (s->fail_streak++ == 0)
         store_logf(s, BROKER_LOG_ERROR,
                    "store: commit of %llu batch(es) failed (%s): %s; their acknowledgements "
@@ -324,6 +325,7 @@ static void note_success(store *s)
         store_logf(s, BROKER_LOG_WARN, "store: commits succeed again after %llu failed",
                    (unsigned long long)s->fail_streak);
     s->fail_streak = 0;
+    s->commit_full = false;
     s->st.failing = false;
 }
 
@@ -344,11 +346,8 @@ static void checkpoint_after_full(store *s)
                    "store: checkpointed the %d log frames after a commit found the log "
                    "full: the next commit writes the log from its start",
                    log_frames);
-    } else if (rc != SQLITE_OK && s->fail_streak == 1) {
-        store_logf(s, BROKER_LOG_WARN,
-                   "store: checkpoint after a full log failed: %s (SQLite code %d)",
-                   sqlite3_errmsg(s->db), sqlite3_extended_errcode(s->db));
     }
+    store_room_checkpointed(s, rc, "after a full log");
 }
 
 store_rc store_apply(store *s, const broker_store_batch *batches, size_t n)

@@ -55,6 +55,10 @@ struct store {
     int last_rc;               /* extended SQLite code of the last failure */
     char last_err[STORE_ERR_SIZE];
     uint64_t fail_streak;      /* failed transactions since the last success */
+    bool commit_full;          /* the last transaction failed with SQLITE_FULL */
+    bool checkpoint_full;      /* the last checkpoint found no room (room.c) */
+    bool checkpoint_failed;    /* the last checkpoint failed otherwise */
+    uint32_t checkpoint_retry; /* commits until a failed checkpoint is tried again */
 
     store_stats st;            /* counters; percentiles filled on demand */
     uint32_t lat_us[STORE_LATENCY_WINDOW]; /* ring of recent commit latencies */
@@ -112,6 +116,16 @@ int store_backup_newest(const store *s, int64_t *gen);
  * why completes "PATH ..." in the logged line. */
 store_rc store_backup_restore(store *s, int slot, int64_t gen, const char *why, char *err,
                               size_t err_size);
+
+/* room.c: bound the database to opt.max_db_bytes and take over SQLite's
+ * automatic checkpoint so that its failures are seen (after connecting). */
+store_rc store_room_setup(store *s);
+/* Record the outcome of a checkpoint (rc: SQLite's); logs when the store
+ * runs out of room and when it has room again. */
+void store_room_checkpointed(store *s, int rc, const char *when);
+/* The checkpoint at open (RESTART). A database with no room for the log's
+ * pages is opened anyway (info->full), so what is stored is served. */
+store_rc store_room_open_checkpoint(store *s, store_open_info *info);
 
 /* stats.c */
 void store_stats_commit(store *s, uint64_t latency_us);

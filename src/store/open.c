@@ -167,6 +167,8 @@ static store_rc db_connect(store *s)
     /* Read something so an unreadable file fails now, not at first use. */
     if (!store_query_int(s->db, "SELECT count(*) FROM sqlite_schema", &dummy))
         out = store_fail(s, sqlite3_extended_errcode(s->db), "reading the schema");
+    else
+        out = store_room_setup(s);
 done:
     return out;
 }
@@ -300,8 +302,9 @@ store *store_open(const store_options *opt, store_open_info *info, char *err, si
         goto fail;
     }
     /* Everything in the WAL into the database, and the next commit back at
-     * the WAL's start (see the top of this file). */
-    if (store_exec(s, "PRAGMA wal_checkpoint(RESTART)") != STORE_OK) {
+     * the WAL's start (see the top of this file); a database without room
+     * for it is served from the log (room.c). */
+    if (store_room_open_checkpoint(s, info) != STORE_OK) {
         put_err(err, err_size, s->path, s->last_err);
         goto fail;
     }

@@ -85,6 +85,7 @@ void squeue_status_of(const store_stats *st, bool failing, broker_store_status *
     out->backups_done = st->backups_done;
     out->backups_failed = st->backups_failed;
     out->failing = failing;
+    out->full = st->full;
     out->restored_at_open = st->restored_at_open;
     out->disk = st->disk;
 }

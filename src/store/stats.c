@@ -47,6 +47,7 @@ void store_get_stats(const store *s, store_stats *out)
     uint32_t n = s->lat_count;
 
     *out = s->st;
+    out->full = s->commit_full || s->checkpoint_full;
     out->p50_commit_us = out->p99_commit_us = out->max_commit_us = 0;
     if (n == 0)
         return;

@@ -70,6 +70,12 @@ typedef struct store_options {
                                     the kernel's layout v3 keeps page checksums
                                     there (8, store/kcksum.h). An existing file
                                     keeps its own; backups and restores copy it. */
+    uint64_t max_db_bytes;       /* the most the database file can hold (the
+                                    unikernel's database region); 0 = no bound.
+                                    A commit that would grow the database past
+                                    it fails (SQLITE_FULL) before it reaches the
+                                    log, so every committed page can later be
+                                    checkpointed into the file (room.c) */
 } store_options;
 
 /* What store_open() found. */
@@ -82,6 +88,10 @@ typedef struct store_open_info {
                                check_failed or found_empty */
     char restored_from;     /* 'a' or 'b' when restored */
     uint32_t schema_found;  /* schema version before migration (0 = new) */
+    bool full;              /* the log could not be checkpointed into the
+                               database for lack of room: opened anyway, to
+                               serve what is stored (the log holds it); commits
+                               that need room fail */
 } store_open_info;
 
 /*
@@ -179,6 +189,7 @@ typedef struct store_stats {
     uint64_t errors_full;      /* of those: SQLITE_FULL */
     uint64_t errors_io;        /* of those: SQLITE_IOERR */
     uint64_t full_log_checkpoints; /* checkpoints after a full log (apply.c) */
+    uint64_t failed_checkpoints; /* checkpoints that failed (room.c) */
     uint64_t last_commit_us;   /* latency of the last successful commit */
     uint64_t p50_commit_us;    /* over the window */
     uint64_t p99_commit_us;
@@ -187,6 +198,8 @@ typedef struct store_stats {
     uint64_t backups_failed;
     uint64_t backup_longest_step_us;
     bool failing;              /* the last transaction failed */
+    bool full;                 /* no room: the last transaction failed with
+                                  SQLITE_FULL, or the last checkpoint did */
     bool restored_at_open;     /* the database was replaced by a backup at open */
     broker_disk_status disk;   /* filled by the platform (the kernel's disk), not the store */
 } store_stats;

@@ -234,12 +234,15 @@ def disk_image(tmp, name, size_mib=64):
     return path
 
 
-def drive(path, ident, kind="virtio-blk", device_opts=""):
+def drive(path, ident, kind="virtio-blk", device_opts="", readonly=False):
     """QEMU arguments for a raw image as a disk: kind "virtio-blk" (a
     virtio-blk-pci function) or "virtio-scsi" (its own virtio-scsi-pci
     adapter with one scsi-hd); device_opts go to the disk's -device
-    (logical_block_size=, physical_block_size=, opt_io_size=, ...)."""
-    args = ["-drive", f"file={path},format=raw,if=none,id={ident},discard=unmap"]
+    (logical_block_size=, physical_block_size=, opt_io_size=, ...);
+    readonly: a read-only drive (virtio-blk offers VIRTIO_BLK_F_RO, scsi-hd
+    sets the write-protect bit of MODE SENSE)."""
+    args = ["-drive", f"file={path},format=raw,if=none,id={ident},discard=unmap" +
+            (",readonly=on" if readonly else "")]
     opts = f",{device_opts}" if device_opts else ""
     if kind == "virtio-blk":
         return args + ["-device", f"virtio-blk-pci,drive={ident}{opts}"]

@@ -33,8 +33,15 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_disk.py          virtio-blk and virtio-scsi disks: topology, pattern
                         writes surviving a reboot, refusals
   test_disk_image.py    the disk image tool's GPT (sgdisk, fdisk), no VM
+  test_disk_readonly.py the disk image on a read-only virtio-blk and
+                        virtio-scsi drive: halts with the reason on serial
+                        and screen, never resets
+  test_disk_size.py     boot time with a 1 GiB and a 64 GiB data disk
   test_store.py         the store thread: commits that wait or compute do
                         not stop the network; RAM only without a disk
+  test_store_full.py    a full database region: acknowledgements withheld,
+                        $SYS says full, the next boot serves every
+                        acknowledged message
   test_store_restore.py the disk store restores its newest backup at boot
                         (an emptied or a damaged database), $SYS says so
   test_store_grow.py    disk growth at boot (qemu-img resize) and live (QMP
@@ -65,6 +72,8 @@ import test_config
 import test_crypto
 import test_disk
 import test_disk_image
+import test_disk_readonly
+import test_disk_size
 import test_faults
 import test_kvfs
 import test_mqtt5
@@ -74,6 +83,7 @@ import test_scrub
 import test_store
 import test_store_disk
 import test_store_grow
+import test_store_full
 import test_store_restore
 import test_tele
 
@@ -82,8 +92,8 @@ import test_tele
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_kvfs, test_store, test_store_restore, test_tele,
-           test_scrub, test_store_grow)
+           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
+           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

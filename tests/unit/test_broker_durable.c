@@ -272,6 +272,32 @@ TEST(store_failure_is_published_on_sys_at_once)
     fw_free(&w);
 }
 
+TEST(store_full_is_published_on_sys_at_once_and_wins_over_failing)
+{
+    fworld w;
+    fw_init_durable(&w, NULL);
+    fclient *op = fw_open_as(&w, "ops", true);
+    fc_connect(&w, op, "op", true, 0);
+    fc_subscribe(&w, op, 1, "$SYS/broker/store/state", 0);
+    fc_clear(op);
+    broker_store_status st = {.commits = 5, .failing = true, .full = true};
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    mqtt_packet pk;
+    CHECK(fc_next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "full"));
+    st.failing = false; /* commits go on, a checkpoint still finds no room */
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    CHECK(!fc_next(op, &pk));
+    st.full = false;
+    broker_set_store_status(w.b, &st);
+    fw_drain(&w);
+    CHECK(fc_next_is(op, MQTT_PUBLISH, &pk));
+    CHECK(fc_payload_is(&pk, "ok"));
+    fw_free(&w);
+}
+
 /* The bug the simulator found: a QoS 2 PUBLISH left before the record of
  * its packet id was committed; after a crash the restored session sent it
  * again under another id, and the receiver delivered it twice. */

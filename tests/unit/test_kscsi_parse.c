@@ -107,6 +107,35 @@ TEST(kscsi_sense_fixed_and_descriptor_formats_classify)
     CHECK(!res.sense.valid);
 }
 
+TEST(kscsi_data_protect_sense_is_write_protected_others_are_not)
+{
+    uint8_t r[VSCSI_RESP_BYTES];
+    struct scsi_result res;
+    /* Fixed format, data protect 27/00: write protected. */
+    uint8_t wp[18] = {0x70, 0, 0x07, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x27, 0x00};
+    check_resp(r, 18, wp, sizeof wp);
+    vscsi_resp_parse(r, &res);
+    CHECK(scsi_write_protected(&res));
+    CHECK_EQ(scsi_classify(&res), SCSI_ERROR);
+    /* Descriptor format, the same. */
+    uint8_t wpd[8] = {0x72, 0x07, 0x27, 0x00, 0, 0, 0, 0};
+    check_resp(r, 8, wpd, sizeof wpd);
+    vscsi_resp_parse(r, &res);
+    CHECK(scsi_write_protected(&res));
+    /* A medium error, a check condition without sense, good status: not. */
+    uint8_t med[18] = {0x70, 0, 0x03, 0, 0, 0, 0, 10, 0, 0, 0, 0, 0x11, 0x00};
+    check_resp(r, 18, med, sizeof med);
+    vscsi_resp_parse(r, &res);
+    CHECK(!scsi_write_protected(&res));
+    check_resp(r, 0, wp, sizeof wp);
+    vscsi_resp_parse(r, &res);
+    CHECK(!scsi_write_protected(&res));
+    check_resp(r, 18, wp, sizeof wp);
+    r[10] = SCSI_STATUS_GOOD;
+    vscsi_resp_parse(r, &res);
+    CHECK(!scsi_write_protected(&res));
+}
+
 TEST(kscsi_transport_responses_classify)
 {
     struct scsi_result r = {.response = VSCSI_S_BAD_TARGET};

@@ -72,6 +72,12 @@ static void unmount(kv_env *e)
 
 bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t seed)
 {
+    return kv_setup_db(e, lb, pb, 8 * 1024, log_kib, seed);
+}
+
+bool kv_setup_db(kv_env *e, uint32_t lb, uint32_t pb, uint32_t db_kib, uint32_t log_kib,
+                 uint64_t seed)
+{
     uint64_t per_mib = MIB / lb;
     uint64_t lba = per_mib; /* the first MiB stays free, as for a GPT */
 
@@ -81,8 +87,8 @@ bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t se
     e->cfg.vfs_name = KV_VFS;
     e->cfg.path = KV_PATH;
     e->cfg.dev = &e->disk.dev;
-    e->cfg.region[KVFS_DB] = (struct kvfs_region){lba, 8 * per_mib};
-    lba += 8 * per_mib;
+    e->cfg.region[KVFS_DB] = (struct kvfs_region){lba, (uint64_t)db_kib * 1024 / lb};
+    lba += (uint64_t)(db_kib * 1024 + MIB - 1) / MIB * per_mib;
     e->cfg.region[KVFS_LOG] = (struct kvfs_region){lba, (uint64_t)log_kib * 1024 / lb};
     lba += (uint64_t)(log_kib * 1024 + MIB - 1) / MIB * per_mib;
     e->cfg.region[KVFS_BACKUP_A] = (struct kvfs_region){lba, 4 * per_mib};

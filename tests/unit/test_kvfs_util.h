@@ -34,6 +34,9 @@ typedef struct kv_env {
  * (1000 frames of a page and 24 bytes: 4.1 MiB) and the largest group, or
  * commits fail with SQLITE_FULL before a checkpoint can run. */
 bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t seed);
+/* The same with a database region of db_kib KiB (at most 8 MiB). */
+bool kv_setup_db(kv_env *e, uint32_t lb, uint32_t pb, uint32_t db_kib, uint32_t log_kib,
+                 uint64_t seed);
 /* A wait hook for cfg.env (ctx = the kv_env). */
 void kv_wait(void *ctx, bool (*done)(void *arg), void *arg);
 /* Unmount and mount again (after a power cut: the VFS's memory is lost). */

@@ -138,6 +138,39 @@ TEST(store_fault_all_writes_failing_then_recovering)
     ts_cleanup(&e);
 }
 
+/* A full disk also fails the checkpoint the store runs after a full log
+ * (the log holds a commit's frames): the store is "full". The first commit
+ * once the disk has room again retries the checkpoint, so "full" ends with
+ * it rather than at SQLite's next automatic checkpoint 1000 frames later. */
+TEST(store_full_state_clears_at_the_first_commit_after_the_disk_recovers)
+{
+    ts_env e;
+    jb j;
+    broker_store_batch b;
+    store_stats st;
+
+    CHECK(ts_init(&e));
+    CHECK(ts_open(&e, true));
+    b = retained_batch(&j, 1, "before", 10);
+    CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK); /* frames in the log */
+    store_fault_fail_all(e.fault, true, SQLITE_FULL);
+    b = retained_batch(&j, 2, "lost", 10);
+    CHECK_EQ(store_apply(e.s, &b, 1), STORE_EFULL);
+    store_get_stats(e.s, &st);
+    CHECK(st.full && st.failing);
+    CHECK(st.failed_checkpoints >= 1);
+    CHECK(ts_log_count(&e, "failed: no room in the database") == 1);
+    store_fault_fail_all(e.fault, false, 0);
+    b = retained_batch(&j, 3, "kept", 10);
+    CHECK_EQ(store_apply(e.s, &b, 1), STORE_OK);
+    store_get_stats(e.s, &st);
+    CHECK(!st.full && !st.failing);
+    CHECK_EQ(ts_log_count(&e, "the database has room again"), 1);
+    ts_close(&e);
+    CHECK(ts_integrity_ok(e.path));
+    ts_cleanup(&e);
+}
+
 /* A disk that gives the WAL no more blocks (it stays below 1 MiB, far
  * below SQLite's auto-checkpoint): after a group fails with a full log the
  * store checkpoints, so the next group succeeds instead of failing for

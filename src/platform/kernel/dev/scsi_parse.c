@@ -123,6 +123,12 @@ enum scsi_outcome scsi_classify(const struct scsi_result *r)
     }
 }
 
+bool scsi_write_protected(const struct scsi_result *r)
+{
+    return r->response == VSCSI_S_OK && r->status == SCSI_STATUS_CHECK && r->sense.valid &&
+           r->sense.key == SCSI_KEY_DATA_PROTECT;
+}
+
 void scsi_result_text(const struct scsi_result *r, char *buf, size_t n)
 {
     static const char *const keys[16] = {

@@ -100,6 +100,11 @@ enum scsi_outcome {
     SCSI_ERROR,
 };
 enum scsi_outcome scsi_classify(const struct scsi_result *r);
+/* The device refused a command because its medium is write-protected
+ * (check condition, sense key DATA PROTECT: 27/xx "write protected" and
+ * its kin), which a device whose MODE SENSE did not say WP can still
+ * answer to a write. */
+bool scsi_write_protected(const struct scsi_result *r);
 /* A phrase for the log ("medium error 11/00"), into buf. */
 void scsi_result_text(const struct scsi_result *r, char *buf, size_t n);
 

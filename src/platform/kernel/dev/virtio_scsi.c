@@ -276,6 +276,10 @@ static int outcome(struct vscsi_slot *s, bool *retry)
         return BLK_OK;
     }
     struct vscsi_lun *l = s->l;
+    /* Write-protected after all (MODE SENSE said nothing): later writes
+     * are refused at submit, and the store's refusal says why. */
+    if (s->req && s->req->op != BLK_READ && scsi_write_protected(&res))
+        l->dev.topo.read_only = true;
     if (s->req && l->logged < MAX_LOGGED_ERRORS) {
         char text[64];
         scsi_result_text(&res, text, sizeof text);

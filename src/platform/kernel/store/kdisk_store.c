@@ -62,6 +62,17 @@ static _Noreturn void halt_store(const char *disk, const char *why)
     cpu_halt_forever();
 }
 
+/* A refusal on disk d: a device that is (or turned out) read-only says so
+ * first, in words an operator acts on (SPEC A4: a read-only medium halts,
+ * it never resets). */
+static _Noreturn void halt_disk(const struct blk_dev *d, const char *why)
+{
+    if (d->topo.read_only)
+        kprintf("tern: store: %s: read-only medium: the device is write-protected and tern "
+                "keeps its data on it; attach it writable\n", d->name);
+    halt_store(d->name, why);
+}
+
 /* ---- choosing the disk --------------------------------------------------- */
 
 /* "virtio-blk 00:04.0" / "virtio-scsi 00:05.0 0:0": the PCI address part. */
@@ -290,15 +301,15 @@ static void open_layout(struct blk_dev *d)
     struct kdisk_report rep;
     uint8_t volume_id[16];
     if (blkdisk_open(d, &ds.bd))
-        halt_store(d->name, "no memory for the disk's I/O buffer");
+        halt_disk(d, "no memory for the disk's I/O buffer");
     if (rng_bytes(volume_id, sizeof volume_id))
-        halt_store(d->name, "no random volume id (entropy not seeded)");
+        halt_disk(d, "no random volume id (entropy not seeded)");
     kdisk_report_clear(&rep);
     int rc = klayout_open(&ds.bd.disk, KLAYOUT_FORMAT, volume_id, &ds.layout, &rep);
     for (unsigned i = 0; i < rep.note_count; i++)
         kprintf("tern: store: %s: %s\n", d->name, rep.notes[i]);
     if (rc)
-        halt_store(d->name, rep.error);
+        halt_disk(d, rep.error);
     ds.dev = d;
     disk_status_update();
     /* A disk larger than its layout grows before anything opens it; a
@@ -325,12 +336,12 @@ static void open_vfs(struct blk_dev *d)
     c.env.wait = vfs_wait;
     ds.fs = kvfs_open(&c, err, sizeof err);
     if (!ds.fs)
-        halt_store(d->name, err);
+        halt_disk(d, err);
     if (kvfs_register(ds.fs, 1) != 0)
-        halt_store(d->name, "SQLite refused the disk's VFS");
+        halt_disk(d, "SQLite refused the disk's VFS");
     /* Layout v3: page checksums (cksumvfs and tern's WAL shims) over it. */
     if (kcksum_stack("tern") != 0)
-        halt_store(d->name, "SQLite refused the page checksum VFS");
+        halt_disk(d, "SQLite refused the page checksum VFS");
 }
 
 static void open_database(const tern_config *cfg, struct blk_dev *d, int integrity)
@@ -346,10 +357,13 @@ static void open_database(const tern_config *cfg, struct blk_dev *d, int integri
         .log = store_log,
         .clock = store_clock_us,
     };
+    struct kvfs_stats vs;
+    kvfs_get_stats(ds.fs, &vs);
+    opt.max_db_bytes = vs.capacity[KVFS_DB]; /* commits never outgrow the region */
     uint64_t t0 = clock_mono_ns();
     ds.st = store_open(&opt, &info, err, sizeof err);
     if (!ds.st)
-        halt_store(d->name, err);
+        halt_disk(d, err);
     /* "empty": a restore cut short left it so, and a backup replaced it. */
     kprintf("tern: store: database %s: quick_check %s%s%s, schema %u, opened in %llu ms\n",
             info.created ? "created" : info.found_empty ? "empty" : "found",
@@ -358,6 +372,10 @@ static void open_database(const tern_config *cfg, struct blk_dev *d, int integri
             info.restored ? (info.restored_from == 'a' ? "a" : "b") : "",
             (unsigned)(info.schema_found ? info.schema_found : STORE_SCHEMA_VERSION),
             (unsigned long long)((clock_mono_ns() - t0) / 1000000));
+    if (info.full)
+        kprintf("tern: store: %s: the database region is full: serving what is stored; "
+                "acknowledgements that need a commit are withheld until it has room\n",
+                d->name);
     if (integrity) {
         store_rc rc = store_integrity_check(ds.st, err, sizeof err);
         kprintf("tern: store: integrity_check %s%s%s\n", rc == STORE_OK ? "ok" : "FAILED",
@@ -377,13 +395,13 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
         return NULL;
     const char *why;
     if (!blk_durable_ok(d, &why))
-        halt_store(d->name, why);
+        halt_disk(d, why);
     /* SQLite's soft heap limit follows store.cache_size: the main
      * connection's cache, a backup's small one, and room for statements
      * and a large transaction's dirty pages; never below the default. */
     uint64_t soft = (uint64_t)cfg->store_cache_kib * 1024 * 2 + (4u << 20);
     if (ksqlite_init(soft < KSQLITE_SOFT_LIMIT ? KSQLITE_SOFT_LIMIT : soft) != 0)
-        halt_store(d->name, "SQLite did not initialise");
+        halt_disk(d, "SQLite did not initialise");
     open_layout(d);
     /* The journal's boot record is durable before the broker serves; a
      * journal that cannot be used is said and does not stop the store. */

@@ -155,7 +155,7 @@ void kstore_describe(const struct kstore *k, char *buf, size_t n)
     snprintf(buf, n,
              "%s, %llu commits, %llu records (%llu per commit), latency p50 %llu us p99 %llu "
              "us, %llu failed, %llu backups; longest hold of the CPU %llu us",
-             k->failing ? "failing" : "ok", (unsigned long long)st->commits,
+             st->full ? "full" : k->failing ? "failing" : "ok", (unsigned long long)st->commits,
              (unsigned long long)st->records,
              (unsigned long long)(st->commits ? st->records / st->commits : 0),
              (unsigned long long)st->p50_commit_us, (unsigned long long)st->p99_commit_us,

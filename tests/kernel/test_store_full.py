@@ -1,0 +1,74 @@
+"""A full database region (docs/STORE.md, "Failures"): the production
+kernel on the smallest disk layout v2 takes (a 4 MiB database region),
+one publisher sending 60 kB retained QoS 1 messages to new topics until
+the broker stops acknowledging and closes it - the database has no room,
+the commit fails before it reaches the log, the PUBACK is withheld -
+while $SYS/broker/store/state reads "full" for an operator. The power is
+cut (QEMU killed), and the next boot serves (no halt on the checkpoint,
+the bug this replaces) with every acknowledged message there byte for
+byte.
+"""
+import re
+import time
+
+from clients import next_packet, mosq, rm
+from harness import Failure, drive, scratch, show
+from test_store_disk import DiskBroker, mkdisk
+
+PAYLOAD = 60000
+MAX_MESSAGES = 400  # far more than 4 MiB holds
+STATE_TRIES = 10
+
+
+def full_test(build):
+    def check():
+        with scratch() as tmp:
+            img, _ = mkdisk(build, tmp, size="24M")
+            db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"))
+            with db.boot() as vm:
+                out = db.ready(vm)
+                if not re.search(rb"partition #1, layout v2 [^\n]*; database 4 MiB", out):
+                    raise Failure("not a 4 MiB database region:\n" + show(out))
+                c, _ = db.raw("filler")
+                acked = 0
+                try:
+                    for n in range(1, MAX_MESSAGES + 1):
+                        body = (b"%06d" % n) + b"x" * (PAYLOAD - 6)
+                        next_packet(c, rm.PUBACK, f"PUBACK {n}", 30,
+                                    rm.publish(f"test/full/{n}", body, qos=1, retain=True,
+                                               pid=n))
+                        acked = n
+                except Failure:
+                    pass  # no PUBACK: the publisher was closed
+                finally:
+                    c.close()
+                if not 20 <= acked < MAX_MESSAGES:
+                    raise Failure(f"{acked} messages acknowledged:\n{show(vm.text()[-3000:])}")
+                # "failing" at once, "full" once the store's counters follow
+                for _ in range(STATE_TRIES):
+                    state = mosq("mosquitto_sub", db.port, "-t", "$SYS/broker/store/state",
+                                 "-C", "1", "-W", "20", tls=db.pki.args("dev-operator")).strip()
+                    if state == "full":
+                        break
+                    time.sleep(1)
+                if state != "full":
+                    raise Failure(f"$SYS/broker/store/state is {state!r}, not 'full':\n"
+                                  f"{show(vm.text()[-3000:])}")
+                vm.stop()  # the power cut
+            with db.boot() as vm:
+                out = db.ready(vm)
+                got = db.retained("test/full/#", acked)
+                vm.expect_no_fatal()
+            want = {f"test/full/{n}": ("%06d" % n) + "x" * (PAYLOAD - 6)
+                    for n in range(1, acked + 1)}
+            if got != want:
+                missing = sorted(set(want) - set(got))
+                raise Failure(f"after the cut: {len(got)} of {acked} acknowledged retained "
+                              f"messages; missing {missing[:5]}")
+        return (f"{acked} x 60 kB acknowledged, then withheld, $SYS state full; after a power "
+                f"cut the next boot serves all {acked}")
+    return check
+
+
+def cases(b):
+    return {"store-full-database-region-withholds-acks-and-next-boot-serves": full_test(b)}
