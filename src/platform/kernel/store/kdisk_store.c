@@ -73,6 +73,11 @@ static int kind_matches(const struct blk_dev *d, const tern_config_disk *want)
     }
 }
 
+int kdisk_store_disk_matches(const struct blk_dev *d, const tern_config_disk *want)
+{
+    return kind_matches(d, want);
+}
+
 /* 1 when d's GPT (either copy) lists a tern data partition. Reads only. */
 static int has_tern_partition(struct blk_dev *d)
 {
