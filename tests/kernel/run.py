@@ -43,6 +43,10 @@ tests live in modules grouped by subject, each opening with what it tests:
                         exactly once; the disk image under SeaBIOS and
                         OVMF; refusals halt and leave the image unchanged;
                         a damaged database replaced by its backup
+  test_install.py       install mode from the ISO: an empty disk installed,
+                        powered off, then booted alone (SeaBIOS, OVMF) into
+                        the broker; WIPE asked for a disk with data; an
+                        aborted countdown writes nothing
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -58,6 +62,7 @@ import test_crypto
 import test_disk
 import test_disk_image
 import test_faults
+import test_install
 import test_kvfs
 import test_mqtt5
 import test_net
@@ -69,7 +74,7 @@ import test_store_restore
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_kvfs, test_store, test_store_restore)
 

@@ -29,6 +29,7 @@
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
 #include "disk/layout_selftest.h"
+#include "install/bootdisk.h"
 #include "install/install.h"
 #include "libc/stack_chk.h"
 #include "mm/paging.h"
@@ -177,6 +178,7 @@ static _Noreturn void kmain(void)
     if (bootinfo_arg(&boot, "tern.test.disk", disk_arg, sizeof disk_arg))
         blk_selftest(disk_arg);
 #endif
+    bootdisk_find(&boot); /* an installed disk's boot: which disk (tern.esp=) */
 
     struct rtc_time now;
     char rtc[32] = "unavailable";

@@ -6,7 +6,7 @@
  * length against the table. A DSDT that computes _S5 in a method is
  * refused rather than guessed at.
  */
-#include "acpi/sleep.h"
+#include "sleep.h"
 
 #include <string.h>
 

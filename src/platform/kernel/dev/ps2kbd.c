@@ -1,7 +1,7 @@
 /*
  * ps2kbd.c - scan code set 1 to characters (ps2kbd.h).
  */
-#include "dev/ps2kbd.h"
+#include "ps2kbd.h"
 
 #include <stddef.h>
 

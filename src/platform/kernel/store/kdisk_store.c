@@ -16,6 +16,7 @@
 #include "disk/blkdisk.h"
 #include "disk/gpt.h"
 #include "disk/layout.h"
+#include "install/bootdisk.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "rng/entropy.h"
@@ -189,6 +190,10 @@ static void open_layout(struct blk_dev *d)
             l->formatted ? ", formatted now" : "",
             (unsigned long long)(db->blocks * d->topo.logical_block >> 20),
             (unsigned long long)(wal->blocks * d->topo.logical_block >> 20));
+    if (bootdisk())
+        kprintf("tern: store: data partition #%u \"%s\" %s\n", (unsigned)l->part.index,
+                l->part.name, bootdisk() == d ? "on the same disk" : "on another disk than the "
+                "boot disk");
 }
 
 static void open_vfs(struct blk_dev *d)
