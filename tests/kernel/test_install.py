@@ -112,6 +112,9 @@ def empty_disk_test(build):
             with install_vm(build, img) as vm:
                 out = wait_power_off(vm, "install to an empty disk")
                 took = time.monotonic() - vm.start
+            if os.environ.get("TERN_INSTALL_LOG"):  # the installer's console, for docs
+                with open(os.environ["TERN_INSTALL_LOG"], "wb") as f:
+                    f.write(out)
             expect_lines(out, (rb"tern: install: it is empty \(no partition table",
                                rb"tern: install: installing to virtio-blk [^ ]+ in 2 s; press "
                                rb"any key to abort",
@@ -121,8 +124,12 @@ def empty_disk_test(build):
             with db.boot(firmware=()) as vm:
                 first = db.ready(vm, 120)
                 expect_lines(first, (rb"tern: ready \(boot multiboot2\)",
-                                     rb"tern: store: virtio-blk [^:]+: partition #3, layout "
+                                     rb"tern: booted from virtio-blk 00:0\d\.0 \(ESP #2, FAT "
+                                     rb"volume [0-9A-F]{4}-[0-9A-F]{4}\)",
+                                     rb"tern: store: virtio-blk 00:0\d\.0: partition #3, layout "
                                      rb"v\d+ generation \d+ \(superblock [AB]\); database",
+                                     rb"tern: store: data partition #3 \"tern-data\" on the "
+                                     rb"same disk",
                                      rb"tern: store: database created: quick_check ok"))
                 if b"formatted now" in first:
                     raise Failure("the installed data partition was formatted again at boot")

@@ -428,15 +428,21 @@ _Noreturn void install_run(const struct boot_info *bi, const tern_config *cfg)
     blk_describe(d, line, sizeof line);
     kprintf("tern: install: target %s\n", line);
     kprintf("tern: install: %s: model \"%s\", %llu MiB, logical block %u, physical block %u\n",
-            d->name, d->model, (unsigned long long)(d->topo.capacity * d->topo.logical_block / MIB),
+            d->name, d->model[0] ? d->model : "not reported",
+            (unsigned long long)(d->topo.capacity * d->topo.logical_block / MIB),
             (unsigned)d->topo.logical_block, (unsigned)d->topo.physical_block);
     uint64_t data_first = MIB + pl.bios_bytes + pl.esp_bytes;
-    kprintf("tern: install: will write a GPT: BIOS boot partition %llu MiB at 1 MiB (GRUB "
-            "core.img), EFI system partition %llu MiB at %llu MiB (GRUB for BIOS and UEFI, "
-            "the kernel, the configuration bundle), tern data partition from %llu MiB to the "
-            "end (formatted); GRUB's code in the MBR\n",
-            (unsigned long long)(pl.bios_bytes / MIB), (unsigned long long)(pl.esp_bytes / MIB),
-            (unsigned long long)((MIB + pl.bios_bytes) / MIB),
+    /* One line each: kprintf's lines are bounded. */
+    kprintf("tern: install: will write a GPT with:\n");
+    kprintf("tern: install:   #1 BIOS boot partition, %llu MiB at 1 MiB: GRUB's core.img "
+            "(and GRUB's code in the MBR)\n", (unsigned long long)(pl.bios_bytes / MIB));
+    kprintf("tern: install:   #2 EFI system partition, %llu MiB at %llu MiB: GRUB for BIOS and "
+            "UEFI, the kernel, the configuration bundle\n",
+            (unsigned long long)(pl.esp_bytes / MIB),
+            (unsigned long long)((MIB + pl.bios_bytes) / MIB));
+    kprintf("tern: install:   #3 tern data partition, %llu MiB at %llu MiB: formatted empty\n",
+            (unsigned long long)((d->topo.capacity * d->topo.logical_block - data_first) / MIB
+                                 - 1),
             (unsigned long long)(data_first / MIB));
     unsigned seconds = INSTALL_COUNTDOWN_S;
 #ifdef TERN_TEST_HOOKS
