@@ -37,7 +37,7 @@ TEST(kacpi_sleep_s5_found_in_every_pkglength_encoding)
     CHECK_EQ(bb, 1);
     /* Rooted name, 2-byte PkgLength (0x40 | low nibble, then high byte),
      * WordConst elements. */
-    const uint8_t two[] = {0x08, '\\', '_', 'S', '5', '_', 0x12, 0x48, 0x00, 0x02, 0x0B,
+    const uint8_t two[] = {0x08, '\\', '_', 'S', '5', '_', 0x12, 0x49, 0x00, 0x02, 0x0B,
                            0x07, 0x00, 0x0B, 0x06, 0x00};
     n = dsdt_with(b, sizeof b, two, sizeof two);
     CHECK_EQ(acpi_s5_find(b, n, &a, &bb, &err), 0);
@@ -46,7 +46,7 @@ TEST(kacpi_sleep_s5_found_in_every_pkglength_encoding)
     /* A reference (no NameOp before it) is skipped, the declaration after
      * it is used. */
     const uint8_t ref[] = {0x70, '_', 'S', '5', '_', 0x60, 0x08, '_', 'S', '5', '_', 0x12,
-                           0x05, 0x02, 0x00, 0x00};
+                           0x04, 0x02, 0x00, 0x00};
     n = dsdt_with(b, sizeof b, ref, sizeof ref);
     CHECK_EQ(acpi_s5_find(b, n, &a, &bb, &err), 0);
     CHECK_EQ(a, 0);
@@ -59,7 +59,7 @@ static void s5_refused(const uint8_t *body, size_t len, const char *want)
     size_t n = dsdt_with(b, sizeof b, body, len);
     CHECK_EQ(acpi_s5_find(b, n, &a, &bb, &err), -1);
     if (!strstr(err, want))
-        printf("    got \"%s\", wanted \"%s\"\n", err, want);
+        fprintf(stderr, "    got \"%s\", wanted \"%s\"\n", err, want);
     CHECK(strstr(err, want) != NULL);
 }
 

@@ -192,7 +192,7 @@ static void refused_after(void (*edit)(uint8_t *b), const char *want)
     struct payload pl;
     CHECK_EQ(payload_parse(b, len, &pl, err, sizeof err), -1);
     if (!strstr(err, want))
-        printf("    got \"%s\", wanted \"%s\"\n", err, want);
+        fprintf(stderr, "    got \"%s\", wanted \"%s\"\n", err, want);
     CHECK(strstr(err, want) != NULL);
     free(b);
     free(p.esp);
@@ -211,7 +211,7 @@ static void many_extents(uint8_t *b) { put32(part(b, 2) + 4, 0x7FFFFFFF); }
 static void esp_misplaced(uint8_t *b) { put64(part(b, 2) + 16, 3 << 20); }
 static void core_too_big(uint8_t *b) { put64(part(b, 1) + 8, BIOS + 512); }
 static void core_odd(uint8_t *b) { put64(part(b, 1) + 8, 1000); }
-static void two_esps(uint8_t *b) { put32(part(b, 1), PAYLOAD_ESP); }
+static void two_cores(uint8_t *b) { put32(part(b, 2), PAYLOAD_BIOS_BOOT); }
 static void kind_unknown(uint8_t *b) { put32(part(b, 0), 9); }
 static void newer(uint8_t *b) { put32(b + 8, 2); }
 static void bad_magic(uint8_t *b) { b[0] = 'X'; }
@@ -229,7 +229,7 @@ TEST(kpayload_refuses_misplaced_overlapping_and_outside_extents)
     refused_after(esp_misplaced, "EFI system partition at byte 3145728 of the disk");
     refused_after(core_too_big, "does not fit");
     refused_after(core_odd, "not whole sectors");
-    refused_after(two_esps, "two parts of kind");
+    refused_after(two_cores, "two parts of kind BIOS boot partition");
     refused_after(kind_unknown, "unknown kind 9");
     refused_after(newer, "format version 2, this release reads 1");
     refused_after(bad_magic, "bad magic");
