@@ -141,3 +141,66 @@ TEST(kacpi_sleep_fadt_pm1_blocks)
     CHECK_EQ(acpi_fadt_pm_parse(f, sizeof f, &pm, &err), -1);
     CHECK(strstr(err, "no DSDT") != NULL);
 }
+
+/* QEMU's DSDTs as its machines hand them to the guest (dumped by the test
+ * kernel's tern.test.install.dump=dsdt under QEMU 7.2: q35 and pc). */
+static uint8_t *load_dsdt(const char *name, size_t *len)
+{
+    char path[256];
+    const char *dir = getenv("TERN_UNIT_DATA");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : "tests/unit/data", name);
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    uint8_t *b = malloc(1 << 16);
+    *len = fread(b, 1, 1 << 16, f);
+    fclose(f);
+    return b;
+}
+
+static void qemu_dsdt(const char *name)
+{
+    size_t len = 0;
+    uint8_t *b = load_dsdt(name, &len), a = 9, bb = 9;
+    const char *err = "";
+    CHECK(b != NULL);
+    if (!b)
+        return;
+    CHECK(len > 1000 && !memcmp(b, "DSDT", 4));
+    CHECK_EQ(acpi_s5_find(b, len, &a, &bb, &err), 0);
+    CHECK_EQ(a, 0); /* QEMU: Name(_S5, Package(4){0, 0, 0, 0}); SLP_TYP 0 is soft off */
+    CHECK_EQ(bb, 0);
+    /* Corrupt copies: cut at every length up to just past the package, and
+     * the package's bytes flipped one at a time; each is refused or read
+     * as a value in range, never read beyond the copy (ASan). */
+    size_t at = 0;
+    for (size_t i = 0; i + 4 <= len; i++)
+        if (!memcmp(b + i, "_S5_", 4)) {
+            at = i;
+            break;
+        }
+    CHECK(at > 36);
+    for (size_t cut = at - 2; cut < at + 11; cut++) { /* the package ends at at + 11 */
+        uint8_t *copy = malloc(cut);
+        memcpy(copy, b, cut);
+        CHECK_EQ(acpi_s5_find(copy, cut, &a, &bb, &err), -1);
+        free(copy);
+    }
+    for (size_t i = at + 4; i < at + 12; i++)
+        for (unsigned bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            int rc = acpi_s5_find(b, len, &a, &bb, &err);
+            CHECK(rc == -1 || (a <= 7 && bb <= 7));
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    b[at + 4] = 0x14; /* a method, not a package */
+    CHECK_EQ(acpi_s5_find(b, len, &a, &bb, &err), -1);
+    CHECK(strstr(err, "not a package") != NULL);
+    free(b);
+}
+
+TEST(kacpi_sleep_qemu_q35_and_i440fx_dsdts)
+{
+    qemu_dsdt("qemu-q35.dsdt");
+    qemu_dsdt("qemu-i440fx.dsdt");
+}

@@ -8,6 +8,7 @@
 #include "acpi/sleep.h"
 #include "arch/x86_64/cpu.h"
 #include "clock.h"
+#include "console.h"
 #include "mm/kmalloc.h"
 
 #include <stdio.h>
@@ -84,3 +85,28 @@ void acpi_poweroff(char *why, size_t n)
     snprintf(why, n, "still running %u ms after writing SLP_TYP %u to PM1a_CNT 0x%x",
              (unsigned)OFF_WAIT_MS, (unsigned)typ_a, (unsigned)pm.pm1a_cnt);
 }
+
+#ifdef TERN_TEST_HOOKS
+void acpi_dump_dsdt(void)
+{
+    const char *err;
+    struct acpi_fadt_pm pm;
+    uint8_t *buf = kmalloc(ACPI_DSDT_MAX_LEN);
+    long len = buf ? acpi_table("FACP", buf, FADT_MAX_LEN, &err) : -1;
+    if (len < 0 || acpi_fadt_pm_parse(buf, (size_t)len, &pm, &err) ||
+        (len = acpi_table_at(pm.dsdt, "DSDT", buf, ACPI_DSDT_MAX_LEN, &err)) < 0) {
+        kprintf("tern: dsdt: none: %s\n", buf ? err : "no memory");
+        kfree(buf);
+        return;
+    }
+    for (long off = 0; off < len; off += 32) {
+        char line[96]; /* 19 + 64 hex digits */
+        int n = snprintf(line, sizeof line, "tern: dsdt: %06lx ", (unsigned long)off);
+        for (long i = off; i < len && i < off + 32; i++)
+            n += snprintf(line + n, sizeof line - (size_t)n, "%02x", buf[i]);
+        kprintf("%s\n", line);
+    }
+    kprintf("tern: dsdt: end, %ld bytes\n", len);
+    kfree(buf);
+}
+#endif

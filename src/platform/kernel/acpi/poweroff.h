@@ -14,4 +14,11 @@
  * write). acpi_init must have run (pci_init does). */
 void acpi_poweroff(char *why, size_t n);
 
+#ifdef TERN_TEST_HOOKS
+/* Test kernels: print the DSDT as hex lines ("tern: dsdt: OFFSET HEX"), so
+ * the unit tests' copies of QEMU's DSDTs can be taken from the machines
+ * the kernel tests boot (tern.test.install.dump=dsdt). */
+void acpi_dump_dsdt(void);
+#endif
+
 #endif

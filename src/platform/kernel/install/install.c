@@ -416,6 +416,13 @@ _Noreturn void install_run(const struct boot_info *bi, const tern_config *cfg)
     struct blkdisk bd;
     char why[160];
     kprintf("tern: install: Install to this machine's disk\n");
+#ifdef TERN_TEST_HOOKS
+    char dump[8];
+    if (bootinfo_arg(bi, "tern.test.install.dump", dump, sizeof dump) && !strcmp(dump, "dsdt")) {
+        acpi_dump_dsdt();
+        halt();
+    }
+#endif
     uint8_t *scratch = kmalloc(CHUNK);
     if (!scratch)
         refuse("no memory");
