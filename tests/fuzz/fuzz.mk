@@ -4,7 +4,7 @@
 # (the core's persistence records and restore), devices (the kernel's ACPI,
 # PCI capability and framebuffer parsers), bundle (the unikernel's boot
 # bundle), disk (the disk layout's GPT and superblock readers, the store
-# VFS's region headers). Included from
+# VFS's region headers), payload (the installer's payload parser). Included from
 # the top-level Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -21,7 +21,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk payload
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -96,6 +96,7 @@ endif
 	    [ $$t = devices ] && dict=$(FUZZ_DIR)/devices.dict; \
 	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
 	    [ $$t = disk ] && dict=$(FUZZ_DIR)/disk.dict; \
+	    [ $$t = payload ] && dict=$(FUZZ_DIR)/payload.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

@@ -201,8 +201,26 @@ def abort_test(build):
     return check
 
 
+def no_payload_test(build):
+    """The production kernel in install mode without the payload module
+    (and without a disk): refused with the reason, halted, never reset."""
+    def check():
+        with Vm(["-kernel", build.elf, "-append", "tern.mode=install"]) as vm:
+            took = vm.wait_for(lambda o: b"tern: install: halted" in o, 30)
+            vm.wait_for(lambda o: False, (took or 0) + 2)  # no reset after the halt
+            out = vm.text()
+        if took is None or out.count(b"tern: booting") != 1:
+            raise Failure("no halt, or a reset:\n" + show(out))
+        expect_lines(out, (rb"tern: install: refused: no install payload \(the ISO's install "
+                           rb"entry loads /boot/tern.install as the module \"tern.install\"\); "
+                           rb"nothing was written",))
+        return f"refused and halted in {took:.1f} s"
+    return check
+
+
 def cases(b):
     return {
+        "install-without-payload-refused-halts": no_payload_test(b),
         "install-empty-disk-powers-off-then-boots-seabios-and-ovmf-mtls-retained":
             empty_disk_test(b),
         "install-tern-disk-needs-wipe-anything-else-leaves-it-unchanged": wipe_test(b),
