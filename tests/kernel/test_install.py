@@ -218,9 +218,48 @@ def no_payload_test(build):
     return check
 
 
+def refusals_test(build):
+    """Refusals that name their reason and write nothing: two suitable
+    disks with none named; then a read-only disk, a 4Kn disk and one too
+    small, none suitable (one boot each, every image unchanged)."""
+    def check():
+        with scratch() as tmp:
+            a, b = disk_image(tmp, "a.img", 256), disk_image(tmp, "b.img", 256)
+            ro, k4, small = (disk_image(tmp, "ro.img", 256), disk_image(tmp, "4k.img", 256),
+                             disk_image(tmp, "small.img", 128))
+            boots = (
+                ([a, b], drive(a, "d0", "virtio-blk") + drive(b, "d1", "virtio-blk"),
+                 rb"tern: install: refused: several suitable disks \(virtio-blk [^;]+; "
+                 rb"virtio-blk [^)]+\) and none named: set store.disk in the configuration; "
+                 rb"nothing was written"),
+                ([ro, k4, small],
+                 ["-drive", f"file={ro},format=raw,if=none,id=r0,readonly=on",
+                  "-device", "virtio-blk-pci,drive=r0"] +
+                 drive(k4, "d1", "virtio-blk", "logical_block_size=4096,physical_block_size=4096")
+                 + drive(small, "d2", "virtio-blk"),
+                 rb"tern: install: refused: no suitable disk \(virtio-blk [0-9a-f:.]+: read-only; "
+                 rb"virtio-blk [0-9a-f:.]+: 4096-byte logical blocks \(GRUB's BIOS stage boots "
+                 rb"512-byte sectors only\); virtio-blk [0-9a-f:.]+: 128 MiB: too small \(at "
+                 rb"least 160 MiB\)\); nothing was written"),
+            )
+            for imgs, disks, want in boots:
+                before = [sha(i) for i in imgs]
+                with Vm(["-cdrom", test_iso(build), "-boot", "d", "-device", "virtio-rng-pci"] +
+                        disks) as vm:
+                    if vm.wait_for(lambda o: b"tern: install: halted" in o, 180) is None:
+                        raise Failure("no halt:\n" + show(vm.text()[-3000:]))
+                    out = vm.text()
+                expect_lines(out, (want,))
+                if [sha(i) for i in imgs] != before:
+                    raise Failure(f"a disk changed on a refusal ({want[:40]!r})")
+        return "several disks, read-only, 4Kn and too small refused with the reason; no byte changed"
+    return check
+
+
 def cases(b):
     return {
         "install-without-payload-refused-halts": no_payload_test(b),
+        "install-refuses-several-disks-read-only-4kn-too-small-unchanged": refusals_test(b),
         "install-empty-disk-powers-off-then-boots-seabios-and-ovmf-mtls-retained":
             empty_disk_test(b),
         "install-tern-disk-needs-wipe-anything-else-leaves-it-unchanged": wipe_test(b),
