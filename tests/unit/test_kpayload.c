@@ -16,17 +16,6 @@
 
 enum { BIOS = 1 << 20, ESP = 2 << 20, CORE = 1024, NEXT = 4 };
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
 
 /* The parts as the builder would see them. */
 struct parts {
@@ -66,12 +55,12 @@ static uint8_t *build(const struct parts *p, size_t *len)
     size_t total = data + sizeof p->mbr + sizeof p->core + 2 * 4096;
     uint8_t *b = calloc(1, total);
     memcpy(b, PAYLOAD_MAGIC, 8);
-    put32(b + 8, PAYLOAD_VERSION);
-    put32(b + 12, PAYLOAD_HEADER_BYTES);
-    put32(b + 16, 3);
-    put64(b + 24, BIOS);
-    put64(b + 32, ESP);
-    put64(b + 40, total);
+    kdisk_put32(b + 8, PAYLOAD_VERSION);
+    kdisk_put32(b + 12, PAYLOAD_HEADER_BYTES);
+    kdisk_put32(b + 16, 3);
+    kdisk_put64(b + 24, BIOS);
+    kdisk_put64(b + 32, ESP);
+    kdisk_put64(b + 40, total);
     struct { uint32_t kind, next; uint64_t size, where; const uint8_t *bytes; } in[3] = {
         {PAYLOAD_MBR_CODE, 1, sizeof p->mbr, 0, p->mbr},
         {PAYLOAD_BIOS_BOOT, 1, sizeof p->core, 1 << 20, p->core},
@@ -80,18 +69,18 @@ static uint8_t *build(const struct parts *p, size_t *len)
     size_t ext = EXT0, pos = data;
     for (int i = 0; i < 3; i++) {
         uint8_t *pe = b + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES;
-        put32(pe, in[i].kind);
-        put32(pe + 4, in[i].next);
-        put64(pe + 8, in[i].size);
-        put64(pe + 16, in[i].where);
-        put64(pe + 24, ext);
+        kdisk_put32(pe, in[i].kind);
+        kdisk_put32(pe + 4, in[i].next);
+        kdisk_put64(pe + 8, in[i].size);
+        kdisk_put64(pe + 16, in[i].where);
+        kdisk_put64(pe + 24, ext);
         sha256(in[i].bytes, in[i].size, pe + 32);
         for (uint32_t e = 0; e < in[i].next; e++) {
             uint64_t off = in[i].kind == PAYLOAD_ESP ? (e ? ESP - 8192 : 0) : 0;
             uint64_t n = in[i].kind == PAYLOAD_ESP ? 4096 : in[i].size;
-            put64(b + ext, off);
-            put64(b + ext + 8, n);
-            put64(b + ext + 16, pos);
+            kdisk_put64(b + ext, off);
+            kdisk_put64(b + ext + 8, n);
+            kdisk_put64(b + ext + 16, pos);
             memcpy(b + pos, in[i].bytes + off, n);
             ext += PAYLOAD_EXTENT_BYTES;
             pos += n;
@@ -201,21 +190,21 @@ static void refused_after(void (*edit)(uint8_t *b), const char *want)
 static uint8_t *esp_ext(uint8_t *b, int i) { return b + EXT0 + (2 + i) * PAYLOAD_EXTENT_BYTES; }
 static uint8_t *part(uint8_t *b, int i) { return b + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES; }
 
-static void overlap(uint8_t *b) { put64(esp_ext(b, 1), 2048); }
-static void past_part(uint8_t *b) { put64(esp_ext(b, 1), ESP - 100); }
-static void data_outside(uint8_t *b) { put64(esp_ext(b, 1) + 16, UINT64_MAX - 10); }
-static void huge_length(uint8_t *b) { put64(esp_ext(b, 1) + 8, UINT64_MAX); }
-static void empty_extent(uint8_t *b) { put64(esp_ext(b, 0) + 8, 0); }
-static void table_outside(uint8_t *b) { put64(part(b, 2) + 24, 1ull << 40); }
-static void many_extents(uint8_t *b) { put32(part(b, 2) + 4, 0x7FFFFFFF); }
-static void esp_misplaced(uint8_t *b) { put64(part(b, 2) + 16, 3 << 20); }
-static void core_too_big(uint8_t *b) { put64(part(b, 1) + 8, BIOS + 512); }
-static void core_odd(uint8_t *b) { put64(part(b, 1) + 8, 1000); }
-static void two_cores(uint8_t *b) { put32(part(b, 2), PAYLOAD_BIOS_BOOT); }
-static void kind_unknown(uint8_t *b) { put32(part(b, 0), 9); }
-static void newer(uint8_t *b) { put32(b + 8, 2); }
+static void overlap(uint8_t *b) { kdisk_put64(esp_ext(b, 1), 2048); }
+static void past_part(uint8_t *b) { kdisk_put64(esp_ext(b, 1), ESP - 100); }
+static void data_outside(uint8_t *b) { kdisk_put64(esp_ext(b, 1) + 16, UINT64_MAX - 10); }
+static void huge_length(uint8_t *b) { kdisk_put64(esp_ext(b, 1) + 8, UINT64_MAX); }
+static void empty_extent(uint8_t *b) { kdisk_put64(esp_ext(b, 0) + 8, 0); }
+static void table_outside(uint8_t *b) { kdisk_put64(part(b, 2) + 24, 1ull << 40); }
+static void many_extents(uint8_t *b) { kdisk_put32(part(b, 2) + 4, 0x7FFFFFFF); }
+static void esp_misplaced(uint8_t *b) { kdisk_put64(part(b, 2) + 16, 3 << 20); }
+static void core_too_big(uint8_t *b) { kdisk_put64(part(b, 1) + 8, BIOS + 512); }
+static void core_odd(uint8_t *b) { kdisk_put64(part(b, 1) + 8, 1000); }
+static void two_cores(uint8_t *b) { kdisk_put32(part(b, 2), PAYLOAD_BIOS_BOOT); }
+static void kind_unknown(uint8_t *b) { kdisk_put32(part(b, 0), 9); }
+static void newer(uint8_t *b) { kdisk_put32(b + 8, 2); }
 static void bad_magic(uint8_t *b) { b[0] = 'X'; }
-static void odd_esp_size(uint8_t *b) { put64(b + 32, ESP + 512); }
+static void odd_esp_size(uint8_t *b) { kdisk_put64(b + 32, ESP + 512); }
 
 TEST(kpayload_refuses_misplaced_overlapping_and_outside_extents)
 {

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "platform/kernel/disk/kdisk.h"
 #include "platform/kernel/install/payload.h"
 #include "platform/kernel/rng/sha256.h"
 
@@ -53,17 +54,6 @@ static uint8_t *slurp(const char *path, uint64_t *size)
     return b;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)v);
-    put32(p + 4, (uint32_t)(v >> 32));
-}
 
 static int all_zero(const uint8_t *p, uint64_t n)
 {
@@ -148,27 +138,27 @@ int main(int argc, char **argv)
     if (!out)
         die("out of memory", NULL);
     memcpy(out, PAYLOAD_MAGIC, 8);
-    put32(out + 8, PAYLOAD_VERSION);
-    put32(out + 12, PAYLOAD_HEADER_BYTES);
-    put32(out + 16, PAYLOAD_MAX_PARTS);
-    put64(out + 24, bios);
-    put64(out + 32, esp);
-    put64(out + 40, total);
+    kdisk_put32(out + 8, PAYLOAD_VERSION);
+    kdisk_put32(out + 12, PAYLOAD_HEADER_BYTES);
+    kdisk_put32(out + 16, PAYLOAD_MAX_PARTS);
+    kdisk_put64(out + 24, bios);
+    kdisk_put64(out + 32, esp);
+    kdisk_put64(out + 40, total);
     uint64_t tpos = table, dpos = data;
     struct sha256 hc;
     for (int i = 0; i < PAYLOAD_MAX_PARTS; i++) {
         uint8_t *pe = out + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES;
-        put32(pe, in[i].kind);
-        put32(pe + 4, count[i]);
-        put64(pe + 8, in[i].size);
-        put64(pe + 16, in[i].disk_offset);
-        put64(pe + 24, tpos);
+        kdisk_put32(pe, in[i].kind);
+        kdisk_put32(pe + 4, count[i]);
+        kdisk_put64(pe + 8, in[i].size);
+        kdisk_put64(pe + 16, in[i].disk_offset);
+        kdisk_put64(pe + 24, tpos);
         sha256(in[i].bytes, (size_t)in[i].size, pe + 32);
         for (uint32_t e = 0; e < count[i]; e++) {
             uint64_t off = ext[i][2 * e], len = ext[i][2 * e + 1];
-            put64(out + tpos, off);
-            put64(out + tpos + 8, len);
-            put64(out + tpos + 16, dpos);
+            kdisk_put64(out + tpos, off);
+            kdisk_put64(out + tpos + 8, len);
+            kdisk_put64(out + tpos + 16, dpos);
             memcpy(out + dpos, in[i].bytes + off, (size_t)len);
             tpos += PAYLOAD_EXTENT_BYTES;
             dpos += len;

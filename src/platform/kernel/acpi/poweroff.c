@@ -20,18 +20,6 @@ enum {
     OFF_WAIT_MS = 3000,      /* the machine should be gone well before this */
 };
 
-static inline void outw(uint16_t port, uint16_t v)
-{
-    __asm__ volatile("outw %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint16_t inw(uint16_t port)
-{
-    uint16_t v;
-    __asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
 static void wait_ms(uint64_t ms)
 {
     uint64_t until = clock_mono_ns() + ms * 1000000;

@@ -5,19 +5,13 @@
  */
 #include "payload.h"
 
+#include "../disk/kdisk.h"
 #include "../rng/sha256.h"
 
 #include <stdio.h>
 #include <string.h>
 
 enum { MIB = 1 << 20 };
-
-static uint32_t le32(const uint8_t *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t le64(const uint8_t *p) { return (uint64_t)le32(p) | (uint64_t)le32(p + 4) << 32; }
 
 /* 1 when [off, off + len) lies inside [0, limit), without overflow. */
 static int inside(uint64_t off, uint64_t len, uint64_t limit)
@@ -95,7 +89,7 @@ static int parse_extents(const struct payload *pl, const struct payload_part *pp
     uint64_t end = 0;
     for (uint32_t i = 0; i < pp->extent_count; i++) {
         const uint8_t *e = pl->base + pp->extents + (uint64_t)i * PAYLOAD_EXTENT_BYTES;
-        uint64_t off = le64(e), len = le64(e + 8), data = le64(e + 16);
+        uint64_t off = kdisk_le64(e), len = kdisk_le64(e + 8), data = kdisk_le64(e + 16);
         if (len == 0)
             FAIL("%s: extent %u is empty", what, (unsigned)i);
         if (off < end)
@@ -117,21 +111,21 @@ int payload_parse(const uint8_t *p, uint64_t len, struct payload *out, char *err
         FAIL("%llu bytes: shorter than the header", (unsigned long long)len);
     if (memcmp(p, PAYLOAD_MAGIC, 8))
         FAIL("not an install payload (bad magic)");
-    uint32_t version = le32(p + 8);
+    uint32_t version = kdisk_le32(p + 8);
     if (version != PAYLOAD_VERSION)
         FAIL("format version %u, this release reads %u", (unsigned)version,
              (unsigned)PAYLOAD_VERSION);
-    if (le32(p + 12) != PAYLOAD_HEADER_BYTES)
-        FAIL("header of %u bytes, not %u", (unsigned)le32(p + 12),
+    if (kdisk_le32(p + 12) != PAYLOAD_HEADER_BYTES)
+        FAIL("header of %u bytes, not %u", (unsigned)kdisk_le32(p + 12),
              (unsigned)PAYLOAD_HEADER_BYTES);
-    if (le64(p + 40) != len)
+    if (kdisk_le64(p + 40) != len)
         FAIL("%llu bytes, the header says %llu (cut short or padded)", (unsigned long long)len,
-             (unsigned long long)le64(p + 40));
+             (unsigned long long)kdisk_le64(p + 40));
     out->base = p;
     out->len = len;
-    out->part_count = le32(p + 16);
-    out->bios_bytes = le64(p + 24);
-    out->esp_bytes = le64(p + 32);
+    out->part_count = kdisk_le32(p + 16);
+    out->bios_bytes = kdisk_le64(p + 24);
+    out->esp_bytes = kdisk_le64(p + 32);
     if (out->part_count != PAYLOAD_MAX_PARTS)
         FAIL("%u parts, not %u", out->part_count, (unsigned)PAYLOAD_MAX_PARTS);
     if (!out->bios_bytes || out->bios_bytes % MIB || !out->esp_bytes || out->esp_bytes % MIB ||
@@ -144,11 +138,11 @@ int payload_parse(const uint8_t *p, uint64_t len, struct payload *out, char *err
     for (unsigned i = 0; i < out->part_count; i++) {
         const uint8_t *e = p + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES;
         struct payload_part *pp = &out->parts[i];
-        pp->kind = le32(e);
-        pp->extent_count = le32(e + 4);
-        pp->size = le64(e + 8);
-        pp->disk_offset = le64(e + 16);
-        pp->extents = le64(e + 24);
+        pp->kind = kdisk_le32(e);
+        pp->extent_count = kdisk_le32(e + 4);
+        pp->size = kdisk_le64(e + 8);
+        pp->disk_offset = kdisk_le64(e + 16);
+        pp->extents = kdisk_le64(e + 24);
         memcpy(pp->sha256, e + 32, 32);
         if (pp->kind < PAYLOAD_MBR_CODE || pp->kind > PAYLOAD_ESP)
             FAIL("part %u of unknown kind %u", i, (unsigned)pp->kind);
@@ -191,7 +185,7 @@ void payload_read(const struct payload *pl, const struct payload_part *part, uin
     uint64_t end = offset + len;
     for (uint32_t i = 0; i < part->extent_count; i++) {
         const uint8_t *e = pl->base + part->extents + (uint64_t)i * PAYLOAD_EXTENT_BYTES;
-        uint64_t eo = le64(e), el = le64(e + 8), ed = le64(e + 16);
+        uint64_t eo = kdisk_le64(e), el = kdisk_le64(e + 8), ed = kdisk_le64(e + 16);
         if (eo >= end)
             break; /* extents are in order */
         if (eo + el <= offset)
