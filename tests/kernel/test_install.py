@@ -17,8 +17,11 @@ entry's module lines are the shipped ones, checked against grub.cfg.
 - A disk holding a tern partition (the image builder's disk): anything
   but WIPE over serial aborts and leaves every byte as it was; WIPE
   installs.
-- An empty disk whose countdown gets a key over serial: aborted, the disk
-  still all zeros.
+- An empty disk whose countdown gets a key over serial, or on the PS/2
+  keyboard (QMP send-key): aborted, the disk still all zeros.
+- Refusals: no payload (the production kernel by -kernel), several
+  suitable disks, read-only, 4Kn and too small disks; each names its
+  reason and changes no byte.
 """
 import atexit
 import os
@@ -29,8 +32,8 @@ import tempfile
 import threading
 import time
 
-from harness import (MTLS_CONF, OVMF, REPO, Failure, Vm, disk_image, drive, expect_lines,
-                     make_bundle, scratch, sha, show)
+from harness import (MTLS_CONF, OVMF, REPO, Failure, Qmp, Vm, disk_image, drive, expect_lines,
+                     make_bundle, qmp_args, scratch, sha, show)
 from test_store_disk import DiskBroker
 
 COUNTDOWN_S = 2
@@ -183,21 +186,31 @@ def wipe_test(build):
     return check
 
 
-def abort_test(build):
+def abort_test(build, keyboard=False):
+    """A key during the countdown - over serial, or on the PS/2 keyboard
+    (QMP send-key) - aborts; the disk stays all zeros."""
     def check():
         with scratch() as tmp:
             img = disk_image(tmp, "disk.img", 256)
             before = sha(img)
-            with install_vm(build, img, serial_input=True) as vm:
+            qmp, sock = qmp_args(tmp)
+            with Vm(["-cdrom", test_iso(build), "-boot", "d", "-device", "virtio-rng-pci"] +
+                    drive(img, "d0", "virtio-blk") + qmp, serial_input=True) as vm:
                 if vm.wait_for(lambda o: b"press any key to abort" in o, 180) is None:
                     raise Failure("no countdown:\n" + show(vm.text()[-3000:]))
-                vm.type(b"x")
+                if keyboard:
+                    q = Qmp(sock)
+                    q.cmd("send-key", keys=[{"type": "qcode", "data": "x"}])
+                    q.close()
+                else:
+                    vm.type(b"x")
                 if vm.wait_for(lambda o: re.search(ABORTED, o), 30) is None:
                     raise Failure("a key did not abort:\n" + show(vm.text()[-3000:]))
                 out = vm.text()
             if b"writing" in out or sha(img) != before:
                 raise Failure("the disk changed after an aborted countdown:\n" + show(out))
-        return "a key over serial aborted the countdown; the disk is still all zeros"
+        return (f"a key {'on the PS/2 keyboard' if keyboard else 'over serial'} aborted the "
+                f"countdown; the disk is still all zeros")
     return check
 
 
@@ -264,4 +277,5 @@ def cases(b):
             empty_disk_test(b),
         "install-tern-disk-needs-wipe-anything-else-leaves-it-unchanged": wipe_test(b),
         "install-countdown-aborted-by-serial-key-writes-nothing": abort_test(b),
+        "install-countdown-aborted-by-keyboard-key-writes-nothing": abort_test(b, True),
     }
