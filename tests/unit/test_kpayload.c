@@ -188,7 +188,10 @@ static void refused_after(void (*edit)(uint8_t *b), const char *want)
 }
 
 static uint8_t *esp_ext(uint8_t *b, int i) { return b + EXT0 + (2 + i) * PAYLOAD_EXTENT_BYTES; }
-static uint8_t *part(uint8_t *b, int i) { return b + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES; }
+static uint8_t *part(uint8_t *b, int i)
+{
+    return b + PAYLOAD_HEADER_BYTES + i * PAYLOAD_PART_BYTES;
+}
 
 static void overlap(uint8_t *b) { kdisk_put64(esp_ext(b, 1), 2048); }
 static void past_part(uint8_t *b) { kdisk_put64(esp_ext(b, 1), ESP - 100); }
