@@ -5,8 +5,9 @@
 # PCI capability and framebuffer parsers), bundle (the unikernel's boot
 # bundle), disk (the disk layout's GPT and superblock readers, the store
 # VFS's region headers), tdisk (tern-disk's image detection and region
-# header reading; the telemetry journal's head, segment and record reader).
-# Included from the top-level Makefile, which provides
+# header reading; the telemetry journal's head, segment and record reader),
+# payload (the installer's payload parser). Included from the top-level
+# Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="decode core"]
@@ -22,7 +23,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -100,6 +101,7 @@ endif
 	    [ $$t = bundle ] && dict=$(FUZZ_DIR)/bundle.dict; \
 	    [ $$t = disk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    [ $$t = tdisk ] && dict=$(FUZZ_DIR)/disk.dict; \
+	    [ $$t = payload ] && dict=$(FUZZ_DIR)/payload.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

@@ -136,11 +136,13 @@ class Vm:
     as a context manager, killed on leaving the block. prefix goes before
     QEMU's command (a benchmark pins it with taskset)."""
 
-    def __init__(self, args, prefix=()):
+    def __init__(self, args, prefix=(), serial_input=False):
         cmd = list(prefix) + ["qemu-system-x86_64", "-M", "q35", "-m", "256", "-display", "none",
                "-serial", "stdio", "-monitor", "none", "-no-user-config"] + args
         self.start = time.monotonic()
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        # serial_input: QEMU's stdin is the serial console's input (type()).
+        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if serial_input
+                                     else subprocess.DEVNULL, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT)
         self.out = bytearray()
         self.lock = threading.Lock()
@@ -160,6 +162,11 @@ class Vm:
                 return
             with self.lock:
                 self.out += chunk
+
+    def type(self, data):
+        """Bytes typed on the serial console (a Vm made with serial_input)."""
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
 
     def text(self):
         with self.lock:

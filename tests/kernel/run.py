@@ -58,6 +58,10 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_scrub.py         the disk scrubber: a live store passes clean; a
                         byte flipped in each region kind is found and
                         named on the console and in $SYS
+  test_install.py       install mode from the ISO: an empty disk installed,
+                        powered off, then booted alone (SeaBIOS, OVMF) into
+                        the broker; WIPE asked for a disk with data; an
+                        aborted countdown writes nothing
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -75,6 +79,7 @@ import test_disk_image
 import test_disk_readonly
 import test_disk_size
 import test_faults
+import test_install
 import test_kvfs
 import test_mqtt5
 import test_net
@@ -90,7 +95,7 @@ import test_tele
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)

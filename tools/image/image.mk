@@ -31,17 +31,27 @@ $(BUILD)/image/tern.conf: tools/image/tern.conf tools/image/tern.acl $(BUILD)/pk
 	$(Q)cp tools/image/tern.conf tools/image/tern.acl $(@D)/
 	$(Q)ln -sfn ../pki $(@D)/pki
 
-$(BUILD)/tern.iso: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf \
-                   tools/image/grub.cfg tools/image/mkiso.sh tools/image/tern-build-image
+$(BUILD)/tern.iso: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-payload \
+                   $(BUILD)/image/tern.conf tools/image/grub.cfg tools/image/grub-disk.cfg \
+                   tools/image/mkiso.sh tools/image/mkboot.sh tools/image/tern-build-image
 	$(if $(Q),@echo "  ISO     $@")
 	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf \
-	    --bundler $(BUILD)/rel/tern-bundle $(BUILD)/image/tern.conf $@
+	    --bundler $(BUILD)/rel/tern-bundle --payload $(BUILD)/rel/tern-payload \
+	    $(BUILD)/image/tern.conf $@
 
 # 256 MiB, sparse: room for the layout's regions, small to copy in tests.
 $(BUILD)/tern-disk.img: $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk \
                         $(BUILD)/image/tern.conf tools/image/grub-disk.cfg tools/image/mkdisk.sh \
+                        tools/image/mkboot.sh \
                         tools/image/tern-build-image
 	$(if $(Q),@echo "  DISK    $@")
 	$(Q)tools/image/tern-build-image --kernel $(KBUILD)/tern.elf \
 	    --bundler $(BUILD)/rel/tern-bundle --mkdisk $(BUILD)/rel/tern-mkdisk \
 	    --disk 256 $(BUILD)/image/tern.conf $@
+
+# The install payload's packer (tern-payload.c): the kernel's own parser and
+# SHA-256 check what it wrote.
+$(BUILD)/rel/tern-payload: $(BUILD)/rel/tools/image/tern-payload.o \
+    $(call obj,rel,src/platform/kernel/install/payload.c src/platform/kernel/rng/sha256.c)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@

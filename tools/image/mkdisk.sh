@@ -13,12 +13,10 @@
 #   last 1 MiB   backup GPT
 #
 # No loop devices and no root: the GPT is written by MKDISK (tern-mkdisk,
-# the kernel's own layout code: tools/disk), the ESP is a FAT image made
-# with mtools and copied in, and GRUB's
-# BIOS stage is installed by patching the two block lists grub-bios-setup
-# would patch (boot.img's pointer to core.img, and core.img's first-sector
-# list of the rest of itself). Both GRUBs find the ESP by its FAT volume id,
-# so other disks (an ISO, a second disk) do not confuse them.
+# the kernel's own layout code: tools/disk); the boot parts (MBR code,
+# core.img, the ESP's FAT image) come from mkboot.sh, which the ISO's
+# install payload shares, and are copied in. Both GRUBs find the ESP by its
+# FAT volume id, so other disks (an ISO, a second disk) do not confuse them.
 #
 # --keep-data: when OUTPUT exists with this partition table, rewrite only
 # the boot parts (MBR code, core.img, the ESP) and keep the data partition
@@ -40,7 +38,7 @@ bundle=$3
 size_mib=$4
 mkdisk=$5
 here=$(dirname "$0")
-for tool in "$mkdisk" sfdisk grub-mkimage mformat mcopy mmd; do
+for tool in "$mkdisk" sfdisk; do
     command -v "$tool" >/dev/null 2>&1 || {
         echo "mkdisk: $tool missing (make build/rel/tern-mkdisk; apt-get install fdisk grub-pc-bin grub-efi-amd64-bin mtools)" >&2
         exit 1
@@ -60,10 +58,6 @@ if [ "$size_mib" -lt 160 ]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-
-# FAT volume id: random per image; GRUB searches for it.
-volid=$(od -An -N4 -tx4 /dev/urandom | tr -d ' \n' | tr 'a-f' 'A-F')
-fsuuid=$(printf '%s-%s' "$(echo "$volid" | cut -c1-4)" "$(echo "$volid" | cut -c5-8)")
 
 sector=512
 esp_start=4096            # 2 MiB
@@ -105,55 +99,9 @@ else
     target=$out.tmp
 fi
 
-# GRUB's early configuration, embedded in both images: find the ESP by its
-# volume id, then read /boot/grub/grub.cfg from it.
-cat >"$work/early.cfg" <<EOF
-search --no-floppy --fs-uuid --set=root $fsuuid
-set prefix=(\$root)/boot/grub
-EOF
-mods="part_gpt fat search search_fs_uuid normal configfile multiboot2 serial terminal echo"
-grub-mkimage -O i386-pc -o "$work/core.img" -c "$work/early.cfg" -p /boot/grub \
-    biosdisk $mods
-grub-mkimage -O x86_64-efi -o "$work/BOOTX64.EFI" -c "$work/early.cfg" -p /boot/grub \
-    $mods
-
-core_bytes=$(stat -c %s "$work/core.img")
-core_sectors=$(( (core_bytes + sector - 1) / sector ))
-if [ "$core_sectors" -gt "$bios_sectors" ]; then
-    echo "mkdisk: GRUB core.img ($core_bytes bytes) does not fit the BIOS boot partition" >&2
-    exit 1
-fi
-
-# The ESP's files.
-esp="$work/esp.img"
-truncate -s $((esp_sectors * sector)) "$esp"
-mformat -i "$esp" -F -N "$volid" -v TERNESP ::
-mmd -i "$esp" ::/EFI ::/EFI/BOOT ::/boot ::/boot/grub ::/boot/grub/i386-pc ::/boot/grub/x86_64-efi
-mcopy -i "$esp" "$work/BOOTX64.EFI" ::/EFI/BOOT/BOOTX64.EFI
-mcopy -i "$esp" "$here/grub-disk.cfg" ::/boot/grub/grub.cfg
-mcopy -i "$esp" "$kernel" ::/boot/tern.elf
-mcopy -i "$esp" "$bundle" ::/boot/tern.bundle
-mcopy -i "$esp" /usr/lib/grub/i386-pc/*.mod /usr/lib/grub/i386-pc/*.lst ::/boot/grub/i386-pc/
-mcopy -i "$esp" /usr/lib/grub/x86_64-efi/*.mod /usr/lib/grub/x86_64-efi/*.lst ::/boot/grub/x86_64-efi/
-dd if="$esp" of="$target" bs=$sector seek=$esp_start conv=notrunc status=none
-
-# BIOS stage: boot.img's code (not the partition table) into the MBR with
-# the LBA of core.img at offset 0x5c; core.img's first sector (diskboot)
-# lists the rest of core.img in its last 12 bytes: start LBA (8 bytes),
-# sector count (2), load segment (2, 0x820). Little-endian throughout.
-put_le() { # FILE OFFSET VALUE BYTES
-    v=$3 i=0
-    while [ $i -lt "$4" ]; do
-        printf "\\$(printf '%03o' $((v & 255)))"
-        v=$((v >> 8)) i=$((i + 1))
-    done | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
-}
-cp /usr/lib/grub/i386-pc/boot.img "$work/boot.img"
-put_le "$work/boot.img" $((0x5c)) $bios_start 8
-put_le "$work/boot.img" $((0x66)) $((0x9090)) 2   # hard disk: skip the floppy drive check
-put_le "$work/core.img" $((0x200 - 12)) $((bios_start + 1)) 8
-put_le "$work/core.img" $((0x200 - 4)) $((core_sectors - 1)) 2
-put_le "$work/core.img" $((0x200 - 2)) $((0x820)) 2
+# The boot parts (one source with the ISO's install payload): mkboot.sh.
+"$here/mkboot.sh" "$kernel" "$bundle" "$work"
+dd if="$work/esp.img" of="$target" bs=$sector seek=$esp_start conv=notrunc status=none
 dd if="$work/boot.img" of="$target" bs=440 count=1 conv=notrunc status=none
 dd if="$work/core.img" of="$target" bs=$sector seek=$bios_start conv=notrunc status=none
 

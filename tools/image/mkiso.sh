@@ -1,18 +1,26 @@
 #!/bin/sh
-# mkiso.sh KERNEL OUTPUT BUNDLE - build the hybrid tern ISO with Debian's
+# mkiso.sh KERNEL OUTPUT BUNDLE PAYLOAD_TOOL - build the hybrid tern ISO with Debian's
 # GRUB: grub-mkrescue (grub-pc-bin for BIOS, grub-efi-amd64-bin for UEFI,
 # xorriso, mtools) lays out El Torito BIOS and EFI boot images around /boot.
 # BUNDLE (tern-bundle's output: the configuration and its certificates,
 # keys, CAs and ACL) is baked in as /boot/tern.bundle, which GRUB hands the
-# kernel as a boot module. Use tern-build-image, which makes the bundle.
+# kernel as a boot module. The install payload (docs/INSTALL.md: the boot
+# parts mkboot.sh builds, packed by PAYLOAD_TOOL, tern-payload) is
+# /boot/tern.install, the install entry's second module. Use
+# tern-build-image, which makes the bundle.
+#
+# TERN_ISO_GRUB_CFG (tests only) replaces tools/image/grub.cfg: the kernel
+# tests build an ISO whose default entry is the install entry with a short
+# countdown, from the same script and payload.
 set -eu
-if [ $# -ne 3 ]; then
-    echo "usage: mkiso.sh KERNEL OUTPUT BUNDLE (tools/image/tern-build-image makes the bundle)" >&2
+if [ $# -ne 4 ]; then
+    echo "usage: mkiso.sh KERNEL OUTPUT BUNDLE PAYLOAD_TOOL (tools/image/tern-build-image makes the bundle)" >&2
     exit 2
 fi
 kernel=$1
 out=$2
 bundle=$3
+payload_tool=$4
 here=$(dirname "$0")
 for tool in grub-mkrescue xorriso mformat; do
     command -v "$tool" >/dev/null 2>&1 || {
@@ -24,11 +32,15 @@ for dir in /usr/lib/grub/i386-pc /usr/lib/grub/x86_64-efi; do
     [ -d "$dir" ] || { echo "mkiso: $dir missing (grub-pc-bin, grub-efi-amd64-bin)" >&2; exit 1; }
 done
 root=$(mktemp -d)
-trap 'rm -rf "$root" "$root.log"' EXIT
+trap 'rm -rf "$root" "$root.log" "$root.boot"' EXIT
 mkdir -p "$root/boot/grub"
 cp "$kernel" "$root/boot/tern.elf"
-cp "$here/grub.cfg" "$root/boot/grub/grub.cfg"
+cp "${TERN_ISO_GRUB_CFG:-$here/grub.cfg}" "$root/boot/grub/grub.cfg"
 cp "$bundle" "$root/boot/tern.bundle"
+"$here/mkboot.sh" "$kernel" "$bundle" "$root.boot"
+"$payload_tool" "$root/boot/tern.install" 1 64 "$root.boot/boot.img" "$root.boot/core.img" \
+    "$root.boot/esp.img"
+rm -rf "$root.boot"
 mkdir -p "$(dirname "$out")"
 # Quiet unless it fails; SOURCE_DATE_EPOCH keeps the image reproducible.
 # The ISO holds the server's private key: readable by its owner only.

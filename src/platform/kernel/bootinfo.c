@@ -67,11 +67,32 @@ static void copy_cmdline(struct boot_info *bi, uint64_t phys, size_t max)
 
 /* Keep the first module: bounds-checked against the early map, copied
  * whole or refused (a configuration cut short must not be parsed). */
+static void copy_name(char *out, uint64_t name_phys, size_t name_max)
+{
+    if (name_phys && name_phys < EARLY_MAP_BYTES) {
+        const char *s = phys_to_virt(name_phys);
+        size_t lim = name_max < BOOT_MODNAME_MAX - 1 ? name_max : BOOT_MODNAME_MAX - 1;
+        if (name_phys + lim > EARLY_MAP_BYTES)
+            lim = EARLY_MAP_BYTES - name_phys;
+        size_t n = strnlen(s, lim);
+        memcpy(out, s, n);
+        out[n] = '\0';
+    }
+}
+
+/* The second module is only located (the installer's payload, tens of
+ * MiB): kept in place, its range bounds-checked by its user. */
 static void add_module(struct boot_info *bi, uint64_t start, uint64_t size, uint64_t name_phys,
                        size_t name_max)
 {
-    if (bi->nmodules++ > 0)
+    if (bi->nmodules++ > 0) {
+        if (bi->nmodules == 2 && size && start + size > start) {
+            bi->module2_phys = start;
+            bi->module2_len = size;
+            copy_name(bi->module2_name, name_phys, name_max);
+        }
         return;
+    }
     bi->config_size = size;
     if (start >= EARLY_MAP_BYTES || size > EARLY_MAP_BYTES - start) {
         bi->config_state = BOOT_CONFIG_BAD;
@@ -87,15 +108,7 @@ static void add_module(struct boot_info *bi, uint64_t start, uint64_t size, uint
     memset(phys_to_virt(start), 0, size);
     bi->config_len = (uint32_t)size;
     bi->config_state = BOOT_CONFIG_OK;
-    if (name_phys && name_phys < EARLY_MAP_BYTES) {
-        const char *s = phys_to_virt(name_phys);
-        size_t lim = name_max < BOOT_MODNAME_MAX - 1 ? name_max : BOOT_MODNAME_MAX - 1;
-        if (name_phys + lim > EARLY_MAP_BYTES)
-            lim = EARLY_MAP_BYTES - name_phys;
-        size_t n = strnlen(s, lim);
-        memcpy(bi->config_name, s, n);
-        bi->config_name[n] = '\0';
-    }
+    copy_name(bi->config_name, name_phys, name_max);
 }
 
 /* The framebuffer tag: address, pitch, width, height, bpp, type, two

@@ -45,6 +45,11 @@ struct boot_info {
     uint32_t config_len;
     char config[BOOT_CONFIG_MAX];
     struct fb_info fb;              /* multiboot2 framebuffer tag, unchecked */
+    /* The second module (the ISO's install entry: the install payload,
+     * install/payload.h), left where the loader put it: too large to copy.
+     * The frame allocator keeps its frames; 0/0 when there is none. */
+    uint64_t module2_phys, module2_len;
+    char module2_name[BOOT_MODNAME_MAX];
 };
 
 /* Parse the loader's information; panics on a loader we cannot use. */

@@ -104,7 +104,7 @@ kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk
+kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)

@@ -29,6 +29,8 @@
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
 #include "disk/layout_selftest.h"
+#include "install/bootdisk.h"
+#include "install/install.h"
 #include "libc/stack_chk.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
@@ -71,21 +73,24 @@ static void halt_unavailable(const char *what)
     cpu_halt_forever();
 }
 
-/* The boot menu's entries other than "tern" (A1) select a mode. */
-static void check_mode(void)
+/* The boot menu's entries other than "tern" (A1) select a mode; 1 for
+ * install mode (install/install.h), which runs once the devices and the
+ * entropy are up. */
+static int check_mode(void)
 {
     char mode[32];
     if (!bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) || !strcmp(mode, "live") ||
         !strcmp(mode, "disk"))
-        return;
+        return 0;
     if (!strcmp(mode, "install"))
-        halt_unavailable("Install to this machine's disk");
+        return 1;
     if (!strcmp(mode, "diag"))
         halt_unavailable("Diagnostics");
     if (!strcmp(mode, "diag-serve"))
         halt_unavailable("Diagnostics, then serve");
     kprintf("tern: unknown tern.mode '%s'\n", mode);
     halt_unavailable("that mode");
+    return 0;
 }
 
 /* The boot menu's live entry runs from RAM and writes no disk (A1). */
@@ -144,7 +149,7 @@ static _Noreturn void kmain(void)
     lapic_timer_init(tsc.hz, TICK_HZ);
     irq_enable();
 
-    check_mode();
+    int install = check_mode();
     /* Before any device: a configuration we refuse stops here. */
     int serve = bootconf_load(&boot, &config);
 
@@ -180,6 +185,7 @@ static _Noreturn void kmain(void)
     if (bootinfo_arg(&boot, "tern.test.disk", disk_arg, sizeof disk_arg))
         blk_selftest(disk_arg);
 #endif
+    bootdisk_find(&boot); /* an installed disk's boot: which disk (tern.esp=) */
 
     struct rtc_time now;
     char rtc[32] = "unavailable";
@@ -213,6 +219,8 @@ static _Noreturn void kmain(void)
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
 #endif
+    if (install)
+        install_run(&boot, &config); /* does not return: powers off or halts */
     struct bootconf_assets assets = {NULL, NULL, 0};
     if (serve)
         bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */

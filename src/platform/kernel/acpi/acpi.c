@@ -165,6 +165,15 @@ long acpi_table(const char sig[4], uint8_t *buf, size_t cap, const char **err)
     return acpi_find_table(&rsdp, sig, phys_read, NULL, buf, cap, &last_root, err);
 }
 
+long acpi_table_at(uint64_t pa, const char sig[4], uint8_t *buf, size_t cap, const char **err)
+{
+    if (!ready) {
+        *err = failure;
+        return -1;
+    }
+    return acpi_read_table(phys_read, NULL, pa, sig, buf, cap, err);
+}
+
 void acpi_describe(char *buf, size_t n)
 {
     if (!ready)

@@ -115,6 +115,12 @@ static long read_table(acpi_read_fn rd, void *ctx, uint64_t pa, const char *sig,
     return (long)length;
 }
 
+long acpi_read_table(acpi_read_fn rd, void *ctx, uint64_t pa, const char sig[4], uint8_t *buf,
+                     size_t cap, const char **err)
+{
+    return read_table(rd, ctx, pa, sig, buf, cap, err);
+}
+
 /* Search one root table (entries of esize bytes) for sig. */
 static long search_root(acpi_read_fn rd, void *ctx, uint64_t root_pa, const char *root_sig,
                         unsigned esize, const char sig[4], uint8_t *buf, size_t cap,

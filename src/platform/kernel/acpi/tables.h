@@ -55,6 +55,12 @@ long acpi_rsdp_scan(const uint8_t *area, size_t len);
 long acpi_find_table(const struct acpi_rsdp *rsdp, const char sig[4], acpi_read_fn rd,
                      void *ctx, uint8_t *buf, size_t cap, const char **root, const char **err);
 
+/* Copy the table at physical address pa (a table no root lists, such as
+ * the DSDT the FADT points to) into buf, checked as acpi_find_table checks
+ * (signature sig, length, checksum). Its length, or -1 with *err. */
+long acpi_read_table(acpi_read_fn rd, void *ctx, uint64_t pa, const char sig[4], uint8_t *buf,
+                     size_t cap, const char **err);
+
 /* One MCFG allocation: ECAM for buses bus_start..bus_end of a segment,
  * whose bus 0 would sit at base. */
 struct acpi_mcfg_entry {

@@ -56,6 +56,10 @@ void pmm_init(const struct boot_info *bi)
             continue;
         uint64_t start = round_up(r->base > kernel_end ? r->base : kernel_end);
         uint64_t end = round_down(r->base + r->len);
+        /* Not over the second boot module (the install payload) either. */
+        if (bi->module2_len && start < bi->module2_phys + bi->module2_len &&
+            start + bitmap_bytes > bi->module2_phys)
+            start = round_up(bi->module2_phys + bi->module2_len);
         if (start < end && end - start >= bitmap_bytes && start + bitmap_bytes <= EARLY_MAP_BYTES)
             bitmap_phys = start;
     }
@@ -75,6 +79,8 @@ void pmm_init(const struct boot_info *bi)
             if (a >= KERNEL_PHYS && a < kernel_end)
                 continue;
             if (a >= bitmap_phys && a < bitmap_phys + bitmap_bytes)
+                continue;
+            if (a + PAGE_SIZE > bi->module2_phys && a < bi->module2_phys + bi->module2_len)
                 continue;
             size_t f = a / PAGE_SIZE;
             if (is_used(f)) {

@@ -17,6 +17,7 @@
 #include "disk/gpt.h"
 #include "disk/grow.h"
 #include "disk/layout.h"
+#include "install/bootdisk.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "rng/entropy.h"
@@ -96,6 +97,11 @@ static int kind_matches(const struct blk_dev *d, const tern_config_disk *want)
     default:
         return 1;
     }
+}
+
+int kdisk_store_disk_matches(const struct blk_dev *d, const tern_config_disk *want)
+{
+    return kind_matches(d, want);
 }
 
 /* 1 when d's GPT (either copy) lists a tern data partition. Reads only. */
@@ -325,6 +331,10 @@ static void open_layout(struct blk_dev *d)
             l->formatted ? ", formatted now" : "",
             (unsigned long long)(db->blocks * d->topo.logical_block >> 20),
             (unsigned long long)(wal->blocks * d->topo.logical_block >> 20));
+    if (bootdisk())
+        kprintf("tern: store: data partition #%u \"%s\" %s\n", (unsigned)l->part.index,
+                l->part.name, bootdisk() == d ? "on the same disk" : "on another disk than the "
+                "boot disk");
 }
 
 static void open_vfs(struct blk_dev *d)

@@ -33,4 +33,9 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity);
 struct kscrub;
 struct kscrub *kdisk_store_scrubber(void);
 
+/* 1 when d is a disk of the kind (or at the PCI address) want names; every
+ * disk for auto and none. The installer picks its target with it. */
+struct blk_dev;
+int kdisk_store_disk_matches(const struct blk_dev *d, const tern_config_disk *want);
+
 #endif
