@@ -29,6 +29,9 @@ def full_test(build):
                 out = db.ready(vm)
                 if not re.search(rb"partition #1, layout v2 [^\n]*; database 4 MiB", out):
                     raise Failure("not a 4 MiB database region:\n" + show(out))
+                if not re.search(rb'tern: store: data partition: virtio-blk [^\n]* partition #1 '
+                                 rb'"tern-data" [0-9a-f-]{36}, 22 MiB\r?\n', out):
+                    raise Failure("no data partition line:\n" + show(out))
                 c, _ = db.raw("filler")
                 acked = 0
                 try:

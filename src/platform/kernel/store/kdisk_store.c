@@ -335,6 +335,15 @@ static void open_layout(struct blk_dev *d)
         kprintf("tern: store: data partition #%u \"%s\" %s\n", (unsigned)l->part.index,
                 l->part.name, bootdisk() == d ? "on the same disk" : "on another disk than the "
                 "boot disk");
+    /* Which data partition, by what names it outlives this machine: the
+     * partition's unique GUID and the disk's model (the installed boot,
+     * SPEC A3, says where its data lives). */
+    char guid[GPT_GUID_TEXT];
+    gpt_guid_text(&l->part.guid, guid);
+    kprintf("tern: store: data partition: %s%s%s%s partition #%u \"%s\" %s, %llu MiB\n",
+            d->name, d->model[0] ? " (" : "", d->model, d->model[0] ? ")" : "",
+            (unsigned)l->part.index, l->part.name, guid,
+            (unsigned long long)((l->part.last - l->part.first + 1) * d->topo.logical_block >> 20));
 }
 
 static void open_vfs(struct blk_dev *d)
