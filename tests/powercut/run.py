@@ -623,10 +623,14 @@ def summary(target, args, state, tally, seconds):
     if target.name == "kernel":
         line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
                  "every cut each slot empty or a whole database (%d complete copies seen); "
-                 "tern-disk verify clean after %d cuts; disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
+                 "tern-disk verify clean after %d cuts; "
+                 "telemetry journal read after %d cuts, boot records of all %d boots that "
+                 "served present, in order; "
+                 "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
                  "kept; %d boots; %.0f s"
                  % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
-                    c["verified"], c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
+                    c["verified"], c["journal_checks"], c["boots_recorded"],
+                    c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:
         line += "; %d kills; %.0f s" % (c["kills"], seconds)

@@ -213,7 +213,7 @@ static _Noreturn void kmain(void)
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
 #endif
-    struct bootconf_assets assets = {NULL, NULL};
+    struct bootconf_assets assets = {NULL, NULL, 0};
     if (serve)
         bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
 
@@ -228,6 +228,7 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
+        ktele_watch_cert(assets.cert_not_after);
         const squeue_store *durable = serve ? open_store(&config) : NULL;
         if (serve && kserve_start(&config, &assets, durable, clock_mono_ns() / 1000000) == 0) {
             char line[200];

@@ -28,7 +28,15 @@ enum {
     KTELE_QUEUE = 32,      /* records queued between two syncs, at most */
     KTELE_SHOWN = 16,      /* events and statistics kept for $SYS */
     KTELE_STACK_PAGES = 16,
+    KTELE_CERT_WARN_DAYS = 30,       /* warn when the certificate expires sooner */
+    KTELE_CERT_CHECK_MS = 86400000,  /* and check again daily */
 };
+
+/* Watch the server certificate's expiry (notAfter, s since 1970; 0: no
+ * certificate): checked at ktele_open and daily after, a certificate
+ * record and a console warning when fewer than KTELE_CERT_WARN_DAYS
+ * remain. Call before ktele_open. */
+void ktele_watch_cert(int64_t not_after_s);
 
 /* What the boot record says. mode: 1 installed disk, 2 live, 3 other. */
 struct ktele_boot {
