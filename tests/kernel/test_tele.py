@@ -7,7 +7,8 @@ on the host) after each boot:
   has its boot record, numbered 1, 2, 3 in order; the second and third
   have a power-cut record naming the boot before; the console says so;
   the journal reads cleanly (CRCs, sequences); $SYS/broker/telemetry/events
-  shows the boot records to the operator.
+  shows the boot records to the operator, and oldest_ms when the journal
+  began.
 - Discard: a thin qcow2 image (discard=unmap on virtio-blk) and the test
   kernel writing a statistics record every millisecond (tern.test.tele_ms)
   until the 15-slot ring of a 64 MiB disk has wrapped: the slot ahead of
@@ -63,6 +64,11 @@ def boots_test(build):
                         kinds = [json.loads(l)["kind"] for l in events.splitlines() if l]
                         if kinds[-2:] != ["power-cut", "boot"]:
                             raise Failure(f"$SYS events: {events}")
+                        oldest = int(mosq("mosquitto_sub", db.port, "-t",
+                                          "$SYS/broker/telemetry/oldest_ms", "-C", "1", "-W",
+                                          "30", tls=Pki(build.dir).args("dev-operator")))
+                        if not 0 < oldest / 1000 <= time.time() + 120:
+                            raise Failure(f"$SYS oldest_ms {oldest}")
                     vm.stop()  # SIGKILL: the guest loses power
                     outs.append(out)
             head, recs = journal(build, img)

@@ -157,14 +157,20 @@ int tdisk_db_digest(sqlite3 *db, uint8_t out[32], char *err, size_t err_size)
                         sha256_update(&h, p, (size_t)n);
                 }
             }
+        if (rc != SQLITE_DONE) /* the message before finalize resets it */
+            snprintf(err, err_size, "reading the rows of %s: %s", name, sqlite3_errmsg(db));
         sqlite3_finalize(rows);
-        rc = rc == SQLITE_DONE ? SQLITE_OK : rc;
+        if (rc != SQLITE_DONE) {
+            sqlite3_finalize(tables);
+            return -1;
+        }
+        rc = SQLITE_OK;
     }
-    sqlite3_finalize(tables);
-    if (rc != SQLITE_DONE) {
+    if (rc != SQLITE_DONE)
         snprintf(err, err_size, "reading the rows: %s", sqlite3_errmsg(db));
+    sqlite3_finalize(tables);
+    if (rc != SQLITE_DONE)
         return -1;
-    }
     sha256_final(&h, out);
     return 0;
 }

@@ -43,6 +43,8 @@ static struct {
     uint32_t test_interval_ms;
     int64_t cert_not_after;
     uint64_t next_cert_ms;
+    uint64_t oldest_seq;   /* the segment oldest_ms was read from */
+    int64_t oldest_ms;     /* when the oldest live segment was started; 0 unknown */
     uint64_t next_stats_ms;
     uint64_t boot_ms;
     /* the queue: main loop pushes at tail, thread pops at head */
@@ -167,6 +169,26 @@ static void queue(uint8_t kind, const void *p, uint32_t len)
     remember(kind, kt.t.next_record + (kt.qtail - kt.qhead) - 1, r->time_ms, p, len);
 }
 
+/* The oldest live segment's start time, for $SYS: one block read when
+ * the tail moved (at boot, and after an expiry). */
+static void read_oldest(void)
+{
+    const uint64_t tail = kt.t.head.tail_seq;
+    if (!kt.t.head.head_seq || tail == kt.oldest_seq)
+        return;
+    struct kdisk_report rep;
+    struct tele_seg s;
+    char why[KDISK_MSG_MAX];
+    kdisk_report_clear(&rep);
+    kt.oldest_seq = tail;
+    kt.oldest_ms = 0;
+    if (kdisk_read(&kt.bd.disk, tele_slot_lba(&kt.t.g, tele_slot(&kt.t.g, tail)), 1, kt.bd.disk.io,
+                   "a telemetry segment header", &rep) == KDISK_OK &&
+        tele_seg_decode(kt.bd.disk.io, kt.t.g.logical_block, &kt.t.g, tail, &s, why, sizeof why) ==
+            TELE_VALID)
+        kt.oldest_ms = s.created_ms;
+}
+
 static bool has_records(void *arg)
 {
     (void)arg;
@@ -203,6 +225,8 @@ static void writer(void *arg)
             kprintf("tern: telemetry: writing works again\n");
             kt.last_error[0] = 0;
         }
+        if (rc == KDISK_OK)
+            read_oldest();
         kt.sys_dirty = 1;
         kthread_yield();
     }
@@ -343,6 +367,7 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
             (unsigned long long)g.nseg,
             d->topo.discard ? "expired space discarded" : d->topo.write_zeroes ? "expired space zeroed"
                                                                                : "no discard");
+    read_oldest();
     kt.thread = kthread_create("telemetry", KTELE_STACK_PAGES, writer, NULL);
     kt.sys_dirty = 1;
     return 0;
@@ -387,6 +412,7 @@ static void publish(broker *b)
     put_u64(b, "$SYS/broker/telemetry/segments",
             kt.t.head.head_seq ? kt.t.head.head_seq - kt.t.head.tail_seq + 1 : 0);
     put_u64(b, "$SYS/broker/telemetry/segments_total", kt.t.g.nseg);
+    put_u64(b, "$SYS/broker/telemetry/oldest_ms", (uint64_t)kt.oldest_ms);
     put_u64(b, "$SYS/broker/telemetry/expired_segments", kt.t.expired);
     put_u64(b, "$SYS/broker/telemetry/discards", kt.t.discards);
     put_u64(b, "$SYS/broker/telemetry/dropped", kt.dropped);
