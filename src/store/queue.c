@@ -172,6 +172,11 @@ void squeue_backup_step(squeue *q, const squeue_store *st, bool forced, uint64_t
     }
 }
 
+void squeue_stats_changed(squeue *q)
+{
+    q->stats_stale = true;
+}
+
 void squeue_refresh_stats(squeue *q, const squeue_store *st, uint64_t now_us, bool force)
 {
     if (force ? !q->stats_stale : now_us < q->next_stats_us)

@@ -45,6 +45,12 @@ typedef struct squeue_store {
     /* Rebuild the core from the store (main side, before serving). */
     store_rc (*load)(void *ctx, broker *b, char *err, size_t err_size);
     void *ctx;
+    /* Optional (NULL: none), the kernel's disk growth: upkeep_due, cheap
+     * and without I/O, says whether the worker should run upkeep when it
+     * has nothing else in flight (asked on either side); upkeep runs on
+     * the worker between units. */
+    bool (*upkeep_due)(void *ctx);
+    bool (*upkeep)(void *ctx);        /* true when what get_stats reports changed */
 } squeue_store;
 
 /* The squeue_store of an open store (queue_store.c). */
@@ -145,5 +151,8 @@ void squeue_backup_step(squeue *q, const squeue_store *st, bool forced, uint64_t
  * step happened since (a worker about to go idle: the last commit's
  * counters must not wait for the next one). */
 void squeue_refresh_stats(squeue *q, const squeue_store *st, uint64_t now_us, bool force);
+/* Worker only. What get_stats reports changed outside a unit (the
+ * platform's upkeep): the next forced refresh takes it. */
+void squeue_stats_changed(squeue *q);
 
 #endif

@@ -36,6 +36,8 @@ void squeue_store_of(squeue_store *out, store *s)
     out->backup_begin = backup_begin;
     out->backup_step = backup_step;
     out->get_stats = get_stats;
+    out->upkeep_due = NULL;
+    out->upkeep = NULL;
     out->load = load;
     out->ctx = s;
 }

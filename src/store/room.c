@@ -97,6 +97,14 @@ store_rc store_room_setup(store *s)
     return STORE_OK;
 }
 
+store_rc store_set_max_db_bytes(store *s, uint64_t bytes)
+{
+    if (!s || bytes == s->opt.max_db_bytes)
+        return STORE_OK;
+    s->opt.max_db_bytes = bytes;
+    return store_room_setup(s);
+}
+
 store_rc store_room_open_checkpoint(store *s, store_open_info *info)
 {
     int frames = 0, copied = 0;

@@ -134,6 +134,11 @@ store_rc store_check(const char *path, const char *vfs, store_check_info *info, 
  */
 store_rc store_apply(store *s, const broker_store_batch *batches, size_t n);
 
+/* The database file's room changed (the unikernel's database region grew
+ * while serving): the bound of store_options.max_db_bytes becomes bytes
+ * (0 = none). Between transactions only. */
+store_rc store_set_max_db_bytes(store *s, uint64_t bytes);
+
 /*
  * Call fn(ctx) about every `ops` SQLite virtual-machine instructions while
  * a statement of the store runs (sqlite3_progress_handler); fn NULL turns

@@ -145,6 +145,65 @@ TEST(kvfs_store_database_region_grown_in_place_keeps_its_data)
     kv_teardown(&e);
 }
 
+/* While the store is open (its database file open, no backup copy), the
+ * VFS takes a grown layout (kvfs_set_regions, as the kernel's live disk
+ * growth does): the database region grows in place and keeps its data,
+ * the backups move to freshly zeroed places and fill there; what the VFS
+ * would have to shrink, or move while open, is refused. */
+TEST(kvfs_store_takes_grown_regions_while_open)
+{
+    kv_env e;
+    store_open_info info;
+    store *s;
+    char err[160];
+    const uint64_t per_mib = MIB_BYTES / 512;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 23));
+    struct kvfs_region grown[KVFS_ROLES];
+    memcpy(grown, e.cfg.region, sizeof grown);
+    e.cfg.region[KVFS_DB].blocks = 2 * per_mib;       /* before the growth */
+    CHECK(kv_remount(&e));
+    s = open_store(&info);
+    CHECK(s != NULL && info.created);
+    uint32_t n = 1;
+    for (; n <= 100; n++)
+        CHECK_EQ(put(s, n, 3000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK);
+    /* the backups move past the old ones (23 and 27 MiB), their headers
+     * zeroed first as disk/grow.c does */
+    grown[KVFS_BACKUP_A].lba = 23 * per_mib;
+    grown[KVFS_BACKUP_B].lba = 27 * per_mib;
+    for (int r = KVFS_BACKUP_A; r <= KVFS_BACKUP_B; r++) {
+        size_t off = (size_t)grown[r].lba * 512;
+        memset(e.disk.durable + off, 0, 8192);
+        memset(e.disk.cur + off, 0, 8192);
+    }
+    struct kvfs_region shrunk[KVFS_ROLES];
+    memcpy(shrunk, grown, sizeof shrunk);
+    shrunk[KVFS_DB].blocks = per_mib;
+    CHECK_EQ(kvfs_set_regions(e.fs, shrunk, err, sizeof err), -1);
+    CHECK(strstr(err, "cannot shrink") != NULL);
+    CHECK_EQ(kvfs_set_regions(e.fs, grown, err, sizeof err), 0);
+    for (; n <= 700; n++)                             /* past the old 2 MiB */
+        CHECK_EQ(put(s, n, 3000), STORE_OK);
+    CHECK_EQ(store_backup_run(s), STORE_OK);
+    struct kvfs_stats st;
+    kvfs_get_stats(e.fs, &st);
+    CHECK(st.logical_size[KVFS_DB] > 2 * MIB_BYTES);
+    CHECK(st.logical_size[KVFS_BACKUP_A] > 0 || st.logical_size[KVFS_BACKUP_B] > 0);
+    store_close(s);
+    memcpy(e.cfg.region, grown, sizeof grown);
+    CHECK(kv_remount(&e));
+    s = open_store(&info);
+    CHECK(s != NULL && !info.created && !info.check_failed);
+    store_close(s);
+    CHECK_EQ(has(1), 1);
+    CHECK_EQ(last_value(), 700);
+    CHECK(kv_integrity_ok(KV_PATH));
+    CHECK(kv_integrity_ok(KV_PATH ".bak-a") || kv_integrity_ok(KV_PATH ".bak-b"));
+    kv_teardown(&e);
+}
+
 /* Seeds x cuts: commit until the power goes at a random request, cut,
  * remount, reopen; everything acknowledged must be there. Backups run now
  * and then, so cuts also land inside copies. */

@@ -50,6 +50,7 @@ static struct {
     squeue_store q;              /* inner, with the disk's growth around it */
     bool backup_open;            /* a backup copy runs: its region must not move */
     uint64_t next_check_ns;      /* the next look at the device's capacity */
+    bool shrink_said;            /* a smaller capacity was reported (said once) */
     broker_disk_status disk;     /* for $SYS */
 } ds;
 
@@ -233,46 +234,55 @@ static void map_regions(struct kvfs_region out[KVFS_ROLES])
     }
 }
 
-/* On the store thread, before a commit or a backup starts (nothing of the
- * store's is in flight then, and no backup is open): a device that grew
- * (virtio-blk's capacity, looked at once a second) grows the layout while
- * serving, and the VFS takes the new extents. */
-static void grow_live(void)
+/* On the store thread, between units (kstore.c's upkeep, once a second
+ * even when idle) and before a commit or a backup starts: nothing of the
+ * store's is in flight then, and no backup copy is open. A device that
+ * grew (virtio-blk's capacity) grows the layout while serving, and the
+ * VFS takes the new extents. */
+static bool grow_live(void)
 {
     uint64_t now = clock_mono_ns();
     if (ds.backup_open || now < ds.next_check_ns)
-        return;
+        return false;
     ds.next_check_ns = now + KDISK_CAPACITY_CHECK_NS;
     int r = blk_recheck_capacity(ds.dev);
-    if (r < 0)
+    if (r < 0 && !ds.shrink_said)
         kprintf("tern: store: %s: the device reports a smaller capacity; ignored (a disk is "
                 "never shrunk under its data)\n", ds.dev->name);
+    ds.shrink_said = r < 0;
     if (r <= 0)
-        return;
+        return false;
     ds.bd.disk.capacity = ds.dev->topo.capacity;
     uint64_t generation = ds.layout.super.sb.generation;
     if (grow_layout("while serving") != 0 && generation == ds.layout.super.sb.generation) {
         disk_status_update();
-        return; /* the superblock did not switch: the old extents still hold */
+        return true; /* the superblock did not switch: the old extents still hold */
     }
     struct kvfs_region regions[KVFS_ROLES];
     char err[160];
     map_regions(regions);
     if (kvfs_set_regions(ds.fs, regions, err, sizeof err) != 0)
         halt_store(ds.dev->name, err); /* the next boot opens the grown layout */
+    /* The database may now fill its grown region (wip-bootro's bound). */
+    struct kvfs_stats vs;
+    kvfs_get_stats(ds.fs, &vs);
+    if (store_set_max_db_bytes(ds.st, vs.capacity[KVFS_DB]) != STORE_OK)
+        kprintf("tern: store: %s: the database's new bound was not taken; it stays at the "
+                "old region's size until the next boot\n", ds.dev->name);
+    return true;
 }
 
 static store_rc w_apply(void *ctx, const broker_store_batch *batches, size_t n)
 {
     (void)ctx;
-    grow_live();
+    (void)grow_live(); /* the commit refreshes the stats */
     return ds.inner.apply(ds.inner.ctx, batches, n);
 }
 
 static store_rc w_backup_begin(void *ctx)
 {
     (void)ctx;
-    grow_live();
+    (void)grow_live();
     store_rc rc = ds.inner.backup_begin(ds.inner.ctx);
     ds.backup_open = rc == STORE_OK;
     return rc;
@@ -292,6 +302,19 @@ static void w_get_stats(void *ctx, store_stats *out)
     (void)ctx;
     ds.inner.get_stats(ds.inner.ctx, out);
     out->disk = ds.disk;
+}
+
+/* An idle store thread wakes for it once a second (kstore.c). */
+static bool w_upkeep_due(void *ctx)
+{
+    (void)ctx;
+    return !ds.backup_open && clock_mono_ns() >= ds.next_check_ns;
+}
+
+static bool w_upkeep(void *ctx)
+{
+    (void)ctx;
+    return grow_live();
 }
 
 static store_rc w_load(void *ctx, broker *b, char *err, size_t err_size)
@@ -435,7 +458,8 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     kstore_bind_store(&ds.inner, ds.st);
     ds.q = (squeue_store){.apply = w_apply, .backup_begin = w_backup_begin,
                           .backup_step = w_backup_step, .get_stats = w_get_stats,
-                          .load = w_load, .ctx = &ds};
+                          .load = w_load, .ctx = &ds, .upkeep_due = w_upkeep_due,
+                          .upkeep = w_upkeep};
     return &ds.q;
 }
 

@@ -36,12 +36,19 @@ static uint64_t now_us(void)
     return clock_mono_ns() / 1000u;
 }
 
+/* The platform's upkeep (squeue_store.upkeep) is due. */
+static bool upkeep_due(const struct kstore *k)
+{
+    return k->st.upkeep_due && k->st.upkeep_due(k->st.ctx);
+}
+
 /* The waiting thread's condition: something to do now. */
 static bool has_work(void *arg)
 {
     const struct kstore *k = arg;
     uint64_t wake;
-    return squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT || kscrub_due(k->scrub, now_us());
+    return squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT || upkeep_due(k) ||
+           kscrub_due(k->scrub, now_us());
 }
 
 static void store_thread(void *arg)
@@ -49,6 +56,9 @@ static void store_thread(void *arg)
     struct kstore *k = arg;
     for (;;) {
         uint64_t wake;
+        /* between units: nothing of the store's in flight */
+        if (upkeep_due(k) && k->st.upkeep(k->st.ctx))
+            squeue_stats_changed(&k->q);
         switch (squeue_next(&k->q, now_us(), &wake)) {
         case SQUEUE_COMMIT: {
             size_t n = squeue_take_group(&k->q, k->group);
