@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum phase { PH_SUPER, PH_GPT, PH_HEADERS, PH_FILES, PH_WAL, PH_END };
-
 enum {
     CHUNK = 32 * 1024,                  /* bytes of pages read at once */
     LEAVES_MAX = 4u << 20,              /* freelist leaves remembered (16 MiB) */
@@ -33,7 +31,7 @@ static const struct {
     {KDISK_REGION_BACKUP_A, RGN_ROLE_BACKUP, "backup A"},
     {KDISK_REGION_BACKUP_B, RGN_ROLE_BACKUP, "backup B"},
 };
-/* The page files in PH_FILES order: database, backup A, backup B. */
+/* The page files in SCRUB_PH_FILES order: database, backup A, backup B. */
 static const int page_files[] = {0, 2, 3};
 
 static uint32_t sc_be32(const uint8_t *p)
@@ -317,6 +315,19 @@ static bool start_wal(struct scrub *s)
     return true;
 }
 
+/* The log was restarted (new salts in its header) since start_wal: the
+ * store wrote between two steps, and what follows is not one generation. */
+static bool wal_restarted(struct scrub *s)
+{
+    const uint8_t *p;
+    struct pagesum_wal_hdr w;
+    char why[64];
+    if (read_at(s, data_start(s, region_of(s, 1)), PAGESUM_WAL_HEADER, &p) != 0 ||
+        pagesum_wal_parse(p, PAGESUM_WAL_HEADER, &w, why, sizeof why) != 0)
+        return true;
+    return w.salt[0] != s->wal_salt[0] || w.salt[1] != s->wal_salt[1];
+}
+
 /* The next WAL frame; false at the end of what is checked. */
 static bool check_frame(struct scrub *s)
 {
@@ -336,6 +347,8 @@ static bool check_frame(struct scrub *s)
     if (s->wal_break != 0) {
         if (!salts)
             return true; /* look on: a later frame of this generation decides */
+        if (wal_restarted(s))
+            return false; /* the store restarted the log since the pass began */
         found(s, "WAL", s->wal_break,
               "frame %llu breaks the checksum chain and the log goes on past it",
               (unsigned long long)((s->wal_break - PAGESUM_WAL_HEADER) / frame + 1));
@@ -388,7 +401,7 @@ static void next_item(struct scrub *s, int items)
 bool scrub_step(struct scrub *s, uint64_t budget)
 {
     uint64_t start = s->pass_bytes;
-    if (s->phase == PH_SUPER && s->item == 0 && s->pos == 0) {
+    if (s->phase == SCRUB_PH_SUPER && s->item == 0 && s->pos == 0) {
         s->pass_bytes = 0;
         start = 0;
         s->pass_total = estimate_total(s);
@@ -396,21 +409,21 @@ bool scrub_step(struct scrub *s, uint64_t budget)
     }
     do {
         switch (s->phase) {
-        case PH_SUPER:
+        case SCRUB_PH_SUPER:
             check_super(s, s->item);
             next_item(s, 2);
             break;
-        case PH_GPT:
+        case SCRUB_PH_GPT:
             check_gpt(s, s->item);
             next_item(s, 2);
             break;
-        case PH_HEADERS: {
+        case SCRUB_PH_HEADERS: {
             struct rgn_hdr h;
             (void)region_header(s, s->item, true, &h);
             next_item(s, 4);
             break;
         }
-        case PH_FILES: {
+        case SCRUB_PH_FILES: {
             int file = page_files[s->item];
             if (s->size == 0 && !start_file(s, file)) {
                 next_item(s, 3);
@@ -421,7 +434,7 @@ bool scrub_step(struct scrub *s, uint64_t budget)
                 next_item(s, 3);
             break;
         }
-        case PH_WAL:
+        case SCRUB_PH_WAL:
             if (s->size == 0 && !start_wal(s)) {
                 next_item(s, 1);
                 break;
@@ -433,7 +446,7 @@ bool scrub_step(struct scrub *s, uint64_t budget)
             free(s->leaves);
             s->leaves = NULL;
             s->leaf_count = 0;
-            s->phase = PH_SUPER;
+            s->phase = SCRUB_PH_SUPER;
             s->item = 0;
             s->pos = 0;
             s->size = 0;
@@ -446,12 +459,12 @@ bool scrub_step(struct scrub *s, uint64_t budget)
 
 unsigned scrub_progress(const struct scrub *s)
 {
-    if (s->phase == PH_SUPER && s->item == 0 && s->passes > 0)
+    if (s->phase == SCRUB_PH_SUPER && s->item == 0 && s->passes > 0)
         return 100; /* a pass just ended; the next starts at the next step */
     if (s->pass_total == 0)
         return 0;
     uint64_t pct = s->pass_bytes * 100 / s->pass_total;
-    return pct > 99 && s->phase != PH_END ? 99 : (unsigned)pct;
+    return pct > 99 && s->phase != SCRUB_PH_END ? 99 : (unsigned)pct;
 }
 
 void scrub_free(struct scrub *s)

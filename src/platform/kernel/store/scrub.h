@@ -21,7 +21,11 @@
  *     broken frame, and its recovery would stop there, losing what
  *     follows. A break in the very last frame written is not
  *     distinguishable from a write torn by a power cut, and is not
- *     reported (SQLite's reads still verify that page's checksum).
+ *     reported (SQLite's reads still verify that page's checksum). Steps
+ *     are spread over time and the store writes between them: when the
+ *     log's header carries new salts by the time damage would be
+ *     reported, the store restarted the log during the pass, and the WAL
+ *     is not judged in this pass.
  * The telemetry journal's segments are not checked yet (its format comes
  * with the telemetry journal).
  *
@@ -45,6 +49,11 @@ struct scrub_finding {
     char what[112];       /* what failed */
 };
 
+/* The parts of a pass, in order (struct scrub's phase). */
+enum scrub_phase {
+    SCRUB_PH_SUPER, SCRUB_PH_GPT, SCRUB_PH_HEADERS, SCRUB_PH_FILES, SCRUB_PH_WAL, SCRUB_PH_END
+};
+
 typedef void (*scrub_report_fn)(void *ctx, const struct scrub_finding *f);
 
 struct scrub {
@@ -53,7 +62,7 @@ struct scrub {
     scrub_report_fn report;
     void *ctx;
     /* where the pass is */
-    int phase;
+    int phase;                  /* enum scrub_phase */
     int item;                   /* slot, copy or region within the phase */
     uint64_t pos;               /* bytes into the item */
     uint64_t size;              /* the item's bytes to check */
