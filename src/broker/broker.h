@@ -304,6 +304,12 @@ typedef struct broker_layer_stats {
  * is due, and every $SYS refresh publishes the latest (none: no topics). */
 void broker_set_layer_stats(broker *b, const broker_layer_stats *st);
 
+/* A platform's own $SYS topic (the kernel's telemetry journal): topic must
+ * start with "$SYS/"; value is published retained, as the core's own
+ * $SYS topics are, to whoever may read $SYS. Returns -1 (nothing
+ * published) for any other topic. */
+int broker_sys_put(broker *b, const char *topic, const char *value);
+
 /* Provided by the platform, not the core: report a broken invariant (a bug)
  * on every console and stop. Never returns. */
 _Noreturn void tern_panic(const char *file, int line, const char *what);

@@ -82,6 +82,14 @@ void broker_set_store_status(broker *b, const broker_store_status *st)
         put_store_state(b);
 }
 
+int broker_sys_put(broker *b, const char *topic, const char *value)
+{
+    if (strncmp(topic, "$SYS/", 5) != 0)
+        return -1;
+    put(b, topic, value);
+    return 0;
+}
+
 void broker_set_layer_stats(broker *b, const broker_layer_stats *st)
 {
     b->layer_stats = *st;

@@ -105,6 +105,7 @@ static const key_def key_table[] = {
     {"store.scrub_rate", KIND_UINT, 0, TERN_SCRUB_RATE_KIB_MAX, offsetof(tern_config, store_scrub_rate_kib)},
     {"store.scrub_interval", KIND_UINT, 1, TERN_SCRUB_INTERVAL_S_MAX,
      offsetof(tern_config, store_scrub_interval_s)},
+    {"telemetry.interval", KIND_UINT, 0, 86400, offsetof(tern_config, telemetry_interval_s)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
@@ -846,6 +847,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->store_path[0] = '\0'; /* no persistence */
     cfg->store_sync = TERN_STORE_SYNC_FULL;
     cfg->store_backup_interval_s = 3600;
+    cfg->telemetry_interval_s = 60;
     cfg->store_cache_kib = TERN_STORE_CACHE_KIB_DEFAULT;
     cfg->store_disk.kind = TERN_DISK_AUTO;
     cfg->store_scrub_rate_kib = TERN_SCRUB_RATE_KIB_DEFAULT;

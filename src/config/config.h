@@ -159,6 +159,7 @@ typedef struct tern_config {
     char store_path[TERN_CONFIG_PATH_MAX]; /* "" = no persistence (memory only) */
     tern_config_store_sync store_sync;
     uint32_t store_backup_interval_s;      /* 0 = backups on demand only */
+    uint32_t telemetry_interval_s;         /* statistics into the unikernel's journal; 0 = none */
     uint32_t store_cache_kib;              /* SQLite's page cache bound */
     tern_config_disk store_disk;           /* the unikernel's; the daemon uses store_path */
     uint32_t store_scrub_rate_kib;         /* the unikernel's disk scrubber, KiB/s; 0 = off */

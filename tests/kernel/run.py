@@ -46,6 +46,9 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_scrub.py         the disk scrubber: a live store passes clean; a
                         byte flipped in each region kind is found and
                         named on the console and in $SYS
+  test_tele.py          the telemetry journal: boot and power-cut records
+                        survive kills in order (read with tern-tele); a
+                        thin qcow2 gets expired segments back (discard)
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -69,13 +72,14 @@ import test_scrub
 import test_store
 import test_store_disk
 import test_store_restore
+import test_tele
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_kvfs, test_store, test_store_restore, test_scrub)
+           test_disk_image, test_kvfs, test_store, test_store_restore, test_scrub, test_tele)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

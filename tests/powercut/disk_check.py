@@ -118,6 +118,37 @@ def check_backups(image, where, physical_block=4096):
     return out
 
 
+def journal(image, tele):
+    """The telemetry journal of image as tern-tele (the kernel's parser on
+    the host) reads it: the list of its records (dicts), oldest first.
+    DiskError when the journal is refused, a live segment fails its checks,
+    or record numbers do not strictly increase."""
+    r = subprocess.run([tele, image], capture_output=True, text=True)
+    if r.returncode != 0:
+        raise DiskError("tern-tele %s: exit %d: %s" % (image, r.returncode,
+                                                       (r.stdout[-800:] + r.stderr).strip()))
+    import json
+    recs = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+    nums = [x["record"] for x in recs]
+    if any(b <= a for a, b in zip(nums, nums[1:])):
+        raise DiskError("telemetry record numbers do not increase: %s" % nums[-20:])
+    return recs
+
+
+def check_boots(recs, served):
+    """Every boot number in served (boots that printed their telemetry line
+    and so had their boot record flushed before serving) has its boot
+    record, and the boot records count 1, 2, 3... in order (none lost,
+    none twice). Returns the boot numbers found; DiskError otherwise."""
+    boots = [x["boot"] for x in recs if x["kind"] == "boot"]
+    if boots and boots != list(range(boots[0], boots[0] + len(boots))):
+        raise DiskError("boot records out of order or missing: %s" % boots)
+    missing = [n for n in served if n not in boots and (not boots or n >= boots[0])]
+    if missing:
+        raise DiskError("boots %s served but have no boot record (found %s)" % (missing, boots))
+    return boots
+
+
 def main():
     ap = argparse.ArgumentParser(description="Check the backup copies on a tern disk image.")
     ap.add_argument("image")

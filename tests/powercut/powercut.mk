@@ -18,8 +18,10 @@ POWERCUT_SEED ?= 1
 POWERCUT_TEST_CUTS := 20
 POWERCUT_RUN := $(PYTHON) tests/powercut/run.py --build $(BUILD) --seed $(POWERCUT_SEED)
 # The TEST kernel (integrity_check at every boot), the bundle maker, and
-# tern-mkdisk for the guest's disk (a blank tern partition).
-POWERCUT_DEPS := $(KBUILD)/tern-test.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk
+# tern-mkdisk for the guest's disk (a blank tern partition), tern-tele to
+# read its telemetry journal after every cut.
+POWERCUT_DEPS := $(KBUILD)/tern-test.elf $(BUILD)/rel/tern-bundle $(BUILD)/rel/tern-mkdisk \
+                 $(BUILD)/rel/tern-tele
 
 .PHONY: powercut powercut-test powercut-self-test powercut-daemon
 

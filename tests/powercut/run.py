@@ -120,6 +120,10 @@ BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete
 # runs quick_check.
 GUEST_APPEND = "tern.test.integrity=1"
 
+# The telemetry journal's line once the boot record is durable (before
+# serving): store/ktele.c.
+TELE_BOOT_LINE = re.compile(rb"tern: telemetry: [^\n]*: boot (\d+) recorded")
+
 # The store's checks at every boot (src/platform/kernel/store/
 # kdisk_store.c): the open's quick_check, then integrity_check. A cut must
 # never damage the database, so a quick_check that failed (even one
@@ -215,6 +219,9 @@ class KernelTarget:
         self.backups_seen = 0       # complete copies found by those checks
         self.where = None           # regions(), once the guest formatted the disk
         self.check = not args.plumbing
+        self.tele = os.path.join(args.build, "rel", "tern-tele")
+        self.served_boots = []      # boot numbers whose boot record was flushed before serving
+        self.journal_checks = 0
         self.boot_seconds = 5.0   # the last boot's time to ready: early cuts land inside it
 
     def start(self):
@@ -317,6 +324,21 @@ class KernelTarget:
         self.backup_checks += 1
         self.backups_seen += sum(v != "empty" for v in verdict.values())
 
+    def check_journal(self, console):
+        """After a cut: the journal reads cleanly and holds the boot record
+        of every boot that served (its number from its console line)."""
+        m = TELE_BOOT_LINE.search(console)
+        if m:
+            self.served_boots.append(int(m.group(1)))
+        elif harness.READY.search(console):
+            raise dl.Failure("boot %d served without a telemetry boot line" % self.boots)
+        try:
+            recs = disk_check.journal(self.image, self.tele)
+            disk_check.check_boots(recs, self.served_boots)
+        except disk_check.DiskError as e:
+            raise dl.Failure("after cut %d: %s" % (self.disk.stats()["cuts"], e))
+        self.journal_checks += 1
+
     def kill(self, mode):
         """SIGKILL QEMU, then the power cut: (kept, lost, torn)."""
         if self.vm.proc.poll() is not None:
@@ -332,6 +354,7 @@ class KernelTarget:
         r = self.server.power_cut(mode)
         if self.check:
             self.check_backups()
+            self.check_journal(out)
         return r
 
     def set_disk_faults(self, write, flush):
@@ -344,6 +367,8 @@ class KernelTarget:
         c["cuts_in_backup"] = self.cuts_in_backup
         c["backup_checks"] = self.backup_checks
         c["backups_seen"] = self.backups_seen
+        c["journal_checks"] = self.journal_checks
+        c["boots_recorded"] = len(self.served_boots)
         return c
 
     def tail(self, n=40):
@@ -580,9 +605,12 @@ def summary(target, args, state, tally, seconds):
     if target.name == "kernel":
         line += ("; cuts: %s; backups: %d copies completed, %d cuts during a copy, after "
                  "every cut each slot empty or a whole database (%d complete copies seen); "
+                 "telemetry journal read after %d cuts, boot records of all %d boots that "
+                 "served present, in order; "
                  "disk: %d writes (%d FUA), %d flushes, at cuts %d writes lost, %d torn, %d "
                  "kept; %d boots; %.0f s"
                  % (cuts, c["backups_done"], c["cuts_in_backup"], c["backups_seen"],
+                    c["journal_checks"], c["boots_recorded"],
                     c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
     else:

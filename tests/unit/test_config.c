@@ -909,3 +909,20 @@ TEST(config_input_budget_follows_the_largest_packet_unless_set_below_it)
                       "limits.max_packet_size (1000000): a packet of the largest allowed size "
                       "could never arrive") == 0);
 }
+
+TEST(config_telemetry_interval_defaults_to_60_and_is_bounded)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\n", &cfg, err));
+    CHECK_EQ(cfg.telemetry_interval_s, 60);
+    CHECK(parse_text("config_version = 1\ntelemetry.interval = 0\n", &cfg, err));
+    CHECK_EQ(cfg.telemetry_interval_s, 0);
+    CHECK(parse_text("config_version = 1\ntelemetry.interval = 86400\n", &cfg, err));
+    CHECK_EQ(cfg.telemetry_interval_s, 86400);
+    CHECK_EQ(tern_config_line(&cfg, "telemetry.interval"), 2u);
+    CHECK(!parse_text("config_version = 1\ntelemetry.interval = 86401\n", &cfg, err));
+    CHECK(strstr(err, "telemetry.interval"));
+    CHECK(!parse_text("config_version = 1\ntelemetry.interval = soon\n", &cfg, err));
+}

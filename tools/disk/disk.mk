@@ -8,3 +8,8 @@
 $(BUILD)/rel/tern-mkdisk: $(BUILD)/rel/tools/disk/tern-mkdisk.o $(call obj,rel,$(KDISK_SRC))
 	$(if $(Q),@echo "  LD      $@")
 	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@
+
+#   build/rel/tern-tele     print a disk image's telemetry journal (tern-tele.c)
+$(BUILD)/rel/tern-tele: $(BUILD)/rel/tools/disk/tern-tele.o $(call obj,rel,$(KDISK_SRC))
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(REL_CFLAGS) $(REL_LDFLAGS) $^ -o $@

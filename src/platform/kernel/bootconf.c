@@ -14,8 +14,10 @@
 
 #include "arch/x86_64/cpu.h"
 #include "bundle.h"
+#include "config/certdate.h"
 #include "confcheck.h"
 #include "console.h"
+#include "mm/kmalloc.h"
 #include "rng/sha256.h"
 #include "tls/identity_map.h"
 #include "wallclock.h"
@@ -137,6 +139,7 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     char msg[TERN_CONFIG_ERR_SIZE + TERN_TLS_ERR_SIZE];
     out->tls = NULL;
     out->acl = NULL;
+    out->cert_not_after = 0;
     if (cfg->acl_file[0]) {
         tern_tls_bytes acl = file_bytes(cfg, CONF_FILE_ACL);
         char err[TERN_CONFIG_ERR_SIZE];
@@ -170,6 +173,12 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     tern_tls_server_input failed = TERN_TLS_INPUT_NONE;
     sc.failed = &failed;
     out->tls = tern_tls_server_create(&sc, why, sizeof why);
+    /* Its expiry, for the telemetry journal's warnings (store/ktele.h). */
+    uint8_t *scratch = out->tls ? kmalloc(CERTDATE_SCRATCH) : NULL;
+    if (scratch && certdate_not_after(sc.cert_chain.data, sc.cert_chain.len, scratch,
+                                      CERTDATE_SCRATCH, &out->cert_not_after) != 0)
+        out->cert_not_after = 0;
+    kfree(scratch);
     /* wolfSSL holds its own copy now (or nothing): the image's copy goes. */
     if (sc.key.data)
         secure_zero((void *)sc.key.data, sc.key.len);

@@ -29,6 +29,7 @@ int bootconf_load(struct boot_info *bi, tern_config *cfg);
 struct bootconf_assets {
     tern_tls_server *tls; /* NULL without listener.tls */
     broker_acl *acl;      /* NULL without acl.file */
+    int64_t cert_not_after; /* the server certificate's notAfter, s since 1970; 0 unknown */
 };
 
 /*

@@ -104,7 +104,7 @@ kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image $(BUILD)/rel/tern-mkdisk
+kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)

@@ -40,6 +40,7 @@
 #include "rng/entropy.h"
 #include "selftest.h"
 #include "store/kdisk_store.h"
+#include "store/ktele.h"
 #include "store/kstore.h"
 #include "store/kstore_test.h"
 
@@ -123,6 +124,12 @@ static const squeue_store *open_store(const tern_config *cfg)
 #ifdef TERN_TEST_HOOKS
     char arg[8];
     integrity = bootinfo_arg(&boot, "tern.test.integrity", arg, sizeof arg);
+    if (bootinfo_arg(&boot, "tern.test.tele_ms", arg, sizeof arg)) {
+        uint32_t ms = 0;
+        for (const char *c = arg; *c >= '0' && *c <= '9' && ms < 100000; c++)
+            ms = ms * 10 + (uint32_t)(*c - '0');
+        ktele_test_interval_ms(ms);
+    }
 #endif
     return kdisk_store_open(cfg, integrity);
 }
@@ -206,7 +213,7 @@ static _Noreturn void kmain(void)
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
 #endif
-    struct bootconf_assets assets = {NULL, NULL};
+    struct bootconf_assets assets = {NULL, NULL, 0};
     if (serve)
         bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
 
@@ -221,6 +228,7 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
+        ktele_watch_cert(assets.cert_not_after);
         const squeue_store *durable = serve ? open_store(&config) : NULL;
         if (serve && kserve_start(&config, &assets, durable, clock_mono_ns() / 1000000) == 0) {
             char line[200];

@@ -64,6 +64,10 @@ static int run(const tern_config *cfg, const char *config_path, tern_assets *ass
     if (cfg->net.ipv4.set)
         tern_logf(&log, BROKER_LOG_WARN, "%s: net.ipv4 and net.gateway set the unikernel's "
                   "address; ternd uses the host's network and ignores them", config_path);
+    if (tern_config_line(cfg, "telemetry.interval") != 0)
+        tern_logf(&log, BROKER_LOG_WARN, "%s:%zu: telemetry.interval paces the unikernel's "
+                  "telemetry journal on its disk; ternd has none and ignores it",
+                  config_path, tern_config_line(cfg, "telemetry.interval"));
     if (tern_config_line(cfg, "store.disk") != 0)
         tern_logf(&log, BROKER_LOG_WARN, "%s:%zu: store.disk chooses the unikernel's disk; "
                   "ternd keeps its store in the file store.path names and ignores it",

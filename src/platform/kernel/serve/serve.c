@@ -39,6 +39,7 @@
 #include "serve/tcp.h"
 #include "store/kdisk_store.h"
 #include "store/kstore.h"
+#include "store/ktele.h"
 #include "version.h"
 #include "wallclock.h"
 
@@ -267,6 +268,7 @@ int kserve_poll(uint64_t now_ms)
     conn_turn_end(s->cs, now_ms);
     if (s->store)
         work |= kstore_run(s->store, s->b);
+    work |= ktele_poll(s->b, s->store, now_ms);
     return work || s->work.len > 0 || conn_next_deadline(s->cs) == 0;
 }
 

@@ -23,8 +23,10 @@
 #include "store/kscrub.h"
 #include "store/ksqlite.h"
 #include "store/kstore.h"
+#include "store/ktele.h"
 #include "store/kvfs.h"
 #include "store/store.h"
+#include "version.h"
 
 #include "arch/x86_64/cpu.h"
 
@@ -261,6 +263,13 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     if (ksqlite_init(soft < KSQLITE_SOFT_LIMIT ? KSQLITE_SOFT_LIMIT : soft) != 0)
         halt_store(d->name, "SQLite did not initialise");
     open_layout(d);
+    /* The journal's boot record is durable before the broker serves; a
+     * journal that cannot be used is said and does not stop the store. */
+    const struct ktele_boot tb = {
+        .release = TERN_VERSION, .mode = 1, .disk = d->name,
+        .partition_bytes = (ds.layout.part.last - ds.layout.part.first + 1) * d->topo.logical_block,
+    };
+    (void)ktele_open(d, &ds.layout, &tb, cfg->telemetry_interval_s);
     open_vfs(d);
     open_database(cfg, d, integrity);
     kstore_bind_store(&ds.q, ds.st);

@@ -142,6 +142,11 @@ void kstore_progress(void *ctx)
     kthread_yield_after(KSTORE_SLICE_NS);
 }
 
+void kstore_status(const struct kstore *k, broker_store_status *out)
+{
+    squeue_status_of(&k->q.stats, k->failing, out);
+}
+
 void kstore_describe(const struct kstore *k, char *buf, size_t n)
 {
     const store_stats *st = &k->q.stats;

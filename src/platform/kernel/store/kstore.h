@@ -63,6 +63,10 @@ void kstore_progress(void *ctx);
 struct kscrub;
 void kstore_set_scrub(struct kstore *k, struct kscrub *scrub);
 
+/* The store's health as last reported to the core (the telemetry journal
+ * records its changes). */
+void kstore_status(const struct kstore *k, broker_store_status *out);
+
 /* One line for the console: commits, records per commit, latency, state. */
 void kstore_describe(const struct kstore *k, char *buf, size_t n);
 

@@ -103,6 +103,7 @@ struct kvfs_stats {
     uint64_t rmw_reads;                   /* reads to complete a partial block */
     uint64_t header_writes;
     uint64_t io_errors;                   /* requests that failed */
+    uint64_t discards;                    /* BLK_DISCARDs of space a durable header freed */
     uint64_t logical_size[KVFS_ROLES];    /* bytes, as SQLite sees them */
     uint64_t capacity[KVFS_ROLES];        /* bytes available to each file */
 };

@@ -95,7 +95,8 @@ static int blk_do(struct kvfs *fs, enum blk_op op, uint64_t lba, uint32_t bytes,
     if (rc != BLK_OK) {
         fs->st.io_errors++;
         kvfs_logf(fs, "store disk: %s of %u bytes at block %llu failed: %s",
-                  op == BLK_READ ? "read" : op == BLK_WRITE ? "write" : "flush", bytes,
+                  op == BLK_READ ? "read" : op == BLK_WRITE ? "write"
+                  : op == BLK_DISCARD ? "discard" : "flush", bytes,
                   (unsigned long long)lba, blk_status_text(rc));
         return rc;
     }
@@ -104,6 +105,8 @@ static int blk_do(struct kvfs *fs, enum blk_op op, uint64_t lba, uint32_t bytes,
     } else if (op == BLK_WRITE) {
         fs->st.writes++;
         fs->unflushed = true;
+    } else if (op == BLK_DISCARD) {
+        fs->st.discards++;
     } else {
         fs->st.flushes++;
     }
@@ -344,6 +347,35 @@ int kvfs_io_read(struct kvfs *fs, int r, uint64_t off, size_t n, void *dst)
     return SQLITE_OK;
 }
 
+/*
+ * Give the device back the data blocks of region r that the header just
+ * made durable no longer covers (was: the size the previous header
+ * said): a WAL trimmed or restarted shorter, a backup slot emptied before
+ * a copy. Called only after that header was flushed, so no header a
+ * recovery can pick describes a discarded block as part of the file
+ * (the older copy's larger size loses to the newer copy's sequence
+ * number). BLK_DISCARD only, when the device offers it; a failed discard
+ * is counted and otherwise ignored: the blocks' contents no longer matter.
+ */
+static void discard_beyond(struct kvfs *fs, int r, uint64_t was)
+{
+    const struct kvfs_rgn *g = &fs->rgn[r];
+    const uint64_t per = fs->pb / fs->lb;
+    uint64_t b = (g->size + fs->pb - 1) / fs->pb, end = (was + fs->pb - 1) / fs->pb;
+    uint64_t max = fs->dev->topo.max_discard / per; /* physical blocks per request */
+
+    if (!fs->dev->topo.discard || b >= end || max == 0)
+        return;
+    if (max > UINT32_MAX / fs->pb)
+        max = UINT32_MAX / fs->pb;
+    while (b < end) {
+        uint64_t n = end - b < max ? end - b : max;
+        if (blk_do(fs, BLK_DISCARD, g->data_lba + b * per, (uint32_t)(n * fs->pb), NULL) != BLK_OK)
+            return;
+        b += n;
+    }
+}
+
 int kvfs_io_sync(struct kvfs *fs, int r)
 {
     int rc = kvfs_io_flush_run(fs);
@@ -351,9 +383,12 @@ int kvfs_io_sync(struct kvfs *fs, int r)
     if (rc == SQLITE_OK)
         rc = flush_device(fs);
     if (rc == SQLITE_OK && hdr_stale(&fs->rgn[r])) {
+        uint64_t was = fs->rgn[r].hdr.size;
         rc = write_header(fs, r);
         if (rc == SQLITE_OK)
             rc = flush_device(fs);
+        if (rc == SQLITE_OK)
+            discard_beyond(fs, r, was);
     }
     return rc;
 }
@@ -373,9 +408,12 @@ int kvfs_io_delete(struct kvfs *fs, int r)
         g->owner = RGN_OWNER_NONE;
     /* Durable at once: SQLite deletes a rollback journal to commit. */
     if (hdr_stale(g)) {
+        uint64_t was = g->hdr.size;
         rc = write_header(fs, r);
         if (rc == SQLITE_OK)
             rc = flush_device(fs);
+        if (rc == SQLITE_OK)
+            discard_beyond(fs, r, was);
     }
     return rc;
 }
