@@ -367,6 +367,99 @@ static bool check_frame(struct scrub *s)
     return true;
 }
 
+static uint64_t tele_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The telemetry heads: damage reported, the newest valid head kept. false:
+ * no journal to check. */
+static bool tele_heads(struct scrub *s)
+{
+    const struct kdisk_region *r = klayout_region(s->layout, KDISK_REGION_TELEMETRY);
+    const struct kdisk *d = s->disk;
+    char why[128];
+    bool have = false;
+    if (r == NULL || tele_geom_init(&s->tele, s->layout->super.sb.volume_id, r->lba, r->blocks,
+                                    d->logical_block, d->physical_block, why, sizeof why) != 0)
+        return false;
+    for (unsigned c = 0; c < 2; c++) {
+        const uint8_t *p;
+        struct tele_head h;
+        uint64_t off = r->lba * d->logical_block + (c ? s->tele.head_b : 0);
+        if (read_at(s, off, TELE_HEAD_BYTES, &p) != 0) {
+            s->read_errors++;
+            found(s, "telemetry", off - r->lba * d->logical_block, "head copy %u: read error", c);
+            continue;
+        }
+        int v = tele_head_decode(p, TELE_HEAD_BYTES, &s->tele, &h, why, sizeof why);
+        /* The journal's writer runs on its own thread: once more, in case
+         * the read met its write of this copy. */
+        if (v == TELE_CORRUPT && read_at(s, off, TELE_HEAD_BYTES, &p) == 0)
+            v = tele_head_decode(p, TELE_HEAD_BYTES, &s->tele, &h, why, sizeof why);
+        if (v == TELE_CORRUPT)
+            found(s, "telemetry", c ? s->tele.head_b : 0, "head copy %u: %s", c, why);
+        if (v == TELE_VALID && (!have || h.generation > s->tele_head.generation)) {
+            s->tele_head = h;
+            have = true;
+        }
+    }
+    return have && s->tele_head.head_seq != 0;
+}
+
+/* Is there a record numbered want at offset at of seg? */
+static bool tele_numbered(const uint8_t *seg, uint32_t at, uint64_t want)
+{
+    if (at + TELE_REC_HDR > TELE_SEG_BYTES)
+        return false;
+    uint32_t bytes = (uint32_t)seg[at + 4] | (uint32_t)seg[at + 5] << 8;
+    return bytes >= TELE_REC_HDR && bytes <= TELE_REC_HDR + TELE_PAYLOAD_MAX &&
+           tele_le64(seg + at + 8) == want;
+}
+
+/* One live segment: its header and its records. */
+static void tele_segment(struct scrub *s, uint64_t seq)
+{
+    const struct kdisk *d = s->disk;
+    uint64_t lba = tele_slot_lba(&s->tele, tele_slot(&s->tele, seq));
+    uint64_t at = lba * d->logical_block - s->tele.lba * d->logical_block;
+    const uint8_t *p;
+    char why[128];
+    struct tele_seg sg;
+    if (read_at(s, lba * d->logical_block, TELE_SEG_BYTES, &p) != 0) {
+        s->read_errors++;
+        found(s, "telemetry", at, "segment %llu: read error", (unsigned long long)seq);
+        return;
+    }
+    if (tele_seg_decode(p, TELE_SEG_BYTES, &s->tele, seq, &sg, why, sizeof why) != TELE_VALID &&
+        (read_at(s, lba * d->logical_block, TELE_SEG_BYTES, &p) != 0 ||
+         tele_seg_decode(p, TELE_SEG_BYTES, &s->tele, seq, &sg, why, sizeof why) != TELE_VALID)) {
+        found(s, "telemetry", at, "segment %llu: %s", (unsigned long long)seq, why);
+        return;
+    }
+    struct tele_iter it;
+    struct tele_rec rec;
+    tele_iter_start(&it);
+    while (tele_rec_next(p, TELE_SEG_BYTES, &s->tele, &sg, &it, &rec) == 1)
+        ;
+    /* The walk's end: a record of this segment that fails, or the end? */
+    uint64_t want = sg.first_record + it.index;
+    bool head = seq == s->tele_head.head_seq;
+    bool here = tele_numbered(p, it.offset, want);
+    bool next = false;
+    if (here) {
+        uint32_t bytes = (uint32_t)p[it.offset + 4] | (uint32_t)p[it.offset + 5] << 8;
+        uint32_t after = (it.offset + bytes + TELE_REC_ALIGN - 1) / TELE_REC_ALIGN * TELE_REC_ALIGN;
+        next = tele_numbered(p, after, want + 1);
+    }
+    if ((here && !head) || next)
+        found(s, "telemetry", at + it.offset, "segment %llu: record %llu fails its check",
+              (unsigned long long)seq, (unsigned long long)want);
+}
+
 static uint64_t estimate_total(const struct scrub *s)
 {
     uint64_t t = 2 * KSUPER_READ_BYTES + 2 * 17 * 1024 + 8 * 4096;
@@ -441,6 +534,24 @@ bool scrub_step(struct scrub *s, uint64_t budget)
             }
             if (!check_frame(s))
                 next_item(s, 1);
+            break;
+        case SCRUB_PH_TELE:
+            if (s->tele_seq == 0) {
+                if (!tele_heads(s)) {
+                    next_item(s, 1);
+                    break;
+                }
+                s->tele_seq = s->tele_head.tail_seq;
+                /* never more than the ring holds, whatever the head says */
+                if (s->tele_head.head_seq - s->tele_seq >= s->tele.nseg)
+                    s->tele_seq = s->tele_head.head_seq - s->tele.nseg + 1;
+            }
+            if (s->tele_seq == 0 || s->tele_seq > s->tele_head.head_seq) {
+                s->tele_seq = 0;
+                next_item(s, 1);
+                break;
+            }
+            tele_segment(s, s->tele_seq++);
             break;
         default:
             free(s->leaves);
