@@ -6,7 +6,8 @@ mutual TLS, its disk made by tern-mkdisk (512-byte blocks).
 - One byte flipped, under the running broker, in each region kind -
   superblock slot B, the GPT backup header, the database region's second
   header copy, a database page's payload, a page of backup A, a frame
-  inside the WAL - is found by the next pass: one console line each naming
+  inside the WAL, a record of the telemetry journal - is found by the next
+  pass: one console line each naming
   the region, and $SYS/broker/store/scrub/corrupt and last_corrupt say so;
   the broker serves meanwhile (the $SYS and retained reads go through it).
 - A byte flipped in a database page of the stopped image (its WAL emptied)
@@ -81,12 +82,16 @@ def regions_test(build):
         dbr, _ = region(build, img, "database")
         bak, _ = region(build, img, "backup A")
         wal, _ = region(build, img, "WAL")
+        tel, _ = region(build, img, "telemetry")
         flips = {
             "superblock B": part + SLOT_B + 100,
             "GPT backup": size - BLOCK + 60,
             "database": dbr + BLOCK + 30,  # its second region header copy
             "backup A": bak + 2 * BLOCK + PAGE + 2000,  # page 2's payload
             "WAL": wal + 2 * BLOCK + 32 + (PAGE + 24) + 24 + 500,  # frame 2's page
+            # the journal's segment 1 (after two 32 KiB head slots): record 1's
+            # payload (the boot record; the backups' records follow it)
+            "telemetry": tel + 64 * 1024 + 64 + 24 + 10,
         }
         for off in flips.values():
             flip(img, off)
@@ -100,19 +105,19 @@ def regions_test(build):
                 raise Failure(f"no DAMAGE line for {name}:\n" + show(out))
         if not re.search(rb"DAMAGE in database at byte 0: page 1: checksum mismatch", out):
             raise Failure("no DAMAGE line for database page 1:\n" + show(out))
-        if not re.search(rb"ms: 6 damaged places found so far", out):
-            raise Failure("the pass did not count 6:\n" + show(out))
+        if not re.search(rb"ms: 7 damaged places found so far", out):
+            raise Failure("the pass did not count 7:\n" + show(out))
         for _ in range(10):  # $SYS goes out every second: the pass may be newer
             corrupt = sys_value(db, "corrupt")
             last = sys_value(db, "last_corrupt")
-            if int(corrupt) >= 6:
+            if int(corrupt) >= 7:
                 break
             time.sleep(1)
-        if int(corrupt) < 6 or not last.startswith("WAL, byte"):
+        if int(corrupt) < 7 or not last.startswith("telemetry, byte"):
             raise Failure(f"$SYS scrub: corrupt {corrupt!r}, last_corrupt {last!r}")
         db.expect_retained("test/ret/0", {"test/ret/0": "message 0 " + "x" * 3000})
         vm.stop()
-        return "6 region kinds named on the console and in $SYS; serving"
+        return "7 region kinds named on the console and in $SYS; serving"
 
     def check():
         with scratch() as tmp:

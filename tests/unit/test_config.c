@@ -770,6 +770,24 @@ TEST(config_store_defaults_are_memory_only_durable_hourly)
     CHECK_EQ(cfg.store_backup_interval_s, 3600);
     CHECK_EQ(cfg.store_cache_kib, TERN_STORE_CACHE_KIB_DEFAULT);
     CHECK_EQ(cfg.store_disk.kind, TERN_DISK_AUTO);
+    CHECK_EQ(cfg.store_scrub_rate_kib, TERN_SCRUB_RATE_KIB_DEFAULT);
+    CHECK_EQ(cfg.store_scrub_interval_s, TERN_SCRUB_INTERVAL_S_DEFAULT);
+}
+
+TEST(config_store_scrub_keys_are_parsed_and_bounded)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(parse_text("config_version = 1\nstore.scrub_rate = 0\nstore.scrub_interval = 1\n",
+                     &cfg, err));
+    CHECK_EQ(cfg.store_scrub_rate_kib, 0); /* off */
+    CHECK_EQ(cfg.store_scrub_interval_s, 1);
+    CHECK(rejects("config_version = 1\nstore.scrub_interval = 0\n", err));
+    CHECK(strcmp(err, "t.conf:2: store.scrub_interval: expected an integer 1..2592000, "
+                      "got '0'") == 0);
+    CHECK(rejects("config_version = 1\nstore.scrub_rate = 1048577\n", err));
+    CHECK(strstr(err, "store.scrub_rate") != NULL);
 }
 
 TEST(config_store_disk_takes_a_word_or_a_pci_address)

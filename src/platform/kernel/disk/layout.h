@@ -1,5 +1,5 @@
 /*
- * layout.h - the glue of layout v2 (SPEC D2): given a disk, find tern's
+ * layout.h - the glue of layout v3 (SPEC D2): given a disk, find tern's
  * data partition in the GPT (exactly one), read its superblocks (or format
  * it when blank and allowed), and hand out the regions as absolute LBA
  * extents for the store's VFS and the telemetry journal. Portable and

@@ -1,7 +1,7 @@
 /*
  * kdisk_store.h - the unikernel's durable store on its own disk (issue 13):
  * picks the disk store.disk names among the block devices, reads its GPT
- * and layout v2 (formatting a blank tern partition), lays SQLite's files
+ * and layout v3 (formatting a blank tern partition), lays SQLite's files
  * onto the partition's regions (kvfs) and opens the daemon's store
  * (src/store) through them. What the broker then restores from and commits
  * to through the store thread (kstore.h).

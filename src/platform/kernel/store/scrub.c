@@ -15,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum phase { PH_SUPER, PH_GPT, PH_HEADERS, PH_FILES, PH_WAL, PH_END };
-
 enum {
     CHUNK = 32 * 1024,                  /* bytes of pages read at once */
     LEAVES_MAX = 4u << 20,              /* freelist leaves remembered (16 MiB) */
@@ -33,7 +31,7 @@ static const struct {
     {KDISK_REGION_BACKUP_A, RGN_ROLE_BACKUP, "backup A"},
     {KDISK_REGION_BACKUP_B, RGN_ROLE_BACKUP, "backup B"},
 };
-/* The page files in PH_FILES order: database, backup A, backup B. */
+/* The page files in SCRUB_PH_FILES order: database, backup A, backup B. */
 static const int page_files[] = {0, 2, 3};
 
 static uint32_t sc_be32(const uint8_t *p)
@@ -317,6 +315,19 @@ static bool start_wal(struct scrub *s)
     return true;
 }
 
+/* The log was restarted (new salts in its header) since start_wal: the
+ * store wrote between two steps, and what follows is not one generation. */
+static bool wal_restarted(struct scrub *s)
+{
+    const uint8_t *p;
+    struct pagesum_wal_hdr w;
+    char why[64];
+    if (read_at(s, data_start(s, region_of(s, 1)), PAGESUM_WAL_HEADER, &p) != 0 ||
+        pagesum_wal_parse(p, PAGESUM_WAL_HEADER, &w, why, sizeof why) != 0)
+        return true;
+    return w.salt[0] != s->wal_salt[0] || w.salt[1] != s->wal_salt[1];
+}
+
 /* The next WAL frame; false at the end of what is checked. */
 static bool check_frame(struct scrub *s)
 {
@@ -336,6 +347,8 @@ static bool check_frame(struct scrub *s)
     if (s->wal_break != 0) {
         if (!salts)
             return true; /* look on: a later frame of this generation decides */
+        if (wal_restarted(s))
+            return false; /* the store restarted the log since the pass began */
         found(s, "WAL", s->wal_break,
               "frame %llu breaks the checksum chain and the log goes on past it",
               (unsigned long long)((s->wal_break - PAGESUM_WAL_HEADER) / frame + 1));
@@ -352,6 +365,99 @@ static bool check_frame(struct scrub *s)
         found(s, "WAL", at, "frame %llu (page %u): page checksum mismatch",
               (unsigned long long)((at - PAGESUM_WAL_HEADER) / frame + 1), (unsigned)sc_be32(p));
     return true;
+}
+
+static uint64_t tele_le64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* The telemetry heads: damage reported, the newest valid head kept. false:
+ * no journal to check. */
+static bool tele_heads(struct scrub *s)
+{
+    const struct kdisk_region *r = klayout_region(s->layout, KDISK_REGION_TELEMETRY);
+    const struct kdisk *d = s->disk;
+    char why[128];
+    bool have = false;
+    if (r == NULL || tele_geom_init(&s->tele, s->layout->super.sb.volume_id, r->lba, r->blocks,
+                                    d->logical_block, d->physical_block, why, sizeof why) != 0)
+        return false;
+    for (unsigned c = 0; c < 2; c++) {
+        const uint8_t *p;
+        struct tele_head h;
+        uint64_t off = r->lba * d->logical_block + (c ? s->tele.head_b : 0);
+        if (read_at(s, off, TELE_HEAD_BYTES, &p) != 0) {
+            s->read_errors++;
+            found(s, "telemetry", off - r->lba * d->logical_block, "head copy %u: read error", c);
+            continue;
+        }
+        int v = tele_head_decode(p, TELE_HEAD_BYTES, &s->tele, &h, why, sizeof why);
+        /* The journal's writer runs on its own thread: once more, in case
+         * the read met its write of this copy. */
+        if (v == TELE_CORRUPT && read_at(s, off, TELE_HEAD_BYTES, &p) == 0)
+            v = tele_head_decode(p, TELE_HEAD_BYTES, &s->tele, &h, why, sizeof why);
+        if (v == TELE_CORRUPT)
+            found(s, "telemetry", c ? s->tele.head_b : 0, "head copy %u: %s", c, why);
+        if (v == TELE_VALID && (!have || h.generation > s->tele_head.generation)) {
+            s->tele_head = h;
+            have = true;
+        }
+    }
+    return have && s->tele_head.head_seq != 0;
+}
+
+/* Is there a record numbered want at offset at of seg? */
+static bool tele_numbered(const uint8_t *seg, uint32_t at, uint64_t want)
+{
+    if (at + TELE_REC_HDR > TELE_SEG_BYTES)
+        return false;
+    uint32_t bytes = (uint32_t)seg[at + 4] | (uint32_t)seg[at + 5] << 8;
+    return bytes >= TELE_REC_HDR && bytes <= TELE_REC_HDR + TELE_PAYLOAD_MAX &&
+           tele_le64(seg + at + 8) == want;
+}
+
+/* One live segment: its header and its records. */
+static void tele_segment(struct scrub *s, uint64_t seq)
+{
+    const struct kdisk *d = s->disk;
+    uint64_t lba = tele_slot_lba(&s->tele, tele_slot(&s->tele, seq));
+    uint64_t at = lba * d->logical_block - s->tele.lba * d->logical_block;
+    const uint8_t *p;
+    char why[128];
+    struct tele_seg sg;
+    if (read_at(s, lba * d->logical_block, TELE_SEG_BYTES, &p) != 0) {
+        s->read_errors++;
+        found(s, "telemetry", at, "segment %llu: read error", (unsigned long long)seq);
+        return;
+    }
+    if (tele_seg_decode(p, TELE_SEG_BYTES, &s->tele, seq, &sg, why, sizeof why) != TELE_VALID &&
+        (read_at(s, lba * d->logical_block, TELE_SEG_BYTES, &p) != 0 ||
+         tele_seg_decode(p, TELE_SEG_BYTES, &s->tele, seq, &sg, why, sizeof why) != TELE_VALID)) {
+        found(s, "telemetry", at, "segment %llu: %s", (unsigned long long)seq, why);
+        return;
+    }
+    struct tele_iter it;
+    struct tele_rec rec;
+    tele_iter_start(&it);
+    while (tele_rec_next(p, TELE_SEG_BYTES, &s->tele, &sg, &it, &rec) == 1)
+        ;
+    /* The walk's end: a record of this segment that fails, or the end? */
+    uint64_t want = sg.first_record + it.index;
+    bool head = seq == s->tele_head.head_seq;
+    bool here = tele_numbered(p, it.offset, want);
+    bool next = false;
+    if (here) {
+        uint32_t bytes = (uint32_t)p[it.offset + 4] | (uint32_t)p[it.offset + 5] << 8;
+        uint32_t after = (it.offset + bytes + TELE_REC_ALIGN - 1) / TELE_REC_ALIGN * TELE_REC_ALIGN;
+        next = tele_numbered(p, after, want + 1);
+    }
+    if ((here && !head) || next)
+        found(s, "telemetry", at + it.offset, "segment %llu: record %llu fails its check",
+              (unsigned long long)seq, (unsigned long long)want);
 }
 
 static uint64_t estimate_total(const struct scrub *s)
@@ -388,7 +494,7 @@ static void next_item(struct scrub *s, int items)
 bool scrub_step(struct scrub *s, uint64_t budget)
 {
     uint64_t start = s->pass_bytes;
-    if (s->phase == PH_SUPER && s->item == 0 && s->pos == 0) {
+    if (s->phase == SCRUB_PH_SUPER && s->item == 0 && s->pos == 0) {
         s->pass_bytes = 0;
         start = 0;
         s->pass_total = estimate_total(s);
@@ -396,21 +502,21 @@ bool scrub_step(struct scrub *s, uint64_t budget)
     }
     do {
         switch (s->phase) {
-        case PH_SUPER:
+        case SCRUB_PH_SUPER:
             check_super(s, s->item);
             next_item(s, 2);
             break;
-        case PH_GPT:
+        case SCRUB_PH_GPT:
             check_gpt(s, s->item);
             next_item(s, 2);
             break;
-        case PH_HEADERS: {
+        case SCRUB_PH_HEADERS: {
             struct rgn_hdr h;
             (void)region_header(s, s->item, true, &h);
             next_item(s, 4);
             break;
         }
-        case PH_FILES: {
+        case SCRUB_PH_FILES: {
             int file = page_files[s->item];
             if (s->size == 0 && !start_file(s, file)) {
                 next_item(s, 3);
@@ -421,7 +527,7 @@ bool scrub_step(struct scrub *s, uint64_t budget)
                 next_item(s, 3);
             break;
         }
-        case PH_WAL:
+        case SCRUB_PH_WAL:
             if (s->size == 0 && !start_wal(s)) {
                 next_item(s, 1);
                 break;
@@ -429,11 +535,29 @@ bool scrub_step(struct scrub *s, uint64_t budget)
             if (!check_frame(s))
                 next_item(s, 1);
             break;
+        case SCRUB_PH_TELE:
+            if (s->tele_seq == 0) {
+                if (!tele_heads(s)) {
+                    next_item(s, 1);
+                    break;
+                }
+                s->tele_seq = s->tele_head.tail_seq;
+                /* never more than the ring holds, whatever the head says */
+                if (s->tele_head.head_seq - s->tele_seq >= s->tele.nseg)
+                    s->tele_seq = s->tele_head.head_seq - s->tele.nseg + 1;
+            }
+            if (s->tele_seq == 0 || s->tele_seq > s->tele_head.head_seq) {
+                s->tele_seq = 0;
+                next_item(s, 1);
+                break;
+            }
+            tele_segment(s, s->tele_seq++);
+            break;
         default:
             free(s->leaves);
             s->leaves = NULL;
             s->leaf_count = 0;
-            s->phase = PH_SUPER;
+            s->phase = SCRUB_PH_SUPER;
             s->item = 0;
             s->pos = 0;
             s->size = 0;
@@ -446,12 +570,12 @@ bool scrub_step(struct scrub *s, uint64_t budget)
 
 unsigned scrub_progress(const struct scrub *s)
 {
-    if (s->phase == PH_SUPER && s->item == 0 && s->passes > 0)
+    if (s->phase == SCRUB_PH_SUPER && s->item == 0 && s->passes > 0)
         return 100; /* a pass just ended; the next starts at the next step */
     if (s->pass_total == 0)
         return 0;
     uint64_t pct = s->pass_bytes * 100 / s->pass_total;
-    return pct > 99 && s->phase != PH_END ? 99 : (unsigned)pct;
+    return pct > 99 && s->phase != SCRUB_PH_END ? 99 : (unsigned)pct;
 }
 
 void scrub_free(struct scrub *s)

@@ -21,9 +21,21 @@
  *     broken frame, and its recovery would stop there, losing what
  *     follows. A break in the very last frame written is not
  *     distinguishable from a write torn by a power cut, and is not
- *     reported (SQLite's reads still verify that page's checksum).
- * The telemetry journal's segments are not checked yet (its format comes
- * with the telemetry journal).
+ *     reported (SQLite's reads still verify that page's checksum). Steps
+ *     are spread over time and the store writes between them: when the
+ *     log's header carries new salts by the time damage would be
+ *     reported, the store restarted the log during the pass, and the WAL
+ *     is not judged in this pass.
+ *   - the telemetry journal (disk/tele.h): both head copies (a blank copy
+ *     is not damage), then every live segment from the tail to the head:
+ *     its header, and its records. The record walk stops at the first
+ *     record that does not validate; that is damage when the record there
+ *     carries the number the walk expects (a record of this segment whose
+ *     CRC fails) or the next record does, except for the head segment's
+ *     last record (a write a power cut tore; the next append replaces it).
+ *     The journal's writer is a thread of its own, so a head copy or
+ *     segment that fails is read once more before it is damage (the
+ *     records of a segment are judged on one read of all of it).
  *
  * A page that fails is read again once before it is reported (the kernel
  * runs steps on the store thread between its batches, so nothing writes
@@ -33,6 +45,7 @@
 #define TERN_KSTORE_SCRUB_H
 
 #include "../disk/layout.h"
+#include "../disk/tele.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -45,6 +58,12 @@ struct scrub_finding {
     char what[112];       /* what failed */
 };
 
+/* The parts of a pass, in order (struct scrub's phase). */
+enum scrub_phase {
+    SCRUB_PH_SUPER, SCRUB_PH_GPT, SCRUB_PH_HEADERS, SCRUB_PH_FILES, SCRUB_PH_WAL, SCRUB_PH_TELE,
+    SCRUB_PH_END
+};
+
 typedef void (*scrub_report_fn)(void *ctx, const struct scrub_finding *f);
 
 struct scrub {
@@ -53,7 +72,7 @@ struct scrub {
     scrub_report_fn report;
     void *ctx;
     /* where the pass is */
-    int phase;
+    int phase;                  /* enum scrub_phase */
     int item;                   /* slot, copy or region within the phase */
     uint64_t pos;               /* bytes into the item */
     uint64_t size;              /* the item's bytes to check */
@@ -64,6 +83,9 @@ struct scrub {
     uint32_t wal_salt[2];
     bool wal_big_endian;
     uint64_t wal_break;         /* offset of the frame the chain broke at, 0: none */
+    struct tele_geom tele;      /* the telemetry region */
+    struct tele_head tele_head; /* its head, as the pass found it */
+    uint64_t tele_seq;          /* the next live segment to check, 0: heads first */
     /* results */
     uint64_t pass_bytes;        /* bytes this pass has read */
     uint64_t pass_total;        /* bytes a pass reads (estimate at its start) */
