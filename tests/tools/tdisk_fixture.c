@@ -3,7 +3,7 @@
  * from a disk image made by tern-mkdisk (tdisk_populate.c says how). No
  * image is checked in.
  *
- *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] [--tele N] [--v2]
+ *   tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] [--tele N] [--v2] [--format-only]
  *       RETAINED retained messages, SESSIONS sessions with one subscription
  *       each; --backup copies the database into backup A afterwards; --wal
  *       writes one more retained message after that and leaves it in the
@@ -21,7 +21,7 @@ int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: tdisk-fixture IMAGE RETAINED SESSIONS [--backup] [--wal] "
-                        "[--tele N] [--v2]\n");
+                        "[--tele N] [--v2] [--format-only]\n");
         return 2;
     }
     const char *path = argv[1];
@@ -30,6 +30,7 @@ int main(int argc, char **argv)
         p.backup |= !strcmp(argv[i], "--backup");
         p.wal |= !strcmp(argv[i], "--wal");
         p.v2 |= !strcmp(argv[i], "--v2");
+        p.format_only |= !strcmp(argv[i], "--format-only");
         if (!strcmp(argv[i], "--tele") && i + 1 < argc)
             p.tele = atol(argv[++i]);
     }

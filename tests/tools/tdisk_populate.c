@@ -133,6 +133,10 @@ int tdisk_populate(struct blk_dev *d, const struct tdisk_populate *p, char *err,
     }
     if (p->v2 && make_v2(&kd, l.part.first, err, n))
         goto out;
+    if (p->format_only) {
+        rc = 0; /* as the kernel leaves a partition it formatted before its store opens */
+        goto out;
+    }
     struct kvfs *fs = tdisk_store_vfs_open(d, l.regions, l.region_count, err, n);
     if (!fs)
         goto out;

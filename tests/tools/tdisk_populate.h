@@ -14,6 +14,7 @@
 
 struct tdisk_populate {
     bool partition;      /* write a GPT first (a blank fake disk), no ESP */
+    bool format_only;    /* format the layout and stop: no database yet */
     long retained, sessions;
     bool backup;         /* copy the database into backup A afterwards */
     bool wal;            /* then one more commit left in the WAL */

@@ -104,6 +104,18 @@ def test_blank_partition_and_blank_image_are_clean(tmp_path):
     assert rc == 0, out
 
 
+def test_formatted_layout_without_a_database_yet_is_clean(tmp_path):
+    # The kernel formats a blank partition and creates the database when its
+    # store first opens: a disk left between the two verifies clean.
+    path = make_disk(tmp_path, fill=False)
+    rc, out = run(FIXTURE, path, "0", "0", "--format-only")
+    assert rc == 0, out
+    rc, out = tdisk("verify", path)
+    assert rc == 0, out
+    rc, out = tdisk("inspect", path)
+    assert rc == 0 and "database: none yet" in out, out
+
+
 def test_partition_image_alone_is_detected(tmp_path):
     path = make_disk(tmp_path)
     part, _, _ = layout(path)

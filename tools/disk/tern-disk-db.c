@@ -338,8 +338,14 @@ void tdisk_walk_db(struct tdisk_image *im, struct tdisk_out *o, const struct tdi
     tdisk_info(o, "log: %s, %" PRIu64 " bytes", log->owner == RGN_OWNER_WAL ? "WAL"
                : log->owner == RGN_OWNER_JOURNAL ? "rollback journal (hot: rolled back on open)"
                : "empty", log->size);
-    tdisk_info(o, "database (%" PRIu64 " bytes):", v[KVFS_DB]->size);
-    check_file(o, TDISK_DB_PATH, "database", l->sb.version);
+    if (v[KVFS_DB]->size == 0 && log->size == 0) {
+        /* A freshly formatted layout: the store creates its database the
+         * first time it opens (an empty region is a missing file to kvfs). */
+        tdisk_info(o, "database: none yet (created when the store first opens)");
+    } else {
+        tdisk_info(o, "database (%" PRIu64 " bytes):", v[KVFS_DB]->size);
+        check_file(o, TDISK_DB_PATH, "database", l->sb.version);
+    }
     static const char *const bak[2] = {TDISK_BAK_A, TDISK_BAK_B};
     for (int i = 0; i < 2; i++) {
         const struct tdisk_rgn_view *bv = v[KVFS_BACKUP_A + i];
