@@ -86,6 +86,25 @@ def sys_disk(db, want_bytes, timeout=30):
         time.sleep(1)
 
 
+def grow_live(db, vm, mib, boot_line):
+    """Once ready (the boot said boot_line): block_resize to mib MiB over
+    QMP, then $SYS and the console's growth line while serving. Returns
+    $SYS's disk topics and the seconds $SYS took."""
+    expect_lines(db.ready(vm), (boot_line,))
+    q = Qmp(db.qmp)
+    try:
+        q.cmd("block_resize", device="d0", size=mib * MIB)
+    finally:
+        q.close()
+    t1 = time.monotonic()
+    got = sys_disk(db, mib * MIB)  # idle: no commit needed
+    took = time.monotonic() - t1
+    if vm.wait_for(lambda o: re.search(GREW + rb"while serving: disk %d MiB" % mib,
+                                        o) is not None, 20) is None:
+        raise Failure("no growth line while serving:\n" + show(vm.text()[-2000:]))
+    return got, took
+
+
 def grow_test(build):
     def check():
         notes = []
@@ -127,18 +146,8 @@ def grow_test(build):
             # live, through QMP
             vm = db.boot()
             with vm:
-                expect_lines(db.ready(vm), (BY_IRQ,))
-                q = Qmp(db.qmp)
-                try:
-                    q.cmd("block_resize", device="d0", size=320 * MIB)
-                finally:
-                    q.close()
-                t1 = time.monotonic()
-                got = sys_disk(db, 320 * MIB)  # idle: no commit needed
+                got, took = grow_live(db, vm, 320, BY_IRQ)
                 db.pub("test/grow/live", "after", 1, retain=True)
-                if vm.wait_for(lambda o: re.search(GREW + rb"while serving: disk 320 MiB",
-                                                    o) is not None, 20) is None:
-                    raise Failure("no growth line while serving:\n" + show(vm.text()[-2000:]))
                 want["test/grow/live"] = "after"
                 db.pub("test/grow/later", "x", 1, retain=True)  # commits into the grown layout
                 want["test/grow/later"] = "x"
@@ -152,7 +161,7 @@ def grow_test(build):
             if live["database"][1] <= after["database"][1]:
                 raise Failure(f"live growth: database {after} -> {live}")
             notes.append(f"live: database -> {live['database'][1] // 2048} MiB, "
-                         f"$SYS {time.monotonic() - t1:.0f} s after block_resize")
+                         f"$SYS {took:.0f} s after block_resize")
 
             # nothing left to grow
             vm = db.boot()
@@ -176,18 +185,7 @@ def polled_test(build):
             db = DiskBroker(build, tmp, drive(img, "d0", device_opts="vectors=0"))
             vm = db.boot()
             with vm:
-                expect_lines(db.ready(vm), (POLLED,))
-                q = Qmp(db.qmp)
-                try:
-                    q.cmd("block_resize", device="d0", size=128 * MIB)
-                finally:
-                    q.close()
-                t1 = time.monotonic()
-                got = sys_disk(db, 128 * MIB)
-                took = time.monotonic() - t1
-                if vm.wait_for(lambda o: re.search(GREW + rb"while serving: disk 128 MiB",
-                                                    o) is not None, 20) is None:
-                    raise Failure("no growth line while serving:\n" + show(vm.text()[-2000:]))
+                got, took = grow_live(db, vm, 128, POLLED)
                 db.pub("test/grow/polled", "p", 1, retain=True)
                 db.expect_retained("test/grow/#", {"test/grow/polled": "p"})
                 vm.expect_no_fatal()
