@@ -6,7 +6,9 @@
  * counted; the synchronous helpers round-trip data and retry a full queue;
  * a device that stops answering is given up after BLK_TIMEOUT_MS with
  * every request failed; a volatile write cache without flush is refused
- * for durable storage; the description line says what the disk offers.
+ * for durable storage; the description line says what the disk offers;
+ * the configuration-change interrupt counts a change on the disks that
+ * take it and keeps the main loop awake.
  */
 #include "test.h"
 
@@ -206,6 +208,27 @@ TEST(kblk_stalled_device_is_given_up_after_the_timeout)
     CHECK(!blk_durable_ok(&rd->dev, &why));
     CHECK(strstr(why, "given up"));
     blk_poll_all();                                    /* a failed device is skipped */
+}
+
+TEST(kblk_config_interrupt_counts_a_change_on_disks_that_take_it)
+{
+    static struct ramdisk a, b;
+    static uint8_t sa[CAP * 512], sb[CAP * 512];
+    CHECK_EQ(ramdisk_init(&a, &topo_512, sa, "cfg-irq"), 0);
+    CHECK_EQ(ramdisk_init(&b, &topo_512, sb, "cfg-polled"), 0);
+    a.dev.cfg_irq = true;                              /* b's capacity is polled */
+    CHECK_EQ(blk_register(&a.dev), 0);
+    CHECK_EQ(blk_register(&b.dev), 0);
+    blk_poll_all();
+    CHECK(!blk_irq_pending());
+    blk_config_irq();
+    CHECK_EQ(a.dev.cfg_changes, 1u);
+    CHECK_EQ(b.dev.cfg_changes, 0u);
+    CHECK(blk_irq_pending());                          /* the main loop takes a turn */
+    blk_config_irq();
+    CHECK_EQ(a.dev.cfg_changes, 2u);                   /* each one counted */
+    blk_poll_all();
+    CHECK(!blk_irq_pending());
 }
 
 TEST(kblk_volatile_cache_without_flush_is_not_durable)

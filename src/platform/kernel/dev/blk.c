@@ -156,6 +156,14 @@ int blk_irq_pending(void)
 
 void blk_irq_raise(void) { irq_flag = 1; }
 
+void blk_config_irq(void)
+{
+    for (unsigned i = 0; i < ndevices; i++)
+        if (devices[i]->cfg_irq)
+            devices[i]->cfg_changes++;
+    irq_flag = 1;
+}
+
 /* ---- synchronous helpers ---- */
 
 struct sync_wait {

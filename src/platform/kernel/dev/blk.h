@@ -136,6 +136,10 @@ struct blk_dev {
     char model[BLK_NAME_MAX];    /* serial / vendor+product when known, else "" */
     struct blk_topology topo;
     bool irq;                    /* completions by MSI-X (else polled) */
+    bool cfg_irq;                /* configuration changes (a resize) raise an
+                                    interrupt: cfg_changes counts them; else
+                                    the capacity must be polled */
+    volatile uint32_t cfg_changes; /* bumped by blk_config_irq(), read by users */
     /* kept by the block layer (blk.c) */
     bool failed;                 /* given up: every request fails */
     unsigned inflight;           /* submitted, not yet completed */
@@ -163,6 +167,11 @@ int blk_poll_all(void);
 int blk_irq_pending(void);
 /* For drivers' interrupt handlers: completions are waiting. */
 void blk_irq_raise(void);
+/* For drivers' configuration-change interrupt handlers (one vector shared
+ * by every disk, so it cannot say which changed): each device with cfg_irq
+ * counts a change, and the main loop takes another turn before it sleeps
+ * (so a thread waiting on cfg_changes is looked at). No I/O. */
+void blk_config_irq(void);
 /* Give d up now (see Timeouts above), saying why on the console. */
 void blk_fail(struct blk_dev *d, const char *why);
 

@@ -9,7 +9,10 @@
  * flight; the status byte is preset to an invalid value so a device that
  * completes without writing it reports an error, not success. The
  * configuration is read into a snapshot at each field's width and parsed
- * by blk_parse.c; the write cache follows the spec's rules there.
+ * by blk_parse.c; the write cache follows the spec's rules there. A
+ * resize (a configuration change) raises the disks' configuration
+ * interrupt (MSI-X entry 1) when the device takes it; else the capacity is
+ * polled by its user (the boot log says which).
  */
 #include "dev/virtio_disk.h"
 
@@ -253,6 +256,8 @@ int virtio_blk_init(const struct pci_dev *pd, unsigned flags)
         msix = 0;
         msix_stop(&vd->msix);
     }
+    const char *cfg_polled_why = msix ? NULL : "no MSI-X";
+    int cfg_irq = msix && vdisk_msix_config(vd, &cfg_polled_why) == 0;
     uint8_t cfg[VBLK_CFG_BYTES];
     size_t len = vdisk_cfg_snapshot(vd, cfg_fields, sizeof cfg_fields / sizeof cfg_fields[0],
                                     cfg, sizeof cfg);
@@ -275,6 +280,7 @@ int virtio_blk_init(const struct pci_dev *pd, unsigned flags)
     d->drv = b;
     d->topo = p.topo;
     d->irq = msix;
+    d->cfg_irq = cfg_irq;
     snprintf(d->name, sizeof d->name, "virtio-blk %02x:%02x.%u", pd->bus, pd->dev, pd->fn);
     if (msix)
         msix_start(&vd->msix);
@@ -283,6 +289,10 @@ int virtio_blk_init(const struct pci_dev *pd, unsigned flags)
         return -1;
     if (!msix)
         kprintf("tern: %s: polled (%s)\n", d->name, polled_why);
+    if (cfg_irq)
+        kprintf("tern: %s: capacity changes by interrupt\n", d->name);
+    else
+        kprintf("tern: %s: capacity changes polled (%s)\n", d->name, cfg_polled_why);
     if (blk_register(d) < 0) {
         virtio_fail(vd, "too many disks");
         return -1;

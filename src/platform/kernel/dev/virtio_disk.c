@@ -15,8 +15,9 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Allocated once at boot by the first disk with MSI-X. */
-static unsigned disk_vector;
+/* Allocated once at boot by the first disk with MSI-X (and the first
+ * that takes configuration-change interrupts). */
+static unsigned disk_vector, config_vector;
 
 static void on_disk_interrupt(struct trap_frame *tf)
 {
@@ -34,6 +35,36 @@ int vdisk_msix(struct virtio_dev *vd, const char **why)
     if (!disk_vector || msix_route(&vd->msix, 0, (uint8_t)disk_vector) < 0) {
         *why = disk_vector ? "MSI-X table has no entry 0" : "no free CPU vector";
         msix_stop(&vd->msix);
+        return -1;
+    }
+    return 0;
+}
+
+/* A disk's configuration changed (virtio-blk: resized): only counted;
+ * the store thread reads the capacity. */
+static void on_config_interrupt(struct trap_frame *tf)
+{
+    (void)tf;
+    blk_config_irq();
+    lapic_eoi();
+}
+
+int vdisk_msix_config(struct virtio_dev *vd, const char **why)
+{
+    if (!config_vector)
+        config_vector = trap_alloc_vector(on_config_interrupt);
+    if (!config_vector) {
+        *why = "no free CPU vector";
+        return -1;
+    }
+    /* Routed first: the entry must exist before the device is told of it
+     * (a refused entry stays routed, and unused). */
+    if (msix_route(&vd->msix, VDISK_CFG_ENTRY, (uint8_t)config_vector) < 0) {
+        *why = "MSI-X table has no configuration entry";
+        return -1;
+    }
+    if (!virtio_config_msix(vd, VDISK_CFG_ENTRY)) {
+        *why = "the device refused the configuration MSI-X entry";
         return -1;
     }
     return 0;

@@ -5,7 +5,9 @@
  * per disk: buffers from blk.h's users split into descriptors (checked to
  * lie in the direct map), configuration snapshots read at each field's
  * width, and one completion interrupt vector for every disk (MSI-X entry
- * 0 of each device), whose handler only raises blk_irq_raise().
+ * 0 of each device), whose handler only raises blk_irq_raise(); and one
+ * configuration-change vector (virtio-blk: MSI-X entry 1), whose handler
+ * only counts a change (blk_config_irq()).
  */
 #ifndef TERN_DEV_VIRTIO_DISK_H
 #define TERN_DEV_VIRTIO_DISK_H
@@ -21,6 +23,7 @@ enum {
     VDISK_QSIZE = 128,     /* request queue entries asked for */
     VDISK_MAX_SEGS = 65,   /* data segments per request: 256 KiB at any alignment */
     VDISK_PAGE = 4096,
+    VDISK_CFG_ENTRY = 1,   /* MSI-X entry for configuration changes (0: the queue) */
 };
 
 /* Probe every virtio-blk and virtio-scsi function of devs (n of them). */
@@ -39,6 +42,10 @@ size_t vdisk_cfg_snapshot(struct virtio_dev *vd, const struct vdisk_field *f, un
 /* MSI-X on with entry 0 aimed at the disks' vector: 0, or -1 with *why
  * (then the queue is polled). */
 int vdisk_msix(struct virtio_dev *vd, const char **why);
+/* After vdisk_msix: configuration changes on entry VDISK_CFG_ENTRY, aimed
+ * at the disks' configuration vector. 0, or -1 with *why (the device
+ * raises no such interrupt then: its configuration must be polled). */
+int vdisk_msix_config(struct virtio_dev *vd, const char **why);
 /* Split [va, va+len) into at most max buffers, none crossing a seg-aligned
  * boundary (seg: a power of two <= 4096). Returns the number, -1 if the
  * range is not in the direct map, -2 if it needs more than max. */

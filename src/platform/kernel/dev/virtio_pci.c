@@ -264,6 +264,12 @@ int virtio_queue_setup_msix(struct virtio_dev *vd, uint16_t index, uint16_t want
     return 0;
 }
 
+int virtio_config_msix(struct virtio_dev *vd, uint16_t entry)
+{
+    w16(vd->common, CC_MSIX_CONFIG, entry);
+    return entry != NO_VECTOR && r16(vd->common, CC_MSIX_CONFIG) == entry;
+}
+
 void virtio_driver_ok(struct virtio_dev *vd)
 {
     w8(vd->common, CC_STATUS, (uint8_t)(r8(vd->common, CC_STATUS) | ST_DRIVER_OK));

@@ -52,6 +52,10 @@ int virtio_queue_setup(struct virtio_dev *vd, uint16_t index, uint16_t want, str
  * must be polled). 0 or -1 as above. */
 int virtio_queue_setup_msix(struct virtio_dev *vd, uint16_t index, uint16_t want,
                             struct virtq *q, uint16_t entry, int *accepted);
+/* Ask for configuration-change interrupts (4.1.4.3: msix_config) on MSI-X
+ * table entry `entry`, before DRIVER_OK. 1 if the device read the entry
+ * back, 0 if it answered NO_VECTOR (no such interrupts: poll the config). */
+int virtio_config_msix(struct virtio_dev *vd, uint16_t entry);
 /* Enable MSI-X on the function with every entry masked (vd->msix): after
  * virtio_pci_init, before the queues. 0, or -1 with *err (no capability,
  * or one that does not fit its BAR). */

@@ -49,12 +49,15 @@ static struct {
     squeue_store inner;          /* the store's own calls */
     squeue_store q;              /* inner, with the disk's growth around it */
     bool backup_open;            /* a backup copy runs: its region must not move */
-    uint64_t next_check_ns;      /* the next look at the device's capacity */
+    uint64_t next_check_ns;      /* the next look at the device's capacity (polled) */
+    bool cfg_looked;             /* the capacity was looked at once since open */
+    uint32_t cfg_seen;           /* the device's cfg_changes at that look */
     bool shrink_said;            /* a smaller capacity was reported (said once) */
     broker_disk_status disk;     /* for $SYS */
 } ds;
 
-/* How often the store thread asks the device for its capacity, at most. */
+/* How often the store thread asks the device for its capacity, at most,
+ * when the device raises no configuration-change interrupt. */
 #define KDISK_CAPACITY_CHECK_NS 1000000000ull
 
 static _Noreturn void halt_store(const char *disk, const char *why)
@@ -234,17 +237,30 @@ static void map_regions(struct kvfs_region out[KVFS_ROLES])
     }
 }
 
-/* On the store thread, between units (kstore.c's upkeep, once a second
- * even when idle) and before a commit or a backup starts: nothing of the
- * store's is in flight then, and no backup copy is open. A device that
- * grew (virtio-blk's capacity) grows the layout while serving, and the
- * VFS takes the new extents. */
+/* Whether the device's capacity is worth a look: once after open, then
+ * after each configuration-change interrupt (blk_dev.cfg_irq), or once a
+ * second when the device has none. */
+static bool capacity_look_due(uint64_t now)
+{
+    if (ds.dev->cfg_irq)
+        return !ds.cfg_looked || ds.dev->cfg_changes != ds.cfg_seen;
+    return now >= ds.next_check_ns;
+}
+
+/* On the store thread, between units (kstore.c's upkeep, when
+ * capacity_look_due even while idle) and before a commit or a backup
+ * starts: nothing of the store's is in flight then, and no backup copy is
+ * open. A device that grew (virtio-blk's capacity) grows the layout while
+ * serving, and the VFS takes the new extents. */
 static bool grow_live(void)
 {
     uint64_t now = clock_mono_ns();
-    if (ds.backup_open || now < ds.next_check_ns)
+    if (ds.backup_open || !capacity_look_due(now))
         return false;
     ds.next_check_ns = now + KDISK_CAPACITY_CHECK_NS;
+    /* Taken before the read: a change during it is looked at next time. */
+    ds.cfg_seen = ds.dev->cfg_changes;
+    ds.cfg_looked = true;
     int r = blk_recheck_capacity(ds.dev);
     if (r < 0 && !ds.shrink_said)
         kprintf("tern: store: %s: the device reports a smaller capacity; ignored (a disk is "
@@ -304,11 +320,12 @@ static void w_get_stats(void *ctx, store_stats *out)
     out->disk = ds.disk;
 }
 
-/* An idle store thread wakes for it once a second (kstore.c). */
+/* An idle store thread wakes for it (kstore.c): the main loop re-checks
+ * this each turn, and a configuration interrupt makes it take a turn. */
 static bool w_upkeep_due(void *ctx)
 {
     (void)ctx;
-    return !ds.backup_open && clock_mono_ns() >= ds.next_check_ns;
+    return !ds.backup_open && capacity_look_due(clock_mono_ns());
 }
 
 static bool w_upkeep(void *ctx)
