@@ -56,7 +56,7 @@ def ready_line(out):
     return READY.search(out).group(0).decode().strip()
 
 
-# ---- tern-disk verify on every image a test leaves ----------------------
+# ---- tern-disk inspect and verify on every image a test leaves --------
 
 # Set by main() (or a module's own runner): the build whose tern-disk checks
 # the images; None skips the check (the tool is not built).
@@ -81,7 +81,7 @@ def raw_disk(path):
 
 
 def verify_images(tmp):
-    """tern-disk verify on every *.img under tmp not marked damaged; a
+    """tern-disk inspect and verify on every *.img under tmp not marked damaged; a
     Failure naming the image and the tool's output when one is not clean
     (exit 1: corrupt, 3: unreadable). Returns how many were checked."""
     if TERN_DISK is None or not os.path.exists(TERN_DISK):
@@ -94,12 +94,15 @@ def verify_images(tmp):
                 skip = os.path.realpath(path) in _damaged
             if not name.endswith(".img") or skip or not os.path.isfile(path):
                 continue
-            r = subprocess.run([TERN_DISK, "verify", path], capture_output=True, text=True,
-                               timeout=120)
+            # inspect reads and prints every layer (what an operator runs
+            # first); verify judges them.
+            for cmd in ("inspect", "verify"):
+                r = subprocess.run([TERN_DISK, cmd, path], capture_output=True, text=True,
+                                   timeout=120)
+                if r.returncode != 0:
+                    raise Failure(f"tern-disk {cmd} {name} (exit {r.returncode}) on the image "
+                                  f"the test left:\n{r.stdout}{r.stderr}")
             checked += 1
-            if r.returncode != 0:
-                raise Failure(f"tern-disk verify {name} (exit {r.returncode}) on the image "
-                              f"the test left:\n{r.stdout}{r.stderr}")
     return checked
 
 
