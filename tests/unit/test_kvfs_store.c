@@ -145,6 +145,20 @@ TEST(kvfs_store_database_region_grown_in_place_keeps_its_data)
     kv_teardown(&e);
 }
 
+/* The grown layout's backups move past the old ones (23 and 27 MiB), their
+ * headers zeroed first as disk/grow.c does. */
+static void move_backups_past_the_old_ones(kv_env *e, struct kvfs_region *grown)
+{
+    const uint64_t per_mib = MIB_BYTES / 512;
+    grown[KVFS_BACKUP_A].lba = 23 * per_mib;
+    grown[KVFS_BACKUP_B].lba = 27 * per_mib;
+    for (int r = KVFS_BACKUP_A; r <= KVFS_BACKUP_B; r++) {
+        size_t off = (size_t)grown[r].lba * 512;
+        memset(e->disk.durable + off, 0, 8192);
+        memset(e->disk.cur + off, 0, 8192);
+    }
+}
+
 /* While the store is open (its database file open, no backup copy), the
  * VFS takes a grown layout (kvfs_set_regions, as the kernel's live disk
  * growth does): the database region grows in place and keeps its data,
@@ -169,15 +183,7 @@ TEST(kvfs_store_takes_grown_regions_while_open)
     for (; n <= 100; n++)
         CHECK_EQ(put(s, n, 3000), STORE_OK);
     CHECK_EQ(store_backup_run(s), STORE_OK);
-    /* the backups move past the old ones (23 and 27 MiB), their headers
-     * zeroed first as disk/grow.c does */
-    grown[KVFS_BACKUP_A].lba = 23 * per_mib;
-    grown[KVFS_BACKUP_B].lba = 27 * per_mib;
-    for (int r = KVFS_BACKUP_A; r <= KVFS_BACKUP_B; r++) {
-        size_t off = (size_t)grown[r].lba * 512;
-        memset(e.disk.durable + off, 0, 8192);
-        memset(e.disk.cur + off, 0, 8192);
-    }
+    move_backups_past_the_old_ones(&e, grown);
     struct kvfs_region shrunk[KVFS_ROLES];
     memcpy(shrunk, grown, sizeof shrunk);
     shrunk[KVFS_DB].blocks = per_mib;
@@ -201,6 +207,45 @@ TEST(kvfs_store_takes_grown_regions_while_open)
     CHECK_EQ(last_value(), 700);
     CHECK(kv_integrity_ok(KV_PATH));
     CHECK(kv_integrity_ok(KV_PATH ".bak-a") || kv_integrity_ok(KV_PATH ".bak-b"));
+    kv_teardown(&e);
+}
+
+/* The store's page bound (store_options.max_db_bytes, the database region's
+ * size in the kernel) follows a region grown while open
+ * (store_set_max_db_bytes, as kdisk_store.c's live growth calls it): before
+ * it, commits past the old region fail with no room; after it, they fit. */
+TEST(kvfs_store_page_bound_follows_a_database_region_grown_while_open)
+{
+    kv_env e;
+    store_open_info info;
+    char err[STORE_ERR_SIZE];
+    const uint64_t per_mib = MIB_BYTES / 512;
+
+    CHECK(kv_setup(&e, 512, 4096, 6 * 1024, 23));
+    struct kvfs_region grown[KVFS_ROLES];
+    memcpy(grown, e.cfg.region, sizeof grown);
+    e.cfg.region[KVFS_DB].blocks = 2 * per_mib;
+    CHECK(kv_remount(&e));
+    struct kvfs_stats st;
+    kvfs_get_stats(e.fs, &st);
+    store_options opt = {.path = KV_PATH, .vfs = KV_SQL_VFS, .sync = STORE_SYNC_FULL,
+                         .reserve_bytes = 8, .max_db_bytes = st.capacity[KVFS_DB]};
+    store *s = store_open(&opt, &info, err, sizeof err);
+    CHECK(s != NULL);
+    uint32_t n = 1;
+    store_rc rc = STORE_OK;
+    for (; n <= 1000 && rc == STORE_OK; n++)
+        rc = put(s, n, 3000);
+    CHECK(rc != STORE_OK); /* the 2 MiB region is full */
+    move_backups_past_the_old_ones(&e, grown);
+    CHECK_EQ(kvfs_set_regions(e.fs, grown, err, sizeof err), 0);
+    kvfs_get_stats(e.fs, &st);
+    CHECK(st.capacity[KVFS_DB] > 4 * MIB_BYTES);
+    CHECK_EQ(store_set_max_db_bytes(s, st.capacity[KVFS_DB]), STORE_OK);
+    for (uint32_t k = 0; k < 200; k++, n++)
+        CHECK_EQ(put(s, n, 3000), STORE_OK);
+    store_close(s);
+    CHECK(kv_integrity_ok(KV_PATH));
     kv_teardown(&e);
 }
 
