@@ -51,6 +51,11 @@ typedef struct squeue_store {
      * the worker between units. */
     bool (*upkeep_due)(void *ctx);
     bool (*upkeep)(void *ctx);        /* true when what get_stats reports changed */
+    /* Optional (NULL: none), worker side, cheap: true once when the
+     * platform wants a backup now (the kernel's disk growth moved the
+     * backups to empty regions); the worker then asks for one as the
+     * console's "backup now" does. */
+    bool (*take_backup_wish)(void *ctx);
 } squeue_store;
 
 /* The squeue_store of an open store (queue_store.c). */

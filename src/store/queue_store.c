@@ -38,6 +38,7 @@ void squeue_store_of(squeue_store *out, store *s)
     out->get_stats = get_stats;
     out->upkeep_due = NULL;
     out->upkeep = NULL;
+    out->take_backup_wish = NULL;
     out->load = load;
     out->ctx = s;
 }

@@ -86,6 +86,21 @@ def sys_disk(db, want_bytes, timeout=30):
         time.sleep(1)
 
 
+def backup_made(db, timeout=30):
+    """Wait for $SYS/broker/store/backups/done >= 1: a growth moves the
+    backups to empty regions and the store makes one at once."""
+    op = db.pki.args("dev-operator")
+    deadline = time.monotonic() + timeout
+    while True:
+        out = mosq("mosquitto_sub", db.port, "-t", "$SYS/broker/store/backups/done", "-C", "1",
+                   "-W", "3", tls=op, check=False).stdout.decode().strip()
+        if out.isdigit() and int(out) >= 1:
+            return int(out)
+        if time.monotonic() > deadline:
+            raise Failure(f"no backup after the growth: $SYS/broker/store/backups/done {out!r}")
+        time.sleep(1)
+
+
 def grow_live(db, vm, mib, boot_line):
     """Once ready (the boot said boot_line): block_resize to mib MiB over
     QMP, then $SYS and the console's growth line while serving. Returns
@@ -130,11 +145,16 @@ def grow_test(build):
                                           rb"database 17 -> 60 MiB",))
                 db.expect_retained("test/grow/#", want)
                 got = sys_disk(db, 192 * MIB)
+                backup_made(db)
                 db.quit(vm)
             if got.get("$SYS/broker/store/disk/growths") != "1" or \
                     got.get("$SYS/broker/store/disk/partition_bytes") != str(190 * MIB):
                 raise Failure(f"$SYS after the growth at boot: {got}")
             after = verify(build, img, 192)
+            shown = subprocess.run([os.path.join(build.dir, "rel", "tern-disk"), "inspect", img],
+                                   capture_output=True, text=True, timeout=120).stdout
+            if not re.search(r"backup [AB] \(\d+ bytes\)", shown):
+                raise Failure("no backup copy on the disk after the growth:\n" + shown)
             if after["database"][0] != before["database"][0] or \
                     after["database"][1] <= before["database"][1]:
                 raise Failure(f"database region before {before}, after {after}")

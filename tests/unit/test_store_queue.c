@@ -71,7 +71,8 @@ static void fs_init(fake_store *f, squeue_store *st)
     memset(f, 0, sizeof *f);
     f->ms = calloc(1, sizeof *f->ms);
     f->steps_per_backup = 3;
-    *st = (squeue_store){ fs_apply, fs_backup_begin, fs_backup_step, fs_get_stats, NULL, f, NULL, NULL };
+    *st = (squeue_store){ fs_apply, fs_backup_begin, fs_backup_step, fs_get_stats, NULL, f, NULL, NULL,
+                          NULL };
 }
 
 /* The worker's side of one commit, as both platforms do it. */

@@ -49,6 +49,7 @@ static struct {
     squeue_store inner;          /* the store's own calls */
     squeue_store q;              /* inner, with the disk's growth around it */
     bool backup_open;            /* a backup copy runs: its region must not move */
+    bool backup_wish;            /* the backups moved (growth): one is wanted now */
     uint64_t next_check_ns;      /* the next look at the device's capacity (polled) */
     bool cfg_looked;             /* the capacity was looked at once since open */
     uint32_t cfg_seen;           /* the device's cfg_changes at that look */
@@ -218,8 +219,11 @@ static int grow_layout(const char *when)
                  (unsigned long long)(g.old_part_bytes >> 20), (unsigned long long)(g.part_bytes >> 20),
                  (unsigned long long)(g.old_db_bytes >> 20), (unsigned long long)(g.db_bytes >> 20));
         kprintf("tern: store: %s: grew %s%s\n", ds.dev->name, ds.disk.last_growth,
-                g.layout_grown ? "; the backups moved behind the database and are empty until "
-                                 "the next backup" : "");
+                g.layout_grown ? "; the backups moved behind the database: a backup is made "
+                                 "now" : "");
+        /* Until then there is no copy to restore from: one at once, even
+         * of an unchanged database (w_take_backup_wish). */
+        ds.backup_wish |= g.layout_grown;
     }
     disk_status_update();
     return 0;
@@ -332,6 +336,14 @@ static bool w_upkeep(void *ctx)
 {
     (void)ctx;
     return grow_live();
+}
+
+static bool w_take_backup_wish(void *ctx)
+{
+    (void)ctx;
+    bool wish = ds.backup_wish;
+    ds.backup_wish = false;
+    return wish;
 }
 
 static store_rc w_load(void *ctx, broker *b, char *err, size_t err_size)
@@ -476,7 +488,7 @@ const squeue_store *kdisk_store_open(const tern_config *cfg, int integrity)
     ds.q = (squeue_store){.apply = w_apply, .backup_begin = w_backup_begin,
                           .backup_step = w_backup_step, .get_stats = w_get_stats,
                           .load = w_load, .ctx = &ds, .upkeep_due = w_upkeep_due,
-                          .upkeep = w_upkeep};
+                          .upkeep = w_upkeep, .take_backup_wish = w_take_backup_wish};
     return &ds.q;
 }
 

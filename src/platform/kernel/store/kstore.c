@@ -59,6 +59,8 @@ static void store_thread(void *arg)
         /* between units: nothing of the store's in flight */
         if (upkeep_due(k) && k->st.upkeep(k->st.ctx))
             squeue_stats_changed(&k->q);
+        if (k->st.take_backup_wish && k->st.take_backup_wish(k->st.ctx))
+            squeue_request_backup(&k->q);
         switch (squeue_next(&k->q, now_us(), &wake)) {
         case SQUEUE_COMMIT: {
             size_t n = squeue_take_group(&k->q, k->group);

@@ -139,7 +139,7 @@ const squeue_store *kstore_test_store(const char *spec, char *err, size_t err_si
     memset(&ts, 0, sizeof ts);
     ts.cpu = spec[0] == 'c';
     ts.ms = ms;
-    ts_ops = (squeue_store){ apply, backup_begin, backup_step, get_stats, load, &ts, NULL, NULL };
+    ts_ops = (squeue_store){ apply, backup_begin, backup_step, get_stats, load, &ts, NULL, NULL, NULL };
     return &ts_ops;
 }
 
