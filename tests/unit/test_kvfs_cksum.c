@@ -37,18 +37,7 @@ static store *open_ck(store_open_info *info)
 
 static store_rc put(store *s, uint32_t n, size_t pad)
 {
-    char topic[32], payload[4096];
-    broker_store_batch b;
-    jb j;
-
-    snprintf(topic, sizeof topic, "t/%u", n);
-    size_t len = (size_t)snprintf(payload, sizeof payload, "%u", n);
-    memset(payload + len, 'x', pad);
-    payload[len + pad] = '\0';
-    jb_init(&j, n);
-    jb_retain_set(&j, topic, payload, 1);
-    b = jb_batch(&j);
-    return store_apply(s, &b, 1);
+    return ts_put_retained(s, n, pad);
 }
 
 /* The bytes of a region's data (after its two header blocks), as read. */

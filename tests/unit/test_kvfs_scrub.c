@@ -45,16 +45,6 @@ static int sd_write(void *ctx, uint64_t lba, uint32_t count, const void *buf)
     return 0;
 }
 
-static void env_random(void *ctx, void *buf, size_t n)
-{
-    kv_env *e = ctx;
-    uint8_t *p = buf;
-    for (size_t i = 0; i < n; i++) {
-        e->rand_state = e->rand_state * 6364136223846793005ull + 1442695040888963407ull;
-        p[i] = (uint8_t)(e->rand_state >> 56);
-    }
-}
-
 static int64_t env_now_ms(void *ctx)
 {
     (void)ctx;
@@ -78,18 +68,7 @@ static void on_finding(void *ctx, const struct scrub_finding *f)
 
 static store_rc put(store *s, uint32_t n, size_t pad)
 {
-    char topic[32], payload[4096];
-    broker_store_batch b;
-    jb j;
-
-    snprintf(topic, sizeof topic, "t/%u", n);
-    size_t len = (size_t)snprintf(payload, sizeof payload, "%u", n);
-    memset(payload + len, 'x', pad);
-    payload[len + pad] = '\0';
-    jb_init(&j, n);
-    jb_retain_set(&j, topic, payload, 1);
-    b = jb_batch(&j);
-    return store_apply(s, &b, 1);
+    return ts_put_retained(s, n, pad);
 }
 
 /* 64 MiB, 512/4096-byte blocks, layout v3 formatted, a store with data in
@@ -123,7 +102,7 @@ static bool sd_setup(sd *d)
     d->e.cfg.path = KV_PATH;
     d->e.cfg.dev = &d->e.disk.dev;
     d->e.rand_state = 99;
-    d->e.cfg.env = (struct kvfs_env){.random = env_random, .now_ms = env_now_ms, .ctx = &d->e};
+    d->e.cfg.env = (struct kvfs_env){.random = kv_env_random, .now_ms = env_now_ms, .ctx = &d->e};
     for (int r = 0; r < KVFS_ROLES; r++) {
         const struct kdisk_region *g = klayout_region(&d->layout, kinds[r]);
         d->e.cfg.region[r] = (struct kvfs_region){g->lba, g->blocks};

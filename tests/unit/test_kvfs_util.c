@@ -12,7 +12,7 @@
 
 enum { MIB = 1024 * 1024 };
 
-static void env_random(void *ctx, void *buf, size_t n)
+void kv_env_random(void *ctx, void *buf, size_t n)
 {
     kv_env *e = ctx;
     uint8_t *p = buf;
@@ -96,7 +96,7 @@ bool kv_setup_db(kv_env *e, uint32_t lb, uint32_t pb, uint32_t db_kib, uint32_t 
     e->cfg.region[KVFS_BACKUP_B] = (struct kvfs_region){lba, 4 * per_mib};
     /* No wait hook: the VFS's default, blk_poll_all() (the fake's). */
     e->cfg.env = (struct kvfs_env){
-        .random = env_random, .now_ms = env_now_ms, .log = env_log, .ctx = e};
+        .random = kv_env_random, .now_ms = env_now_ms, .log = env_log, .ctx = e};
     return mount(e);
 }
 

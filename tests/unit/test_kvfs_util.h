@@ -33,6 +33,8 @@ typedef struct kv_env {
  * mounted. The log region must hold SQLite's auto-checkpoint threshold
  * (1000 frames of a page and 24 bytes: 4.1 MiB) and the largest group, or
  * commits fail with SQLITE_FULL before a checkpoint can run. */
+/* kvfs_env.random for a kv_env (ctx): a seeded generator, repeatable. */
+void kv_env_random(void *ctx, void *buf, size_t n);
 bool kv_setup(kv_env *e, uint32_t lb, uint32_t pb, uint32_t log_kib, uint64_t seed);
 /* The same with a database region of db_kib KiB (at most 8 MiB). */
 bool kv_setup_db(kv_env *e, uint32_t lb, uint32_t pb, uint32_t db_kib, uint32_t log_kib,

@@ -436,3 +436,20 @@ bool ts_full_log_run(store *s, size_t log_bytes, ts_full_log *out)
     }
     return true;
 }
+
+store_rc ts_put_retained(store *s, uint32_t n, size_t pad)
+{
+    char topic[32], payload[4096];
+    jb j;
+
+    if (pad > 4000)
+        pad = 4000;
+    snprintf(topic, sizeof topic, "t/%u", n);
+    size_t len = (size_t)snprintf(payload, sizeof payload, "%u", n);
+    memset(payload + len, 'x', pad);
+    payload[len + pad] = '\0';
+    jb_init(&j, n);
+    jb_retain_set(&j, topic, payload, 1);
+    broker_store_batch b = jb_batch(&j);
+    return store_apply(s, &b, 1);
+}

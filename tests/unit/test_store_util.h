@@ -108,4 +108,8 @@ void jb_will_put(jb *j, const char *cid, const char *topic, const char *payload,
 void jb_will_del(jb *j, const char *cid);
 broker_store_batch jb_batch(const jb *j);
 
+/* One batch setting retained "t/<n>" to the payload "<n>" padded with pad
+ * 'x's (at most 4000), committed with store_apply: the kvfs tests' filler. */
+store_rc ts_put_retained(store *s, uint32_t n, size_t pad);
+
 #endif
