@@ -7,8 +7,8 @@
 #include "clock.h"
 #include "console.h"
 #include "disk/blkdisk.h"
-#include "kthread.h"
 #include "mm/kmalloc.h"
+#include "store/kwaitdisk.h"
 #include "store/scrub.h"
 
 #include <stdio.h>
@@ -16,7 +16,7 @@
 
 struct kscrub {
     struct scrub sc;
-    struct blkdisk bd;          /* its I/O buffer; reads replaced below */
+    struct blkdisk bd;          /* its I/O buffer; reads that yield (kwaitdisk) */
     uint32_t rate_kib;
     uint32_t interval_s;
     uint64_t next_us;           /* the next step may run from then */
@@ -26,55 +26,6 @@ struct kscrub {
     uint32_t console_lines;     /* finding lines this pass */
     uint64_t console_held;      /* findings this pass not printed */
 };
-
-struct waiter {
-    bool done;
-};
-
-static void req_done(struct blk_req *req)
-{
-    ((struct waiter *)req->ctx)->done = true;
-}
-
-static bool waiter_done(void *arg)
-{
-    return ((struct waiter *)arg)->done;
-}
-
-static int poll_disks(void)
-{
-    return blk_poll_all();
-}
-
-/* struct kdisk's read on the store thread: submit, then yield until done
- * (blkdisk's own read would spin and hold the main loop). */
-static int read_waiting(void *ctx, uint64_t lba, uint32_t count, void *buf)
-{
-    struct blk_dev *d = ctx;
-    uint32_t step = d->topo.max_transfer / d->topo.logical_block;
-    if (step == 0)
-        step = 1;
-    for (uint32_t i = 0; i < count; i += step) {
-        struct waiter w = {false};
-        struct blk_req req;
-        memset(&req, 0, sizeof req);
-        req.op = BLK_READ;
-        req.lba = lba + i;
-        req.count = count - i < step ? count - i : step;
-        req.buf = (uint8_t *)buf + (size_t)i * d->topo.logical_block;
-        req.done = req_done;
-        req.ctx = &w;
-        int rc;
-        while ((rc = blk_submit(d, &req)) == BLK_EAGAIN)
-            kthread_yield();
-        if (rc != BLK_OK)
-            return rc;
-        kthread_wait_until(waiter_done, &w, poll_disks);
-        if (req.status != BLK_OK)
-            return req.status;
-    }
-    return BLK_OK;
-}
 
 static void on_finding(void *ctx, const struct scrub_finding *f)
 {
@@ -101,8 +52,8 @@ struct kscrub *kscrub_start(struct blk_dev *dev, const struct klayout *l, uint32
         kfree(k);
         return NULL;
     }
-    k->bd.disk.read = read_waiting;
-    k->bd.disk.write = NULL; /* the scrubber never writes */
+    kwaitdisk_attach(&k->bd); /* the store thread yields while it reads */
+    k->bd.disk.write = NULL;  /* the scrubber never writes */
     k->bd.disk.flush = NULL;
     k->rate_kib = rate_kib;
     k->interval_s = interval_s;

@@ -1,7 +1,7 @@
 /*
  * ktele.c - the kernel's telemetry journal writer (see ktele.h): a struct
- * kdisk whose calls wait through kthread_wait_until (so on the writer
- * thread they yield while the disk works, and at boot they poll), the
+ * kdisk whose calls wait through kthread_wait_until (kwaitdisk.h: on the
+ * writer thread they yield while the disk works, at boot they poll), the
  * discard callback over BLK_DISCARD / BLK_WRITE_ZEROES, the boot-time
  * open with the boot and power-cut records, the record queue the main
  * loop fills and the thread drains, and the $SYS topics.
@@ -14,6 +14,7 @@
 #include "disk/tele.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
+#include "store/kwaitdisk.h"
 #include "wallclock.h"
 
 #include <stdio.h>
@@ -60,70 +61,12 @@ static struct {
     char last_error[KDISK_MSG_MAX];
 } kt;
 
-/* ---- I/O that yields on the writer thread ---- */
-
-struct waiter {
-    struct blk_req req;
-    bool done;
-};
-
-static void req_done(struct blk_req *req) { ((struct waiter *)req->ctx)->done = true; }
-static bool waiter_done(void *arg) { return ((struct waiter *)arg)->done; }
-static int poll_disks(void) { return blk_poll_all(); }
-
-static int one(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t count, void *buf)
-{
-    struct waiter w;
-    memset(&w, 0, sizeof w);
-    w.req = (struct blk_req){.op = op, .lba = lba, .count = count, .buf = buf, .done = req_done,
-                             .ctx = &w};
-    int rc;
-    while ((rc = blk_submit(d, &w.req)) == BLK_EAGAIN) {
-        blk_poll_all();
-        kthread_yield_after(0);
-    }
-    if (rc != BLK_OK)
-        return rc;
-    kthread_wait_until(waiter_done, &w, poll_disks);
-    return w.req.status;
-}
-
-/* A transfer split at the driver's limit. */
-static int xfer(struct blk_dev *d, enum blk_op op, uint64_t lba, uint32_t count, void *buf)
-{
-    uint32_t limit = op == BLK_DISCARD ? d->topo.max_discard
-                   : op == BLK_WRITE_ZEROES ? d->topo.max_write_zeroes
-                   : d->topo.max_transfer / d->topo.logical_block;
-    if (!limit)
-        limit = 1;
-    for (uint32_t i = 0; i < count; i += limit) {
-        uint32_t n = count - i < limit ? count - i : limit;
-        uint8_t *p = buf ? (uint8_t *)buf + (size_t)i * d->topo.logical_block : NULL;
-        int st = one(d, op, lba + i, n, p);
-        if (st)
-            return st;
-    }
-    return BLK_OK;
-}
-
-static int t_read(void *ctx, uint64_t lba, uint32_t count, void *buf)
-{
-    return xfer(ctx, BLK_READ, lba, count, buf);
-}
-
-static int t_write(void *ctx, uint64_t lba, uint32_t count, const void *buf)
-{
-    return xfer(ctx, BLK_WRITE, lba, count, (void *)(uintptr_t)buf);
-}
-
-static int t_flush(void *ctx) { return one(ctx, BLK_FLUSH, 0, 0, NULL); }
-
 /* Return expired space: discard where offered, else write zeroes, else
  * nothing (tele.c then never calls this). */
 static int t_discard(void *ctx, uint64_t lba, uint32_t count)
 {
     struct blk_dev *d = ctx;
-    return xfer(d, d->topo.discard ? BLK_DISCARD : BLK_WRITE_ZEROES, lba, count, NULL);
+    return kwaitdisk_xfer(d, d->topo.discard ? BLK_DISCARD : BLK_WRITE_ZEROES, lba, count, NULL);
 }
 
 /* ---- records ---- */
@@ -306,9 +249,7 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
         return -1;
     }
     kt.dev = d;
-    kt.bd.disk.read = t_read;
-    kt.bd.disk.write = t_write;
-    kt.bd.disk.flush = t_flush;
+    kwaitdisk_attach(&kt.bd);
     kdisk_report_clear(&rep);
     const int erase = d->topo.discard || d->topo.write_zeroes;
     int rc = tele_open(&kt.t, &kt.bd.disk, &g, seg, erase ? t_discard : NULL, d, &rep);
