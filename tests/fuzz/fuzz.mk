@@ -6,7 +6,8 @@
 # bundle), disk (the disk layout's GPT and superblock readers, the store
 # VFS's region headers), tdisk (tern-disk's image detection and region
 # header reading; the telemetry journal's head, segment and record reader),
-# payload (the installer's payload parser). Included from the top-level
+# payload (the installer's payload parser), json (src/json's reader and
+# writer: console requests come from the network). Included from the top-level
 # Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -23,7 +24,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload json
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
