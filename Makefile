@@ -126,6 +126,7 @@ $(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/u
 include src/tls/tls.mk
 include tools/bench/bench.mk
 include tools/disk/disk.mk
+include tools/diag/diag.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk
