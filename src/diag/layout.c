@@ -421,7 +421,7 @@ int diag_layout(const char *json, size_t n, struct diag_grid *g, char *err, size
     clear(g);
     if (jr_parse(json, n, &doc, why, sizeof why) != 0 || doc.type != JR_OBJECT) {
         if (!why[0])
-            strcpy(why, "not a JSON object");
+            memcpy(why, "not a JSON object", sizeof "not a JSON object");
         static const char lead[] = "tern diagnostics: the report cannot be read: ";
         fill(g, 0, 0, DIAG_COLS, DC_HEAD_BG);
         unsigned x = put(g, 0, 1, DIAG_COLS - 2, lead, sizeof lead - 1, DC_HEAD, DC_HEAD_BG);

@@ -8,7 +8,7 @@
 # It links the dashboard's portable layout (src/diag/layout*.c), the JSON
 # reader and the kernel's font (dev/font8x8.c: one source for the glyphs).
 
-DIAG_PNG_SRC := tools/diag/tern-diag-png.c src/diag/layout.c src/diag/layout_draw.c \
+DIAG_PNG_SRC := tools/diag/tern-diag-png.c $(DIAG_LAYOUT_SRC) \
                 src/json/json_read.c src/json/json_write.c \
                 src/platform/kernel/dev/font8x8.c
 
