@@ -11,6 +11,7 @@
 #include "diag/crypto_ops.h"
 #include "diag/handshake.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 
 /* Of the budget: the handshakes get 2/5, the crypto operations share the
@@ -36,6 +37,16 @@ static uint64_t tenths_mib_s(uint64_t bytes, uint64_t ns)
     return kib / 1024u * 10u * NS_PER_S / ns;
 }
 
+/* key: null, and key_why: why. */
+static void write_null(jw *w, const char *key, const char *why)
+{
+    char why_key[48];
+
+    snprintf(why_key, sizeof why_key, "%s_why", key);
+    jw_null(w, key);
+    jw_str(w, why_key, why);
+}
+
 static void write_op(jw *w, diag_op op, const diag_op_result *r, bool have_cycles)
 {
     jw_obj(w, diag_op_name(op));
@@ -48,16 +59,11 @@ static void write_op(jw *w, diag_op op, const diag_op_result *r, bool have_cycle
     if (r->iterations == 0 || r->median_ns == 0) {
         const char *why = r->why ? r->why : "shorter than the clock's resolution";
 
-        jw_null(w, "per_op_ns");
-        jw_str(w, "per_op_ns_why", why);
-        jw_null(w, "mean_ns");
-        jw_str(w, "mean_ns_why", why);
-        jw_null(w, "per_op_cycles");
-        jw_str(w, "per_op_cycles_why", why);
-        if (diag_op_is_bulk(op)) {
-            jw_null(w, "throughput_mib_s");
-            jw_str(w, "throughput_mib_s_why", why);
-        }
+        write_null(w, "per_op_ns", why);
+        write_null(w, "mean_ns", why);
+        write_null(w, "per_op_cycles", why);
+        if (diag_op_is_bulk(op))
+            write_null(w, "throughput_mib_s", why);
         jw_end(w);
         return;
     }
@@ -66,8 +72,7 @@ static void write_op(jw *w, diag_op op, const diag_op_result *r, bool have_cycle
     if (have_cycles) {
         jw_u64(w, "per_op_cycles", r->median_cycles);
     } else {
-        jw_null(w, "per_op_cycles");
-        jw_str(w, "per_op_cycles_why", "the platform gave no cycle counter");
+        write_null(w, "per_op_cycles", "the platform gave no cycle counter");
     }
     if (diag_op_is_bulk(op))
         jw_fixed(w, "throughput_mib_s", (int64_t)tenths_mib_s(DIAG_BULK_BYTES, r->median_ns), 1);
@@ -121,14 +126,10 @@ static void write_breakdown(jw *w, const diag_hs_result *hs, const diag_op_resul
     if (!have) {
         const char *why = "a primitive's cost was not measured";
 
-        jw_null(w, "key_exchange_ns");
-        jw_str(w, "key_exchange_ns_why", why);
-        jw_null(w, "signature_ns");
-        jw_str(w, "signature_ns_why", why);
-        jw_null(w, "certificate_verification_ns");
-        jw_str(w, "certificate_verification_ns_why", why);
-        jw_null(w, "rest_ns");
-        jw_str(w, "rest_ns_why", why);
+        write_null(w, "key_exchange_ns", why);
+        write_null(w, "signature_ns", why);
+        write_null(w, "certificate_verification_ns", why);
+        write_null(w, "rest_ns", why);
     } else {
         jw_u64(w, "key_exchange_ns", kx);
         jw_u64(w, "signature_ns", sig);
@@ -136,12 +137,23 @@ static void write_breakdown(jw *w, const diag_hs_result *hs, const diag_op_resul
         if (kx + sig + ver <= hs->median_ns) {
             jw_u64(w, "rest_ns", hs->median_ns - kx - sig - ver);
         } else {
-            jw_null(w, "rest_ns");
-            jw_str(w, "rest_ns_why", "the primitives' costs add up to more than the median "
+            write_null(w, "rest_ns", "the primitives' costs add up to more than the median "
                                      "handshake (noisy run: measure with a larger budget)");
         }
     }
     jw_end(w);
+}
+
+/* The handshake's figures when there are none. */
+static void write_unmeasured(jw *w, const char *why)
+{
+    static const char *const keys[] = {
+        "server_total_ns", "server_median_ns", "server_median_ms", "server_p90_ns",
+        "server_min_ns",   "server_max_ns",    "breakdown",
+    };
+
+    for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        write_null(w, keys[i], why);
 }
 
 static void write_handshake(jw *w, const struct diag_clock *clk, unsigned budget_ms,
@@ -162,33 +174,26 @@ static void write_handshake(jw *w, const struct diag_clock *clk, unsigned budget
     jw_str(w, "reference", REFERENCE_WHAT);
     if (hs == NULL) {
         jw_u64(w, "handshakes", 0);
-        jw_null(w, "server_median_ns");
-        jw_str(w, "server_median_ns_why", "out of memory");
+        write_null(w, "version", "out of memory");
+        write_null(w, "cipher", "out of memory");
+        write_unmeasured(w, "out of memory");
         jw_end(w);
         return;
     }
     diag_handshake_measure(clk, clk->now_ns(clk->ctx) + share, hs);
     jw_u64(w, "handshakes", hs->count);
     jw_u64(w, "wall_ns", hs->wall_ns);
-    if (hs->count == 0) {
-        jw_null(w, "version");
-        jw_str(w, "version_why", hs->why);
-        jw_null(w, "cipher");
-        jw_str(w, "cipher_why", hs->why);
-        jw_null(w, "server_total_ns");
-        jw_str(w, "server_total_ns_why", hs->why);
-        jw_null(w, "server_median_ns");
-        jw_str(w, "server_median_ns_why", hs->why);
-        jw_null(w, "server_median_ms");
-        jw_str(w, "server_median_ms_why", hs->why);
-        jw_null(w, "server_p90_ns");
-        jw_str(w, "server_p90_ns_why", hs->why);
-        jw_null(w, "server_min_ns");
-        jw_str(w, "server_min_ns_why", hs->why);
-        jw_null(w, "server_max_ns");
-        jw_str(w, "server_max_ns_why", hs->why);
-        jw_null(w, "breakdown");
-        jw_str(w, "breakdown_why", hs->why);
+    if (hs->count == 0 || hs->median_ns == 0) {
+        const char *why = hs->why != NULL ? hs->why : "shorter than the clock's resolution";
+
+        if (hs->count > 0) {
+            jw_str(w, "version", hs->version);
+            jw_str(w, "cipher", hs->cipher);
+        } else {
+            write_null(w, "version", why);
+            write_null(w, "cipher", why);
+        }
+        write_unmeasured(w, why);
     } else {
         jw_str(w, "version", hs->version);
         jw_str(w, "cipher", hs->cipher);
@@ -211,10 +216,8 @@ void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms)
     diag_op_result *ops = calloc(DIAG_OP_COUNT, sizeof *ops);
 
     if (ops == NULL) {
-        jw_null(w, "crypto");
-        jw_str(w, "crypto_why", "out of memory");
-        jw_null(w, "handshake");
-        jw_str(w, "handshake_why", "out of memory");
+        write_null(w, "crypto", "out of memory");
+        write_null(w, "handshake", "out of memory");
         return;
     }
     write_crypto(w, clk, budget_ms, ops);
