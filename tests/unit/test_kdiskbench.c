@@ -213,7 +213,7 @@ TEST(kdiskbench_span_is_aligned_inside_a_gap)
     const uint64_t cap = 2 * 2048 * 16; /* 32 MiB */
     hand_table(&g, cap);
     add(&g, 2048, 5000);           /* ends mid-MiB */
-    add(&g, 30000, 30100);         /* starts mid-MiB */
+    add(&g, 30000, 60000);         /* starts mid-MiB; a smaller gap after it */
     CHECK_EQ(diskspan_free(&g, NULL, 0, cap, 512, MIB, MIB, &s, why, sizeof why), 0);
     CHECK_EQ(s.first, 3 * 2048);   /* the next whole MiB after 5000 */
     CHECK_EQ(s.last, 14 * 2048 - 1); /* the last whole MiB before 30000 */
