@@ -11,7 +11,9 @@ write test's span is cut to whole MiB).
     and disk_read has its figures (reads only);
   - answering WIPE writes: the free span changed, while the partition's
     bytes, the primary GPT (the first MiB) and the backup GPT (the last
-    MiB) are unchanged; disk_write has its figures and names the span.
+    MiB) are unchanged; disk_write has its figures and names the span. A
+    second, all-zero disk without a partition table is read (disk_read has
+    two entries) but refused for writing ("no valid GPT") and unchanged.
 
 Time budgets are cut by test-only boot arguments (tern.test.diag_ms: 300
 ms per disk and section; tern.test.diag.wipe_s: the question's timeout),
@@ -71,12 +73,15 @@ def region_hashes(img):
     return {k: hashlib.sha256(data[a:b]).hexdigest() for k, (a, b) in parts.items()}
 
 
-def run(kernel, img, answer, wipe_s, timeout=240):
-    """Boot the hook on img; type answer (bytes, or None for none) at the
-    WIPE question; the report (parsed JSON) and the serial output."""
+def run(kernel, img, answer, wipe_s, timeout=240, blank=None):
+    """Boot the hook on img (and blank, a second disk without a partition
+    table, if given); type answer (bytes, or None for none) at the WIPE
+    question; the report (parsed JSON) and the serial output."""
     args = ["-kernel", kernel, "-append",
             f"tern.test.diag=disk tern.test.diag_ms={DIAG_MS} tern.test.diag.wipe_s={wipe_s}",
             "-device", "virtio-rng-pci"] + drive(img, "d0", "virtio-blk")
+    if blank:
+        args += drive(blank, "d1", "virtio-blk")
     with Vm(args, serial_input=True) as vm:
         if vm.wait_for(lambda o: PROMPT in o or END in o, timeout) is None:
             raise Failure("no WIPE question:\n" + show(vm.text()[-3000:]))
@@ -95,11 +100,12 @@ def run(kernel, img, answer, wipe_s, timeout=240):
         raise Failure(f"the report is not JSON ({e}):\n{show(m.group(1))}")
 
 
-def check_read(rep, out):
-    """disk_read: one disk with every figure of its three runs."""
+def check_read(rep, out, disks=1):
+    """disk_read: one entry per disk, the first with every figure of its
+    three runs."""
     reads = rep.get("disk_read")
-    if not isinstance(reads, list) or len(reads) != 1:
-        raise Failure(f"disk_read is not one disk: {reads!r}")
+    if not isinstance(reads, list) or len(reads) != disks:
+        raise Failure(f"disk_read is not {disks} disks: {reads!r}")
     d = reads[0]
     if d.get("bus") != "virtio-blk" or d.get("capacity_bytes") != DISK_MIB * MIB:
         raise Failure(f"disk_read's disk: {d!r}")
@@ -148,9 +154,14 @@ def wipe_test(build):
     def check():
         with scratch() as tmp:
             img = make_disk(tmp)
-            before = region_hashes(img)
-            rep, out = run(build.test_elf, img, b"WIPE\r", 60)
+            blank = raw_disk(os.path.join(tmp, "blank.img"))
+            with open(blank, "wb") as f:
+                f.truncate(8 * MIB)
+            before, blank_before = region_hashes(img), sha(blank)
+            rep, out = run(build.test_elf, img, b"WIPE\r", 60, blank=blank)
             after = region_hashes(img)
+            if sha(blank) != blank_before:
+                raise Failure("the disk without a partition table was written")
             for k in ("primary GPT", "partition", "backup GPT"):
                 if before[k] != after[k]:
                     raise Failure(f"the {k} changed after WIPE")
@@ -165,7 +176,10 @@ def wipe_test(build):
                     rnd.get("writes", 0) > 0 and rnd.get("writes_per_s", 0) > 0 and
                     0 < rnd.get("p50_us", 0) <= rnd.get("max_us", 0)):
                 raise Failure(f"write figures missing: {w!r}")
-            check_read(rep, out)
+            listed = w.get("disks") or []
+            if len(listed) != 2 or "no valid GPT" not in (listed[1].get("span_bytes_why") or ""):
+                raise Failure(f"the disk without a GPT is not listed as refused: {listed!r}")
+            check_read(rep, out, disks=2)
         return (f"only the free span changed; seq {seq['mib_s']} MiB/s, 4K "
                 f"{rnd['writes_per_s']}/s ({w.get('random_durability')}), p99 "
                 f"{rnd['p99_us']} us")
