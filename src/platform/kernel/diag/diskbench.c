@@ -32,6 +32,8 @@ static void one_disk(jw *w, struct blk_dev *d, unsigned budget_ms)
     jw_str(w, "bus", bus);
     jw_str(w, "name", d->name);
     jw_str(w, "model", d->model[0] ? d->model : NULL);
+    if (!d->model[0])
+        jw_str(w, "model_why", "not reported by the device");
     jw_u64(w, "capacity_bytes", t->capacity * t->logical_block);
 
     const char *why = NULL;

@@ -227,6 +227,15 @@ static void us3(jw *w, const char *key, uint64_t ns)
     jw_fixed(w, key, (int64_t)(ns > INT64_MAX ? INT64_MAX : ns), 3); /* ns = us with 3 decimals */
 }
 
+/* A value that cannot be given: null and its "_why" sibling. */
+static void null_why(jw *w, const char *key, const char *why)
+{
+    char k[40];
+    snprintf(k, sizeof k, "%s_why", key);
+    jw_null(w, key);
+    jw_str(w, k, why);
+}
+
 void diskrun_json(jw *w, const char *key, const char *noun, const struct diskrun_plan *p,
                   struct diskrun_result *r, uint32_t logical_block)
 {
@@ -242,14 +251,20 @@ void diskrun_json(jw *w, const char *key, const char *noun, const struct diskrun
     }
     jw_obj(w, key);
     jw_u64(w, "request_bytes", (uint64_t)p->req_blocks * logical_block);
-    jw_u64(w, "depth_asked", p->flush_each ? 1 : p->depth);
+    unsigned asked = p->flush_each ? 1 : p->depth;
+    jw_u64(w, "depth_asked", asked);
     jw_u64(w, "depth", r->depth);
+    if (r->ops && r->depth < asked) {
+        char took[64];
+        snprintf(took, sizeof took, "the driver took at most %u request%s at once", r->depth,
+                 r->depth == 1 ? "" : "s");
+        jw_str(w, "depth_why", took);
+    }
     if (p->order == DISKRUN_SEQ) {
         jw_u64(w, "bytes", r->bytes);
         jw_u64(w, "time_ns", r->elapsed_ns);
         if (fail) {
-            jw_null(w, "mib_s");
-            jw_str(w, "mib_s_why", fail);
+            null_why(w, "mib_s", fail);
         } else {
             jw_fixed(w, "mib_s", (int64_t)diskstat_mib_s_x10(r->bytes, r->elapsed_ns), 1);
         }
@@ -263,10 +278,9 @@ void diskrun_json(jw *w, const char *key, const char *noun, const struct diskrun
         if (fail || diskstat_percentiles(p->lat, r->samples, &pct)) {
             if (!fail)
                 fail = "no latency samples";
-            jw_null(w, k);
+            null_why(w, k, fail);
             for (unsigned i = 0; i < 4; i++)
-                jw_null(w, names[i]);
-            jw_str(w, "why", fail);
+                null_why(w, names[i], fail);
         } else {
             jw_u64(w, k, diskstat_per_s(r->ops, r->elapsed_ns, 0));
             us3(w, names[0], pct.p50);

@@ -146,6 +146,8 @@ static void disk_facts(jw *w, const struct blk_dev *d)
     jw_str(w, "bus", bus);
     jw_str(w, "name", d->name);
     jw_str(w, "model", d->model[0] ? d->model : NULL);
+    if (!d->model[0])
+        jw_str(w, "model_why", "not reported by the device");
     jw_u64(w, "capacity_bytes", d->topo.capacity * d->topo.logical_block);
 }
 
