@@ -32,6 +32,7 @@
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
 #include "diag/diag.h"
+#include "diag/disk_selftest.h"
 #include "disk/layout_selftest.h"
 #include "install/bootdisk.h"
 #include "install/install.h"
@@ -270,6 +271,11 @@ static _Noreturn void kmain(void)
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
+    char diag_arg[8]; /* the disk measurements alone (diag/disk_selftest.h) */
+    if (bootinfo_arg(&boot, "tern.test.diag", diag_arg, sizeof diag_arg) &&
+        !strcmp(diag_arg, "disk"))
+        disk_selftest(&boot, pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count
+                                                                      : PCI_MAX_DEVICES, &tsc);
 #endif
     if (mode == MODE_INSTALL)
         install_run(&boot, &config); /* does not return: powers off or halts */
