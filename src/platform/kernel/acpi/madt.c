@@ -6,17 +6,17 @@
 
 #include <string.h>
 
-static uint16_t le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint16_t madt_le16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
 
-static uint32_t le32(const uint8_t *p)
+static uint32_t madt_le32(const uint8_t *p)
 {
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-static uint64_t le64(const uint8_t *p) { return le32(p) | (uint64_t)le32(p + 4) << 32; }
+static uint64_t madt_le64(const uint8_t *p) { return madt_le32(p) | (uint64_t)madt_le32(p + 4) << 32; }
 
 /* Minimum length of each known entry type; 0 for unknown types. */
-static unsigned entry_min(uint8_t type)
+static unsigned madt_entry_min(uint8_t type)
 {
     switch (type) {
     case MADT_T_LAPIC: return 8;
@@ -31,7 +31,7 @@ static unsigned entry_min(uint8_t type)
     }
 }
 
-static void add_cpu(struct madt_info *m, uint32_t apic_id, uint32_t uid, uint32_t flags, int x2)
+static void madt_add_cpu(struct madt_info *m, uint32_t apic_id, uint32_t uid, uint32_t flags, int x2)
 {
     int enabled = (flags & MADT_CPU_ENABLED) != 0;
     int capable = !enabled && (flags & MADT_CPU_ONLINE_CAPABLE);
@@ -73,13 +73,13 @@ int madt_parse(const uint8_t *t, size_t len, struct madt_info *m, const char **e
         *err = "signature is not APIC";
         return -1;
     }
-    uint32_t tlen = le32(t + 4);
+    uint32_t tlen = madt_le32(t + 4);
     if (tlen < MADT_FIXED_LEN || tlen > len) {
         *err = "length field outside the table copy";
         return -1;
     }
-    m->lapic_addr = le32(t + 36);
-    m->flags = le32(t + 40);
+    m->lapic_addr = madt_le32(t + 36);
+    m->flags = madt_le32(t + 40);
     for (size_t off = MADT_FIXED_LEN; off < tlen;) {
         if (tlen - off < 2) {
             *err = "entry header cut off at the table's end";
@@ -96,7 +96,7 @@ int madt_parse(const uint8_t *t, size_t len, struct madt_info *m, const char **e
             return -1;
         }
         off += elen;
-        unsigned need = entry_min(type);
+        unsigned need = madt_entry_min(type);
         if (!need) {
             m->unknown++;
             continue;
@@ -107,21 +107,21 @@ int madt_parse(const uint8_t *t, size_t len, struct madt_info *m, const char **e
         }
         switch (type) {
         case MADT_T_LAPIC:
-            add_cpu(m, e[3], e[2], le32(e + 4), 0);
+            madt_add_cpu(m, e[3], e[2], madt_le32(e + 4), 0);
             break;
         case MADT_T_X2APIC:
-            if (le32(e + 4) == MADT_X2APIC_NONE) {
+            if (madt_le32(e + 4) == MADT_X2APIC_NONE) {
                 m->malformed++;
                 break;
             }
-            add_cpu(m, le32(e + 4), le32(e + 12), le32(e + 8), 1);
+            madt_add_cpu(m, madt_le32(e + 4), madt_le32(e + 12), madt_le32(e + 8), 1);
             break;
         case MADT_T_IOAPIC:
             if (m->nioapics < MADT_MAX_IOAPICS) {
                 struct madt_ioapic *io = &m->ioapic[m->nioapics];
                 io->id = e[2];
-                io->addr = le32(e + 4);
-                io->gsi_base = le32(e + 8);
+                io->addr = madt_le32(e + 4);
+                io->gsi_base = madt_le32(e + 8);
             }
             m->nioapics++;
             break;
@@ -130,8 +130,8 @@ int madt_parse(const uint8_t *t, size_t len, struct madt_info *m, const char **e
                 struct madt_override *o = &m->override[m->noverrides];
                 o->bus = e[2];
                 o->source = e[3];
-                o->gsi = le32(e + 4);
-                o->flags = le16(e + 8);
+                o->gsi = madt_le32(e + 4);
+                o->flags = madt_le16(e + 8);
             }
             m->noverrides++;
             break;
@@ -143,7 +143,7 @@ int madt_parse(const uint8_t *t, size_t len, struct madt_info *m, const char **e
             m->lapic_nmis++;
             break;
         case MADT_T_LAPIC_ADDR:
-            m->lapic_addr = le64(e + 4);
+            m->lapic_addr = madt_le64(e + 4);
             break;
         }
     }
