@@ -28,6 +28,7 @@
 #include "dev/virtio_disk.h"
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
+#include "diag/hwtest.h"
 #include "disk/layout_selftest.h"
 #include "install/bootdisk.h"
 #include "install/install.h"
@@ -214,6 +215,13 @@ static _Noreturn void kmain(void)
     rng_init(RNG_WAIT_MS);
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
+#ifdef TERN_TEST_HOOKS
+    char hw_arg[8]; /* the hardware report's sections, printed; halts */
+    if (bootinfo_arg(&boot, "tern.test.diaghw", hw_arg, sizeof hw_arg)) {
+        struct diag_env env = {&boot, pci_devices, pci_count, &tsc, boot.loader, "diag", 0, 0};
+        diag_hw_test(&env);
+    }
+#endif
 #ifdef TERN_TEST_HOOKS
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))

@@ -3,6 +3,14 @@
  */
 #include "hwbits.h"
 
+/* Ones in a byte (no __builtin_popcount: the kernel links no libgcc). */
+static unsigned ones8(uint8_t b)
+{
+    b = (uint8_t)(b - ((b >> 1) & 0x55));
+    b = (uint8_t)((b & 0x33) + ((b >> 2) & 0x33));
+    return (unsigned)((b + (b >> 4)) & 0x0F);
+}
+
 void bitstat_init(struct bitstat *s)
 {
     s->bits = s->ones = s->run = s->longest = 0;
@@ -14,7 +22,7 @@ void bitstat_add(struct bitstat *s, const void *data, size_t n)
     const uint8_t *p = data;
     for (size_t i = 0; i < n; i++) {
         uint8_t b = p[i];
-        s->ones += (uint64_t)__builtin_popcount(b);
+        s->ones += ones8(b);
         /* A byte that continues the run whole: 8 more bits of it. */
         if ((b == 0x00 && s->last == 0) || (b == 0xFF && s->last == 1)) {
             s->run += 8;

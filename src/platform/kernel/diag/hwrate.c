@@ -29,6 +29,8 @@ static uint64_t muldiv(uint64_t a, uint64_t b, uint64_t c)
     return q;
 }
 
+uint64_t hw_muldiv(uint64_t a, uint64_t b, uint64_t c) { return c ? muldiv(a, b, c) : 0; }
+
 uint64_t hw_mib_s_milli(uint64_t bytes, uint64_t ticks, uint64_t hz)
 {
     if (!ticks || !hz)

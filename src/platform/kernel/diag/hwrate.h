@@ -9,6 +9,8 @@
 
 #include <stdint.h>
 
+/* floor(a x b / c), exact, saturating at UINT64_MAX; 0 when c is 0. */
+uint64_t hw_muldiv(uint64_t a, uint64_t b, uint64_t c);
 /* MiB/s in thousandths (1500 = 1.5 MiB/s) of bytes moved in ticks TSC
  * ticks at hz; 0 when ticks or hz is 0. Saturates at UINT64_MAX. */
 uint64_t hw_mib_s_milli(uint64_t bytes, uint64_t ticks, uint64_t hz);
