@@ -19,6 +19,7 @@ tests live in modules grouped by subject, each opening with what it tests:
                         the report on the framebuffer
   test_pci_acpi.py      PCI enumeration through ECAM and legacy ports, RSDP
   test_crypto.py        forced crypto self-test failures, jitter-only seeding
+  test_diag_hw.py       the diagnostics report's hardware sections (test hook)
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
@@ -74,6 +75,7 @@ import test_broker_mtls
 import test_broker_plain
 import test_config
 import test_crypto
+import test_diag_hw
 import test_disk
 import test_disk_image
 import test_disk_readonly
@@ -97,7 +99,7 @@ import test_tele
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
+           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)
 
 if __name__ == "__main__":

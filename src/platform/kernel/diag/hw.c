@@ -280,10 +280,13 @@ static void write_memory(jw *w, const struct boot_info *bi)
     static const uint32_t types[] = {MEM_USABLE, MEM_RESERVED, MEM_ACPI_RECLAIM, MEM_ACPI_NVS,
                                      5, 7, 0};
     jw_obj(w, "memory");
-    uint64_t total = 0, largest = 0, largest_base = 0;
+    uint64_t total = 0, span = 0, largest = 0, largest_base = 0;
     for (unsigned i = 0; i < bi->nregions; i++) {
         const struct mem_region *r = &bi->regions[i];
-        total += r->len;
+        span += r->len;
+        /* RAM: every type but "reserved" (which also covers device holes). */
+        if (r->type != MEM_RESERVED)
+            total += r->len;
         if (r->type == MEM_USABLE && r->len > largest) {
             largest = r->len;
             largest_base = r->base;
@@ -291,6 +294,7 @@ static void write_memory(jw *w, const struct boot_info *bi)
     }
     jw_u64(w, "usable_bytes", bi->usable_bytes);
     jw_u64(w, "total_bytes", total);
+    jw_u64(w, "map_bytes", span); /* every region, reserved ones included */
     jw_str(w, "map_from", bi->loader);
     jw_arr(w, "regions");
     for (unsigned t = 0; t < sizeof types / sizeof types[0]; t++) {
