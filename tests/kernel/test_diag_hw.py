@@ -6,12 +6,17 @@ parses, every section is there, every null value has its "_why", and the
 facts QEMU fixes are right (2 processors in the MADT, the TCG hypervisor
 signature, the disk's size and block sizes, both RNG sources present and
 neither stuck nor biased, the TSC measured against the PM timer close to
-boot's PIT figure).
+boot's PIT figure). Then the same hook from a GRUB ISO under SeaBIOS and
+OVMF (multiboot2): the firmware type ("bios", "uefi") and the loader's
+name, with the same completeness checks.
 """
 import json
+import os
 import re
+import shutil
+import subprocess
 
-from harness import Failure, disk_image, drive, raw_disk, run_vm, scratch, show
+from harness import OVMF, Failure, disk_image, drive, raw_disk, run_vm, scratch, show
 
 BEGIN = b"tern: diag-hw: begin"
 END = b"tern: diag-hw: end"
@@ -51,6 +56,17 @@ def check(cond, what, doc):
         raise Failure(f"{what}; report:\n{json.dumps(doc, indent=1)[:6000]}")
 
 
+def complete(d):
+    """Every section present, every null explained, the MADT's 2 CPUs."""
+    for s in SECTIONS:
+        check(s in d, f"section {s} missing", d)
+    bad = unexplained_nulls(d)
+    check(not bad, f"null without _why: {bad}", d)
+    cores = d["cores"]
+    check(cores["enabled"] == 2 and cores["apic_ids"] == [0, 1] and cores["ioapics"] == 1,
+          "the MADT says 2 processors and 1 IO-APIC", d)
+
+
 def hw_sections(build):
     def run():
         with scratch() as tmp:
@@ -62,16 +78,11 @@ def hw_sections(build):
                     ] + drive(disk, "d0", device_opts="physical_block_size=4096")
             took, out = run_vm(args, lambda o: END in o, 90, "the diag-hw report")
         d = report(out)
-        for s in SECTIONS:
-            check(s in d, f"section {s} missing", d)
-        bad = unexplained_nulls(d)
-        check(not bad, f"null without _why: {bad}", d)
+        complete(d)
         cpu, cores = d["cpu"], d["cores"]
         check(cpu["features"]["rdrand"] is True, "-cpu max has RDRAND", d)
         check(d["hypervisor"]["present"] and d["hypervisor"]["name"] == "QEMU TCG",
               "hypervisor is QEMU TCG", d)
-        check(cores["enabled"] == 2 and cores["apic_ids"] == [0, 1] and cores["ioapics"] == 1,
-              "the MADT says 2 processors and 1 IO-APIC", d)
         check(cores["used_by_tern"] == 1, "tern uses one core", d)
         check("acpi pm timer" in cpu["measured_against"], "TSC measured against the PM timer", d)
         check(abs(cpu["measured_khz"] - cpu["boot_pit_khz"]) < cpu["boot_pit_khz"] // 10,
@@ -119,5 +130,36 @@ def hw_sections(build):
     return run
 
 
+def iso_firmware(build, uefi):
+    """The hook from a GRUB ISO (multiboot2): SeaBIOS says bios, OVMF uefi
+    (multiboot2's EFI tags), and GRUB names itself."""
+    def run():
+        with scratch() as tmp:
+            root = os.path.join(tmp, "iso")
+            os.makedirs(os.path.join(root, "boot", "grub"))
+            shutil.copy(build.test_elf, os.path.join(root, "boot", "tern.elf"))
+            with open(os.path.join(root, "boot", "grub", "grub.cfg"), "w") as f:
+                f.write("serial --unit=0 --speed=115200\nterminal_output serial\n"
+                        "set timeout=0\nmenuentry diaghw {\n"
+                        "  multiboot2 /boot/tern.elf tern.test.diaghw=1\n}\n")
+            iso = os.path.join(tmp, "diaghw.iso")
+            r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
+            if r.returncode != 0:
+                raise Failure("grub-mkrescue: " + show(r.stderr))
+            args = ["-cdrom", iso, "-smp", "2"] + (["-bios", OVMF] if uefi else [])
+            took, out = run_vm(args, lambda o: END in o, 120, "the diag-hw report")
+        d = report(out)
+        complete(d)
+        fw = d["firmware"]
+        want = "uefi" if uefi else "bios"
+        check(fw["loader"] == "multiboot2" and fw["type"] == want, f"firmware type {want}", d)
+        check(fw["loader_name"].startswith("GRUB"), "GRUB's loader name", d)
+        check(fw["cmdline"] == "tern.test.diaghw=1", "the command line", d)
+        return f"{took:.1f} s; firmware {fw['type']}, loader {fw['loader_name']}"
+    return run
+
+
 def cases(b):
-    return {"diag-hw-sections-pvh-smp2": hw_sections(b)}
+    return {"diag-hw-sections-pvh-smp2": hw_sections(b),
+            "diag-hw-firmware-seabios": iso_firmware(b, False),
+            "diag-hw-firmware-ovmf": iso_firmware(b, True) if os.path.exists(OVMF) else None}
