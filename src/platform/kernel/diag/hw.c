@@ -87,9 +87,9 @@ static uint64_t tsc_vs_pm_timer(const struct fadt *f, uint16_t *port_out, const 
             return 0;
         }
         uint64_t c0 = rdtsc();
-        uint32_t q, d = 0;
+        uint32_t d = 0;
         spin = 0;
-        while ((d = ((q = inl((uint16_t)port) & mask) - p) & mask) < PM_WINDOW &&
+        while ((d = ((inl((uint16_t)port) & mask) - p) & mask) < PM_WINDOW &&
                ++spin < PM_SPIN_MAX)
             ;
         uint64_t c1 = rdtsc();
