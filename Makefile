@@ -73,8 +73,11 @@ REL_POSIX  := $(call obj,rel,$(POSIX_SRC))
 ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
 $(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
+# The diagnostics dashboard's layout (src/diag/layout*.c): portable, also
+# in the kernel and tern-diag-png (tools/diag/diag.mk); unit-tested here.
+DIAG_LAYOUT_SRC := src/diag/layout.c src/diag/layout_draw.c
 # Unit tests link the core and every platform file except main.c.
-ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC)) \
+ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC) $(DIAG_LAYOUT_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
 
 $(BUILD)/rel/%.o: %.c
@@ -114,7 +117,8 @@ UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
 UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
                               $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
 
-$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC))
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC) \
+                                                 $(DIAG_LAYOUT_SRC))
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs --thin $@ $^
 
@@ -126,6 +130,7 @@ $(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/u
 include src/tls/tls.mk
 include tools/bench/bench.mk
 include tools/disk/disk.mk
+include tools/diag/diag.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk

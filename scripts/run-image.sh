@@ -42,12 +42,13 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     exit 1
 fi
 
-# kvm_works CPU: boot KERNEL in a mode that prints one line and halts.
+# kvm_works CPU: boot KERNEL in a mode that prints one line and halts (a
+# tern.mode the kernel does not know).
 kvm_works() {
     local out
     out=$(timeout 10 qemu-system-x86_64 -accel kvm -cpu "$1" -M q35 -m 128 -display none \
         -monitor none -no-user-config -serial stdio -kernel "$KERNEL" \
-        -append tern.mode=install 2>/dev/null </dev/null | head -c 4096 || true)
+        -append tern.mode=kvm-probe 2>/dev/null </dev/null | head -c 4096 || true)
     [[ $out == *"not available in this build"* ]]
 }
 ACCEL=(-accel tcg -cpu max)

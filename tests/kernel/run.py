@@ -63,6 +63,10 @@ tests live in modules grouped by subject, each opening with what it tests:
                         powered off, then booted alone (SeaBIOS, OVMF) into
                         the broker; WIPE asked for a disk with data; an
                         aborted countdown writes nothing
+  test_diag.py          the diagnostics modes from the ISO (SeaBIOS, OVMF): the
+                        report's JSON on serial, the dashboard equal to
+                        tern-diag-png's PNG; diag-serve publishes it on
+                        $SYS/diag/report to operators only
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -75,6 +79,7 @@ import test_broker_mtls
 import test_broker_plain
 import test_config
 import test_crypto
+import test_diag
 import test_diag_hw
 import test_disk
 import test_disk_image
@@ -97,7 +102,7 @@ import test_tele
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)

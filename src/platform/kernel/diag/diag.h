@@ -30,6 +30,8 @@ struct diag_env {
 
 /* Upper bound of the whole report's JSON text. */
 enum { DIAG_REPORT_MAX = 32 * 1024 };
+/* Where diag-serve publishes the report (retained; $SYS: operators only). */
+#define DIAG_REPORT_TOPIC "$SYS/diag/report"
 
 /* Run every section writer and assemble the report into report[0..cap)
  * (NUL-terminated); its length, or 0 when it did not fit. */
