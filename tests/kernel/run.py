@@ -20,6 +20,7 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_pci_acpi.py      PCI enumeration through ECAM and legacy ports, RSDP
   test_crypto.py        forced crypto self-test failures, jitter-only seeding,
                         the diagnostics crypto measurements in the kernel
+  test_diag_hw.py       the diagnostics report's hardware sections (test hook)
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
@@ -85,6 +86,7 @@ import test_config
 import test_crypto
 import test_diag
 import test_diag_disk
+import test_diag_hw
 import test_disk
 import test_disk_image
 import test_disk_readonly
@@ -108,7 +110,7 @@ import test_tele
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
+           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk)
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@
 #include "dev/virtio_rng.h"
 #include "diag/diag.h"
 #include "diag/disk_selftest.h"
+#include "diag/hwtest.h"
 #include "disk/layout_selftest.h"
 #include "install/bootdisk.h"
 #include "install/install.h"
@@ -266,6 +267,15 @@ static _Noreturn void kmain(void)
     char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
     if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
         cryptobench_hook(bench_arg, tsc.invariant);
+    char hw_arg[8]; /* the hardware report's sections, printed; halts */
+    if (bootinfo_arg(&boot, "tern.test.diaghw", hw_arg, sizeof hw_arg)) {
+        struct diag_env env = {
+            .boot = &boot, .pci = pci_devices,
+            .pci_count = pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+            .tsc = &tsc, .loader = boot.loader, .mode = "diag",
+        };
+        diag_hw_test(&env);
+    }
 #endif
 #ifdef TERN_TEST_HOOKS
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
