@@ -13,71 +13,18 @@
 #include "arch/x86_64/cpu.h"
 #include "clock.h"
 #include "dev/rtc.h"
+#include "diag/cryptobench.h"
 #include "diag/diag_clock.h"
+#include "diag/diskbench.h"
+#include "diag/hw.h"
 #include "json/json.h"
 #include "version.h"
 
 #include <stdio.h>
 
-/* The sections' headers, as each part lands (a build made before a part
- * is merged writes its sections as null with "not in this build"; see the
- * weak definitions below). */
-#if __has_include("diag/hw.h")
-#include "diag/hw.h"
-#else
-void diag_hw_write(jw *w, const struct diag_env *env);
-void diag_membw_write(jw *w);
-#endif
-#if __has_include("diag/diskbench.h")
-#include "diag/diskbench.h"
-#else
-void diag_disk_read_write(jw *w);
-void diag_disk_write_test(jw *w, const struct diag_env *env);
-#endif
-#if __has_include("diag/cryptobench.h")
-#include "diag/cryptobench.h"
-#else
-#define DIAG_CRYPTO_BUDGET_MS 3000u
-void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms);
-#endif
-
 /* Schema version of the report (docs/DIAGNOSTICS.md: additions keep it,
  * a change of meaning or a removal bumps it). */
 enum { DIAG_SCHEMA = 1 };
-
-static void absent(jw *w, const char *name)
-{
-    char why[40];
-    snprintf(why, sizeof why, "%s_why", name);
-    jw_null(w, name);
-    jw_str(w, why, "not in this build");
-}
-
-/* A section whose part is not linked into this kernel: named null with
- * its reason, never left out. A part's own definition replaces these. */
-__attribute__((weak)) void diag_hw_write(jw *w, const struct diag_env *env)
-{
-    static const char *const names[] = {"cpu", "hypervisor", "cores", "memory", "firmware",
-                                        "pci", "nics", "disks", "rng"};
-    (void)env;
-    for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++)
-        absent(w, names[i]);
-}
-__attribute__((weak)) void diag_membw_write(jw *w) { absent(w, "memory_bandwidth"); }
-__attribute__((weak)) void diag_disk_read_write(jw *w) { absent(w, "disk_read"); }
-__attribute__((weak)) void diag_disk_write_test(jw *w, const struct diag_env *env)
-{
-    (void)env;
-    absent(w, "disk_write");
-}
-__attribute__((weak)) void diag_crypto_write(jw *w, const struct diag_clock *clk,
-                                             unsigned budget_ms)
-{
-    (void)clk;
-    (void)budget_ms;
-    absent(w, "crypto");
-    absent(w, "handshake");
-}
 
 static uint64_t now_ns(void *ctx)
 {
@@ -118,7 +65,7 @@ size_t diag_run(const struct diag_env *env, char *report, size_t cap)
 
     diag_hw_write(&w, env);
     diag_membw_write(&w);
-    diag_disk_read_write(&w);
+    diag_disk_read_budget(&w, env->budget_ms);
     if (env->serve_after) {
         jw_obj(&w, "disk_write");
         jw_bool(&w, "done", false);
