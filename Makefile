@@ -3,6 +3,8 @@
 #   make            build the Linux daemon (build/rel/ternd)
 #   make run        set up the machine, build the unikernel image with the dev PKI
 #                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
+#   make run-diag   as make run, from the ISO's "Diagnostics, then serve" entry: the
+#                   diagnostics report (docs/DIAGNOSTICS.md), then the live broker
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
 #   make test       check the tree, set up the machine and dependencies, run every test
 #   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...),
@@ -141,7 +143,7 @@ include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree \
+.PHONY: all run run-live run-diag run-hosted test unit unit-core integration deps setup clean check-tree \
         check-conformance
 
 all: $(BUILD)/rel/ternd
@@ -171,6 +173,14 @@ run: setup deps
 run-live: setup deps
 	$(MAKE) --no-print-directory image
 	@scripts/run-image.sh --iso $(BUILD)/tern.iso $(KBUILD)/tern.elf
+
+# make run-diag: the ISO's "Diagnostics, then serve" entry (docs/DIAGNOSTICS.md):
+# the report on the console, then the live broker publishing it on
+# $SYS/diag/report; tools/diag/run-diag.sh says how.
+run-diag: setup deps
+	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle \
+	    $(BUILD)/rel/tern-payload $(BUILD)/image/tern.conf $(BUILD)/rel/tern-diag-png
+	@tools/diag/run-diag.sh $(BUILD)
 
 run-hosted: setup deps
 	$(MAKE) --no-print-directory all

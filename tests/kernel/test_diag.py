@@ -246,7 +246,7 @@ def cases(b):
     seabios = diag_test([])
     ovmf = diag_test(["-bios", OVMF])
     return {
-        "diag-seabios": lambda: seabios(b),
-        "diag-ovmf": (lambda: ovmf(b)) if os.path.exists(OVMF) else None,
-        "diag-serve": lambda: diag_serve_test(b),
+        "diag-mode-seabios": lambda: seabios(b),
+        "diag-mode-ovmf": (lambda: ovmf(b)) if os.path.exists(OVMF) else None,
+        "diag-mode-serve": lambda: diag_serve_test(b),
     }
