@@ -75,8 +75,8 @@ if [ "$1" = --disk ]; then
 elif [ "$1" = --diag ]; then
     DATA="Diagnostics first: the report as JSON between \"tern: diag: report begin\" and
 \"... end\" (build/rel/tern-diag-png SERIAL.log OUT.png draws its dashboard), then
-the broker, RAM only; the operator reads the report:
-  mosquitto_sub -h 127.0.0.1 -p $PORT $OPERATOR -t '\$SYS/diag/report' -C 1"
+the broker, RAM only; the operator's mosquitto_sub above reads the report
+with -t '\$SYS/diag/report' -C 1."
 else
     DATA="Data: in RAM only (the ISO's live entry); make run keeps it on a disk image."
 fi

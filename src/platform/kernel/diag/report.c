@@ -52,15 +52,21 @@ static void time_member(jw *w)
     jw_str(w, "time", iso);
 }
 
+/* The report's opening: what every report starts with. */
+static void open_report(jw *w, const struct diag_env *env, char *report, size_t cap)
+{
+    jw_init(w, report, cap);
+    jw_obj(w, NULL);
+    jw_u64(w, "schema", DIAG_SCHEMA);
+    jw_str(w, "tern", TERN_VERSION);
+    jw_str(w, "mode", env->mode);
+}
+
 size_t diag_run(const struct diag_env *env, char *report, size_t cap)
 {
     uint64_t t0 = clock_mono_ns();
     jw w;
-    jw_init(&w, report, cap);
-    jw_obj(&w, NULL);
-    jw_u64(&w, "schema", DIAG_SCHEMA);
-    jw_str(&w, "tern", TERN_VERSION);
-    jw_str(&w, "mode", env->mode);
+    open_report(&w, env, report, cap);
     time_member(&w);
 
     diag_hw_write(&w, env);
@@ -85,11 +91,7 @@ size_t diag_run(const struct diag_env *env, char *report, size_t cap)
         return n;
     /* Too large for cap (or a writer misused jw): still one valid document
      * that says so, rather than none. */
-    jw_init(&w, report, cap);
-    jw_obj(&w, NULL);
-    jw_u64(&w, "schema", DIAG_SCHEMA);
-    jw_str(&w, "tern", TERN_VERSION);
-    jw_str(&w, "mode", env->mode);
+    open_report(&w, env, report, cap);
     jw_null(&w, "report");
     jw_str(&w, "report_why", "the sections did not fit the report buffer or were malformed");
     jw_end(&w);
