@@ -377,7 +377,8 @@ static void column(struct diag_grid *g, unsigned x, const struct panel *ps, unsi
             l_str(&l, "(", DC_WHY);
             l_str(&l, msg + k, DC_WHY);
             l_str(&l, tail, DC_WHY);
-            s.max++;
+            s.lines = give[i] - 1; /* its own row: the panel's last */
+            s.max = give[i];
             emit(&s, &l);
         }
         row += give[i] + 1;

@@ -23,6 +23,7 @@
 #include "clock.h"
 #include "console.h"
 #include "crypto/crypto.h"
+#include "crypto/cryptobench_hook.h"
 #include "dev/blk.h"
 #include "dev/blk_selftest.h"
 #include "dev/pci.h"
@@ -31,6 +32,7 @@
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
 #include "diag/diag.h"
+#include "diag/disk_selftest.h"
 #include "diag/hwtest.h"
 #include "disk/layout_selftest.h"
 #include "install/bootdisk.h"
@@ -262,6 +264,9 @@ static _Noreturn void kmain(void)
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
 #ifdef TERN_TEST_HOOKS
+    char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
+    if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
+        cryptobench_hook(bench_arg, tsc.invariant);
     char hw_arg[8]; /* the hardware report's sections, printed; halts */
     if (bootinfo_arg(&boot, "tern.test.diaghw", hw_arg, sizeof hw_arg)) {
         struct diag_env env = {
@@ -276,6 +281,11 @@ static _Noreturn void kmain(void)
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
+    char diag_arg[8]; /* the disk measurements alone (diag/disk_selftest.h) */
+    if (bootinfo_arg(&boot, "tern.test.diag", diag_arg, sizeof diag_arg) &&
+        !strcmp(diag_arg, "disk"))
+        disk_selftest(&boot, pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count
+                                                                      : PCI_MAX_DEVICES, &tsc);
 #endif
     if (mode == MODE_INSTALL)
         install_run(&boot, &config); /* does not return: powers off or halts */
