@@ -202,6 +202,8 @@ static void measure(jw *w, const struct candidate *c, unsigned budget_ms)
     if (diskrun_mem_get(&m, (sb > rb ? sb : rb) * lb, DISKBENCH_SEQ_DEPTH)) {
         jw_bool(w, "done", false);
         jw_str(w, "why", "no memory for the buffers");
+        disk_facts(w, d);
+        span_facts(w, c);
         return;
     }
     uint64_t seed = 0;
@@ -226,6 +228,8 @@ static void measure(jw *w, const struct candidate *c, unsigned budget_ms)
         durable = "volatile write cache without flush: not durable";
     }
     jw_bool(w, "done", true);
+    disk_facts(w, d);
+    span_facts(w, c);
     struct diskrun_plan p = {.op = BLK_WRITE, .order = DISKRUN_SEQ, .first = c->span.first,
                              .req_blocks = sb, .depth = DISKBENCH_SEQ_DEPTH,
                              .flush_end = t->write_cache && t->flush, .budget_ns = run_ns,
@@ -296,11 +300,11 @@ void diag_disk_write_test(jw *w, const struct diag_env *env)
     kprintf("tern: diag: write test: partitions and the partition table are untouched; "
             "the span is overwritten with test data and not restored (it is unallocated)\n");
     char why[WHY_MAX];
-    disk_facts(w, d);
-    span_facts(w, pick);
     if (!ask(wipe_seconds(env), why, sizeof why)) {
         jw_bool(w, "done", false);
         jw_str(w, "why", why);
+        disk_facts(w, d);
+        span_facts(w, pick);
     } else {
         measure(w, pick, budget_ms);
     }
