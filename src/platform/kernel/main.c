@@ -266,7 +266,7 @@ static _Noreturn void kmain(void)
 #ifdef TERN_TEST_HOOKS
     char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
     if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
-        cryptobench_hook(bench_arg, tsc.invariant);
+        cryptobench_hook(bench_arg, &tsc);
     char hw_arg[8]; /* the hardware report's sections, printed; halts */
     if (bootinfo_arg(&boot, "tern.test.diaghw", hw_arg, sizeof hw_arg)) {
         struct diag_env env = {

@@ -10,11 +10,10 @@
  */
 #include "diag/diag.h"
 
-#include "arch/x86_64/cpu.h"
 #include "clock.h"
+#include "crypto/kdiagclock.h"
 #include "dev/rtc.h"
 #include "diag/cryptobench.h"
-#include "diag/diag_clock.h"
 #include "diag/diskbench.h"
 #include "diag/hw.h"
 #include "json/json.h"
@@ -25,18 +24,6 @@
 /* Schema version of the report (docs/DIAGNOSTICS.md: additions keep it,
  * a change of meaning or a removal bumps it). */
 enum { DIAG_SCHEMA = 1 };
-
-static uint64_t now_ns(void *ctx)
-{
-    (void)ctx;
-    return clock_mono_ns();
-}
-
-static uint64_t cycles(void *ctx)
-{
-    (void)ctx;
-    return rdtsc();
-}
 
 static void time_member(jw *w)
 {
@@ -80,8 +67,7 @@ size_t diag_run(const struct diag_env *env, char *report, size_t cap)
     } else {
         diag_disk_write_test(&w, env);
     }
-    /* Cycle counts only from a TSC whose rate does not change. */
-    struct diag_clock clk = {now_ns, env->tsc && env->tsc->invariant ? cycles : NULL, NULL};
+    struct diag_clock clk = kdiag_clock(env->tsc); /* cycles only from an invariant TSC */
     diag_crypto_write(&w, &clk, env->budget_ms ? env->budget_ms : DIAG_CRYPTO_BUDGET_MS);
 
     jw_u64(&w, "elapsed_ms", (clock_mono_ns() - t0) / 1000000);
