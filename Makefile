@@ -3,6 +3,8 @@
 #   make            build the Linux daemon (build/rel/ternd)
 #   make run        set up the machine, build the unikernel image with the dev PKI
 #                   and boot it in QEMU (KVM if usable), mTLS on 127.0.0.1:8883
+#   make run-diag   as make run, from the ISO's "Diagnostics, then serve" entry: the
+#                   diagnostics report (docs/DIAGNOSTICS.md), then the live broker
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
 #   make test       check the tree, set up the machine and dependencies, run every test
 #   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...),
@@ -73,8 +75,11 @@ REL_POSIX  := $(call obj,rel,$(POSIX_SRC))
 ASAN_CORE  := $(call obj,asan,$(CORE_SRC))
 ASAN_POSIX := $(call obj,asan,$(POSIX_SRC))
 $(ASAN_POSIX): ASAN_CFLAGS += $(TEST_HOOKS)
+# The diagnostics dashboard's layout (src/diag/layout*.c): portable, also
+# in the kernel and tern-diag-png (tools/diag/diag.mk); unit-tested here.
+DIAG_LAYOUT_SRC := src/diag/layout.c src/diag/layout_draw.c
 # Unit tests link the core and every platform file except main.c.
-ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC)) \
+ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC) $(DIAG_LAYOUT_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
 
 $(BUILD)/rel/%.o: %.c
@@ -107,14 +112,17 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 # goes in a (thin) archive, so the linker takes only the members the tests
 # use, none of which may need the libraries: nothing here depends on
 # `deps`, and a fresh clone builds it in seconds.
-# test_conn_tls needs wolfSSL through src/conn/tls.c, test_kkat through crypto/kat.c.
+# test_conn_tls needs wolfSSL through src/conn/tls.c, test_kkat through crypto/kat.c,
+# test_diag_crypto through src/diag/cryptobench.c.
 UNIT_DEPS_SRC  := $(filter tests/unit/test_tls_% tests/unit/test_store_% tests/unit/test_kvfs% \
-                           tests/unit/test_conn_tls.c tests/unit/test_kkat.c,$(UNIT_SRC))
+                           tests/unit/test_conn_tls.c tests/unit/test_kkat.c \
+                           tests/unit/test_diag_crypto.c,$(UNIT_SRC))
 UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
 UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
                               $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))
 
-$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC))
+$(BUILD)/asan/unit-core.a: $(ASAN_CORE) $(call obj,asan,$(UNIT_CORE_PLAT) $(KDISK_SRC) \
+                                                 $(DIAG_LAYOUT_SRC))
 	$(if $(Q),@echo "  AR      $@")
 	$(Q)rm -f $@ && ar rcs --thin $@ $^
 
@@ -126,6 +134,7 @@ $(BUILD)/asan/unit-core-tests: $(call obj,asan,$(UNIT_CORE_SRC)) $(BUILD)/asan/u
 include src/tls/tls.mk
 include tools/bench/bench.mk
 include tools/disk/disk.mk
+include tools/diag/diag.mk
 include src/store/store.mk
 include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk
@@ -134,7 +143,7 @@ include tests/powercut/powercut.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-.PHONY: all run run-live run-hosted test unit unit-core integration deps setup clean check-tree \
+.PHONY: all run run-live run-diag run-hosted test unit unit-core integration deps setup clean check-tree \
         check-conformance
 
 all: $(BUILD)/rel/ternd
@@ -164,6 +173,14 @@ run: setup deps
 run-live: setup deps
 	$(MAKE) --no-print-directory image
 	@scripts/run-image.sh --iso $(BUILD)/tern.iso $(KBUILD)/tern.elf
+
+# make run-diag: the ISO's "Diagnostics, then serve" entry (docs/DIAGNOSTICS.md):
+# the report on the console, then the live broker publishing it on
+# $SYS/diag/report; tools/diag/run-diag.sh says how.
+run-diag: setup deps
+	$(MAKE) --no-print-directory $(KBUILD)/tern.elf $(BUILD)/rel/tern-bundle \
+	    $(BUILD)/rel/tern-payload $(BUILD)/image/tern.conf $(BUILD)/rel/tern-diag-png
+	@tools/diag/run-diag.sh $(BUILD)
 
 run-hosted: setup deps
 	$(MAKE) --no-print-directory all

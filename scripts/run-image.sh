@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run-image.sh --disk IMG KERNEL | --iso ISO KERNEL - what `make run` and
-# `make run-live` do after building the image: boot the tern unikernel (the
+# run-image.sh --disk IMG KERNEL | --iso ISO KERNEL | --diag ISO KERNEL - what
+# `make run`, `make run-live` and `make run-diag` do after building the image: boot the tern unikernel (the
 # development configuration: mTLS on 8883 with the dev PKI in build/pki) in
 # QEMU with its serial console on this terminal, forward 127.0.0.1:8883 to
 # the guest's 8883, and say how to connect. Stop it with Ctrl-C.
@@ -9,6 +9,10 @@
 #               and keeps retained messages and sessions in its data
 #               partition, across runs
 #   --iso ISO   the ISO's live entry (make run-live): RAM only, no disk
+#   --diag ISO  an ISO whose default is "Diagnostics, then serve" (make
+#               run-diag, tools/diag/run-diag.sh), with the blank scratch
+#               disk build/run/diag-scratch.img beside it for the disk
+#               measurements (read only: diag-serve writes no disk); RAM only
 #
 # KVM when /dev/kvm exists and works (probed with a quick boot of KERNEL,
 # because some nested set-ups open /dev/kvm and then fail to run a CPU),
@@ -16,13 +20,16 @@
 set -euo pipefail
 
 usage() {
-    echo "usage: scripts/run-image.sh --disk IMG KERNEL | --iso ISO KERNEL   (make run / make run-live)" >&2
+    echo "usage: scripts/run-image.sh --disk IMG KERNEL | --iso ISO KERNEL | --diag ISO KERNEL" \
+         "  (make run / make run-live / make run-diag)" >&2
     exit 2
 }
 [ $# -eq 3 ] || usage
 case $1 in
 --disk) MEDIUM=(-drive "file=$2,format=raw,if=none,id=disk0" -device virtio-blk-pci,drive=disk0) ;;
 --iso) MEDIUM=(-cdrom "$2") ;;
+--diag) MEDIUM=(-cdrom "$2" -drive "file=$(dirname "$2")/diag-scratch.img,format=raw,if=none,id=disk0"
+                -device virtio-blk-pci,drive=disk0) ;;
 *) usage ;;
 esac
 IMAGE=$2
@@ -42,12 +49,13 @@ if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
     exit 1
 fi
 
-# kvm_works CPU: boot KERNEL in a mode that prints one line and halts.
+# kvm_works CPU: boot KERNEL in a mode that prints one line and halts (a
+# tern.mode the kernel does not know).
 kvm_works() {
     local out
     out=$(timeout 10 qemu-system-x86_64 -accel kvm -cpu "$1" -M q35 -m 128 -display none \
         -monitor none -no-user-config -serial stdio -kernel "$KERNEL" \
-        -append tern.mode=install 2>/dev/null </dev/null | head -c 4096 || true)
+        -append tern.mode=kvm-probe 2>/dev/null </dev/null | head -c 4096 || true)
     [[ $out == *"not available in this build"* ]]
 }
 ACCEL=(-accel tcg -cpu max)
@@ -64,6 +72,11 @@ fi
 
 if [ "$1" = --disk ]; then
     DATA="Data: kept on $IMAGE across runs (make run FRESH=1 starts from an empty disk)."
+elif [ "$1" = --diag ]; then
+    DATA="Diagnostics first: the report as JSON between \"tern: diag: report begin\" and
+\"... end\" (build/rel/tern-diag-png SERIAL.log OUT.png draws its dashboard), then
+the broker, RAM only; the operator's mosquitto_sub above reads the report
+with -t '\$SYS/diag/report' -C 1."
 else
     DATA="Data: in RAM only (the ISO's live entry); make run keeps it on a disk image."
 fi

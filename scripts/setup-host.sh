@@ -15,7 +15,8 @@ set -euo pipefail
 
 # What each group is for:
 #   build:   gcc make libc6-dev clang libclang-rt-14-dev (clang runtimes for
-#            sanitizers and libFuzzer)
+#            sanitizers and libFuzzer), libpng-dev (tern-diag-png writes the
+#            diagnostics dashboard as a PNG)
 #   deps/:   dpkg-dev (dpkg-source unpacks and patches the Debian source
 #            packages), autoconf automake libtool (wolfSSL's Debian orig tarball
 #            ships configure.ac only), tcl (SQLite's amalgamation generator),
@@ -37,7 +38,7 @@ set -euo pipefail
 #            gdisk fdisk (sgdisk and fdisk check the disk image tool's GPT;
 #            sfdisk reads it back for tern-build-image --keep-data)
 PACKAGES=(
-    gcc make libc6-dev clang libclang-rt-14-dev
+    gcc make libc6-dev clang libclang-rt-14-dev libpng-dev
     dpkg-dev autoconf automake libtool tcl xz-utils
     debian-archive-keyring ca-certificates
     openssl mosquitto mosquitto-clients

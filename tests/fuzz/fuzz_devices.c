@@ -16,15 +16,18 @@
  *     a transfer limit of whole blocks that the segments can carry);
  *   - virtio-scsi and SCSI data (configuration, response header and sense,
  *     INQUIRY, REPORT LUNS, READ CAPACITY(16), VPD 00/B0/B2, MODE SENSE):
- *     nothing is read outside the input (ASan), values kept are in range.
+ *     nothing is read outside the input (ASan), values kept are in range;
+ *   - MADT (acpi/madt.c): nothing read outside the input; a parsed table's
+ *     kept processors are enabled or online capable, counts add up.
  * Selectors 0-2 are the original parsers (their seeds start with 0-2);
- * 3 and 4 are the disk parsers.
+ * 3 and 4 are the disk parsers, 5 the MADT.
  */
 #include "platform/kernel/acpi/tables.c"
 #include "platform/kernel/dev/fb.c"
 #include "platform/kernel/dev/pcicap.c"
 #include "platform/kernel/dev/blk_parse.c"
 #include "platform/kernel/dev/scsi_parse.c"
+#include "platform/kernel/acpi/madt.c"
 
 #include <stdlib.h>
 
@@ -231,16 +234,36 @@ static void fuzz_scsi(const uint8_t *d, size_t n)
     free(b);
 }
 
+/* The MADT as the firmware gave it, copied into a buffer of its exact
+ * size so ASan sees any read past it. */
+static void fuzz_madt(const uint8_t *data, size_t size)
+{
+    uint8_t *b = malloc(size ? size : 1);
+    memcpy(b, data, size);
+    static struct madt_info m;
+    const char *err = NULL;
+    if (madt_parse(b, size, &m, &err) == 0) {
+        FUZZ_ASSERT(m.ncpus <= MADT_MAX_CPUS);
+        FUZZ_ASSERT(m.ncpus + m.cpus_dropped == m.cpus_enabled + m.cpus_online_capable);
+        for (unsigned i = 0; i < m.ncpus; i++)
+            FUZZ_ASSERT(m.cpu[i].enabled != m.cpu[i].online_capable);
+    } else {
+        FUZZ_ASSERT(err != NULL);
+    }
+    free(b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1)
         return 0;
-    switch (data[0] % 5) {
+    switch (data[0] % 6) {
     case 0: fuzz_acpi(data + 1, size - 1); break;
     case 1: fuzz_pci(data + 1, size - 1); break;
     case 2: fuzz_fb(data + 1, size - 1); break;
     case 3: fuzz_vblk(data + 1, size - 1); break;
-    default: fuzz_scsi(data + 1, size - 1); break;
+    case 4: fuzz_scsi(data + 1, size - 1); break;
+    default: fuzz_madt(data + 1, size - 1); break;
     }
     return 0;
 }

@@ -18,7 +18,9 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
   test_pci_acpi.py      PCI enumeration through ECAM and legacy ports, RSDP
-  test_crypto.py        forced crypto self-test failures, jitter-only seeding
+  test_crypto.py        forced crypto self-test failures, jitter-only seeding,
+                        the diagnostics crypto measurements in the kernel
+  test_diag_hw.py       the diagnostics report's hardware sections (test hook)
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle
@@ -58,10 +60,18 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_scrub.py         the disk scrubber: a live store passes clean; a
                         byte flipped in each region kind is found and
                         named on the console and in $SYS
+  test_diag_disk.py     the disk measurements alone (tern.test.diag=disk):
+                        reads' figures; the write test refused without
+                        WIPE (image unchanged), with WIPE only the free
+                        span outside the partition changes
   test_install.py       install mode from the ISO: an empty disk installed,
                         powered off, then booted alone (SeaBIOS, OVMF) into
                         the broker; WIPE asked for a disk with data; an
                         aborted countdown writes nothing
+  test_diag.py          the diagnostics modes from the ISO (SeaBIOS, OVMF): the
+                        report's JSON on serial, the dashboard equal to
+                        tern-diag-png's PNG; diag-serve publishes it on
+                        $SYS/diag/report to operators only
 
 Usage: run.py [--build DIR] [-k SUBSTRING] [-j JOBS]
 """
@@ -74,6 +84,9 @@ import test_broker_mtls
 import test_broker_plain
 import test_config
 import test_crypto
+import test_diag
+import test_diag_disk
+import test_diag_hw
 import test_disk
 import test_disk_image
 import test_disk_readonly
@@ -95,10 +108,10 @@ import test_tele
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
-MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
+MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
-           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
-           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)
+           test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
+           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

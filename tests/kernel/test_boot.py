@@ -2,8 +2,9 @@
 -kernel) on q35 and i440fx, with 64 MiB and with 5 GiB, and with -cpu max
 (wolfSSL's assembly paths for the crypto self-tests); the ISO (GRUB,
 multiboot2) under SeaBIOS and OVMF serves mutual TLS from its bundle and
-shows the same lines on the screen as on serial; the diagnostics modes
-say they are not in this build and halt (install mode: test_install.py); the test
+shows the same lines on the screen as on serial; an unknown tern.mode
+says it is not in this build and halts (install mode: test_install.py,
+the diagnostics modes: test_diag.py); the test
 build's heap self-test passes, and so does its kernel-thread self-test
 (registers, MXCSR, x87 control word and stack survive every switch both
 ways; waits and time slices hand the CPU back).
@@ -93,8 +94,7 @@ def cases(b):
         "pvh-ready-pc-64m": ready_test(["-kernel", b.elf, "-M", "pc", "-m", "64"], "pvh", 20),
         "selftest-heap": selftest(b.test_elf, "heap"),
         "selftest-kthread": selftest(b.test_elf, "kthread"),
-        "mode-diag": mode_test(b.elf, "diag", "Diagnostics"),
-        "mode-diag-serve": mode_test(b.elf, "diag-serve", "Diagnostics, then serve"),
+        "mode-unknown": mode_test(b.elf, "bogus", "that mode"),
         "iso-seabios": screen_test(iso_net, "multiboot2", 60, ISO_WANT + (
             rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
             rb"revision 0 from multiboot2 tag, RSDT\)",)),

@@ -9,9 +9,11 @@
 # /boot/tern.install, the install entry's second module. Use
 # tern-build-image, which makes the bundle.
 #
-# TERN_ISO_GRUB_CFG (tests only) replaces tools/image/grub.cfg: the kernel
-# tests build an ISO whose default entry is the install entry with a short
-# countdown, from the same script and payload.
+# TERN_ISO_GRUB_CFG (tests and make run-diag only) replaces
+# tools/image/grub.cfg: the kernel tests build an ISO whose default entry is
+# the install entry with a short countdown, or a diagnostics entry, from the
+# same script and payload; make run-diag one whose default is "Diagnostics,
+# then serve" (tools/diag/run-diag.sh).
 set -eu
 if [ $# -ne 4 ]; then
     echo "usage: mkiso.sh KERNEL OUTPUT BUNDLE PAYLOAD_TOOL (tools/image/tern-build-image makes the bundle)" >&2

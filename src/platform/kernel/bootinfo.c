@@ -19,6 +19,11 @@ enum {
     MB2_TAG_END = 0, MB2_TAG_CMDLINE = 1, MB2_TAG_MODULE = 3, MB2_TAG_MMAP = 6,
     MB2_TAG_FRAMEBUFFER = 8, MB2_FB_COMMON = 24, MB2_FB_RGB = 30,
     MB2_TAG_ACPI_OLD = 14, MB2_TAG_ACPI_NEW = 15,
+    MB2_TAG_LOADER_NAME = 2,
+    /* EFI tags only a UEFI boot has: system tables, EFI memory map, boot
+     * services not exited, image handles (multiboot2 spec 3.6.12-3.6.18). */
+    MB2_TAG_EFI32 = 11, MB2_TAG_EFI64 = 12, MB2_TAG_EFI_MMAP = 17, MB2_TAG_EFI_BS = 18,
+    MB2_TAG_EFI32_IH = 19, MB2_TAG_EFI64_IH = 20,
     PVH_MAGIC = 0x336ec578,
 };
 
@@ -151,6 +156,14 @@ static void parse_multiboot2(struct boot_info *bi, uint64_t info_phys)
         uint32_t blen = tag.size - 8;
         if (tag.type == MB2_TAG_CMDLINE) {
             copy_cmdline(bi, info_phys + off + 8, blen);
+        } else if (tag.type == MB2_TAG_LOADER_NAME) {
+            uint32_t n = blen < sizeof bi->loader_name - 1 ? blen : sizeof bi->loader_name - 1;
+            memcpy(bi->loader_name, body, n);
+            bi->loader_name[n] = 0; /* the tag's own NUL, or a cut */
+        } else if (tag.type == MB2_TAG_EFI32 || tag.type == MB2_TAG_EFI64 ||
+                   tag.type == MB2_TAG_EFI_MMAP || tag.type == MB2_TAG_EFI_BS ||
+                   tag.type == MB2_TAG_EFI32_IH || tag.type == MB2_TAG_EFI64_IH) {
+            bi->efi_tags++;
         } else if (tag.type == MB2_TAG_MODULE && blen >= 8) {
             uint32_t range[2]; /* mod_start, mod_end (exclusive) */
             memcpy(range, body, sizeof range);

@@ -34,6 +34,8 @@ struct boot_info {
     struct mem_region regions[BOOT_MAX_REGIONS];
     unsigned nregions;
     char cmdline[BOOT_CMDLINE_MAX];
+    char loader_name[BOOT_MODNAME_MAX]; /* multiboot2 loader name tag ("GRUB 2.12"), or "" */
+    unsigned efi_tags;              /* multiboot2 EFI tags seen: booted by UEFI firmware */
     uint64_t rsdp_phys;             /* RSDP address from PVH; 0 if none */
     uint8_t rsdp_copy[36];          /* RSDP copied from a multiboot2 tag */
     unsigned rsdp_copy_len;

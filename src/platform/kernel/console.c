@@ -19,6 +19,7 @@
 /* Boot-CPU console state; the framebuffer joins once console_init_fb ran. */
 static struct fbcon fbcon;
 static int fb_on;
+static const struct fb_info *fb_desc;
 
 void console_init(void)
 {
@@ -53,6 +54,7 @@ void console_init_fb(const struct boot_info *bi)
     fbcon_init(&fbcon, pixels, f->pitch / 4, f->width, f->height,
                fb_colour(f, 0xC0, 0xC0, 0xC0), fb_colour(f, 0, 0, 0));
     fb_on = 1;
+    fb_desc = f;
     /* The banner went to serial before the framebuffer was up. */
     fbcon_write(&fbcon, "tern: booting\n", 14);
     kprintf("tern: console: serial and framebuffer %ux%u (%u x %u characters)\n", f->width,
@@ -64,6 +66,16 @@ void console_write(const char *s, size_t n)
     serial_write(s, n);
     if (fb_on)
         fbcon_write(&fbcon, s, n);
+}
+
+uint32_t *console_fb_claim(const struct fb_info **info, size_t *stride)
+{
+    if (!fb_on)
+        return NULL;
+    fb_on = 0;
+    *info = fb_desc;
+    *stride = fbcon.stride;
+    return fbcon.pixels;
 }
 
 void kprintf(const char *fmt, ...)

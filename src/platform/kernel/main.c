@@ -4,8 +4,10 @@
  * frame allocator, final page tables, guarded stacks. It then moves to a
  * guarded stack and kmain() reads the baked configuration (halting if it
  * is refused), brings up time, devices, entropy, the crypto self-tests
- * (the broker is not started when one fails), the network and the
- * broker, reports readiness on the console, and enters the main loop,
+ * (the broker is not started when one fails), the network, the
+ * diagnostics report in the diagnostics modes (diag/diag.h; the plain one
+ * halts after it), and the broker, reports readiness on the console, and
+ * enters the main loop,
  * which polls the network, runs the broker's turn, and halts until the
  * next timer interrupt when there has been nothing to do for a little
  * while.
@@ -21,6 +23,7 @@
 #include "clock.h"
 #include "console.h"
 #include "crypto/crypto.h"
+#include "crypto/cryptobench_hook.h"
 #include "dev/blk.h"
 #include "dev/blk_selftest.h"
 #include "dev/pci.h"
@@ -28,10 +31,14 @@
 #include "dev/virtio_disk.h"
 #include "dev/virtio_pci.h"
 #include "dev/virtio_rng.h"
+#include "diag/diag.h"
+#include "diag/disk_selftest.h"
+#include "diag/hwtest.h"
 #include "disk/layout_selftest.h"
 #include "install/bootdisk.h"
 #include "install/install.h"
 #include "libc/stack_chk.h"
+#include "mm/kmalloc.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
 #include "mm/stack.h"
@@ -73,31 +80,73 @@ static void halt_unavailable(const char *what)
     cpu_halt_forever();
 }
 
-/* The boot menu's entries other than "tern" (A1) select a mode; 1 for
- * install mode (install/install.h), which runs once the devices and the
- * entropy are up. */
-static int check_mode(void)
+/* What the boot menu's entry (A1) asks for. */
+enum boot_mode {
+    MODE_SERVE,      /* the broker (live, disk, or a direct -kernel boot) */
+    MODE_INSTALL,    /* install/install.h, once the devices and the entropy are up */
+    MODE_DIAG,       /* the diagnostics report, then halt (diag/diag.h) */
+    MODE_DIAG_SERVE, /* the report, then the broker as the live entry, publishing it */
+};
+
+static enum boot_mode check_mode(void)
 {
     char mode[32];
     if (!bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) || !strcmp(mode, "live") ||
         !strcmp(mode, "disk"))
-        return 0;
+        return MODE_SERVE;
     if (!strcmp(mode, "install"))
-        return 1;
+        return MODE_INSTALL;
     if (!strcmp(mode, "diag"))
-        halt_unavailable("Diagnostics");
+        return MODE_DIAG;
     if (!strcmp(mode, "diag-serve"))
-        halt_unavailable("Diagnostics, then serve");
+        return MODE_DIAG_SERVE;
     kprintf("tern: unknown tern.mode '%s'\n", mode);
     halt_unavailable("that mode");
-    return 0;
+    return MODE_SERVE;
 }
 
-/* The boot menu's live entry runs from RAM and writes no disk (A1). */
+/* The boot menu's live entry runs from RAM and writes no disk (A1); so
+ * does "Diagnostics, then serve", the ISO's other serving entry. */
 static int live_mode(void)
 {
     char mode[32];
-    return bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) && !strcmp(mode, "live");
+    return bootinfo_arg(&boot, "tern.mode", mode, sizeof mode) &&
+           (!strcmp(mode, "live") || !strcmp(mode, "diag-serve"));
+}
+
+/*
+ * The diagnostics modes: every measurement with the devices, disks,
+ * entropy and NIC up (no broker), the report on serial and the dashboard
+ * on the screen (diag.h). The plain mode halts there, without a reset, so
+ * the screen stays; diag-serve gets the report back (heap) to publish on
+ * $SYS/diag/report once the broker runs.
+ */
+static char *run_diagnostics(enum boot_mode mode, const struct tsc_info *tsc)
+{
+    struct diag_env env = {
+        .boot = &boot, .pci = pci_devices,
+        .pci_count = pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+        .tsc = tsc, .loader = boot.loader,
+        .mode = mode == MODE_DIAG ? "diag" : "diag-serve",
+        .serve_after = mode == MODE_DIAG_SERVE, .budget_ms = 0,
+    };
+#ifdef TERN_TEST_HOOKS
+    char arg[12]; /* tern.test.diag_ms=N: short measurements for TCG tests */
+    if (bootinfo_arg(&boot, "tern.test.diag_ms", arg, sizeof arg))
+        for (const char *c = arg; *c >= '0' && *c <= '9' && env.budget_ms < 1000000; c++)
+            env.budget_ms = env.budget_ms * 10 + (unsigned)(*c - '0');
+#endif
+    kprintf("tern: diag: measuring (%s)\n", env.mode);
+    char *report = kmalloc(DIAG_REPORT_MAX);
+    if (!report)
+        panic("no memory for the diagnostics report");
+    size_t len = diag_run(&env, report, DIAG_REPORT_MAX);
+    diag_show(report, len);
+    if (mode == MODE_DIAG) {
+        kprintf("tern: diag: done; halted (power off or reset the machine)\n");
+        cpu_halt_forever();
+    }
+    return report;
 }
 
 /*
@@ -149,7 +198,7 @@ static _Noreturn void kmain(void)
     lapic_timer_init(tsc.hz, TICK_HZ);
     irq_enable();
 
-    int install = check_mode();
+    enum boot_mode mode = check_mode();
     /* Before any device: a configuration we refuse stops here. */
     int serve = bootconf_load(&boot, &config);
 
@@ -215,11 +264,30 @@ static _Noreturn void kmain(void)
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
 #ifdef TERN_TEST_HOOKS
+    char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
+    if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
+        cryptobench_hook(bench_arg, &tsc);
+    char hw_arg[8]; /* the hardware report's sections, printed; halts */
+    if (bootinfo_arg(&boot, "tern.test.diaghw", hw_arg, sizeof hw_arg)) {
+        struct diag_env env = {
+            .boot = &boot, .pci = pci_devices,
+            .pci_count = pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
+            .tsc = &tsc, .loader = boot.loader, .mode = "diag",
+        };
+        diag_hw_test(&env);
+    }
+#endif
+#ifdef TERN_TEST_HOOKS
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))
         layout_selftest(layout_arg);
+    char diag_arg[8]; /* the disk measurements alone (diag/disk_selftest.h) */
+    if (bootinfo_arg(&boot, "tern.test.diag", diag_arg, sizeof diag_arg) &&
+        !strcmp(diag_arg, "disk"))
+        disk_selftest(&boot, pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count
+                                                                      : PCI_MAX_DEVICES, &tsc);
 #endif
-    if (install)
+    if (mode == MODE_INSTALL)
         install_run(&boot, &config); /* does not return: powers off or halts */
     struct bootconf_assets assets = {NULL, NULL, 0};
     if (serve)
@@ -227,6 +295,9 @@ static _Noreturn void kmain(void)
 
     int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
                        serve ? &config.net : NULL);
+    char *report = NULL;
+    if (mode == MODE_DIAG || mode == MODE_DIAG_SERVE)
+        report = run_diagnostics(mode, &tsc); /* MODE_DIAG does not return */
     if (net == 0) {
 #ifdef TERN_TEST_HOOKS
         if (echo_start() < 0)
@@ -246,6 +317,9 @@ static _Noreturn void kmain(void)
                 kserve_describe_store(line, sizeof line);
                 kprintf("tern: store: %s\n", line);
             }
+            if (report && kserve_sys_put(DIAG_REPORT_TOPIC, report) == 0)
+                kprintf("tern: diag: report published on %s (retained, operators only)\n",
+                        DIAG_REPORT_TOPIC);
         }
     } else if (serve) {
         kprintf("tern: mqtt: no network: not serving\n");

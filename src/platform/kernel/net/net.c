@@ -160,6 +160,18 @@ int net_has_address(void)
     return knet.up && (knet.static_ip || dhcp_supplied_address(&knet.netif));
 }
 
+int net_ipv4(char *addr, size_t n, unsigned *prefix, int *dhcp)
+{
+    if (!net_has_address())
+        return 0;
+    ip4addr_ntoa_r(netif_ip4_addr(&knet.netif), addr, (int)n);
+    *prefix = 0;
+    for (u32_t mask = ip4_addr_get_u32(netif_ip4_netmask(&knet.netif)); mask; mask &= mask - 1)
+        (*prefix)++;
+    *dhcp = !knet.static_ip;
+    return 1;
+}
+
 void net_describe(char *buf, size_t n)
 {
     if (!knet.up) {

@@ -23,6 +23,9 @@ int net_poll(void);
 int net_irq_pending(void);
 /* 1 with a static address, or once DHCP has supplied one. */
 int net_has_address(void);
+/* The IPv4 address as text into addr[0..n), its prefix length and whether
+ * DHCP gave it: 1, or 0 without an address (not started, DHCP pending). */
+int net_ipv4(char *addr, size_t n, unsigned *prefix, int *dhcp);
 /* One line for the console: MAC, link, address or why there is none. */
 void net_describe(char *buf, size_t n);
 

@@ -45,6 +45,8 @@ struct entropy {
     unsigned frac_jitter;                  /* jitter credit remainder, 1/256 bits */
     struct health jitter_health;
     int jitter_ok;
+    unsigned long jitter_samples, jitter_blocks, jitter_est_bits; /* for rng_get_stats */
+    unsigned jitter_last_est;
     struct drbg drbg;
     int seeded;
     unsigned reseeds;
@@ -165,6 +167,10 @@ static void collect_jitter_block(void)
         bad |= health_sample(&ent.jitter_health, s[i]);
     }
     unsigned h = health_mcv_estimate(s, JITTER_BLOCK);   /* 1/256 bits per sample */
+    ent.jitter_samples += JITTER_BLOCK;
+    ent.jitter_blocks++;
+    ent.jitter_est_bits += (unsigned long)h * JITTER_BLOCK / 256;
+    ent.jitter_last_est = h;
     unsigned credit = 0;
     if (bad) {
         ent.jitter_ok = 0;
@@ -263,6 +269,33 @@ uint32_t rng_u32_nonkey(void)
     sha256_final(&c, d);
     memcpy(&v, d, sizeof v);
     return v;
+}
+
+void rng_get_stats(struct rng_stats *o)
+{
+    o->seeded = ent.seeded;
+    o->reseeds = ent.reseeds;
+    o->extractions = ent.extractions;
+    o->pool_bits = ent.pool_bits;
+    for (int i = 0; i < RNG_NSRC; i++)
+        o->credited[i] = ent.credited[i];
+    o->drbg_generates = ent.seeded ? ent.drbg.reseed_counter - 1 : 0; /* 1 right after seeding */
+    o->jitter_ok = ent.jitter_ok;
+    o->jitter_samples = ent.jitter_samples;
+    o->jitter_blocks = ent.jitter_blocks;
+    o->jitter_estimated_bits = ent.jitter_est_bits;
+    o->jitter_last_estimate = ent.jitter_last_est;
+    o->rct_cutoff = ent.jitter_health.rct_cutoff;
+    o->apt_cutoff = ent.jitter_health.apt_cutoff;
+    o->health_samples = ent.jitter_health.samples;
+    o->health_failed = ent.jitter_health.failed;
+    o->health_failure = ent.jitter_health.failure;
+    o->problem = ent.problem;
+}
+
+const char *rng_source_name(enum rng_source s)
+{
+    return (unsigned)s < RNG_NSRC ? source_name[s] : "?";
 }
 
 void rng_describe(char *buf, size_t n)

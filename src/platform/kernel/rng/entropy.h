@@ -25,6 +25,30 @@ int rng_bytes(void *out, size_t n);
  * sequence numbers, DHCP transaction ids): the DRBG when seeded, else a
  * hash of the pool and the clock. Never for keys. */
 uint32_t rng_u32_nonkey(void);
+/* What the pool has seen, for the diagnostics report's RNG panel
+ * (diag/rngpanel.c). A copy: reading it changes nothing. */
+struct rng_stats {
+    int seeded;
+    unsigned reseeds;                   /* after the first seeding */
+    uint64_t extractions;               /* seeds and nonces taken from the pool */
+    unsigned pool_bits;                 /* credited since the last extraction */
+    unsigned long credited[RNG_NSRC];   /* bits credited per source, ever */
+    uint64_t drbg_generates;            /* DRBG requests since its last (re)seed */
+    int jitter_ok;                      /* the jitter source is still used */
+    unsigned long jitter_samples;       /* samples taken into the pool */
+    unsigned long jitter_blocks;
+    unsigned long jitter_estimated_bits; /* MCV estimate x samples, summed */
+    unsigned jitter_last_estimate;      /* last block's, 1/256 bits per sample */
+    unsigned rct_cutoff, apt_cutoff;    /* health test cutoffs in use */
+    unsigned long health_samples;       /* samples the health tests saw */
+    int health_failed;                  /* sticky */
+    const char *health_failure;         /* which test, or NULL */
+    const char *problem;                /* the last source failure, or NULL */
+};
+void rng_get_stats(struct rng_stats *out);
+/* The source's name as the boot log and the report write it. */
+const char *rng_source_name(enum rng_source s);
+
 /* One line for the console: sources and credited bits. */
 void rng_describe(char *buf, size_t n);
 

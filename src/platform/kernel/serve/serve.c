@@ -248,6 +248,11 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     return 0;
 }
 
+int kserve_sys_put(const char *topic, const char *value)
+{
+    return server.b ? broker_sys_put(server.b, topic, value) : -1;
+}
+
 int kserve_poll(uint64_t now_ms)
 {
     struct kserver *s = &server;

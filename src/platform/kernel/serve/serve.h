@@ -26,6 +26,10 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
  * its share of the CPU. Returns nonzero when there was work. A no-op
  * before kserve_start. */
 int kserve_poll(uint64_t now_ms);
+/* Publish a retained $SYS topic of the kernel's own (broker_sys_put: to
+ * whoever the ACL lets read $SYS); -1 before kserve_start or for a topic
+ * outside $SYS. */
+int kserve_sys_put(const char *topic, const char *value);
 /* One line for the console: ports, connections, handshakes, heap. */
 void kserve_describe(char *buf, size_t n);
 /* One line for the console about the store: its state and counters, or
