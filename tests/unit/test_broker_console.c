@@ -414,6 +414,22 @@ TEST(console_kick_closes_a_311_client_and_session_delete_option_removes_its_sess
     fw_free(&w);
 }
 
+TEST(console_operator_cannot_kick_or_delete_its_own_session)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *op = operator311(&w);
+    CHECK(ask(&w, op, "{\"command\":\"kick\",\"client\":\"op\"}"));
+    CHECK(ans_error_has("its own session"));
+    CHECK(ask(&w, op, "{\"command\":\"session-delete\",\"client\":\"op\"}"));
+    CHECK(ans_error_has("its own session"));
+    CHECK(!op->closed);
+    fc_publish(&w, op, REQ, "{\"command\":\"kick\",\"client\":\"op\"}", 2, false, 11);
+    CHECK(next_answer(op));
+    CHECK(!op->closed);
+    fw_free(&w);
+}
+
 TEST(console_session_delete_removes_an_offline_persistent_session)
 {
     fworld w;
