@@ -964,3 +964,152 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     out->retain_disabled = !cfg->retain_available;
     out->shared_subs_disabled = !cfg->shared_subscriptions;
 }
+
+/* ---- showing a configuration (the operator console's config-show) ---- */
+
+size_t tern_config_key_count(void)
+{
+    return KEY_COUNT;
+}
+
+const char *tern_config_key_name(size_t i)
+{
+    return i < KEY_COUNT ? key_table[i].name : NULL;
+}
+
+static void msg_hex4(msgbuf *m, unsigned v)
+{
+    static const char hex[] = "0123456789abcdef";
+    bool started = false;
+
+    for (int shift = 12; shift >= 0; shift -= 4) {
+        unsigned d = (v >> shift) & 0xfu;
+
+        if (d != 0 || started || shift == 0) {
+            msg_putc(m, hex[d]);
+            started = true;
+        }
+    }
+}
+
+static void msg_ipv4_plain(msgbuf *m, const uint8_t a[4])
+{
+    for (int i = 0; i < 4; i++) {
+        if (i > 0)
+            msg_putc(m, '.');
+        msg_uint(m, a[i]);
+    }
+}
+
+/* The inverse of tern_addr_parse: IPv6 in full (eight groups, no "::"),
+ * which the parser takes back. */
+static void msg_listen(msgbuf *m, const tern_listen_addr *la)
+{
+    if (la->family == TERN_ADDR_IPV4) {
+        msg_ipv4_plain(m, la->addr);
+    } else {
+        msg_putc(m, '[');
+        for (int g = 0; g < 8; g++) {
+            if (g > 0)
+                msg_putc(m, ':');
+            msg_hex4(m, (unsigned)la->addr[2 * g] << 8 | la->addr[2 * g + 1]);
+        }
+        msg_putc(m, ']');
+    }
+    msg_putc(m, ':');
+    msg_uint(m, la->port);
+}
+
+static const char *word_of(int v, const char *const *names, const int *values, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (values[i] == v)
+            return names[i];
+    return "?";
+}
+
+bool tern_config_format(const tern_config *cfg, size_t i, char *buf, size_t size)
+{
+    static const char hex[] = "0123456789abcdef";
+    msgbuf m = {buf, size, 0};
+
+    if (size > 0)
+        buf[0] = '\0';
+    if (i >= KEY_COUNT)
+        return false;
+    const key_def *def = &key_table[i];
+    const void *field = (const char *)cfg + def->offset;
+
+    switch (def->kind) {
+    case KIND_VERSION:
+    case KIND_UINT:
+        msg_uint(&m, *(const uint32_t *)field);
+        break;
+    case KIND_BOOL:
+        msg_str(&m, *(const bool *)field ? "true" : "false");
+        break;
+    case KIND_LOG_LEVEL:
+        msg_str(&m, broker_log_level_name(*(const broker_log_level *)field));
+        break;
+    case KIND_LISTEN:
+        if (((const tern_listen_addr *)field)->family == TERN_ADDR_NONE)
+            return false;
+        msg_listen(&m, field);
+        break;
+    case KIND_PATH:
+    case KIND_LIST:
+        if (((const char *)field)[0] == '\0')
+            return false;
+        msg_str(&m, field);
+        break;
+    case KIND_IDENTITY: {
+        static const char *const names[] = {"cn", "san-dns", "san-email", "san-uri"};
+        static const int values[] = {TERN_IDENTITY_CN, TERN_IDENTITY_SAN_DNS,
+                                     TERN_IDENTITY_SAN_EMAIL, TERN_IDENTITY_SAN_URI};
+
+        msg_str(&m, word_of((int)*(const tern_config_identity *)field, names, values, 4));
+        break;
+    }
+    case KIND_TLS_VERSION:
+        msg_str(&m, *(const tern_config_tls_version *)field == TERN_CONFIG_TLS_1_2 ? "1.2"
+                                                                                   : "1.3");
+        break;
+    case KIND_STORE_SYNC:
+        msg_str(&m, *(const tern_config_store_sync *)field == TERN_STORE_SYNC_NORMAL ? "normal"
+                                                                                     : "full");
+        break;
+    case KIND_IPV4_PREFIX:
+    case KIND_IPV4_HOST: {
+        const tern_config_ipv4 *a = field;
+
+        if (!a->set)
+            return false;
+        msg_ipv4_plain(&m, a->addr);
+        if (def->kind == KIND_IPV4_PREFIX) {
+            msg_putc(&m, '/');
+            msg_uint(&m, a->prefix);
+        }
+        break;
+    }
+    case KIND_DISK: {
+        static const char *const names[] = {"auto", "none", "virtio-blk", "virtio-scsi"};
+        static const int kinds[] = {TERN_DISK_AUTO, TERN_DISK_NONE, TERN_DISK_VIRTIO_BLK,
+                                    TERN_DISK_VIRTIO_SCSI};
+        const tern_config_disk *d = field;
+
+        if (d->kind != TERN_DISK_PCI) {
+            msg_str(&m, word_of((int)d->kind, names, kinds, 4));
+            break;
+        }
+        msg_putc(&m, hex[d->bus >> 4]);
+        msg_putc(&m, hex[d->bus & 0xfu]);
+        msg_putc(&m, ':');
+        msg_putc(&m, hex[(d->dev >> 4) & 0xfu]);
+        msg_putc(&m, hex[d->dev & 0xfu]);
+        msg_putc(&m, '.');
+        msg_putc(&m, hex[d->fn & 0xfu]);
+        break;
+    }
+    }
+    return true;
+}

@@ -926,3 +926,79 @@ TEST(config_telemetry_interval_defaults_to_60_and_is_bounded)
     CHECK(strstr(err, "telemetry.interval"));
     CHECK(!parse_text("config_version = 1\ntelemetry.interval = soon\n", &cfg, err));
 }
+
+/* config-show's spelling of every key: formatting a parsed configuration
+ * and parsing the lines back gives the same settings, key by key. */
+TEST(config_format_of_every_key_parses_back_to_the_same_value)
+{
+    const char *text = "config_version = 1\n"
+                       "listener.plain = 127.0.0.1:1884\n"
+                       "listener.tls = [2001:db8::1:0]:8883\n"
+                       "tls.cert = pki/server.crt\n"
+                       "tls.key = pki/server.key\n"
+                       "tls.client_ca = pki/ca.crt\n"
+                       "tls.operators = ops-a,ops-b\n"
+                       "tls.identity = san-dns\n"
+                       "tls.min_version = 1.2\n"
+                       "log.level = warn\n"
+                       "limits.max_topic_alias = 0\n"
+                       "store.sync = normal\n"
+                       "store.disk = 00:1f.7\n"
+                       "store.scrub_rate = 0\n"
+                       "net.ipv4 = 10.0.2.15/24\n"
+                       "net.gateway = 10.0.2.2\n"
+                       "sys.public = true\n";
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg, back;
+    static char rebuilt[16384];
+    size_t used = 0, n = tern_config_key_count();
+    char value[TERN_CONFIG_LIST_MAX];
+
+    CHECK(parse_text(text, &cfg, err));
+    CHECK(n > 40);
+    CHECK(tern_config_key_name(n) == NULL);
+    CHECK(strcmp(tern_config_key_name(0), "config_version") == 0);
+    for (size_t i = 0; i < n; i++) {
+        if (!tern_config_format(&cfg, i, value, sizeof value))
+            continue;
+        used += (size_t)snprintf(rebuilt + used, sizeof rebuilt - used, "%s = %s\n",
+                                 tern_config_key_name(i), value);
+        CHECK(used < sizeof rebuilt);
+    }
+    CHECK(parse_text(rebuilt, &back, err));
+    for (size_t i = 0; i < n; i++) {
+        char again[TERN_CONFIG_LIST_MAX];
+        bool set = tern_config_format(&cfg, i, value, sizeof value);
+
+        CHECK_EQ(tern_config_format(&back, i, again, sizeof again), set);
+        CHECK(strcmp(value, again) == 0);
+    }
+    CHECK_MEM(back.listener_tls.addr, cfg.listener_tls.addr, 16);
+    CHECK_EQ(back.store_disk.dev, 0x1f);
+    CHECK_EQ(back.store_disk.fn, 7);
+    CHECK(strstr(rebuilt, "listener.tls = [2001:db8:0:0:0:0:1:0]:8883\n"));
+    CHECK(strstr(rebuilt, "store.disk = 00:1f.7\n"));
+    CHECK(strstr(rebuilt, "net.ipv4 = 10.0.2.15/24\n"));
+    CHECK(strstr(rebuilt, "tls.identity = san-dns\n"));
+    CHECK(strstr(rebuilt, "log.level = warn\n"));
+}
+
+TEST(config_format_says_unset_keys_are_not_set_and_cuts_to_the_buffer)
+{
+    char err[TERN_CONFIG_ERR_SIZE], value[8];
+    tern_config cfg;
+    size_t plain = 0, key = 0;
+
+    CHECK(parse_text("config_version = 1\nlisten" "er.plain = 127.0.0.1:1884\n", &cfg, err));
+    for (size_t i = 0; i < tern_config_key_count(); i++) {
+        if (strcmp(tern_config_key_name(i), "listener.plain") == 0)
+            plain = i;
+        if (strcmp(tern_config_key_name(i), "tls.key") == 0)
+            key = i;
+    }
+    CHECK(!tern_config_format(&cfg, key, value, sizeof value));
+    CHECK_EQ(value[0], '\0');
+    CHECK(tern_config_format(&cfg, plain, value, sizeof value));
+    CHECK(strcmp(value, "127.0.0") == 0); /* cut, NUL-terminated */
+    CHECK(!tern_config_format(&cfg, tern_config_key_count(), value, sizeof value));
+}
