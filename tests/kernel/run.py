@@ -58,6 +58,9 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_scrub.py         the disk scrubber: a live store passes clean; a
                         byte flipped in each region kind is found and
                         named on the console and in $SYS
+  test_console.py       the operator console over mutual TLS: every command
+                        by an operator (Paho MQTTv5, mosquitto), each
+                        refused for a non-operator (no answer, nothing done)
   test_install.py       install mode from the ISO: an empty disk installed,
                         powered off, then booted alone (SeaBIOS, OVMF) into
                         the broker; WIPE asked for a disk with data; an
@@ -73,6 +76,7 @@ import test_broker_limits
 import test_broker_mtls
 import test_broker_plain
 import test_config
+import test_console
 import test_crypto
 import test_disk
 import test_disk_image
@@ -98,7 +102,7 @@ import test_tele
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store,
-           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow)
+           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_console)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))
