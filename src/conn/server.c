@@ -233,6 +233,11 @@ void conn_server_set_tls(conn_server *s, tern_tls_server *tls)
     s->tls = tls;
 }
 
+void conn_server_set_log_level(conn_server *s, broker_log_level level)
+{
+    s->log_level = level;
+}
+
 void conn_server_get_stats(const conn_server *s, conn_stats *out)
 {
     *out = s->stats;

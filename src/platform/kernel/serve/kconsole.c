@@ -147,13 +147,15 @@ static int scrub_now(void *ctx, jw *w, char *err, size_t errlen)
 }
 
 /* The kernel's filter of the core's and the connection layer's log lines
- * (serve.c core_log); the core has changed its own already. */
+ * (serve.c core_log) and the layer's own; the core has changed its own
+ * already. */
 static int log_level(void *ctx, broker_log_level level, jw *w, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
     struct kconsole *kc = ctx;
     kc->srv->log_level = level;
+    conn_server_set_log_level(kc->srv->cs, level);
     jw_str(w, "kernel_log_level", broker_log_level_name(level));
     return 0;
 }
