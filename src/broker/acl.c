@@ -11,6 +11,7 @@
  */
 #include "broker/access.h"
 #include "broker/acl.h"
+#include "broker/console_core.h"
 #include "mqtt/mqtt.h"
 
 #include <stdarg.h>
@@ -289,7 +290,8 @@ bool broker_acl_check(const broker_acl *acl, const char *identity, const char *c
                       broker_acl_access access)
 {
     if (is_sys(topic, topic_len))
-        return access == BROKER_ACL_READ && is_operator;
+        return is_operator && (access == BROKER_ACL_READ ||
+                               bk_console_is_request((const uint8_t *)topic, topic_len));
     if (!acl)
         return true;
     who w = {identity, client_id};

@@ -18,7 +18,9 @@
  *
  * Access words: read, write, readwrite (the default when omitted), deny.
  * Matching order, per access check:
- *   1. $SYS: operators read it, nobody else does, nobody writes it; no
+ *   1. $SYS: operators read it, nobody else does, nobody writes it but
+ *      operators publishing to $SYS/console/request (the operator console,
+ *      docs/CONSOLE.md: the broker answers them, nobody receives them); no
  *      rule changes that.
  *   2. No ACL loaded: everything else is allowed.
  *   3. A deny rule that matches (general, the identity's, or a pattern)

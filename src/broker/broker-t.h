@@ -14,6 +14,7 @@
 
 #include "broker/acl.h"
 #include "broker/broker.h"
+#include "broker/console-t.h"
 #include "broker/journal.h"
 #include "broker/log-t.h"
 #include "broker/persist-t.h"
@@ -85,6 +86,7 @@ struct broker {
     tree tree;
     wheel wheel;
     sys_state sys;
+    bk_console console;       /* the operator console (console.c) */
     broker_stats stats;
     uint64_t next_expiry_check_ms;
     /* Drained output buffers kept for reuse (deliver.c): a free list per

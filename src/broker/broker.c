@@ -208,6 +208,7 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
     if (!c)
         return NULL;
     c->ctx = ctx;
+    c->opened_ms = now_ms;
     c->last_rx_ms = now_ms;
     /* MQTT 5.0's "absent" values, which are also what 3.1.1 means. */
     c->client_receive_max = UINT16_MAX;

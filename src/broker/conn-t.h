@@ -49,6 +49,7 @@ struct broker_conn {
     /* Output: bytes [out_head, out_len) are pending, owned. */
     uint8_t *out;
     uint32_t out_head, out_len, out_cap;
+    uint64_t opened_ms;             /* broker_open: "connected since" (console) */
     uint64_t last_rx_ms;
     uint64_t deadline_ms;           /* keepalive / connect timeout; 0 = none */
     uint32_t in_pause_at;           /* output bytes that pause input */

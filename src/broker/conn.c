@@ -11,6 +11,7 @@
 #include "broker/base.h"
 #include "broker/broker-t.h"
 #include "broker/conn.h"
+#include "broker/console_core.h"
 #include "broker/deliver.h"
 #include "broker/flow.h"
 #include "broker/ident.h"
@@ -395,9 +396,13 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
                "client id in use by another identity");
         return;
     }
+    /* A will is never a console request: only a live operator's PUBLISH is
+     * (console.c), so the ACL's exception for it does not apply here. */
     if (cp->will_flag &&
-        !broker_acl_check(b->acl, c->identity, (const char *)id, c->is_operator,
-                          (const char *)cp->will_topic.p, cp->will_topic.len, BROKER_ACL_WRITE)) {
+        (bk_console_is_request(cp->will_topic.p, cp->will_topic.len) ||
+         !broker_acl_check(b->acl, c->identity, (const char *)id, c->is_operator,
+                           (const char *)cp->will_topic.p, cp->will_topic.len,
+                           BROKER_ACL_WRITE))) {
         b->stats.acl_denied++;
         refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_RC_NOT_AUTHORIZED,
                "will topic not allowed");

@@ -32,6 +32,18 @@
 #define BROKER_CONSOLE_REQUEST_TOPIC "$SYS/console/request"
 #define BROKER_CONSOLE_RESPONSE_PREFIX "$SYS/console/response/"
 
+/* A request's payload larger than this is answered with an error. */
+#define BROKER_CONSOLE_REQUEST_MAX 16384u
+/* An answer is at most this many bytes, and at most what the requesting
+ * client's Maximum Packet Size leaves room for; lists (clients,
+ * retained-list) stop early and say "more": true, any other answer that
+ * does not fit is replaced by an error saying so. */
+#define BROKER_CONSOLE_ANSWER_MAX 65536u
+/* Entries a list answer holds unless "limit" asks otherwise, and the most
+ * "limit" may ask. */
+#define BROKER_CONSOLE_LIST_DEFAULT 100u
+#define BROKER_CONSOLE_LIST_MAX 1000u
+
 typedef struct broker_console_ops {
     void *ctx; /* given back to every op */
     /* The running configuration, secrets never shown (key file contents,

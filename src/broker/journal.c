@@ -114,12 +114,12 @@ static size_t field_size(const jfield *f)
 /* The bytes of one record being written, and the room it was given. Every
  * put checks that what it writes fits before writing: a put that does not
  * fit means the size computation is wrong, a broken invariant. */
-typedef struct jw {
+typedef struct jrec_w {
     uint8_t *p;
     size_t n, cap;
-} jw;
+} jrec_w;
 
-static void put_uint(jw *w, uint64_t v, size_t width)
+static void put_uint(jrec_w *w, uint64_t v, size_t width)
 {
     ALWAYS(w->cap - w->n >= width);
     ALWAYS(width == 8 || v >> (8 * width) == 0); /* the value fits its field */
@@ -127,7 +127,7 @@ static void put_uint(jw *w, uint64_t v, size_t width)
         w->p[w->n++] = (uint8_t)(v >> (8 * i));
 }
 
-static void put_raw(jw *w, const void *p, size_t len)
+static void put_raw(jrec_w *w, const void *p, size_t len)
 {
     ALWAYS(w->cap - w->n >= len);
     if (len)
@@ -135,7 +135,7 @@ static void put_raw(jw *w, const void *p, size_t len)
     w->n += len;
 }
 
-static void put_field(jw *w, const jfield *f)
+static void put_field(jrec_w *w, const jfield *f)
 {
     if (f->kind == JF_U32S) {
         const uint32_t *v = f->p;
@@ -162,7 +162,7 @@ static bool emit(broker *b, journal_type t, const jfield *f, size_t nf)
         b->jr.lost++; /* moves the mark: the packet's gate waits for the snapshot */
         return false;
     }
-    jw w = {p, 0, size};
+    jrec_w w = {p, 0, size};
     put_uint(&w, (uint8_t)t, 1);
     for (size_t i = 0; i < nf; i++)
         put_field(&w, &f[i]);

@@ -33,6 +33,7 @@
 #include "broker/base.h"
 #include "broker/broker-t.h"
 #include "broker/conn.h"
+#include "broker/console_core.h"
 #include "broker/deliver.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
@@ -252,12 +253,19 @@ static inline __attribute__((always_inline)) long route5(broker *b, const mqtt_p
     return route5_filtered(b, p, v);
 }
 
-/* Route p as its client (level 5 when v5) may publish it; the reason code that says how
+/* Route p as its client c (level 5 when v5) may publish it; the reason code that says how
  * it went at level 5 (0 success, 0x10 nobody subscribes, 0x97 limits
  * dropped every copy), or 0x80 when memory ran out. */
-static inline __attribute__((always_inline)) uint8_t route(broker *b, const mqtt_publish *p,
+static inline __attribute__((always_inline)) uint8_t route(broker *b, broker_conn *c,
+                                                           const mqtt_publish *p,
                                                            mqtt_bytes topic, const bool v5)
 {
+    /* An operator's console request (the ACL let it write there): the
+     * broker answers it, nobody receives it, nothing is retained. */
+    if (c->is_operator && bk_console_is_request(topic.p, topic.len)) {
+        bk_console_request(b, c, p);
+        return 0;
+    }
     if (!v5) { /* a constant in each copy of handle_publish */
         bk_pubview v = {topic.p, p->payload.p, NULL, topic.len, p->payload.len, 0, 0};
         (void)bk_route_view(b, v, p->qos, p->retain, NULL);
@@ -308,6 +316,8 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
         /* At level 3/4 not delivered, but still acknowledged as 3.1.1
          * allows; at level 5 refused with 0x87. */
         b->stats.acl_denied++;
+        if (bk_console_is_request(topic.p, topic.len))
+            bk_console_refused(b);
         bk_log_limited(b, BK_LOGK_DENIED, BROKER_LOG_DEBUG, "client %s: publish to '%.*s' denied",
                        s->id, (int)(topic.len > 200 ? 200 : topic.len), (const char *)topic.p);
         if (v5)
@@ -328,7 +338,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
 
     if (p->qos == 0) {
         if (allowed)
-            (void)route(b, p, topic, v5);
+            (void)route(b, c, p, topic, v5);
         else if (rc == MQTT_RC_TOPIC_NAME_INVALID)
             bk_conn_fail(b, c, rc, "topic beyond the limits");
         return;
@@ -345,7 +355,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
                              "too many QoS 2 messages awaiting PUBREL");
                 return;
             }
-            rc = route(b, p, topic, v5);
+            rc = route(b, c, p, topic, v5);
             /* [MQTT-4.3.3-9]: after a PUBREC with an error code the id
              * names nothing: a PUBLISH with it is a new message. */
             if (rc >= MQTT_RC_UNSPECIFIED_ERROR)
@@ -361,7 +371,7 @@ static inline __attribute__((always_inline)) void handle_publish(broker *b, brok
         return;
     }
     if (allowed)
-        rc = route(b, p, topic, v5);
+        rc = route(b, c, p, topic, v5);
     /* QoS 1 leaves no state of its own behind: the PUBACK waits only for
      * what routing recorded (a retained value, queue rows of persistent
      * sessions). */

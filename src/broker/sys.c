@@ -4,6 +4,7 @@
  * so existing dashboards work; $SYS/broker/memory/used is tern's own.
  */
 #include "broker/broker-t.h"
+#include "broker/console_core.h"
 #include "broker/deliver.h"
 #include "broker/journal.h"
 #include "broker/sys.h"
@@ -178,6 +179,7 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
         sys_publish_layer(b);
     if (b->has_store_status)
         sys_publish_store(b);
+    bk_console_sys_publish(b);
     /* Last, so the count and the memory figure include the $SYS values. */
     put_u64(b, "$SYS/broker/retained messages/count", b->stats.retained_count);
     put_u64(b, "$SYS/broker/retained messages/bytes", b->stats.retained_bytes);
