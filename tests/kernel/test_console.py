@@ -30,7 +30,7 @@ from paho.mqtt.packettypes import PacketTypes
 from paho.mqtt.properties import Properties
 
 from clients import mosq, rm
-from harness import MTLS_CONF, Failure, drive, scratch, show
+from harness import MTLS_CONF, Failure, Pki, drive, scratch, show
 from test_store_disk import DiskBroker, mkdisk
 
 # Backups on demand only; the scrubber fast but its next pass 30 days on
@@ -158,6 +158,7 @@ def console_test(build):
     notes = []
     with scratch() as tmp:
         img, _ = mkdisk(build, tmp)
+        Pki(build.dir)  # made before the bundle links it
         db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"), CONF)
         start = time.monotonic()
         with db.boot() as vm:
