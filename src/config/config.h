@@ -205,17 +205,4 @@ size_t tern_config_line(const tern_config *cfg, const char *key);
  */
 void tern_config_to_broker(const tern_config *cfg, broker_config *out);
 
-/*
- * Showing a configuration (the operator console's config-show): every key
- * this release knows, in one fixed order, and its value in cfg spelled as
- * the file takes it back (parsing "KEY = VALUE" lines made of them gives
- * the same settings). tern_config_format writes the value, always
- * NUL-terminated and cut short to size, and returns false when the key is
- * not set (no listener, an empty path or list, net.ipv4 by DHCP) or i is
- * past the end. Paths are shown, never the contents of the files.
- */
-size_t tern_config_key_count(void);
-const char *tern_config_key_name(size_t i); /* NULL past the end */
-bool tern_config_format(const tern_config *cfg, size_t i, char *buf, size_t size);
-
 #endif
