@@ -107,9 +107,11 @@ $(BUILD)/asan/unit-tests: $(ASAN_CORE) $(ASAN_UNIT)
 # goes in a (thin) archive, so the linker takes only the members the tests
 # use, none of which may need the libraries: nothing here depends on
 # `deps`, and a fresh clone builds it in seconds.
-# test_conn_tls needs wolfSSL through src/conn/tls.c, test_kkat through crypto/kat.c.
+# test_conn_tls needs wolfSSL through src/conn/tls.c, test_kkat through crypto/kat.c,
+# test_diag_crypto through src/diag/cryptobench.c.
 UNIT_DEPS_SRC  := $(filter tests/unit/test_tls_% tests/unit/test_store_% tests/unit/test_kvfs% \
-                           tests/unit/test_conn_tls.c tests/unit/test_kkat.c,$(UNIT_SRC))
+                           tests/unit/test_conn_tls.c tests/unit/test_kkat.c \
+                           tests/unit/test_diag_crypto.c,$(UNIT_SRC))
 UNIT_CORE_SRC  := $(filter-out $(UNIT_DEPS_SRC),$(UNIT_SRC))
 UNIT_CORE_PLAT := $(filter $(patsubst tests/unit/test_posix_%.c,src/platform/posix/%.c,\
                               $(UNIT_CORE_SRC)) src/platform/posix/panic.c,$(POSIX_SRC))

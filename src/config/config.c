@@ -16,32 +16,10 @@
 #include "broker/limits_default.h"
 #include "conn/tunables.h"
 #include "config/addr.h"
+#include "config/keys.h"
 
 /* Values longer than this are cut in messages so the line stays readable. */
 enum { SHOWN_MAX = 40, SUGGEST_KEY_MAX = 48 };
-
-typedef enum value_kind {
-    KIND_VERSION,
-    KIND_UINT,
-    KIND_BOOL,
-    KIND_LOG_LEVEL,
-    KIND_LISTEN,
-    KIND_PATH,         /* text up to max bytes (max = field size, NUL included) */
-    KIND_LIST,         /* comma-separated non-empty items, same storage rule */
-    KIND_IDENTITY,     /* cn | san-dns | san-email | san-uri */
-    KIND_TLS_VERSION,  /* 1.3 | 1.2 */
-    KIND_STORE_SYNC,   /* full | normal */
-    KIND_IPV4_PREFIX,  /* a.b.c.d/N, a host address */
-    KIND_IPV4_HOST,    /* a.b.c.d, a host address */
-    KIND_DISK,         /* auto | none | virtio-blk | virtio-scsi | BB:DD.F */
-} value_kind;
-
-typedef struct key_def {
-    const char *name;
-    value_kind kind;
-    uint32_t min, max; /* KIND_UINT range; KIND_PATH/LIST: max = field size */
-    size_t offset;     /* of the field in tern_config */
-} key_def;
 
 #define LIMIT(key, field, lo, hi)                                                   \
     { "limits." key, KIND_UINT, lo, hi, offsetof(tern_config, limits.field) }
@@ -49,7 +27,7 @@ typedef struct key_def {
     { "tls." key, kind, 0, sizeof(((tern_config *)0)->tls.field), offsetof(tern_config, tls.field) }
 
 /* Every key this release knows; config_version must stay first. */
-static const key_def key_table[] = {
+const key_def tern_config_keys[] = {
     {"config_version", KIND_VERSION, 0, 0, offsetof(tern_config, version)},
     {"listener.plain", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_plain)},
     {"log.level", KIND_LOG_LEVEL, 0, 0, offsetof(tern_config, log_level)},
@@ -110,7 +88,9 @@ static const key_def key_table[] = {
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
 };
 
-#define KEY_COUNT (sizeof key_table / sizeof key_table[0])
+#define KEY_COUNT (sizeof tern_config_keys / sizeof tern_config_keys[0])
+
+const size_t tern_config_key_count = KEY_COUNT;
 
 _Static_assert(KEY_COUNT <= 64 && KEY_COUNT <= TERN_CONFIG_KEYS_MAX,
                "duplicate detection uses a 64-bit mask; tern_config.key_line has room");
@@ -211,8 +191,8 @@ static bool span_is(span s, const char *word)
 static const key_def *find_key(span key)
 {
     for (size_t i = 0; i < KEY_COUNT; i++)
-        if (span_is(key, key_table[i].name))
-            return &key_table[i];
+        if (span_is(key, tern_config_keys[i].name))
+            return &tern_config_keys[i];
     return NULL;
 }
 
@@ -253,12 +233,12 @@ static const key_def *closest_key(span key)
     for (size_t i = 0; i < KEY_COUNT; i++) {
         size_t d;
 
-        if (strlen(key_table[i].name) > SUGGEST_KEY_MAX)
+        if (strlen(tern_config_keys[i].name) > SUGGEST_KEY_MAX)
             continue;
-        d = edit_distance(key, key_table[i].name);
+        d = edit_distance(key, tern_config_keys[i].name);
         if (d < best_d) {
             best_d = d;
-            best = &key_table[i];
+            best = &tern_config_keys[i];
         }
     }
     return best;
@@ -610,7 +590,7 @@ static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m
         msg_quoted(m, key);
         return false;
     }
-    bit = (uint64_t)1 << (size_t)(def - key_table);
+    bit = (uint64_t)1 << (size_t)(def - tern_config_keys);
     if (*seen & bit) {
         msg_str(m, "duplicate key '");
         msg_str(m, def->name);
@@ -627,7 +607,7 @@ static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m
     if (!set_value(cfg, def, value, m))
         return false;
     *seen |= bit;
-    key_lines[def - key_table] = line_no;
+    key_lines[def - tern_config_keys] = line_no;
     return true;
 }
 
@@ -635,7 +615,7 @@ static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m
 static size_t line_of(const size_t *key_lines, const char *name)
 {
     for (size_t i = 0; i < KEY_COUNT; i++)
-        if (strcmp(key_table[i].name, name) == 0)
+        if (strcmp(tern_config_keys[i].name, name) == 0)
             return key_lines[i];
     return 0;
 }
@@ -654,9 +634,9 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
 
     if (cfg->listener_tls.family == TERN_ADDR_NONE) {
         for (size_t i = 0; i < KEY_COUNT; i++) {
-            if (key_lines[i] != 0 && strncmp(key_table[i].name, "tls.", 4) == 0) {
+            if (key_lines[i] != 0 && strncmp(tern_config_keys[i].name, "tls.", 4) == 0) {
                 msg_begin(m, file, key_lines[i]);
-                msg_str(m, key_table[i].name);
+                msg_str(m, tern_config_keys[i].name);
                 msg_str(m, " is set but there is no listener.tls to use it");
                 return false;
             }
@@ -920,7 +900,7 @@ done:
 size_t tern_config_line(const tern_config *cfg, const char *key)
 {
     for (size_t i = 0; i < KEY_COUNT; i++)
-        if (strcmp(key_table[i].name, key) == 0)
+        if (strcmp(tern_config_keys[i].name, key) == 0)
             return cfg->key_line[i];
     return 0;
 }

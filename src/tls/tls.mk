@@ -22,7 +22,11 @@ endif
 build/deps/wolfssl/lib/libwolfssl.a:
 	@echo "wolfSSL is not built yet: run 'make deps' (make test does it)" >&2; exit 1
 
-TLS_SRC  := $(sort $(wildcard src/tls/*.c)) $(CONN_TLS_SRC)
+# The diagnostics' crypto and handshake measurements (src/diag/cryptobench.c
+# and its parts) use wolfCrypt and the adapter: built and linked with them.
+# (The rest of src/diag/, if any, is wolfSSL-free and not listed here.)
+DIAG_CRYPTO_SRC := $(sort $(wildcard src/diag/crypto*.c src/diag/handshake*.c))
+TLS_SRC  := $(sort $(wildcard src/tls/*.c)) $(CONN_TLS_SRC) $(DIAG_CRYPTO_SRC)
 REL_TLS  := $(call obj,rel,$(TLS_SRC))
 ASAN_TLS := $(call obj,asan,$(TLS_SRC))
 

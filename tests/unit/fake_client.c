@@ -315,7 +315,6 @@ void fc_unsubscribe(fworld *w, fclient *c, uint16_t id, const char *filter)
 void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, uint8_t qos,
                 bool retain, uint16_t id)
 {
-    uint8_t buf[4096];
     mqtt_publish p = {
         .qos = qos,
         .retain = retain,
@@ -323,7 +322,13 @@ void fc_publish(fworld *w, fclient *c, const char *topic, const char *payload, u
         .topic = {(const uint8_t *)topic, strlen(topic)},
         .payload = {(const uint8_t *)payload, strlen(payload)},
     };
-    send_buf(w, c, buf, mqtt_encode_publish(buf, sizeof buf, c->level, &p));
+    /* Sized to the message: tests publish payloads of any length. */
+    size_t cap = p.topic.len + p.payload.len + 16;
+    uint8_t *buf = malloc(cap);
+    if (!buf)
+        abort();
+    send_buf(w, c, buf, mqtt_encode_publish(buf, cap, c->level, &p));
+    free(buf);
 }
 
 void fc_ack(fworld *w, fclient *c, mqtt_type type, uint16_t id)

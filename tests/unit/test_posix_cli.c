@@ -59,7 +59,7 @@ TEST(cli_usage_errors_say_what_is_wrong)
     const char *unknown[] = {"ternd", "--verbose", "-c", "a"};
     const char *stray[] = {"ternd", "-c", "a", "b"};
     const char *empty[] = {"ternd", "--config="};
-    tern_cli cli = {TERN_CLI_HELP, "untouched"};
+    tern_cli cli = {TERN_CLI_HELP, "untouched", 0};
     char err[128];
 
     CHECK(!parse(1, none, &cli, err));
@@ -75,4 +75,45 @@ TEST(cli_usage_errors_say_what_is_wrong)
     CHECK(strcmp(err, "unexpected argument b") == 0);
     CHECK(!parse(2, empty, &cli, err));
     CHECK(strcmp(err, "empty configuration file name") == 0);
+}
+
+TEST(cli_diag_measures_with_a_budget_and_no_config)
+{
+    const char *plain[] = {"ternd", "--diag"};
+    const char *budget[] = {"ternd", "--budget-ms", "250", "--diag"};
+    const char *zero[] = {"ternd", "--diag", "--budget-ms", "0"};
+    tern_cli cli;
+    char err[128];
+
+    CHECK(parse(2, plain, &cli, err));
+    CHECK_EQ(cli.mode, TERN_CLI_DIAG);
+    CHECK(cli.config_path == NULL);
+    CHECK_EQ(cli.budget_ms, TERN_CLI_DIAG_BUDGET_MS);
+    CHECK(parse(4, budget, &cli, err));
+    CHECK_EQ(cli.mode, TERN_CLI_DIAG);
+    CHECK_EQ(cli.budget_ms, 250);
+    CHECK(parse(4, zero, &cli, err));
+    CHECK_EQ(cli.budget_ms, 0);
+}
+
+TEST(cli_diag_budget_errors_say_what_is_wrong)
+{
+    const char *word[] = {"ternd", "--diag", "--budget-ms", "lots"};
+    const char *huge[] = {"ternd", "--diag", "--budget-ms", "600001"};
+    const char *dangling[] = {"ternd", "--diag", "--budget-ms"};
+    const char *alone[] = {"ternd", "-c", "a", "--budget-ms", "5"};
+    const char *with_config[] = {"ternd", "--diag", "-c", "a"};
+    tern_cli cli;
+    char err[128];
+
+    CHECK(!parse(4, word, &cli, err));
+    CHECK(strcmp(err, "--budget-ms wants milliseconds (0 to 600000), not lots") == 0);
+    CHECK(!parse(4, huge, &cli, err));
+    CHECK(strcmp(err, "--budget-ms wants milliseconds (0 to 600000), not 600001") == 0);
+    CHECK(!parse(3, dangling, &cli, err));
+    CHECK(strcmp(err, "missing N after --budget-ms") == 0);
+    CHECK(!parse(5, alone, &cli, err));
+    CHECK(strcmp(err, "--budget-ms only goes with --diag") == 0);
+    CHECK(!parse(4, with_config, &cli, err));
+    CHECK(strcmp(err, "--diag takes no configuration") == 0);
 }

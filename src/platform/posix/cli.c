@@ -11,6 +11,9 @@
 static const char usage[] =
     "usage: ternd -c FILE            run the broker with the configuration in FILE\n"
     "       ternd --check -c FILE    check FILE and exit (0 valid, 1 invalid)\n"
+    "       ternd --diag [--budget-ms N]\n"
+    "                                measure crypto and TLS handshake costs for about\n"
+    "                                N ms (default 3000), print them as JSON and exit\n"
     "       ternd --version          print the version and exit\n"
     "       ternd --help             print this text and exit\n"
     "\n"
@@ -31,10 +34,28 @@ static void say(char *err, size_t err_size, const char *what, const char *arg)
         err[0] = '\0';
 }
 
+/* A decimal number of milliseconds up to TERN_CLI_DIAG_BUDGET_MAX. */
+static bool parse_budget(const char *s, unsigned *out)
+{
+    unsigned long v = 0;
+
+    if (*s == '\0')
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return false;
+        v = v * 10u + (unsigned long)(*s - '0');
+        if (v > TERN_CLI_DIAG_BUDGET_MAX)
+            return false;
+    }
+    *out = (unsigned)v;
+    return true;
+}
+
 bool tern_cli_parse(int argc, char *const argv[], tern_cli *out, char *err, size_t err_size)
 {
-    tern_cli cli = {TERN_CLI_RUN, NULL};
-    bool check = false, help = false, version = false;
+    tern_cli cli = {TERN_CLI_RUN, NULL, TERN_CLI_DIAG_BUDGET_MS};
+    bool check = false, help = false, version = false, diag = false, budget = false;
     bool ok = false;
 
     if (err_size > 0)
@@ -48,6 +69,19 @@ bool tern_cli_parse(int argc, char *const argv[], tern_cli *out, char *err, size
             version = true;
         } else if (strcmp(a, "-t") == 0 || strcmp(a, "--check") == 0) {
             check = true;
+        } else if (strcmp(a, "--diag") == 0) {
+            diag = true;
+        } else if (strcmp(a, "--budget-ms") == 0) {
+            if (i + 1 >= argc) {
+                say(err, err_size, "missing N after", a);
+                goto done;
+            }
+            if (!parse_budget(argv[++i], &cli.budget_ms)) {
+                say(err, err_size, "--budget-ms wants milliseconds (0 to 600000), not",
+                    argv[i]);
+                goto done;
+            }
+            budget = true;
         } else if (strcmp(a, "-c") == 0 || strcmp(a, "--config") == 0 ||
                    strncmp(a, "--config=", 9) == 0) {
             const char *path = strncmp(a, "--config=", 9) == 0 ? a + 9 : NULL;
@@ -79,6 +113,15 @@ bool tern_cli_parse(int argc, char *const argv[], tern_cli *out, char *err, size
     if (help || version) {
         cli.mode = help ? TERN_CLI_HELP : TERN_CLI_VERSION;
         cli.config_path = NULL;
+    } else if (diag) {
+        if (cli.config_path != NULL || check) {
+            say(err, err_size, "--diag takes no configuration", NULL);
+            goto done;
+        }
+        cli.mode = TERN_CLI_DIAG;
+    } else if (budget) {
+        say(err, err_size, "--budget-ms only goes with --diag", NULL);
+        goto done;
     } else if (cli.config_path == NULL) {
         say(err, err_size, "missing -c FILE", NULL);
         goto done;

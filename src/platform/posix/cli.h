@@ -4,6 +4,8 @@
  *
  *   ternd -c FILE            run with the configuration in FILE
  *   ternd --check -c FILE    validate FILE and exit (0 valid, 1 invalid)
+ *   ternd --diag [--budget-ms N]  measure crypto and handshake costs, print
+ *                            them as JSON (docs/DIAGNOSTICS.md) and exit
  *   ternd --version          print the version
  *   ternd --help             print the usage
  */
@@ -18,11 +20,18 @@ typedef enum tern_cli_mode {
     TERN_CLI_CHECK,
     TERN_CLI_VERSION,
     TERN_CLI_HELP,
+    TERN_CLI_DIAG,
 } tern_cli_mode;
+
+/* --diag's budget when --budget-ms is not given: the diagnostics mode's. */
+#define TERN_CLI_DIAG_BUDGET_MS 3000u
+/* The largest --budget-ms accepted (10 minutes: a typo, not a plan). */
+#define TERN_CLI_DIAG_BUDGET_MAX 600000u
 
 typedef struct tern_cli {
     tern_cli_mode mode;
-    const char *config_path; /* points into argv; NULL for VERSION/HELP */
+    const char *config_path; /* points into argv; NULL for VERSION/HELP/DIAG */
+    unsigned budget_ms;      /* DIAG: the measurements' time budget */
 } tern_cli;
 
 /* Exit status for a command line that makes no sense (as with most tools). */

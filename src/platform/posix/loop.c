@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "platform/posix/console_ops.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/signals.h"
 #include "version.h"
@@ -279,6 +280,8 @@ static bool create_core(tern_loop *l, tern_assets *assets)
         return false;
     }
     set_wall_clock(l, tern_loop_now_ms()); /* before the store restores */
+    broker_console_ops ops = tern_console_ops(l);
+    broker_set_console_ops(l->b, &ops);
     if (assets->acl != NULL) {
         broker_set_acl(l->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;

@@ -14,6 +14,7 @@
 
 #include "config/config.h"
 #include "platform/posix/cli.h"
+#include "platform/posix/diagclock.h"
 #include "platform/posix/file.h"
 #include "platform/posix/load.h"
 #include "platform/posix/log.h"
@@ -109,6 +110,8 @@ int main(int argc, char **argv)
         return fputs(tern_cli_usage(), stdout) < 0 ? EXIT_FAILURE : 0;
     case TERN_CLI_VERSION:
         return printf("tern %s\n", TERN_VERSION) < 0 ? EXIT_FAILURE : 0;
+    case TERN_CLI_DIAG:
+        return posix_diag_run(cli.budget_ms);
     case TERN_CLI_CHECK: {
         char note[sizeof err];
 

@@ -1,0 +1,23 @@
+/*
+ * cryptobench.h - the diagnostics report's "crypto" and "handshake"
+ * sections (docs/DIAGNOSTICS.md): the cost of the crypto operations tern's
+ * TLS uses and the server's CPU cost of one full mutual-TLS 1.3 handshake,
+ * measured through the same wolfCrypt the TLS uses. Portable: the daemon
+ * (ternd --diag, the console's diag command) and the kernel compile it.
+ */
+#ifndef TERN_DIAG_CRYPTOBENCH_H
+#define TERN_DIAG_CRYPTOBENCH_H
+
+#include "diag/diag_clock.h"
+#include "json/json.h"
+
+/* Budget of the diagnostics mode (whole crypto + handshake run). */
+#define DIAG_CRYPTO_BUDGET_MS 3000u
+
+/* Write the members "crypto" and "handshake" into w's open object. The
+ * measurements take about budget_ms in total (never much more; 0 runs each
+ * measurement once at most, and a figure that could not be measured is
+ * null with its "_why"). */
+void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms);
+
+#endif
