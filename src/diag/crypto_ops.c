@@ -126,7 +126,10 @@ static const char *impl_of(diag_op op, int aes_ni)
         return "C (GCM 4-bit table)";
     case DIAG_OP_CHACHA20_POLY1305:
 #ifdef USE_INTEL_SPEEDUP
-        return avx2 ? "AVX2 asm" : avx1 ? "AVX asm (Poly1305 AVX)" : "x86_64 asm (Poly1305 C)";
+        /* Poly1305's non-AVX2 code (named _avx in wolfSSL) is scalar x86_64. */
+        return avx2 ? "ChaCha20 AVX2 asm, Poly1305 AVX2 asm"
+               : avx1 ? "ChaCha20 AVX asm, Poly1305 x86_64 asm"
+                      : "ChaCha20 x86_64 asm, Poly1305 x86_64 asm";
 #else
         return "C";
 #endif

@@ -10,6 +10,7 @@
 
 #include "diag/crypto_ops.h"
 #include "diag/handshake.h"
+#include "version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,4 +224,19 @@ void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms)
     write_crypto(w, clk, budget_ms, ops);
     write_handshake(w, clk, budget_ms, ops);
     free(ops);
+}
+
+size_t diag_crypto_report(char *buf, size_t cap, const struct diag_clock *clk,
+                          unsigned budget_ms, const char *mode)
+{
+    jw w;
+
+    jw_init(&w, buf, cap);
+    jw_obj(&w, NULL);
+    jw_u64(&w, "schema", 1);
+    jw_str(&w, "tern", TERN_VERSION);
+    jw_str(&w, "mode", mode);
+    diag_crypto_write(&w, clk, budget_ms);
+    jw_end(&w);
+    return jw_finish(&w);
 }

@@ -20,4 +20,11 @@
  * null with its "_why"). */
 void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms);
 
+/* A whole document of those two sections alone, for the platforms' own
+ * read-outs (ternd --diag, the kernel's test hook): {"schema": 1, "tern":
+ * VERSION, "mode": mode, "crypto": ..., "handshake": ...} into buf[0..cap)
+ * with a NUL; its length, or 0 when it did not fit. */
+size_t diag_crypto_report(char *buf, size_t cap, const struct diag_clock *clk,
+                          unsigned budget_ms, const char *mode);
+
 #endif

@@ -46,19 +46,15 @@ static uint64_t step_cycles(void *ctx)
     return sc->c;
 }
 
-/* The document diag_crypto_write makes inside {...}, parsed (into one
- * buffer for all tests: a failed CHECK returns without cleaning up); NULL
- * when it is not whole, valid JSON. */
+/* diag_crypto_report's document, parsed (into one buffer for all tests: a
+ * failed CHECK returns without cleaning up); NULL when it is not whole,
+ * valid JSON. */
 static const char *report(const struct diag_clock *clk, unsigned budget_ms, jr_val *doc)
 {
     static char buf[DOC_CAP];
-    jw w;
+    size_t n = diag_crypto_report(buf, sizeof buf, clk, budget_ms, "unit-test");
 
-    jw_init(&w, buf, sizeof buf);
-    jw_obj(&w, NULL);
-    diag_crypto_write(&w, clk, budget_ms);
-    jw_end(&w);
-    if (jw_finish(&w) == 0 || jr_parse(buf, strlen(buf), doc, NULL, 0) != 0)
+    if (n == 0 || jr_parse(buf, n, doc, NULL, 0) != 0)
         return NULL;
     return buf;
 }
@@ -122,6 +118,8 @@ TEST(diag_crypto_writes_every_operation_and_a_completed_handshake_with_its_break
     const char *text = report(&clk, 200, &doc);
 
     CHECK(text != NULL);
+    CHECK(jr_get(&doc, "mode", &ref) == 0 && jr_string_is(&ref, "unit-test"));
+    CHECK(u64_member(&doc, "schema", &n) && n == 1);
     CHECK(jr_get(&doc, "crypto", &crypto) == 0 && crypto.type == JR_OBJECT);
     CHECK(every_op_present(&crypto));
     /* On the host every operation is measurable. */

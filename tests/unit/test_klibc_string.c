@@ -27,6 +27,7 @@
 #define strspn klibc_strspn
 #define strcspn klibc_strcspn
 #define strncpy klibc_strncpy
+#define strncat klibc_strncat
 #define strcasecmp klibc_strcasecmp
 #define strncasecmp klibc_strncasecmp
 void *klibc_memcpy(void *restrict dst, const void *restrict src, size_t n);
@@ -45,6 +46,7 @@ char *klibc_strpbrk(const char *s, const char *accept);
 size_t klibc_strspn(const char *s, const char *accept);
 size_t klibc_strcspn(const char *s, const char *reject);
 char *klibc_strncpy(char *restrict dst, const char *restrict src, size_t n);
+char *klibc_strncat(char *restrict dst, const char *restrict src, size_t n);
 int klibc_strcasecmp(const char *a, const char *b);
 int klibc_strncasecmp(const char *a, const char *b, size_t n);
 #include "platform/kernel/libc/string.c"
@@ -64,6 +66,7 @@ int klibc_strncasecmp(const char *a, const char *b, size_t n);
 #undef strspn
 #undef strcspn
 #undef strncpy
+#undef strncat
 #undef strcasecmp
 #undef strncasecmp
 
@@ -186,5 +189,22 @@ TEST(klibc_string_search_and_copy)
         CHECK(klibc_strncpy(a, "hello", n) == a);
         strncpy(b, "hello", n);
         CHECK_MEM(a, b, sizeof a);
+    }
+}
+
+TEST(klibc_strncat_appends_at_most_n_and_terminates)
+{
+    const char *tails[] = {"", "\n", "hello", "0123456789"};
+    char a[32], b[32];
+    for (size_t t = 0; t < sizeof tails / sizeof tails[0]; t++) {
+        for (size_t n = 0; n < 12; n++) {
+            memset(a, 'x', sizeof a);
+            memset(b, 'x', sizeof b);
+            strcpy(a, "head");
+            strcpy(b, "head");
+            CHECK(klibc_strncat(a, tails[t], n) == a);
+            strncat(b, tails[t], n);
+            CHECK_MEM(a, b, sizeof a);
+        }
     }
 }

@@ -25,7 +25,7 @@ KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # with the kernel's flags and libc (the same sources as the daemon). The
 # store (src/store, with SQLite) comes from store/sqlite.mk.
 KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c src/json/*.c \
-                                   src/conn/*.c))
+                                   src/conn/*.c src/diag/crypto*.c src/diag/handshake*.c))
 
 # lwIP: IPv4, TCP, UDP (for DHCP), ARP, ICMP; configured by net/lwipopts.h.
 LWIP_DIR  := $(BUILD)/deps/lwip/src/src

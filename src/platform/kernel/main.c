@@ -21,6 +21,7 @@
 #include "clock.h"
 #include "console.h"
 #include "crypto/crypto.h"
+#include "crypto/cryptobench_hook.h"
 #include "dev/blk.h"
 #include "dev/blk_selftest.h"
 #include "dev/pci.h"
@@ -214,6 +215,11 @@ static _Noreturn void kmain(void)
     rng_init(RNG_WAIT_MS);
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
+#ifdef TERN_TEST_HOOKS
+    char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
+    if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
+        cryptobench_hook(bench_arg, tsc.invariant);
+#endif
 #ifdef TERN_TEST_HOOKS
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */
     if (bootinfo_arg(&boot, "tern.test.layout", layout_arg, sizeof layout_arg))

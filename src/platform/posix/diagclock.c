@@ -8,8 +8,6 @@
 #include "platform/posix/diagclock.h"
 
 #include "diag/cryptobench.h"
-#include "json/json.h"
-#include "version.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,20 +52,12 @@ int posix_diag_run(unsigned budget_ms)
     struct diag_clock clk = posix_diag_clock();
     char *buf = malloc(DIAG_DOC_MAX);
     size_t n;
-    jw w;
 
     if (buf == NULL) {
         fprintf(stderr, "ternd: --diag: out of memory\n");
         return 1;
     }
-    jw_init(&w, buf, DIAG_DOC_MAX);
-    jw_obj(&w, NULL);
-    jw_u64(&w, "schema", 1);
-    jw_str(&w, "tern", TERN_VERSION);
-    jw_str(&w, "mode", "daemon");
-    diag_crypto_write(&w, &clk, budget_ms);
-    jw_end(&w);
-    n = jw_finish(&w);
+    n = diag_crypto_report(buf, DIAG_DOC_MAX, &clk, budget_ms, "daemon");
     if (n == 0) {
         fprintf(stderr, "ternd: --diag: the report did not fit in %u bytes\n", DIAG_DOC_MAX);
         free(buf);

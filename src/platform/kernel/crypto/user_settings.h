@@ -13,7 +13,9 @@
  *            ECDSA P-256 certificates, AES-GCM (AES-NI), ChaCha20-Poly1305,
  *            SHA-256/384/512 (SHA-1 only for certificate key identifiers),
  *            HKDF, the fast P-256 code (SP, x86_64 assembly) and the Intel
- *            assembly with run-time CPUID dispatch
+ *            assembly with run-time CPUID dispatch; certificate generation
+ *            (the diagnostics' handshake measurement makes its own
+ *            certificates: src/diag/handshake_pki.c)
  *   dropped  RSA, DH, DSA, MD5, P-384 and other curves, SHA-3, PSK, session
  *            cache, file system, sockets, threads, error strings
  *
@@ -78,6 +80,9 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 #define WOLFSSL_ALT_NAMES
 #define WOLFSSL_ALWAYS_VERIFY_CB
 #define WOLFSSL_ASN_TEMPLATE
+/* Certificates made at run time for the diagnostics' handshake measurement
+ * (src/diag/handshake_pki.c; never used to serve): +SIZE of kernel text. */
+#define WOLFSSL_CERT_GEN
 
 /* ---- algorithms ------------------------------------------------------ */
 #define HAVE_ECC

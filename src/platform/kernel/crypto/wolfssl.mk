@@ -40,9 +40,11 @@ $(KWOLF_DIR)/%.c $(KWOLF_DIR)/%.S:
 	@echo "wolfSSL sources missing ($(KWOLF_DIR)): run make deps" >&2; exit 1
 endif
 
-# The adapter and the kernel's crypto glue include wolfSSL headers.
+# The adapter, the kernel's crypto glue and the diagnostics' crypto
+# measurements (src/diag/crypto*.c, handshake*.c) include wolfSSL headers.
 KWOLF_USERS := $(foreach v,prod test debug,$(KBUILD)/$(v)/src/tls/%.o \
-                 $(KBUILD)/$(v)/$(KDIR)/crypto/%.o)
+                 $(KBUILD)/$(v)/$(KDIR)/crypto/%.o $(KBUILD)/$(v)/src/diag/crypto%.o \
+                 $(KBUILD)/$(v)/src/diag/handshake%.o)
 $(KWOLF_USERS): KERNEL_CFLAGS += $(KWOLF_INC)
 
 define KWOLF_VARIANT

@@ -185,6 +185,17 @@ char *strncpy(char *restrict dst, const char *restrict src, size_t n)
     return dst;
 }
 
+/* wolfSSL's PEM writer (wc_DerToPem, certificate generation) needs it. */
+char *strncat(char *restrict dst, const char *restrict src, size_t n)
+{
+    char *end = dst + strlen(dst);
+    size_t i = 0;
+    for (; i < n && src[i]; i++)
+        end[i] = src[i];
+    end[i] = '\0';
+    return dst;
+}
+
 int strncasecmp(const char *a, const char *b, size_t n)
 {
     for (; n; n--, a++, b++) {

@@ -23,6 +23,7 @@ char *strpbrk(const char *s, const char *accept);
 size_t strspn(const char *s, const char *accept);
 size_t strcspn(const char *s, const char *reject);
 char *strncpy(char *restrict dst, const char *restrict src, size_t n);
+char *strncat(char *restrict dst, const char *restrict src, size_t n);
 int strcasecmp(const char *a, const char *b);
 int strncasecmp(const char *a, const char *b, size_t n);
 
