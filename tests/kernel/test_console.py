@@ -15,8 +15,9 @@ $SYS/console/response/<identity>.
   key; no byte of the server's key: its PEM body lines, its DER, their
   hex; the certificate's SHA-256 right), backup-now and scrub-now (their
   $SYS counters move: backups are on demand only and the scrub interval
-  is 30 days, so nothing else moves them), diag, log-level (debug lines
-  appear on the console only after it).
+  is 30 days, so nothing else moves them), diag (the crypto and handshake
+  sections, each null value with its why), log-level (debug lines appear
+  on the console only after it).
 """
 import base64
 import hashlib
@@ -237,8 +238,8 @@ def console_test(build):
             for m in key_material(db):
                 if m in text:
                     raise Failure(f"config-show contains server key material {m[:16]!r}...")
-            s = a.get("settings", {})
-            if s.get("tls.key") != "pki/server.key" or s.get("store.scrub_interval") != "2592000" \
+            s = a.get("config", {})
+            if s.get("tls.key") != "pki/server.key" or s.get("store.scrub_interval") != 2592000 \
                     or "net.ipv4" not in s or s["net.ipv4"] is not None:
                 raise Failure(f"config-show settings: {s}")
             files = {f["key"]: f for f in a.get("files", [])}
@@ -265,11 +266,19 @@ def console_test(build):
                 raise Failure(f"scrub-now ({a}): $SYS scrub/passes did not move")
             notes.append("backup-now and scrub-now moved $SYS")
 
-            # ---- diag ----
-            corr = op.send({"command": "diag"})
-            op._wait(lambda: corr in op.answers, "diag answer", 120)
-            d = json.loads(op.answers[corr])
-            notes.append(f"diag: ok {d.get('ok')}")
+            # ---- diag: the crypto and handshake sections, every value or its why ----
+            t0 = time.monotonic()
+            d, _ = op.ask({"command": "diag"})
+            took = time.monotonic() - t0
+            for section in ("crypto", "handshake"):
+                if not isinstance(d.get(section), dict) or not d[section]:
+                    raise Failure(f"diag without {section}: {d}")
+                for k, v in d[section].items():
+                    if v is None and f"{k}_why" not in d[section]:
+                        raise Failure(f"diag {section}.{k} null without a why: {d[section]}")
+            hs = d["handshake"]
+            notes.append(f"diag answered in {took:.1f} s ({hs.get('handshakes')} handshakes, "
+                         f"median {hs.get('server_median_ms')} ms)")
 
             # ---- log-level: debug lines only after it ----
             if b"tern: mqtt: debug:" in vm.text()[log_mark:]:

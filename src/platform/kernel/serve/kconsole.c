@@ -5,9 +5,9 @@
  * ask the store thread (kstore.h, kscrub.h), which does the work at its
  * next idle moment while the loop goes on serving.
  *
- * config-show shows every key of the baked configuration as the file
- * would spell it, and each file it names by path, size and SHA-256 - the
- * file's bytes never. The server's private key gets no hash either: the
+ * config-show shows every key of the baked configuration
+ * (tern_config_show, as the daemon does), and each file it names by path,
+ * size and SHA-256 as the image carries it - the file's bytes never. The server's private key gets no hash either: the
  * image's copy is wiped once wolfSSL has loaded it (bootconf.c), and a
  * hash of a secret tells an operator nothing they need while confirming a
  * guess of the key to anyone who reads the answer. Its path and size
@@ -15,10 +15,14 @@
  */
 #include "serve/kconsole.h"
 
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/cpufeat.h"
 #include "bootconf.h"
 #include "broker/console.h"
 #include "clock.h"
 #include "confcheck.h"
+#include "config/config_show.h"
+#include "diag/cryptobench.h"
 #include "rng/sha256.h"
 #include "serve/tcp.h"
 #include "store/kdisk_store.h"
@@ -32,6 +36,7 @@
 struct kconsole {
     tern_config cfg;
     struct kserver *srv;
+    bool tsc_invariant; /* the TSC may count diag's cycles */
 };
 
 static struct kconsole kconsole;
@@ -86,18 +91,11 @@ static int config_show(void *ctx, jw *w, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     const struct kconsole *kc = ctx;
-    char value[TERN_CONFIG_LIST_MAX];
-    jw_str(w, "source", bootconf_name());
-    jw_obj(w, "settings");
-    for (size_t i = 0; i < tern_config_key_count(); i++) {
-        const char *key = tern_config_key_name(i);
-        if (tern_config_format(&kc->cfg, i, value, sizeof value))
-            jw_str(w, key, value);
-        else
-            jw_null(w, key); /* not set */
-    }
+    jw_str(w, "file", bootconf_name());
+    jw_obj(w, "config");
+    tern_config_show(&kc->cfg, w);
     jw_end(w);
-    jw_arr(w, "files");
+    jw_arr(w, "files"); /* the kernel carries them in its image: what it holds */
     for (unsigned i = 0; i < CONF_FILE_COUNT; i++)
         if (conf_file_value(&kc->cfg, i)[0])
             show_file(kc, i, w);
@@ -118,7 +116,8 @@ static int backup_now(void *ctx, jw *w, char *err, size_t errlen)
         return no_disk_store(err, errlen);
     struct kstore_backup_state st;
     kstore_backup_now(kc->srv->store, &st);
-    jw_str(w, "backup", st.running ? "running" : "started");
+    jw_bool(w, "started", !st.running);
+    jw_bool(w, "already_running", st.running); /* the request joins it */
     jw_u64(w, "backups_done", st.done);
     jw_u64(w, "backups_failed", st.failed);
     jw_str(w, "outcome", "$SYS/broker/store/backups/done or .../failed counts it");
@@ -137,12 +136,43 @@ static int scrub_now(void *ctx, jw *w, char *err, size_t errlen)
     broker_store_status bs;
     memset(&bs, 0, sizeof bs);
     kscrub_status(sc, &bs);
-    jw_str(w, "scrub", running ? "running" : "started");
+    jw_bool(w, "started", !running);
+    jw_bool(w, "already_running", running); /* that pass goes on */
     jw_u64(w, "rate_kib_s", kc->cfg.store_scrub_rate_kib);
     jw_u64(w, "passes", bs.scrub_passes);
     jw_u64(w, "progress_pct", bs.scrub_progress_pct);
     jw_u64(w, "corrupt", bs.scrub_corrupt);
     jw_str(w, "outcome", "$SYS/broker/store/scrub/passes counts it");
+    return 0;
+}
+
+static uint64_t diag_now_ns(void *ctx)
+{
+    (void)ctx;
+    return clock_mono_ns();
+}
+
+static uint64_t diag_cycles(void *ctx)
+{
+    (void)ctx;
+    return rdtsc();
+}
+
+/* The crypto and handshake measurements (src/diag), which hold the main
+ * loop for about KCONSOLE_DIAG_BUDGET_MS: every connection waits that
+ * long, once. The hardware report is not redone here: it is the
+ * diagnostics mode's ($SYS/diag/report under diag-serve). */
+static int diag(void *ctx, jw *w, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    const struct kconsole *kc = ctx;
+    struct diag_clock clk = {diag_now_ns, kc->tsc_invariant ? diag_cycles : NULL, NULL};
+    jw_u64(w, "budget_ms", KCONSOLE_DIAG_BUDGET_MS);
+    diag_crypto_write(w, &clk, KCONSOLE_DIAG_BUDGET_MS);
+    jw_null(w, "hardware");
+    jw_str(w, "hardware_why", "the diagnostics boot entries report it ($SYS/diag/report "
+                              "under diag-serve)");
     return 0;
 }
 
@@ -164,12 +194,15 @@ void kconsole_install(broker *b, const tern_config *cfg, struct kserver *srv)
 {
     kconsole.cfg = *cfg;
     kconsole.srv = srv;
+    struct cpu_features f;
+    cpu_features_read(&f);
+    kconsole.tsc_invariant = f.invariant_tsc != 0;
     broker_console_ops ops = {
         .ctx = &kconsole,
         .config_show = config_show,
         .backup_now = backup_now,
         .scrub_now = scrub_now,
-        .diag = NULL, /* until the crypto measurements are in the kernel */
+        .diag = diag,
         .log_level = log_level,
     };
     broker_set_console_ops(b, &ops);
