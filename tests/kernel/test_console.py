@@ -306,6 +306,28 @@ def console_test(build):
     return "; ".join(notes)
 
 
+def ram_only_test(build):
+    """No disk (RAM only): backup-now and scrub-now say there is no disk
+    store; config-show still answers (store.disk auto, nothing found)."""
+    with scratch() as tmp:
+        Pki(build.dir)
+        db = DiskBroker(build, tmp, [], CONF)
+        start = time.monotonic()
+        with db.boot() as vm:
+            db.ready(vm)
+            op = Asker(db, "dev-operator")
+            for cmd in ("backup-now", "scrub-now"):
+                corr = op.send({"command": cmd})
+                op._wait(lambda: corr in op.answers, f"{cmd} answer")
+                a = json.loads(op.answers[corr])
+                if a.get("ok") is not False or "no disk store" not in a.get("error", ""):
+                    raise Failure(f"RAM only: {cmd} answered {a}")
+            op.ask({"command": "config-show"})
+            op.close()
+            vm.expect_no_fatal()
+        return f"backup-now and scrub-now: no disk store; {time.monotonic() - start:.0f} s"
+
+
 def mosq_sub(db, topic):
     return subprocess.Popen(["mosquitto_sub", "-h", "127.0.0.1", "-p", str(db.port), "-t", topic,
                              "-C", "1", "-W", str(WAIT)] + db.pki.args("dev-operator"),
@@ -313,4 +335,5 @@ def mosq_sub(db, topic):
 
 
 def cases(b):
-    return {"console-kernel": lambda: console_test(b)}
+    return {"console-kernel": lambda: console_test(b),
+            "console-kernel-ram": lambda: ram_only_test(b)}
