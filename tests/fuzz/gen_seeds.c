@@ -501,6 +501,35 @@ static void gen_core(const char *dir)
     }
     write_seed(dir, "core", "subscribe-limits-slices", &s);
 
+    /* The operator console: an operator (identity + role) asking every
+     * command, a refused non-operator, bad requests (docs/CONSOLE.md). */
+    static const char *const reqs[] = {
+        "{\"command\":\"status\"}",
+        "{\"command\":\"clients\",\"limit\":1,\"offset\":1}",
+        "{\"command\":\"retained-list\",\"filter\":\"r/#\"}",
+        "{\"command\":\"retained-clear\",\"filter\":\"r/+\",\"confirm\":true}",
+        "{\"command\":\"kick\",\"client\":\"n\",\"session\":\"delete\"}",
+        "{\"command\":\"session-delete\",\"client\":\"n\"}",
+        "{\"command\":\"log-level\",\"level\":\"debug\"}",
+        "{\"command\":\"config-show\"}",
+        "{\"command\":\"status\",",
+        "{\"command\":\"nope\",\"x\":[1,{\"y\":null}]}",
+    };
+    s.len = 0;
+    put_u8(&s, 0x00);
+    op(&s, 0, OP_OPEN, 3); /* identity, operator */
+    send_pk(&s, 0, o, pk_connect(o, 4, "op", true, false, false));
+    send_pk(&s, 0, o, pk_subscribe(o, 1, "$SYS/console/response/#", 1, NULL, 0));
+    op(&s, 1, OP_OPEN, 1); /* identity, not an operator */
+    send_pk(&s, 1, o, pk_connect(o, 4, "n", false, false, false));
+    send_pk(&s, 1, o, pk_publish(o, 4, "r/1", "keep", 1, true, 1));
+    send_pk(&s, 1, o, pk_publish(o, 4, "$SYS/console/request", reqs[0], 1, false, 2));
+    for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++)
+        send_pk(&s, 0, o,
+                pk_publish(o, 4, "$SYS/console/request", reqs[i], (uint8_t)(i % 3), false,
+                           (uint16_t)(i + 1)));
+    write_seed(dir, "core", "console-requests", &s);
+
     /* broker_create with its 5th allocation (the topic tree's hash table)
      * failing: once freed the tree root twice. */
     s.len = 0;
