@@ -7,11 +7,12 @@
  *
  * config-show shows every key of the baked configuration
  * (tern_config_show, as the daemon does), and each file it names by path,
- * size and SHA-256 as the image carries it - the file's bytes never. The server's private key gets no hash either: the
- * image's copy is wiped once wolfSSL has loaded it (bootconf.c), and a
- * hash of a secret tells an operator nothing they need while confirming a
- * guess of the key to anyone who reads the answer. Its path and size
- * (which says little more than its type) are shown.
+ * size and SHA-256 as the image carries it - the file's bytes never. The
+ * server's private key gets no hash either: the image's copy is wiped once
+ * wolfSSL has loaded it (bootconf.c), and a hash of a secret tells an
+ * operator nothing they need while confirming a guess of the key to anyone
+ * who reads the answer. Its path and size (which says little more than its
+ * type) are shown.
  */
 #include "serve/kconsole.h"
 
