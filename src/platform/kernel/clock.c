@@ -8,9 +8,6 @@
 
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/timer.h"
-#include "diag/diag_clock.h"
-
-#include <stddef.h>
 
 struct clock {
     uint64_t tsc0;
@@ -47,23 +44,4 @@ void delay_ms(uint32_t ms)
         pit_wait_us(10000);
     if (ms)
         pit_wait_us(ms * 1000);
-}
-
-static uint64_t diag_now_ns(void *ctx)
-{
-    (void)ctx;
-    return clock_mono_ns();
-}
-
-static uint64_t diag_cycles(void *ctx)
-{
-    (void)ctx;
-    return rdtsc();
-}
-
-void clock_diag(struct diag_clock *out, int tsc_invariant)
-{
-    out->now_ns = diag_now_ns;
-    out->cycles = tsc_invariant ? diag_cycles : NULL;
-    out->ctx = NULL;
 }

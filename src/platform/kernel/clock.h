@@ -14,10 +14,4 @@ uint64_t clock_mono_ns(void);
 /* Busy-wait: on the TSC once the clock runs, on the PIT before. */
 void delay_ms(uint32_t ms);
 
-/* The diagnostics' time source (src/diag/diag_clock.h) over this clock,
- * with the TSC as the cycle counter only when it is invariant (its rate
- * then says nothing about the CPU's current clock). */
-struct diag_clock;
-void clock_diag(struct diag_clock *out, int tsc_invariant);
-
 #endif
