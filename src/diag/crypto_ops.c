@@ -71,25 +71,25 @@ uint64_t diag_op_ns(const diag_op_result *r)
  * sha256.c (Sha256 transform), chacha.c and poly1305.c, fe_x25519_asm.S
  * (fe_init: BMI2+ADX) and sp_x86_64.c (BMI2+ADX), for the build options
  * tern uses (USE_INTEL_SPEEDUP, WOLFSSL_AESNI, WOLFSSL_SP_X86_64_ASM). */
-#if defined(USE_INTEL_SPEEDUP) || defined(WOLFSSL_AESNI) || defined(WOLFSSL_X86_64_BUILD)
-#define DIAG_CPUID 1
+#ifdef HAVE_CPUID_INTEL
 static word32 flags(void)
 {
     return cpuid_get_flags();
 }
+#define HAS(f, bit) (((f) & (bit)) != 0)
 #else
-#define DIAG_CPUID 0
 static word32 flags(void)
 {
     return 0;
 }
+#define HAS(f, bit) ((void)(f), false)
 #endif
 
 static const char *impl_of(diag_op op, int aes_ni)
 {
     word32 f = flags();
-    bool avx1 = DIAG_CPUID && (f & 0x0001u), avx2 = DIAG_CPUID && (f & 0x0002u);
-    bool bmi2_adx = DIAG_CPUID && (f & 0x0050u) == 0x0050u, sha_ni = DIAG_CPUID && (f & 0x0200u);
+    bool avx1 = HAS(f, CPUID_AVX1), avx2 = HAS(f, CPUID_AVX2), bmi2 = HAS(f, CPUID_BMI2);
+    bool bmi2_adx = bmi2 && HAS(f, CPUID_ADX), sha_ni = HAS(f, CPUID_SHA);
 
     switch (op) {
     case DIAG_OP_ECDSA_P256_SIGN:
@@ -114,9 +114,9 @@ static const char *impl_of(diag_op op, int aes_ni)
         if (sha_ni)
             return avx1 ? "SHA-NI (AVX)" : "SHA-NI (SSE2)";
         if (avx2)
-            return (f & 0x0010u) ? "AVX2 asm (RORX)" : "AVX2 asm";
+            return bmi2 ? "AVX2 asm (RORX)" : "AVX2 asm";
         if (avx1)
-            return (f & 0x0010u) ? "AVX asm (RORX)" : "AVX asm";
+            return bmi2 ? "AVX asm (RORX)" : "AVX asm";
 #endif
         return "C";
     case DIAG_OP_AES128_GCM:

@@ -11,13 +11,15 @@
 #include "diag/diag_clock.h"
 #include "json/json.h"
 
-/* Budget of the diagnostics mode (whole crypto + handshake run). */
-#define DIAG_CRYPTO_BUDGET_MS 3000u
+/* Budget of the diagnostics mode and of ternd --diag (the whole crypto +
+ * handshake run), in ms. A plain number: the usage text prints it. */
+#define DIAG_CRYPTO_BUDGET_MS 3000
 
 /* Write the members "crypto" and "handshake" into w's open object. The
- * measurements take about budget_ms in total (never much more; 0 runs each
- * measurement once at most, and a figure that could not be measured is
- * null with its "_why"). */
+ * measurements take at most about budget_ms in total, but each runs at
+ * least once (budget 0: exactly once; a few ms on a host, more under
+ * emulation); a figure that could not be measured is null with its
+ * "_why". Runs on the caller's thread, which it holds meanwhile. */
 void diag_crypto_write(jw *w, const struct diag_clock *clk, unsigned budget_ms);
 
 /* A whole document of those two sections alone, for the platforms' own

@@ -63,11 +63,12 @@ static void name(Cert *c, const char *cn)
     c->subject.org[CTC_NAME_SIZE - 1] = '\0';
 }
 
-/* A fresh key in k; 0 or -1. */
-static int new_key(pki_work *w, ecc_key *k)
+/* A fresh key in k; 0 or -1. *up is set once k needs wc_ecc_free. */
+static int new_key(pki_work *w, ecc_key *k, bool *up)
 {
     if (wc_ecc_init(k) != 0)
         return -1;
+    *up = true;
 #ifdef ECC_TIMING_RESISTANT
     if (wc_ecc_set_rng(k, &w->rng) != 0)
         return -1;
@@ -98,21 +99,22 @@ static int make_cert(pki_work *w, ecc_key *subject, const char *cn, int is_ca)
 
 static int leaf(pki_work *w, const char *cn, diag_pem *cert, diag_pem *key)
 {
-    int n;
+    bool up = false;
+    int n, rc = -1;
 
-    if (new_key(w, &w->leaf_key) != 0)
-        return -1;
+    if (new_key(w, &w->leaf_key, &up) != 0)
+        goto done;
     n = make_cert(w, &w->leaf_key, cn, 0);
     if (n <= 0 || to_pem(w->der, n, CERT_TYPE, cert) != 0)
-        goto fail;
+        goto done;
     n = wc_EccKeyToDer(&w->leaf_key, w->der, DER_MAX);
     if (n <= 0 || to_pem(w->der, n, ECC_PRIVATEKEY_TYPE, key) != 0)
-        goto fail;
-    wc_ecc_free(&w->leaf_key);
-    return 0;
-fail:
-    wc_ecc_free(&w->leaf_key);
-    return -1;
+        goto done;
+    rc = 0;
+done:
+    if (up)
+        wc_ecc_free(&w->leaf_key);
+    return rc;
 }
 
 int diag_pki_make(diag_pki *p, const char **why)
@@ -129,9 +131,8 @@ int diag_pki_make(diag_pki *p, const char **why)
     if (wc_InitRng(&w->rng) != 0)
         goto done;
     rng_up = true;
-    if (new_key(w, &w->ca_key) != 0)
+    if (new_key(w, &w->ca_key, &ca_up) != 0)
         goto done;
-    ca_up = true;
     w->ca_der_len = make_cert(w, &w->ca_key, "tern-diag CA", 1);
     if (w->ca_der_len <= 0)
         goto done;

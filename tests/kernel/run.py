@@ -18,7 +18,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
   test_pci_acpi.py      PCI enumeration through ECAM and legacy ports, RSDP
-  test_crypto.py        forced crypto self-test failures, jitter-only seeding
+  test_crypto.py        forced crypto self-test failures, jitter-only seeding,
+                        the diagnostics crypto measurements in the kernel
   test_net.py           DHCP, echo, MSI-X and polling, static addresses
   test_broker_plain.py  the plaintext broker with mosquitto, Paho, sockets
   test_broker_mtls.py   the broker over mutual TLS from an image's bundle

@@ -218,7 +218,7 @@ static _Noreturn void kmain(void)
 #ifdef TERN_TEST_HOOKS
     char bench_arg[8]; /* crypto and handshake costs, for docs/PERFORMANCE.md */
     if (bootinfo_arg(&boot, "tern.test.cryptobench", bench_arg, sizeof bench_arg))
-        cryptobench_hook(bench_arg, tsc.invariant);
+        cryptobench_hook(bench_arg, &tsc);
 #endif
 #ifdef TERN_TEST_HOOKS
     char layout_arg[16]; /* after the entropy: formatting draws a volume id */

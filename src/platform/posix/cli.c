@@ -8,12 +8,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#define TERN_CLI_STR_(x) #x
+#define TERN_CLI_STR(x) TERN_CLI_STR_(x)
+
 static const char usage[] =
     "usage: ternd -c FILE            run the broker with the configuration in FILE\n"
     "       ternd --check -c FILE    check FILE and exit (0 valid, 1 invalid)\n"
     "       ternd --diag [--budget-ms N]\n"
     "                                measure crypto and TLS handshake costs for about\n"
-    "                                N ms (default 3000), print them as JSON and exit\n"
+    "                                N ms (default " TERN_CLI_STR(DIAG_CRYPTO_BUDGET_MS) "), "
+    "print them as JSON and exit\n"
     "       ternd --version          print the version and exit\n"
     "       ternd --help             print this text and exit\n"
     "\n"
@@ -77,7 +81,9 @@ bool tern_cli_parse(int argc, char *const argv[], tern_cli *out, char *err, size
                 goto done;
             }
             if (!parse_budget(argv[++i], &cli.budget_ms)) {
-                say(err, err_size, "--budget-ms wants milliseconds (0 to 600000), not",
+                say(err, err_size,
+                    "--budget-ms wants milliseconds (0 to " TERN_CLI_STR(
+                        TERN_CLI_DIAG_BUDGET_MAX) "), not",
                     argv[i]);
                 goto done;
             }

@@ -15,6 +15,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "diag/cryptobench.h"
+
 typedef enum tern_cli_mode {
     TERN_CLI_RUN,
     TERN_CLI_CHECK,
@@ -24,9 +26,9 @@ typedef enum tern_cli_mode {
 } tern_cli_mode;
 
 /* --diag's budget when --budget-ms is not given: the diagnostics mode's. */
-#define TERN_CLI_DIAG_BUDGET_MS 3000u
+#define TERN_CLI_DIAG_BUDGET_MS ((unsigned)DIAG_CRYPTO_BUDGET_MS)
 /* The largest --budget-ms accepted (10 minutes: a typo, not a plan). */
-#define TERN_CLI_DIAG_BUDGET_MAX 600000u
+#define TERN_CLI_DIAG_BUDGET_MAX 600000
 
 typedef struct tern_cli {
     tern_cli_mode mode;

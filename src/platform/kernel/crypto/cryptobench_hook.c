@@ -1,16 +1,14 @@
 /*
  * cryptobench_hook.c - tern.test.cryptobench=MS (cryptobench_hook.h): the
- * kernel's clock for the portable measurements (the calibrated monotonic
- * clock, and the TSC as the cycle counter when it is invariant), and the
- * report's crypto and handshake sections printed on the console.
+ * report's crypto and handshake sections measured on the kernel's clock
+ * (kdiagclock.h) and printed on the console.
  */
 #include "crypto/cryptobench_hook.h"
 
 #ifdef TERN_TEST_HOOKS /* test builds only */
 
-#include "arch/x86_64/cpu.h"
-#include "clock.h"
 #include "console.h"
+#include "crypto/kdiagclock.h"
 #include "diag/cryptobench.h"
 
 #include <stdint.h>
@@ -21,21 +19,9 @@
 /* Longest budget accepted (TCG runs stay short). */
 #define HOOK_MAX_MS 60000u
 
-static uint64_t mono_ns(void *ctx)
+void cryptobench_hook(const char *arg, const struct tsc_info *tsc)
 {
-    (void)ctx;
-    return clock_mono_ns();
-}
-
-static uint64_t tsc(void *ctx)
-{
-    (void)ctx;
-    return rdtsc();
-}
-
-void cryptobench_hook(const char *arg, bool tsc_invariant)
-{
-    struct diag_clock clk = {mono_ns, tsc_invariant ? tsc : NULL, NULL};
+    struct diag_clock clk = kdiag_clock(tsc);
     unsigned ms = 0;
     char *buf;
     size_t n;

@@ -10,10 +10,10 @@
 #ifndef TERN_CRYPTO_CRYPTOBENCH_HOOK_H
 #define TERN_CRYPTO_CRYPTOBENCH_HOOK_H
 
-#include <stdbool.h>
+#include "arch/x86_64/timer.h"
 
-/* arg: the argument's value (milliseconds, 0..60000); tsc_invariant: the
- * TSC may serve as the cycle counter. */
-void cryptobench_hook(const char *arg, bool tsc_invariant);
+/* arg: the argument's value (milliseconds, 0..60000); tsc: boot's TSC
+ * calibration (an invariant TSC serves as the cycle counter). */
+void cryptobench_hook(const char *arg, const struct tsc_info *tsc);
 
 #endif
