@@ -79,8 +79,11 @@ int bk_con_arg_u32(bk_con_req *r, const char *key, uint32_t def, uint32_t max, u
 }
 
 /* The required "client" argument as a session, written to the answer.
- * NULL with *id NULL and err set when absent or not a string; NULL with
- * *id set when no session has that client id. *id is freed by the caller. */
+ * NULL with *id NULL and err set when absent, not a string, or the
+ * requester's own session: ending the connection whose PUBLISH is being
+ * handled would pull the session from under its acknowledgement (the
+ * operator reconnects with another client id for that). NULL with *id set
+ * when no session has that client id. *id is freed by the caller. */
 static session *arg_session(bk_con_req *r, char **id)
 {
     bool present;
@@ -91,8 +94,15 @@ static session *arg_session(bk_con_req *r, char **id)
             bk_con_fail(r, "\"client\" (a client id) is required");
         return NULL;
     }
+    session *s = bk_session_find(&r->b->sessions, (const uint8_t *)*id, len);
+    if (s && s == r->c->sess) {
+        bk_mem_free(r->b, *id);
+        *id = NULL;
+        bk_con_fail(r, "the requesting client cannot end its own session");
+        return NULL;
+    }
     jw_strn(r->w, "client", *id, len);
-    return bk_session_find(&r->b->sessions, (const uint8_t *)*id, len);
+    return s;
 }
 
 /* ---- status -------------------------------------------------------------- */

@@ -18,8 +18,8 @@
 #include <string.h>
 
 /* Bytes kept free after each entry to close a list answer:
- * `],"more":true}` and the terminating NUL, with margin. */
-#define LIST_TAIL 32u
+ * `],"matched":N,"more":false}` with N up to 20 digits, and the NUL. */
+#define LIST_TAIL 64u
 
 /* Start writing an entry: a copy of the writer to undo it with. */
 static jw entry_begin(jw *w)

@@ -64,7 +64,7 @@ void conn_server_destroy(conn_server *s);
  * server, which releases the one it held. */
 void conn_server_set_tls(conn_server *s, tern_tls_server *tls);
 void conn_server_get_stats(const conn_server *s, conn_stats *out);
-/* The level above which the layer's lines are not formatted (the operator
+/* The level of the lines the layer writes from now on (the operator
  * console's log-level). */
 void conn_server_set_log_level(conn_server *s, broker_log_level level);
 

@@ -414,6 +414,22 @@ TEST(console_kick_closes_a_311_client_and_session_delete_option_removes_its_sess
     fw_free(&w);
 }
 
+TEST(console_operator_cannot_kick_or_delete_its_own_session)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    fclient *op = operator311(&w);
+    CHECK(ask(&w, op, "{\"command\":\"kick\",\"client\":\"op\"}"));
+    CHECK(ans_error_has("its own session"));
+    CHECK(ask(&w, op, "{\"command\":\"session-delete\",\"client\":\"op\"}"));
+    CHECK(ans_error_has("its own session"));
+    CHECK(!op->closed);
+    fc_publish(&w, op, REQ, "{\"command\":\"kick\",\"client\":\"op\"}", 2, false, 11);
+    CHECK(next_answer(op));
+    CHECK(!op->closed);
+    fw_free(&w);
+}
+
 TEST(console_session_delete_removes_an_offline_persistent_session)
 {
     fworld w;
@@ -575,5 +591,35 @@ TEST(console_will_on_the_request_topic_is_refused)
     CHECK(fc_next(op, &p));
     CHECK_EQ(p.type, MQTT_CONNACK);
     CHECK_EQ(fc_reason_of(&p), MQTT_CONNACK_NOT_AUTHORIZED);
+    fw_free(&w);
+}
+
+/* Whatever the receiver's Maximum Packet Size (above the least an answer
+ * needs), a list answer arrives, is whole JSON and is a list cut short
+ * with "more": true, never the error for an answer too large: the room
+ * kept to close a list is enough. */
+TEST(console_list_answers_fit_every_maximum_packet_size)
+{
+    fworld w;
+    fw_init(&w, NULL);
+    for (int i = 0; i < 12; i++) {
+        char id[48];
+        snprintf(id, sizeof id, "client-%d-with-some-length", i);
+        fw_connect_as(&w, id, true);
+    }
+    for (uint32_t max = 360; max < 1400; max += 23) { /* 46 connections: fworld holds 64 */
+        fclient *op = fw_open_as(&w, "ops", true);
+        fprops cp = {.len = 0};
+        fp_u32(&cp, MQTT_PROP_MAXIMUM_PACKET_SIZE, max);
+        fc_connect5(&w, op, "op", true, 0, &cp);
+        fc_subscribe5(&w, op, 1, "$SYS/console/response/ops", 1, NULL);
+        fc_clear(op);
+        fc_publish5(&w, op, REQ, "{\"command\":\"clients\"}", 1, false, 5, NULL);
+        CHECK(next_answer(op));
+        jr_val v;
+        CHECK(ans_ok());
+        CHECK(jr_get(&ans.v, "more", &v) == 0 && v.type == JR_TRUE);
+        fw_drop(&w, op);
+    }
     fw_free(&w);
 }

@@ -2,7 +2,7 @@
  * console_ops.c - the daemon's operator console ops: config-show from the
  * loaded configuration (paths, never file contents), backup-now through the
  * store thread, diag (the crypto and handshake measurements within a short
- * budget), log-level for the daemon's own log. The daemon has no disk
+ * budget), log-level for the daemon's own log and its connection layer's. The daemon has no disk
  * scrubber: scrub-now says so.
  *
  * They run on the event loop's thread inside the request's broker_input,
@@ -78,6 +78,7 @@ static int log_level(void *ctx, broker_log_level level, jw *w, char *err, size_t
     (void)err;
     (void)errlen;
     l->log->level = level;
+    conn_server_set_log_level(l->cs, level);
     return 0;
 }
 
