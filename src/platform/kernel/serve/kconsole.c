@@ -16,13 +16,13 @@
  */
 #include "serve/kconsole.h"
 
-#include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
 #include "bootconf.h"
 #include "broker/console.h"
 #include "clock.h"
 #include "confcheck.h"
 #include "config/config_show.h"
+#include "crypto/kdiagclock.h"
 #include "diag/cryptobench.h"
 #include "rng/sha256.h"
 #include "serve/tcp.h"
@@ -37,7 +37,7 @@
 struct kconsole {
     tern_config cfg;
     struct kserver *srv;
-    bool tsc_invariant; /* the TSC may count diag's cycles */
+    struct tsc_info tsc; /* invariant: the TSC may count diag's cycles */
 };
 
 static struct kconsole kconsole;
@@ -147,18 +147,6 @@ static int scrub_now(void *ctx, jw *w, char *err, size_t errlen)
     return 0;
 }
 
-static uint64_t diag_now_ns(void *ctx)
-{
-    (void)ctx;
-    return clock_mono_ns();
-}
-
-static uint64_t diag_cycles(void *ctx)
-{
-    (void)ctx;
-    return rdtsc();
-}
-
 /* The crypto and handshake measurements (src/diag), which hold the main
  * loop for about KCONSOLE_DIAG_BUDGET_MS: every connection waits that
  * long, once. The hardware report is not redone here: it is the
@@ -168,7 +156,7 @@ static int diag(void *ctx, jw *w, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     const struct kconsole *kc = ctx;
-    struct diag_clock clk = {diag_now_ns, kc->tsc_invariant ? diag_cycles : NULL, NULL};
+    struct diag_clock clk = kdiag_clock(&kc->tsc);
     jw_u64(w, "budget_ms", KCONSOLE_DIAG_BUDGET_MS);
     diag_crypto_write(w, &clk, KCONSOLE_DIAG_BUDGET_MS);
     jw_null(w, "hardware");
@@ -197,7 +185,8 @@ void kconsole_install(broker *b, const tern_config *cfg, struct kserver *srv)
     kconsole.srv = srv;
     struct cpu_features f;
     cpu_features_read(&f);
-    kconsole.tsc_invariant = f.invariant_tsc != 0;
+    /* The same CPUID bit tsc_calibrate reads; diag's clock needs no rate. */
+    kconsole.tsc = (struct tsc_info){.hz = 0, .invariant = f.invariant_tsc};
     broker_console_ops ops = {
         .ctx = &kconsole,
         .config_show = config_show,
