@@ -64,6 +64,9 @@ tests live in modules grouped by subject, each opening with what it tests:
                         reads' figures; the write test refused without
                         WIPE (image unchanged), with WIPE only the free
                         span outside the partition changes
+  test_console.py       the operator console over mutual TLS: every command
+                        by an operator (Paho MQTTv5, mosquitto), each
+                        refused for a non-operator (no answer, nothing done)
   test_install.py       install mode from the ISO: an empty disk installed,
                         powered off, then booted alone (SeaBIOS, OVMF) into
                         the broker; WIPE asked for a disk with data; an
@@ -83,6 +86,7 @@ import test_broker_limits
 import test_broker_mtls
 import test_broker_plain
 import test_config
+import test_console
 import test_crypto
 import test_diag
 import test_diag_disk
@@ -111,7 +115,8 @@ import test_tele
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag, test_broker_limits, test_broker_plain,
            test_mqtt5, test_net, test_faults, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
-           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk)
+           test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
+           test_console)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

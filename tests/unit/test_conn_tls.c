@@ -503,3 +503,32 @@ TEST(conn_tls_handshake_budgets_hold_under_random_opens_failures_and_timeouts)
     cw_free(&w, links, N);
     free(l);
 }
+
+/* The operator console's log-level reaches the layer's own filter: a
+ * client that hangs up during its handshake is a debug line, written at
+ * debug and not at info. */
+TEST(conn_set_log_level_filters_the_layers_debug_lines)
+{
+    cworld w;
+    fake_link a, b;
+    fake_link *links[2] = {&a, &b};
+    line_log *log = calloc(1, sizeof *log);
+    CHECK(log);
+    conn_server_config extra = {.tls_ops = &conn_tls, .tls = server_ctx(), .log = keep_line,
+                                .log_ctx = log};
+    CHECK(cw_init_config(&w, NULL, &extra)); /* at debug */
+    conn_server_set_log_level(w.cs, BROKER_LOG_INFO);
+    CHECK(open_from(&w, &a, "10.0.0.7"));
+    a.eof = true;
+    cw_turn(&w, links, 1);
+    CHECK(a.closed);
+    CHECK_EQ(lines_with(log, "closed during the TLS handshake"), 0);
+    conn_server_set_log_level(w.cs, BROKER_LOG_DEBUG);
+    CHECK(open_from(&w, &b, "10.0.0.8"));
+    b.eof = true;
+    cw_turn(&w, links + 1, 1);
+    CHECK(b.closed);
+    CHECK_EQ(lines_with(log, "closed during the TLS handshake"), 1);
+    cw_free(&w, links, 2);
+    free(log);
+}

@@ -207,6 +207,21 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     }
 }
 
+const char *bootconf_name(void)
+{
+    return config_name;
+}
+
+int bootconf_file(const tern_config *cfg, unsigned i, const uint8_t **data, size_t *len)
+{
+    tern_tls_bytes b = file_bytes(cfg, i);
+    if (b.data == NULL)
+        return -1;
+    *data = b.data;
+    *len = b.len;
+    return 0;
+}
+
 _Noreturn void bootconf_refuse_key(const tern_config *cfg, const char *key, const char *why)
 {
     char msg[TERN_CONFIG_ERR_SIZE];

@@ -41,6 +41,14 @@ struct bootconf_assets {
  */
 void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out);
 
+/* For showing the configuration (the operator console's config-show):
+ * the configuration's name as messages give it ("tern.conf", "built-in"),
+ * and the bytes of file i (confcheck.h's CONF_FILE_*) as the image carried
+ * them, or -1 when the configuration names no such file. The private
+ * key's bytes are zeros once bootconf_assets has run. */
+const char *bootconf_name(void);
+int bootconf_file(const tern_config *cfg, unsigned i, const uint8_t **data, size_t *len);
+
 /* A value found unusable after parsing (a disk store.disk names that is
  * not there): "NAME:LINE: key: why" on the console, and halt, like a
  * refused configuration. */

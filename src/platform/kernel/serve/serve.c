@@ -36,6 +36,7 @@
 #include "mm/kmalloc.h"
 #include "panic.h"
 #include "rng/entropy.h"
+#include "serve/kconsole.h"
 #include "serve/tcp.h"
 #include "store/kdisk_store.h"
 #include "store/kstore.h"
@@ -190,6 +191,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         assets->acl = NULL;
         return -1;
     }
+    kconsole_install(s->b, cfg, s); /* the operator console's kernel ops */
     if (assets->acl) {
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;

@@ -99,6 +99,16 @@ void kscrub_step(struct kscrub *k, uint64_t now_us)
     k->gen++;
 }
 
+int kscrub_request(struct kscrub *k, uint64_t now_us)
+{
+    /* Between passes the scrubber rests at the start of its first phase. */
+    if (k->sc.phase != SCRUB_PH_SUPER || k->sc.item != 0 || k->sc.pos != 0)
+        return 1;
+    if (k->next_us > now_us)
+        k->next_us = now_us;
+    return 0;
+}
+
 uint64_t kscrub_generation(const struct kscrub *k)
 {
     return k != NULL ? k->gen : 0;

@@ -39,6 +39,14 @@ bool kscrub_due(const struct kscrub *k, uint64_t now_us);
 /* One step, on the store thread. */
 void kscrub_step(struct kscrub *k, uint64_t now_us);
 
+/* The operator console's "scrub now": a pass starts at the store thread's
+ * next idle moment instead of at its scheduled time (it still reads at
+ * store.scrub_rate, and the next scheduled pass counts from its start).
+ * Returns 0 when one was asked for, 1 when a pass is already under way
+ * (it goes on; nothing changes). Main loop; the store thread takes turns
+ * with it, so no lock. */
+int kscrub_request(struct kscrub *k, uint64_t now_us);
+
 /* Changes whenever the status below does (after a step). */
 uint64_t kscrub_generation(const struct kscrub *k);
 

@@ -159,6 +159,16 @@ void kstore_status(const struct kstore *k, broker_store_status *out)
     squeue_status_of(&k->q.stats, k->failing, out);
 }
 
+void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out)
+{
+    out->running = k->q.backup_running;
+    out->done = k->q.stats.backups_done;
+    out->failed = k->q.stats.backups_failed;
+    /* The thread's wait condition (has_work) sees it at the main loop's
+     * next kstore_run. */
+    squeue_request_backup(&k->q);
+}
+
 void kstore_describe(const struct kstore *k, char *buf, size_t n)
 {
     const store_stats *st = &k->q.stats;

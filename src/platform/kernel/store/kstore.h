@@ -66,6 +66,17 @@ void kstore_status(const struct kstore *k, broker_store_status *out);
 struct kscrub;
 void kstore_set_scrub(struct kstore *k, struct kscrub *scrub);
 
+/* The operator console's "backup now": the store thread starts a backup
+ * at its next idle moment (between commits), even if nothing changed
+ * since the last one; a request while one runs joins it. Main loop; out
+ * gets the backup counters as of now and whether one was already under
+ * way. */
+struct kstore_backup_state {
+    bool running;         /* a backup was under way before this request */
+    uint64_t done, failed; /* $SYS/broker/store/backups/done and failed */
+};
+void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out);
+
 /* One line for the console: commits, records per commit, latency, state. */
 void kstore_describe(const struct kstore *k, char *buf, size_t n);
 
