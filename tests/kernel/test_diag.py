@@ -8,15 +8,20 @@ tern.test.diag_ms (test kernels only), which bounds each measurement so a
 TCG boot stays within tens of seconds; the entries' module lines are the
 shipped ones (checked against grub.cfg).
 
-- diag, under SeaBIOS and OVMF, with a virtio-blk disk: the JSON between
-  the serial markers parses, every section is filled or says why, and the
-  dashboard (QMP screendump) equals, pixel for pixel over its 1024x768, the
-  PNG tern-diag-png draws from that same JSON (the PNG decoded here with
-  zlib: 8-bit RGB, the five row filters), and does not equal the PNG of
-  the JSON with one character changed. The machine halts (no reset).
-- diag-serve: the broker serves afterwards; an operator (mutual TLS, the
-  dev PKI) reads $SYS/diag/report retained, the same JSON as on serial; a
-  non-operator subscribing gets nothing (refused) within a few seconds.
+- diag, under SeaBIOS and OVMF, with a virtio-blk disk holding a GPT, one
+  partition full of a pattern and free space (test_diag_disk.make_disk):
+  the JSON between the serial markers parses, every section is filled or
+  says why, and the dashboard (QMP screendump) equals, pixel for pixel
+  over its 1024x768, the PNG tern-diag-png draws from that same JSON (the
+  PNG decoded here with zlib: 8-bit RGB, the five row filters), and does
+  not equal the PNG of the JSON with one character changed. The machine
+  halts (no reset). At the write test's question the SeaBIOS boot answers
+  "wipe" (refused: the image is unchanged byte for byte) and the OVMF boot
+  "WIPE" (the free span changed; the partition and both GPTs did not).
+- diag-serve, under SeaBIOS and OVMF: the broker serves afterwards; an
+  operator (mutual TLS, the dev PKI) reads $SYS/diag/report retained, the
+  same JSON as on serial; a non-operator subscribing gets nothing
+  (refused) within a few seconds; the write test is not run.
 """
 import atexit
 import json
@@ -30,8 +35,9 @@ import threading
 import zlib
 
 from harness import (MTLS_CONF, OVMF, REPO, Failure, Pki, Qmp, Vm, disk_image, drive,
-                     make_bundle, qmp_args, scratch, show)
+                     make_bundle, qmp_args, scratch, sha, show)
 from clients import mosq
+from test_diag_disk import PROMPT, make_disk, region_hashes
 
 DIAG_MS = 200          # tern.test.diag_ms: each measurement's bound
 BEGIN = b"tern: diag: report begin\r\n"
@@ -183,15 +189,23 @@ def compare_dashboard(build, tmp, text, shot):
     return DASH_W * DASH_H
 
 
-def diag_test(firmware):
+def diag_test(firmware, answer):
     def check(build):
         with scratch() as tmp:
             qmp, sock = qmp_args(tmp)
-            disk = disk_image(tmp, "scratch.img", 64)
-            args = firmware + ["-cdrom", diag_iso(build, "Diagnostics"), "-vga", "std",
+            disk = make_disk(tmp)
+            before, before_sha = region_hashes(disk), sha(disk)
+            # The CD first: SeaBIOS would try the disk's protective MBR.
+            args = firmware + ["-boot", "order=d", "-cdrom", diag_iso(build, "Diagnostics"),
+                               "-vga", "std",
                                "-device", "virtio-rng-pci", "-nic", "user,model=virtio-net-pci"
                                ] + drive(disk, "d0") + qmp
-            with Vm(args) as vm:
+            with Vm(args, serial_input=True) as vm:
+                if vm.wait_for(lambda o: PROMPT in o or HALTED in o, 240) is None:
+                    raise Failure("no WIPE question:\n" + show(vm.text()[-2500:]))
+                if PROMPT not in vm.text():
+                    raise Failure("the write test did not ask:\n" + show(vm.text()[-2500:]))
+                vm.type(answer + b"\r")
                 took = vm.wait_for(lambda o: HALTED in o, 240)
                 out = vm.text()
                 if took is None:
@@ -206,6 +220,7 @@ def diag_test(firmware):
                 q.close()
                 if vm.proc.poll() is not None:
                     raise Failure("QEMU exited: the machine reset instead of halting")
+            wrote = check_write(answer, doc["disk_write"], disk, before, before_sha)
             n = compare_dashboard(build, tmp, text, shot)
             # The comparison can fail: one character changed in the JSON
             # changes the PNG, and it no longer matches the screen.
@@ -217,16 +232,36 @@ def diag_test(firmware):
             else:
                 raise Failure("a PNG of a different report matched the screen too")
         return (f"{took:.1f} s to halt; report {len(text)} bytes, {filled}/{len(SECTIONS)} "
-                f"sections measured; dashboard = PNG over {n} pixels")
+                f"sections measured; dashboard = PNG over {n} pixels; {wrote}")
     return check
 
 
-def diag_serve_test(build):
+def check_write(answer, dw, disk, before, before_sha):
+    """The write test after `answer`: refused and nothing written, or run
+    in the free span only."""
+    if answer != b"WIPE":
+        if dw.get("done") is not False or "not confirmed" not in (dw.get("why") or ""):
+            raise Failure(f"{answer!r} answered, disk_write: {dw!r}")
+        if sha(disk) != before_sha:
+            raise Failure(f"{answer!r} answered, yet the disk changed")
+        return f"{answer.decode()!r} refused, disk unchanged"
+    after = region_hashes(disk)
+    if dw.get("done") is not True:
+        raise Failure(f"WIPE answered, disk_write: {dw!r}")
+    kept = [k for k in before if k != "free span" and after[k] != before[k]]
+    if kept or after["free span"] == before["free span"]:
+        raise Failure(f"WIPE: changed outside the free span {kept}, free span changed: "
+                      f"{after['free span'] != before['free span']}")
+    return "WIPE wrote the free span only"
+
+
+def diag_serve_test(build, firmware):
     pki = Pki(build.dir)
     with scratch() as tmp:
         port = __import__("harness").free_port()
         disk = disk_image(tmp, "scratch.img", 64)
-        args = ["-cdrom", diag_iso(build, "Diagnostics, then serve"), "-device", "virtio-rng-pci",
+        args = firmware + ["-cdrom", diag_iso(build, "Diagnostics, then serve"),
+                           "-device", "virtio-rng-pci",
                 "-nic", f"user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:{port}-:8883"
                 ] + drive(disk, "d0")
         with Vm(args) as vm:
@@ -253,10 +288,13 @@ def diag_serve_test(build):
 
 
 def cases(b):
-    seabios = diag_test([])
-    ovmf = diag_test(["-bios", OVMF])
+    seabios = diag_test([], b"wipe")
+    ovmf = diag_test(["-bios", OVMF], b"WIPE")
+    have_ovmf = os.path.exists(OVMF)
     return {
         "diag-mode-seabios": lambda: seabios(b),
-        "diag-mode-ovmf": (lambda: ovmf(b)) if os.path.exists(OVMF) else None,
-        "diag-mode-serve": lambda: diag_serve_test(b),
+        "diag-mode-ovmf": (lambda: ovmf(b)) if have_ovmf else None,
+        "diag-mode-serve-seabios": lambda: diag_serve_test(b, []),
+        "diag-mode-serve-ovmf": (lambda: diag_serve_test(b, ["-bios", OVMF])) if have_ovmf
+        else None,
     }
