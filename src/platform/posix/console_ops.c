@@ -7,7 +7,7 @@
  *
  * They run on the event loop's thread inside the request's broker_input,
  * like the rest of the core's work; diag holds the loop for about
- * TERN_CONSOLE_DIAG_BUDGET_MS.
+ * BROKER_CONSOLE_DIAG_BUDGET_MS.
  */
 #include "platform/posix/console_ops.h"
 
@@ -66,8 +66,8 @@ static int diag(void *ctx, jw *w, char *err, size_t errlen)
     (void)err;
     (void)errlen;
     struct diag_clock clk = posix_diag_clock();
-    jw_u64(w, "budget_ms", TERN_CONSOLE_DIAG_BUDGET_MS);
-    diag_crypto_write(w, &clk, TERN_CONSOLE_DIAG_BUDGET_MS);
+    jw_u64(w, "budget_ms", BROKER_CONSOLE_DIAG_BUDGET_MS);
+    diag_crypto_write(w, &clk, BROKER_CONSOLE_DIAG_BUDGET_MS);
     return 0;
 }
 

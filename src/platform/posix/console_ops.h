@@ -7,10 +7,6 @@
 
 #include "broker/console.h"
 
-/* Budget of the console's diag command: the broker is live, so only a
- * short measurement (the diagnostics mode takes DIAG_CRYPTO_BUDGET_MS). */
-#define TERN_CONSOLE_DIAG_BUDGET_MS 300u
-
 struct tern_loop;
 
 /* The daemon's ops for loop l (which must outlive the broker). */

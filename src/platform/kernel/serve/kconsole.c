@@ -148,7 +148,7 @@ static int scrub_now(void *ctx, jw *w, char *err, size_t errlen)
 }
 
 /* The crypto and handshake measurements (src/diag), which hold the main
- * loop for about KCONSOLE_DIAG_BUDGET_MS: every connection waits that
+ * loop for about BROKER_CONSOLE_DIAG_BUDGET_MS: every connection waits that
  * long, once. The hardware report is not redone here: it is the
  * diagnostics mode's ($SYS/diag/report under diag-serve). */
 static int diag(void *ctx, jw *w, char *err, size_t errlen)
@@ -157,8 +157,8 @@ static int diag(void *ctx, jw *w, char *err, size_t errlen)
     (void)errlen;
     const struct kconsole *kc = ctx;
     struct diag_clock clk = kdiag_clock(&kc->tsc);
-    jw_u64(w, "budget_ms", KCONSOLE_DIAG_BUDGET_MS);
-    diag_crypto_write(w, &clk, KCONSOLE_DIAG_BUDGET_MS);
+    jw_u64(w, "budget_ms", BROKER_CONSOLE_DIAG_BUDGET_MS);
+    diag_crypto_write(w, &clk, BROKER_CONSOLE_DIAG_BUDGET_MS);
     jw_null(w, "hardware");
     jw_str(w, "hardware_why", "the diagnostics boot entries report it ($SYS/diag/report "
                               "under diag-serve)");

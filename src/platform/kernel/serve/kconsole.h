@@ -15,10 +15,6 @@
 
 struct kserver;
 
-/* diag's measuring time: the main loop waits that long (the daemon's
- * TERN_CONSOLE_DIAG_BUDGET_MS is the same figure for the same reason). */
-#define KCONSOLE_DIAG_BUDGET_MS 300u
-
 /* Install the kernel's ops on b. cfg is copied (the baked configuration
  * as parsed); srv is the kernel's one server, read at each request for its
  * store and log level. */
