@@ -2,7 +2,9 @@
 fault, #GP, stack overflow on the main stack and on a kernel thread's, a
 write to text, execution of data) prints a
 report with its cause and no addresses, holds, resets, and the kernel
-boots again (its banner a second time); the debug build adds a register
+boots again (its banner a second time); a stack frame smashed after the
+stack protector's guard was reseeded from the DRBG (tern.test.guard=smash)
+is caught the same way; the debug build adds a register
 dump; a test ISO that faults puts the report on the framebuffer as well
 as on serial.
 """
@@ -39,6 +41,36 @@ def fault_test(kernel, name, exception, cause):
             if re.search(r"0x|[0-9a-fA-F]{8,}", line):
                 raise Failure(f"report line carries an address: {line}")
         return f"{took:.1f} s to reset and reboot"
+    return check
+
+
+GUARD_RESEEDED = re.compile(r"tern: stack guard: reseeded from the DRBG "
+                            r"\(test build: (\d+) bits changed\)")
+
+
+def canary_after_reseed_test(kernel):
+    """The boot replaces the early stack guard with one from the DRBG (the
+    test build says how many bits changed, never the value: 56 random bits,
+    so none changing means no reseed); a frame smashed after that is caught
+    by the stack protector with the new guard: report, hold, reset."""
+    def check():
+        args = ["-kernel", kernel, "-append", "tern.test.guard=smash"]
+        took, out = run_vm(args, lambda o: o.count(BANNER) >= 2, 40,
+                           "fatal report followed by a reboot")
+        text = show(out.split(BANNER)[1])
+        m = GUARD_RESEEDED.search(text)
+        if not m:
+            raise Failure(f"no reseed line in:\n{text}")
+        if int(m.group(1)) == 0:
+            raise Failure("the stack guard did not change when reseeded")
+        if text.find("*** tern: FATAL: stack smashing detected (stack protector)") < m.end():
+            raise Failure(f"no stack protector report after the reseed in:\n{text}")
+        if "*** tern: resetting in 1 s" not in text or "*** tern: reset" not in text:
+            raise Failure(f"no hold-and-reset in:\n{text}")
+        for line in (l for l in text.splitlines() if l.startswith("***")):
+            if re.search(r"0x|[0-9a-fA-F]{8,}", line):
+                raise Failure(f"report line carries an address: {line}")
+        return f"{took:.1f} s to reset and reboot; {m.group(1)} guard bits changed"
     return check
 
 
@@ -104,6 +136,7 @@ def cases(b):
                                        "write to read-only memory (W^X)"),
         "fault-exec-data": fault_test(b.test_elf, "exec-data", "page fault (#PF)",
                                       "execution of non-executable memory (NX)"),
+        "fault-canary-after-guard-reseed": canary_after_reseed_test(b.test_elf),
         "debug-register-dump": debug_dump_test(b.debug_elf),
         "fatal-report-on-framebuffer": fatal_screen_test(b.test_elf),
     }

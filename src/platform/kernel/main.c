@@ -188,6 +188,38 @@ static const squeue_store *open_store(const tern_config *cfg)
     return kdisk_store_open(cfg, integrity);
 }
 
+/* Replace the early guard (RDRAND, or only the TSC) with one from the DRBG
+ * once it is seeded (SPEC B5). Replacing a live guard is delicate: every
+ * protected frame live at that moment holds the old canary and fails its
+ * check when it returns. kmain calls this once, straight after rng_init,
+ * because there the only live frames are kmain_early's (not protected,
+ * never returns) and kmain's own (never returns, so never checks); no
+ * kernel thread has run yet (the store and telemetry threads are created
+ * later, by open_store; the test build's thread self-test finishes its
+ * thread); an interrupt handler runs to completion before kmain resumes,
+ * and there is one CPU. The main loop is no such place: the store's
+ * thread is parked there inside protected frames. So when the DRBG is not
+ * seeded by then (a machine with only the jitter source, slower than
+ * RNG_WAIT_MS), the early guard stays for this boot and the log says so.
+ * Not protected itself: its own canary would change under it. The guard
+ * is never printed; the test build prints how many bits changed. */
+static __attribute__((no_stack_protector)) void reseed_stack_guard(void)
+{
+    uint64_t v;
+    if (!rng_seeded() || rng_bytes(&v, sizeof v) != 0) {
+        kprintf("tern: stack guard: not reseeded: the DRBG was not seeded at boot\n");
+        return;
+    }
+    uintptr_t old = stack_guard_replace(v);
+#ifdef TERN_TEST_HOOKS
+    kprintf("tern: stack guard: reseeded from the DRBG (test build: %d bits changed)\n",
+            __builtin_popcountll((unsigned long long)(old ^ __stack_chk_guard)));
+#else
+    (void)old;
+    kprintf("tern: stack guard: reseeded from the DRBG\n");
+#endif
+}
+
 static _Noreturn void kmain(void)
 {
     struct tsc_info tsc;
@@ -261,6 +293,15 @@ static _Noreturn void kmain(void)
         if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
+    reseed_stack_guard(); /* only here: see the function */
+#ifdef TERN_TEST_HOOKS
+    char guard_arg[8]; /* the canary check still fires with the new guard */
+    if (bootinfo_arg(&boot, "tern.test.guard", guard_arg, sizeof guard_arg) &&
+        !strcmp(guard_arg, "smash")) {
+        stack_guard_smash_selftest();
+        panic("selftest: a smashed stack frame was not caught");
+    }
+#endif
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
 #ifdef TERN_TEST_HOOKS
@@ -370,17 +411,17 @@ static _Noreturn void kmain(void)
     }
 }
 
-/* Replace the stack protector's boot value. Not itself protected: its own
- * canary would change under it. */
+/* Replace the stack protector's boot value, first thing in kmain_early
+ * (no protected frame is live yet). Not itself protected: its own canary
+ * would change under it. */
 static __attribute__((no_stack_protector)) void seed_stack_guard(void)
 {
     struct cpu_features f;
     cpu_features_read(&f);
     uint64_t v = 0;
     if (!f.rdrand || !cpu_rdrand64(&v))
-        v = rdtsc() * 0x9E3779B97F4A7C15ull; /* weak; the RNG subsystem comes later */
-    /* A zero low byte stops string overflows from reproducing the guard. */
-    __stack_chk_guard = v & ~0xFFull;
+        v = rdtsc() * 0x9E3779B97F4A7C15ull; /* weak; reseed_stack_guard follows */
+    (void)stack_guard_replace(v);
 }
 
 _Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys)
