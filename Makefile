@@ -8,7 +8,9 @@
 #   make run-hosted set up the machine, build, run the Linux daemon with the dev config
 #   make test       check the tree, set up the machine and dependencies, run every test
 #   make check-tree fail if a tracked file matches .gitignore (*.orig, *.rej, *~, ...),
-#                   then run check-conformance
+#                   then run check-conformance and check-security
+#   make check-security  check docs/SECURITY.md against the tree (every test it cites
+#                   exists, every promise names a test or why it has none)
 #   make check-conformance  check docs/CONFORMANCE.md against the tree (every tested
 #                   row names a test that exists) and the checker's own tests
 #   make unit       unit tests under ASan+UBSan
@@ -144,7 +146,7 @@ include tests/powercut/powercut.mk
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 .PHONY: all run run-live run-diag run-hosted test unit unit-core integration deps setup clean check-tree \
-        check-conformance
+        check-conformance check-security
 
 all: $(BUILD)/rel/ternd
 
@@ -215,10 +217,20 @@ clean:
 	rm -rf $(BUILD)
 
 # No tracked file that .gitignore excludes (*.orig, *.rej, editor swap files);
-# and the conformance matrix's claims hold.
+# and the conformance matrix's and the security promises' claims hold.
 check-tree:
 	@scripts/check-tree.sh
 	@$(MAKE) --no-print-directory check-conformance
+	@$(MAKE) --no-print-directory check-security
+
+# docs/SECURITY.md: every test it cites exists, every promise is tested or
+# says why not. Standard library only, like check-conformance (whose rule
+# for "a test exists" it uses); its own tests only where pytest already is.
+check-security:
+	@$(PYTHON) tools/security/check.py
+	@if $(PYTHON) -c 'import pytest' 2>/dev/null; then \
+	    $(PYTHON) -m pytest -q -p no:cacheprovider tools/security; \
+	else echo "check-security: the checker's own tests skipped: no pytest yet"; fi
 
 # docs/CONFORMANCE.md: every "tested" row names a test that exists, no row
 # binding the server is left without a status or a reason. Python's standard
