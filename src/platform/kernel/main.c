@@ -3,7 +3,8 @@
  * with the early page tables: console, descriptor tables, boot information,
  * frame allocator, final page tables, guarded stacks. It then moves to a
  * guarded stack and kmain() reads the baked configuration (halting if it
- * is refused), brings up time, devices, entropy, the crypto self-tests
+ * is refused), brings up time, devices, entropy (then replaces the stack
+ * protector's early guard from the DRBG), the crypto self-tests
  * (the broker is not started when one fails), the network, the
  * diagnostics report in the diagnostics modes (diag/diag.h; the plain one
  * halts after it), and the broker, reports readiness on the console, and
