@@ -213,8 +213,11 @@ static __attribute__((no_stack_protector)) void reseed_stack_guard(void)
     }
     uintptr_t old = stack_guard_replace(v);
 #ifdef TERN_TEST_HOOKS
-    kprintf("tern: stack guard: reseeded from the DRBG (test build: %d bits changed)\n",
-            __builtin_popcountll((unsigned long long)(old ^ __stack_chk_guard)));
+    unsigned changed = 0; /* counted by hand: no libgcc (__popcountdi2) here */
+    for (uintptr_t d = old ^ __stack_chk_guard; d; d &= d - 1)
+        changed++;
+    kprintf("tern: stack guard: reseeded from the DRBG (test build: %u bits changed)\n",
+            changed);
 #else
     (void)old;
     kprintf("tern: stack guard: reseeded from the DRBG\n");
