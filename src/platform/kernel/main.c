@@ -202,8 +202,8 @@ static const squeue_store *open_store(const tern_config *cfg)
  * thread is parked there inside protected frames. So when the DRBG is not
  * seeded by then (a machine with only the jitter source, slower than
  * RNG_WAIT_MS), the early guard stays for this boot and the log says so.
- * Not protected itself: its own canary would change under it. The guard
- * is never printed; the test build prints how many bits changed. */
+ * Not protected itself: its own canary would change under it (gcc may
+ * inline it into kmain, which never checks). The guard is never printed; the test build prints how many bits changed. */
 static __attribute__((no_stack_protector)) void reseed_stack_guard(void)
 {
     uint64_t v;
