@@ -6,6 +6,8 @@
  * other load on the machine) falls on both alike. Cycles come from the
  * TSC fenced on both sides, so the call, not what surrounds it, is timed.
  */
+#define _DEFAULT_SOURCE /* getrandom, ssize_t */
+
 #include "dudect.h"
 
 #include "ttest.h"
@@ -92,7 +94,7 @@ int ct_measure(const struct ct_target *t, size_t n, struct ct_result *r)
     if (fill_random(cls, total) != 0 || fill_random(in, total * t->len) != 0)
         goto out;
     for (size_t i = 0; i < total; i++) {
-        cls[i] &= 1;
+        cls[i] = (uint8_t)(cls[i] & 1);
         if (cls[i] == 0)
             memcpy(in + i * t->len, fixed, t->len);
     }

@@ -15,6 +15,8 @@
  * per run, every target). Prints one line per run and a verdict; exits
  * 1 when any verdict fails.
  */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
+
 #include "dudect.h"
 #include "targets.h"
 
