@@ -14,6 +14,7 @@
 #   make check-conformance  check docs/CONFORMANCE.md against the tree (every tested
 #                   row names a test that exists) and the checker's own tests
 #   make unit       unit tests under ASan+UBSan
+#   make ct-test    the constant-time tests (tests/ct/, dudect-style, about 10 s)
 #   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
 #                   SQLite (codec, core, config, kernel-host, platform helpers) under
 #                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
@@ -142,6 +143,7 @@ include src/platform/kernel/kernel.mk
 include tests/fuzz/fuzz.mk
 include tests/sim/sim.mk
 include tests/powercut/powercut.mk
+include tests/ct/ct.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -204,6 +206,7 @@ integration: setup deps
 test: check-tree setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
+	$(MAKE) --no-print-directory ct-test
 	BUILD=$(BUILD) scripts/check-core-symbols.sh
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory tdisk-test

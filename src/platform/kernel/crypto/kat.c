@@ -10,8 +10,16 @@
  *   aes-128-gcm, aes-256-gcm
  *                      encrypt to the known ciphertext and tag, decrypt it
  *                      back, and refuse a tampered tag
+ *   chacha20-poly1305  RFC 8439's AEAD example: encrypt to the known
+ *                      ciphertext and tag, decrypt it back, refuse a
+ *                      tampered tag (the one-shot API runs the same
+ *                      wc_Chacha_* and wc_Poly1305* code, C or assembly, as
+ *                      the TLS record layer)
  *   x25519             the public key of a known private key, and the
  *                      shared secret with a known peer
+ *   ecdh-p256          RFC 5903's P-256 example: the known private key and
+ *                      the peer's public key give the known shared secret
+ *                      (wc_ecc_shared_secret, as TLS's P-256 key share)
  *   ecdsa-p256-verify  a known signature verifies, a tampered one does not
  *   ecdsa-p256-sign    sign with a known key and the DRBG, verify that
  *
@@ -25,6 +33,7 @@
 #include <wolfssl/options.h>
 #include <wolfssl/wolfcrypt/settings.h>
 #include <wolfssl/wolfcrypt/aes.h>
+#include <wolfssl/wolfcrypt/chacha20_poly1305.h>
 #include <wolfssl/wolfcrypt/curve25519.h>
 #include <wolfssl/wolfcrypt/ecc.h>
 #include <wolfssl/wolfcrypt/random.h>
@@ -138,6 +147,32 @@ static const char *kat_gcm256(int corrupt)
     return kat_gcm_one(&kat_gcm[1], corrupt);
 }
 
+static const char *kat_chacha(int corrupt)
+{
+    enum { N = sizeof kat_chacha_ct };
+    uint8_t ct[N], pt[N], tag[16], want_ct[N];
+
+    _Static_assert(sizeof kat_chacha_pt - 1 == N, "plaintext and ciphertext lengths differ");
+    expect(want_ct, kat_chacha_ct, sizeof want_ct, corrupt);
+    if (wc_ChaCha20Poly1305_Encrypt(kat_chacha_key, kat_chacha_nonce, kat_chacha_aad,
+                                    sizeof kat_chacha_aad, (const byte *)kat_chacha_pt, N, ct,
+                                    tag) != 0)
+        return "encryption failed to run";
+    if (memcmp(ct, want_ct, sizeof ct) != 0 || memcmp(tag, kat_chacha_tag, sizeof tag) != 0)
+        return "wrong ciphertext or tag";
+    if (wc_ChaCha20Poly1305_Decrypt(kat_chacha_key, kat_chacha_nonce, kat_chacha_aad,
+                                    sizeof kat_chacha_aad, kat_chacha_ct, N, kat_chacha_tag,
+                                    pt) != 0 ||
+        memcmp(pt, kat_chacha_pt, sizeof pt) != 0)
+        return "decryption of the known ciphertext failed";
+    memcpy(tag, kat_chacha_tag, sizeof tag);
+    tag[0] ^= 0x80;
+    if (wc_ChaCha20Poly1305_Decrypt(kat_chacha_key, kat_chacha_nonce, kat_chacha_aad,
+                                    sizeof kat_chacha_aad, kat_chacha_ct, N, tag, pt) == 0)
+        return "a tampered tag was accepted";
+    return NULL;
+}
+
 static const char *kat_x25519(int corrupt)
 {
     uint8_t want[32], pub[32], shared[32];
@@ -172,6 +207,50 @@ static const char *kat_x25519(int corrupt)
     wc_curve25519_free(&keys[1]);
     memset(keys, 0, 2 * sizeof *keys);
     free(keys);
+    return why;
+}
+
+static const char *kat_ecdh(int corrupt)
+{
+    uint8_t want[32], shared[32];
+    word32 shared_len = sizeof shared;
+    ecc_key *keys = malloc(2 * sizeof *keys);
+    WC_RNG *rng = malloc(sizeof *rng);
+    const char *why = NULL;
+
+    expect(want, kat_ecdh_shared, sizeof want, corrupt);
+    if (!keys || !rng) {
+        free(keys);
+        free(rng);
+        return "out of memory";
+    }
+    /* A generator for the blinding timing-resistant builds ask for. */
+    if (wc_InitRng(rng) != 0) {
+        free(keys);
+        free(rng);
+        return "no random numbers";
+    }
+    if (wc_ecc_init(&keys[0]) != 0 || wc_ecc_init(&keys[1]) != 0) {
+        why = "cannot initialise";
+    } else {
+        if (wc_ecc_import_unsigned(&keys[0], kat_ecdh_qx, kat_ecdh_qy, kat_ecdh_d,
+                                   ECC_SECP256R1) != 0 ||
+            wc_ecc_import_unsigned(&keys[1], kat_ecdh_peer_x, kat_ecdh_peer_y, NULL,
+                                   ECC_SECP256R1) != 0 ||
+            wc_ecc_set_rng(&keys[0], rng) != 0)
+            why = "cannot import the keys";
+        else if (wc_ecc_shared_secret(&keys[0], &keys[1], shared, &shared_len) != 0 ||
+                 shared_len != sizeof shared)
+            why = "key agreement failed to run";
+        else if (memcmp(shared, want, sizeof shared) != 0)
+            why = "wrong shared secret";
+        wc_ecc_free(&keys[0]);
+        wc_ecc_free(&keys[1]);
+    }
+    memset(keys, 0, 2 * sizeof *keys);
+    free(keys);
+    wc_FreeRng(rng);
+    free(rng);
     return why;
 }
 
@@ -270,7 +349,9 @@ static const struct {
     {"hmac-drbg", kat_drbg},
     {"aes-128-gcm", kat_gcm128},
     {"aes-256-gcm", kat_gcm256},
+    {"chacha20-poly1305", kat_chacha},
     {"x25519", kat_x25519},
+    {"ecdh-p256", kat_ecdh},
     {"ecdsa-p256-verify", kat_ecdsa_verify},
     {"ecdsa-p256-sign", kat_ecdsa_sign},
 };
