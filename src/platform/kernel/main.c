@@ -188,6 +188,17 @@ static const squeue_store *open_store(const tern_config *cfg)
     return kdisk_store_open(cfg, integrity);
 }
 
+/* The heap's free-list secret from the DRBG once it is seeded (the first
+ * came from RDRAND or the TSC, mm/kmalloc.c); 1 once done. */
+static int rekey_heap(void)
+{
+    uint64_t v;
+    if (rng_bytes(&v, sizeof v) != 0)
+        return 0;
+    kmalloc_rekey(v);
+    return 1;
+}
+
 static _Noreturn void kmain(void)
 {
     struct tsc_info tsc;
@@ -261,6 +272,7 @@ static _Noreturn void kmain(void)
         if (virtio_pci_type(&pci_devices[i]) == VIRTIO_ID_RNG && !virtio_rng_present())
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
+    int heap_rekeyed = rekey_heap();
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
 #ifdef TERN_TEST_HOOKS
@@ -343,6 +355,8 @@ static _Noreturn void kmain(void)
         work |= blk_poll_all();
         work |= kserve_poll(clock_mono_ns() / 1000000);
         rng_poll();
+        if (!heap_rekeyed)
+            heap_rekeyed = rekey_heap();
         if (!announced_rng && rng_seeded()) {
             announced_rng = 1;
             rng_describe(rngline, sizeof rngline);
