@@ -108,17 +108,19 @@ struct heap {
 /* The heap of the boot CPU (per-CPU heaps later). */
 static struct heap heap;
 
-/* Halt with a report: what was found and the object's size class. The
- * address is printed only by debug builds (panic.h's convention). */
+/* Halt with a report: what was found and the object's size class (0: no
+ * size known, the pointer is not in a slab). The address is printed only
+ * by debug builds (panic.h's convention). */
 static _Noreturn void heap_corrupt(const char *what, size_t size, const void *where)
 {
-    char msg[160];
+    char msg[160], sz[32] = "object of unknown size";
+    if (size)
+        snprintf(sz, sizeof sz, "%zu-byte object", size);
 #ifdef TERN_DEBUG
-    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%zu-byte object at %p)", what,
-             size, where);
+    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%s at %p)", what, sz, where);
 #else
     (void)where;
-    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%zu-byte object)", what, size);
+    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%s)", what, sz);
 #endif
     KMALLOC_HALT(msg);
 }
@@ -179,10 +181,10 @@ static void head_set(uint64_t secret, struct slab *s, const void *obj)
     s->free_enc = (uint32_t)((uintptr_t)obj - (uintptr_t)s) ^ head_key(secret, s);
 }
 
-/* The decoded head: an address in the slab's page, not yet checked. */
+/* The decoded head, not yet checked (a corrupted one may point anywhere). */
 static uint64_t head_get(uint64_t secret, const struct slab *s)
 {
-    return (uintptr_t)s + ((s->free_enc ^ head_key(secret, s)) & (PAGE_SIZE - 1));
+    return (uintptr_t)s + (s->free_enc ^ head_key(secret, s));
 }
 
 /* The free object a decoded link or head names, or halts: it must lie on
@@ -196,15 +198,18 @@ static char *checked_free_obj(struct slab *s, uint64_t addr, unsigned c)
     return (char *)(uintptr_t)addr;
 }
 
-/* A free object must still hold its poison after the link. */
+/* A free object must still hold its poison after the link. One branch at
+ * the end, not one a word: this runs on every allocation. */
 static void check_poison(const char *p, size_t size)
 {
+    uint64_t diff = 0;
     for (size_t k = LINK; k < size; k += 8) {
         uint64_t w;
         memcpy(&w, p + k, sizeof w);
-        if (w != POISON_WORD)
-            heap_corrupt("write after free", size, p);
+        diff |= w ^ POISON_WORD;
     }
+    if (diff)
+        heap_corrupt("write after free", size, p);
 }
 
 static void list_remove(unsigned c, struct slab *s)
