@@ -24,7 +24,7 @@ static _Noreturn void test_halt(const char *msg);
 #define KMALLOC_HALT(msg) test_halt(msg)
 #include "platform/kernel/mm/kmalloc.c"
 
-enum { MAX_RUNS = 512 };
+enum { MAX_RUNS = 4096 }; /* every run stays allocated until heap_reset() */
 
 /* Every run of pages handed to the heap, and whether it gave it back. */
 static struct run {

@@ -113,7 +113,7 @@ static struct heap heap;
  * by debug builds (panic.h's convention). */
 static _Noreturn void heap_corrupt(const char *what, size_t size, const void *where)
 {
-    char msg[160], sz[32] = "object of unknown size";
+    char msg[192], sz[40] = "object of unknown size";
     if (size)
         snprintf(sz, sizeof sz, "%zu-byte object", size);
 #ifdef TERN_DEBUG
@@ -261,7 +261,9 @@ static void *alloc_large(size_t size)
     struct slab *s = pages_get(pages);
     if (!s)
         return NULL;
-    memset(s, 0, HDR);
+    /* Frames come from the frame allocator as their last user left them
+     * (not every user is this heap, which zeroes what it gives back). */
+    memset(s, 0, pages * PAGE_SIZE);
     s->magic = MAGIC_LARGE;
     s->size = (uint32_t)size;
     s->count = (uint32_t)pages;
