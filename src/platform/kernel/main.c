@@ -196,6 +196,7 @@ static int rekey_heap(void)
     if (rng_bytes(&v, sizeof v) != 0)
         return 0;
     kmalloc_rekey(v);
+    kprintf("tern: heap: free-list secret replaced from the DRBG\n");
     return 1;
 }
 
