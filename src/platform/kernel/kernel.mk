@@ -116,3 +116,5 @@ $(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)
 # The block layer and its drivers' host tests include kernel sources that
 # use the kernel's own header paths (dev/..., clock.h, console.h).
 $(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)
+# The heap's host test includes mm/kmalloc.c, which uses the same paths.
+$(BUILD)/asan/tests/unit/test_kmalloc.o: INC += -I$(KDIR)

@@ -224,6 +224,18 @@ static __attribute__((no_stack_protector)) void reseed_stack_guard(void)
 #endif
 }
 
+/* The heap's free-list secret from the DRBG once it is seeded (the first
+ * came from RDRAND or the TSC, mm/kmalloc.c); 1 once done. */
+static int rekey_heap(void)
+{
+    uint64_t v;
+    if (rng_bytes(&v, sizeof v) != 0)
+        return 0;
+    kmalloc_rekey(v);
+    kprintf("tern: heap: free-list secret replaced from the DRBG\n");
+    return 1;
+}
+
 static _Noreturn void kmain(void)
 {
     struct tsc_info tsc;
@@ -306,6 +318,7 @@ static _Noreturn void kmain(void)
         panic("selftest: a smashed stack frame was not caught");
     }
 #endif
+    int heap_rekeyed = rekey_heap();
     if (crypto_boot(&boot, &simd) != 0)
         serve = 0; /* every boot runs the self-tests; a failure means no broker */
 #ifdef TERN_TEST_HOOKS
@@ -388,6 +401,8 @@ static _Noreturn void kmain(void)
         work |= blk_poll_all();
         work |= kserve_poll(clock_mono_ns() / 1000000);
         rng_poll();
+        if (!heap_rekeyed)
+            heap_rekeyed = rekey_heap();
         if (!announced_rng && rng_seeded()) {
             announced_rng = 1;
             rng_describe(rngline, sizeof rngline);

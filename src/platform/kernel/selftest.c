@@ -104,6 +104,8 @@ void selftest_run(const char *name)
         return;
     } else if (selftest_kthread(name)) {
         return;
+    } else if (selftest_halloc(name)) {
+        return;
     } else {
         kprintf("selftest %s: unknown test\n", name);
         return;

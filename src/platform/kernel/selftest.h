@@ -14,4 +14,8 @@ void selftest_run(const char *name);
  * them (checks return, faults do not), 0 otherwise. */
 int selftest_kthread(const char *name);
 
+/* The hardened heap's tests (selftest_halloc.c): 1 when name was one of
+ * them (the bench returns, the three heap faults halt), 0 otherwise. */
+int selftest_halloc(const char *name);
+
 #endif

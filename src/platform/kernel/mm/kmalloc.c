@@ -1,21 +1,76 @@
 /*
- * kmalloc.c - a simple size-class heap on top of the frame allocator.
- * Small objects (16..2048 bytes, powers of two) come from one-page slabs:
- * a 64-byte header, then equal objects; a bitmap in the header records which
- * are live, so a double or bogus free is caught. Large objects get their own
- * contiguous pages with the same header. Any object's header is found by
- * rounding its address down to the page. Freed memory is zeroed; an empty
- * slab is returned to the frame allocator unless it is its class's last.
- * Everything is reached through the direct map.
+ * kmalloc.c - the kernel heap, hardened (SPEC B5): a size-class heap on top
+ * of the frame allocator. Small objects (16..2048 bytes, powers of two) come
+ * from one-page slabs: a 64-byte header, then equal objects. Large objects
+ * get their own contiguous pages with the same header. Any object's header
+ * is found by rounding its address down to the page. Everything is reached
+ * through the direct map.
+ *
+ * Hardening, and why each step:
+ * - Wipe on free: a freed object is overwritten at once (the whole block),
+ *   so nothing it held - key material included - survives in free memory;
+ *   kfree_sensitive() needs nothing more. Objects are handed out zeroed.
+ * - Poison verified on reuse: a free object holds a fixed pattern, checked
+ *   when the object is handed out again, so a write after free is caught
+ *   at the next allocation that reuses the block.
+ * - Double free: a live-object bitmap per slab says whether an object is
+ *   live; freeing a free object (or an address that is no object) halts.
+ * - Free lists: each slab threads its free objects into a list whose links
+ *   are XOR-encoded with a boot-time secret and the link's own address, so
+ *   an overflow or a use after free cannot plant a chosen pointer without
+ *   knowing the secret. Every link is checked when followed: it must decode
+ *   to a free object of the same slab, or the heap halts.
+ * - Corruption halts: heap_corrupt() reports through panic() on every
+ *   console, naming what was found and the object's size class, never an
+ *   address (production reports carry none; debug builds add it).
+ * An empty slab is zeroed and returned to the frame allocator unless it is
+ * its class's last.
  */
 #include "mm/kmalloc.h"
 
 #include "arch/x86_64/memlayout.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef KMALLOC_HOST_TEST
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/cpufeat.h"
 #include "mm/pmm.h"
 #include "panic.h"
 
-#include <stdint.h>
-#include <string.h>
+/* Pages for slabs and large objects, from the frame allocator. */
+static void *pages_get(size_t n)
+{
+    uint64_t pa = n == 1 ? pmm_alloc() : pmm_alloc_contig(n);
+    return pa ? phys_to_virt(pa) : NULL;
+}
+
+static void pages_put(void *p, size_t n)
+{
+    if (n == 1)
+        pmm_free(virt_to_phys(p));
+    else
+        pmm_free_contig(virt_to_phys(p), n);
+}
+
+/* The first secret, taken when the first slab is made (before the DRBG is
+ * seeded, which itself allocates): RDRAND when the CPU has it, else the
+ * TSC mixed by a multiply - weak, which is why kmalloc_rekey() replaces it
+ * from the DRBG once that is seeded. */
+static uint64_t boot_secret(void)
+{
+    struct cpu_features f;
+    cpu_features_read(&f);
+    uint64_t v = 0;
+    if (!f.rdrand || !cpu_rdrand64(&v))
+        v = (rdtsc() ^ 0x5deece66dull) * 0x9E3779B97F4A7C15ull;
+    return v;
+}
+
+#define KMALLOC_HALT(msg) panic(msg)
+#endif
 
 enum {
     HDR = 64,
@@ -24,13 +79,33 @@ enum {
     CLASSES = MAX_SHIFT - MIN_SHIFT + 1,
     MAGIC_SLAB = 0x51ab51ab,
     MAGIC_LARGE = 0x1a46e000,
+    LINK = sizeof(uint64_t),     /* the encoded link at a free object's start */
 };
+
+/* Objects and pages are 16-byte aligned and multiples of 8 bytes, so the
+ * heap reads and writes them a word at a time. Not memcpy/memset: the
+ * kernel is freestanding (no builtins), where an 8-byte memcpy is a call,
+ * and "rep stosb" runs a byte per step under QEMU's TCG. */
+typedef uint64_t __attribute__((may_alias)) word;
+
+static void fill_words(void *p, uint64_t v, size_t bytes)
+{
+    word *w = p;
+    for (size_t k = 0; k < bytes / 8; k++)
+        w[k] = v;
+}
+
+/* What fills a free object after its link. Not zero: a stray write of
+ * zeroes after free is as likely as any other. */
+#define POISON_BYTE 0xa5
+#define POISON_WORD 0xa5a5a5a5a5a5a5a5ull
 
 struct slab {
     uint32_t magic;
     uint32_t size;               /* object size, or requested size (large) */
-    uint32_t live;
-    uint32_t pages;              /* large only */
+    uint32_t count;              /* live objects (slab) or pages (large) */
+    uint32_t free_enc;           /* first free object's offset, encoded; valid
+                                  * only while count < per_slab */
     struct slab *prev, *next;    /* class list of slabs with free objects */
     uint64_t used[4];            /* live-object bitmap, up to 252 objects */
 };
@@ -40,10 +115,28 @@ struct heap {
     struct slab *partial[CLASSES];
     size_t slab_count[CLASSES];
     struct kmalloc_stats stats;
+    uint64_t secret;             /* free-list key; 0 until the first slab */
 };
 
-/* The heap of the boot CPU (per-CPU heaps or the hardened allocator later). */
+/* The heap of the boot CPU (per-CPU heaps later). */
 static struct heap heap;
+
+/* Halt with a report: what was found and the object's size class (0: no
+ * size known, the pointer is not in a slab). The address is printed only
+ * by debug builds (panic.h's convention). */
+static _Noreturn void heap_corrupt(const char *what, size_t size, const void *where)
+{
+    char msg[192], sz[40] = "object of unknown size";
+    if (size)
+        snprintf(sz, sizeof sz, "%zu-byte object", size);
+#ifdef TERN_DEBUG
+    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%s at %p)", what, sz, where);
+#else
+    (void)where;
+    snprintf(msg, sizeof msg, "kmalloc: heap corruption: %s (%s)", what, sz);
+#endif
+    KMALLOC_HALT(msg);
+}
 
 static unsigned class_of(size_t size)
 {
@@ -58,6 +151,77 @@ static size_t per_slab(unsigned c) { return (PAGE_SIZE - HDR) >> (c + MIN_SHIFT)
 static struct slab *slab_of(const void *p)
 {
     return (struct slab *)((uintptr_t)p & ~(uintptr_t)(PAGE_SIZE - 1));
+}
+
+/* A slab header that could be ours: the magic and a class's size. */
+static int slab_ok(const struct slab *s)
+{
+    return s->magic == MAGIC_SLAB && s->size >= (1u << MIN_SHIFT) &&
+           s->size <= (1u << MAX_SHIFT) && !(s->size & (s->size - 1));
+}
+
+static int is_live(const struct slab *s, size_t i) { return (s->used[i / 64] >> (i % 64)) & 1; }
+
+/* Links: a free object's first word is the next free object's address XOR
+ * the secret XOR the word's own address (equal links read differently);
+ * the header's head is the first free object's offset XOR the secret's
+ * low bits XOR the slab's page number. */
+static uint64_t link_key(uint64_t secret, const void *at)
+{
+    return secret ^ (uint64_t)(uintptr_t)at;
+}
+
+static uint32_t head_key(uint64_t secret, const struct slab *s)
+{
+    return (uint32_t)secret ^ (uint32_t)((uintptr_t)s >> 12);
+}
+
+static void link_set(uint64_t secret, void *at, const void *next)
+{
+    *(word *)at = (uint64_t)(uintptr_t)next ^ link_key(secret, at);
+}
+
+static uint64_t link_get(uint64_t secret, const void *at)
+{
+    return *(const word *)at ^ link_key(secret, at);
+}
+
+static void head_set(uint64_t secret, struct slab *s, const void *obj)
+{
+    s->free_enc = (uint32_t)((uintptr_t)obj - (uintptr_t)s) ^ head_key(secret, s);
+}
+
+/* The decoded head, not yet checked (a corrupted one may point anywhere). */
+static uint64_t head_get(uint64_t secret, const struct slab *s)
+{
+    return (uintptr_t)s + (s->free_enc ^ head_key(secret, s));
+}
+
+/* The free object a decoded link or head names, or halts: it must lie on
+ * an object boundary of this slab and be free. */
+static char *checked_free_obj(struct slab *s, uint64_t addr, unsigned c)
+{
+    uintptr_t base = (uintptr_t)s + HDR;
+    size_t i = (size_t)(addr - base) / s->size;
+    if (addr < base || (addr - base) % s->size || i >= per_slab(c) || is_live(s, i))
+        heap_corrupt("free-list pointer corrupted", s->size, (const void *)(uintptr_t)addr);
+    return (char *)(uintptr_t)addr;
+}
+
+/* Hand out a free object: it must still hold its poison after the link
+ * (checked and zeroed in one pass, one branch at the end: this runs on
+ * every allocation). */
+static void take_poisoned(char *p, size_t size)
+{
+    word *w = (word *)p;
+    uint64_t diff = 0;
+    w[0] = 0;
+    for (size_t k = 1; k < size / 8; k++) {
+        diff |= w[k] ^ POISON_WORD;
+        w[k] = 0;
+    }
+    if (diff)
+        heap_corrupt("write after free", size, p);
 }
 
 static void list_remove(unsigned c, struct slab *s)
@@ -80,17 +244,41 @@ static void list_push(unsigned c, struct slab *s)
     heap.partial[c] = s;
 }
 
+/* A new slab for class c: every object poisoned and linked in order. */
+static struct slab *slab_new(unsigned c)
+{
+    if (!heap.secret)
+        heap.secret = boot_secret() | 1; /* never 0: 0 means "not yet" */
+    struct slab *s = pages_get(1);
+    if (!s)
+        return NULL;
+    memset(s, 0, HDR);
+    fill_words((char *)s + HDR, POISON_WORD, PAGE_SIZE - HDR);
+    s->magic = MAGIC_SLAB;
+    s->size = 1u << (c + MIN_SHIFT);
+    size_t n = per_slab(c);
+    char *obj = (char *)s + HDR;
+    for (size_t i = 0; i < n; i++)
+        link_set(heap.secret, obj + i * s->size, i + 1 < n ? obj + (i + 1) * s->size : NULL);
+    head_set(heap.secret, s, obj);
+    list_push(c, s);
+    heap.slab_count[c]++;
+    heap.stats.pages++;
+    return s;
+}
+
 static void *alloc_large(size_t size)
 {
     size_t pages = (size + HDR + PAGE_SIZE - 1) / PAGE_SIZE;
-    uint64_t pa = pmm_alloc_contig(pages);
-    if (!pa)
+    struct slab *s = pages_get(pages);
+    if (!s)
         return NULL;
-    struct slab *s = phys_to_virt(pa);
-    memset(s, 0, HDR);
+    /* Frames come from the frame allocator as their last user left them
+     * (not every user is this heap, which zeroes what it gives back). */
+    fill_words(s, 0, pages * PAGE_SIZE);
     s->magic = MAGIC_LARGE;
     s->size = (uint32_t)size;
-    s->pages = (uint32_t)pages;
+    s->count = (uint32_t)pages;
     heap.stats.pages += pages;
     return (char *)s + HDR;
 }
@@ -111,43 +299,32 @@ void *kmalloc(size_t size)
     }
     unsigned c = class_of(size);
     struct slab *s = heap.partial[c];
-    if (!s) {
-        uint64_t pa = pmm_alloc();
-        if (!pa)
-            return NULL;
-        s = phys_to_virt(pa);
-        memset(s, 0, PAGE_SIZE);
-        s->magic = MAGIC_SLAB;
-        s->size = 1u << (c + MIN_SHIFT);
-        list_push(c, s);
-        heap.slab_count[c]++;
-        heap.stats.pages++;
-    }
+    if (!s && !(s = slab_new(c)))
+        return NULL;
     size_t n = per_slab(c);
-    for (size_t w = 0; w < 4; w++) {
-        if (s->used[w] == ~0ull)
-            continue;
-        size_t i = w * 64 + (size_t)__builtin_ctzll(~s->used[w]);
-        if (i >= n)
-            break;
-        s->used[w] |= 1ull << (i % 64);
-        if (++s->live == n)
-            list_remove(c, s);
-        heap.stats.allocations++;
-        heap.stats.bytes_in_use += s->size;
-        return (char *)s + HDR + i * s->size;
+    if (!slab_ok(s) || s->size != 1u << (c + MIN_SHIFT) || s->count >= n)
+        heap_corrupt("slab header corrupted", (size_t)1 << (c + MIN_SHIFT), s);
+    char *obj = checked_free_obj(s, head_get(heap.secret, s), c);
+    uint64_t next = link_get(heap.secret, obj);
+    take_poisoned(obj, s->size);
+    size_t i = (size_t)(obj - ((char *)s + HDR)) / s->size;
+    s->used[i / 64] |= 1ull << (i % 64);
+    if (++s->count == n) {
+        if (next)
+            heap_corrupt("free-list pointer corrupted", s->size, obj);
+        list_remove(c, s);
+    } else {
+        head_set(heap.secret, s, checked_free_obj(s, next, c));
     }
-    panic("kmalloc: slab list is corrupt");
+    heap.stats.allocations++;
+    heap.stats.bytes_in_use += s->size;
+    return obj;
 }
 
 void *kzalloc(size_t size)
 {
-    /* Fresh and freed memory is already zero; clear anyway so the hardened
-     * allocator may change that without breaking callers. */
-    void *p = kmalloc(size);
-    if (p)
-        memset(p, 0, size);
-    return p;
+    /* Every object is handed out zeroed (take_poisoned, alloc_large). */
+    return kmalloc(size);
 }
 
 void *kcalloc(size_t n, size_t size)
@@ -163,10 +340,10 @@ size_t kmalloc_usable_size(const void *p)
         return 0;
     const struct slab *s = slab_of(p);
     if (s->magic == MAGIC_LARGE)
-        return (size_t)s->pages * PAGE_SIZE - HDR;
-    if (s->magic == MAGIC_SLAB)
+        return (size_t)s->count * PAGE_SIZE - HDR;
+    if (slab_ok(s))
         return s->size;
-    panic("kmalloc: pointer is not from the heap");
+    heap_corrupt("pointer is not from the heap", 0, p);
 }
 
 void *krealloc(void *p, size_t size)
@@ -178,7 +355,7 @@ void *krealloc(void *p, size_t size)
         return NULL;
     }
     size_t old = kmalloc_usable_size(p);
-    if (size <= old && slab_of(p)->magic == MAGIC_SLAB)
+    if (size <= old && slab_of(p)->magic != MAGIC_LARGE)
         return p;
     void *n = kmalloc(size);
     if (!n)
@@ -188,48 +365,89 @@ void *krealloc(void *p, size_t size)
     return n;
 }
 
+static void free_large(struct slab *s, void *p)
+{
+    if ((char *)p != (char *)s + HDR)
+        heap_corrupt("invalid free (not an object's start)", s->size, p);
+    size_t pages = s->count;
+    heap.stats.allocations--;
+    heap.stats.bytes_in_use -= s->size;
+    heap.stats.pages -= pages;
+    /* Zeroed, magic included: a second free of it finds no heap object. */
+    fill_words(s, 0, pages * PAGE_SIZE);
+    pages_put(s, pages);
+}
+
 void kfree(void *p)
 {
     if (!p)
         return;
     struct slab *s = slab_of(p);
     if (s->magic == MAGIC_LARGE) {
-        if ((char *)p != (char *)s + HDR)
-            panic("kmalloc: invalid free");
-        size_t pages = s->pages;
-        heap.stats.allocations--;
-        heap.stats.bytes_in_use -= s->size;
-        heap.stats.pages -= pages;
-        memset(s, 0, pages * PAGE_SIZE);
-        pmm_free_contig(virt_to_phys(s), pages);
+        free_large(s, p);
         return;
     }
-    if (s->magic != MAGIC_SLAB)
-        panic("kmalloc: invalid free");
+    if (!slab_ok(s))
+        heap_corrupt("invalid free (a freed large object, or not a heap pointer)", 0, p);
+    unsigned c = class_of(s->size);
+    size_t n = per_slab(c);
     size_t off = (size_t)((char *)p - ((char *)s + HDR));
     size_t i = off / s->size;
-    unsigned c = class_of(s->size);
-    if ((char *)p < (char *)s + HDR || off % s->size || i >= per_slab(c) ||
-        !((s->used[i / 64] >> (i % 64)) & 1))
-        panic("kmalloc: invalid or double free");
-    memset(p, 0, s->size);
+    if ((char *)p < (char *)s + HDR || off % s->size || i >= n)
+        heap_corrupt("invalid free (not an object's start)", s->size, p);
+    if (!is_live(s, i))
+        heap_corrupt("double free", s->size, p);
+    /* The wipe: poison over everything, then the link to the old head. */
+    fill_words(p, POISON_WORD, s->size);
+    int was_full = s->count == n;
+    link_set(heap.secret, p, was_full ? NULL : (void *)(uintptr_t)head_get(heap.secret, s));
+    head_set(heap.secret, s, p);
     s->used[i / 64] &= ~(1ull << (i % 64));
     heap.stats.allocations--;
     heap.stats.bytes_in_use -= s->size;
-    if (s->live-- == per_slab(c))
+    s->count--;
+    if (was_full)
         list_push(c, s);
-    if (s->live == 0 && heap.slab_count[c] > 1) {
+    if (s->count == 0 && heap.slab_count[c] > 1) {
         list_remove(c, s);
         heap.slab_count[c]--;
         heap.stats.pages--;
-        s->magic = 0;
-        pmm_free(virt_to_phys(s));
+        fill_words(s, 0, PAGE_SIZE); /* pages leave the heap zeroed */
+        pages_put(s, 1);
     }
 }
 
 void kfree_sensitive(void *p)
 {
+    /* Every free wipes the whole block (see the top of this file). */
     kfree(p);
+}
+
+/* Re-encode every free list under a new secret, checking each link as it
+ * is followed. Full slabs have no list; every slab with a free object is
+ * on its class's partial list. */
+void kmalloc_rekey(uint64_t secret)
+{
+    secret |= 1;
+    uint64_t old = heap.secret;
+    for (unsigned c = 0; c < CLASSES; c++) {
+        for (struct slab *s = heap.partial[c]; s; s = s->next) {
+            size_t nfree = per_slab(c) - s->count;
+            char *obj = checked_free_obj(s, head_get(old, s), c);
+            head_set(secret, s, obj);
+            for (size_t k = 0; k < nfree; k++) {
+                uint64_t next = link_get(old, obj);
+                char *nobj = NULL;
+                if (k + 1 < nfree)
+                    nobj = checked_free_obj(s, next, c);
+                else if (next)
+                    heap_corrupt("free-list pointer corrupted", s->size, obj);
+                link_set(secret, obj, nobj);
+                obj = nobj;
+            }
+        }
+    }
+    heap.secret = secret;
 }
 
 void kmalloc_get_stats(struct kmalloc_stats *out)
