@@ -30,6 +30,7 @@ static int64_t median(const int64_t *v, size_t n)
     return a + (b - a) / 2;
 }
 
+/* Only for values within +-INT64_MAX / 2 (checked before). */
 static int64_t abs64(int64_t v)
 {
     return v < 0 ? -v : v;
@@ -50,7 +51,7 @@ time_verdict time_agree(const time_sample *s, size_t n, unsigned configured,
         /* Refuse absurd values before any arithmetic on them. */
         if (s[i].delay_ms < 0 || s[i].delay_ms > TIME_MAX_DELAY_MS)
             continue;
-        if (abs64(s[i].offset_ms) > INT64_MAX / 4)
+        if (s[i].offset_ms > INT64_MAX / 4 || s[i].offset_ms < -(INT64_MAX / 4))
             continue;
         offs[m++] = s[i].offset_ms;
     }

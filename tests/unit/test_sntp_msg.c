@@ -94,7 +94,8 @@ TEST(sntp_reply_refusals_say_why)
     uint8_t m[SNTP_MSG_LEN];
     sntp_reply r;
     reply(m, NTP_2026 << 32, 0);
-    CHECK(strstr(sntp_reply_parse(m, sizeof m, NONCE, &r), "zero transmit") != NULL);
+    const char *why = sntp_reply_parse(m, sizeof m, NONCE, &r);
+    CHECK(why != NULL && strstr(why, "zero transmit") != NULL);
 }
 
 TEST(sntp_reply_every_truncation_is_refused_within_bounds)

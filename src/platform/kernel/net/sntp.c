@@ -2,14 +2,15 @@
  * sntp.c - the SNTP client of sntp.h on lwIP's raw UDP API. One round asks
  * every configured server (RFC 4330 client mode, a random 64-bit transmit
  * timestamp as the nonce the reply must echo), re-asks the silent ones once
- * a second (UDP may drop the first datagram while ARP resolves), and after
+ * a second with a fresh nonce (UDP may drop the first datagram while ARP
+ * resolves; a late reply to the old one is refused rather than measured
+ * against the wrong T1), and after
  * SNTP_ROUND_MS votes (time/agree.h): agreement steps the clock, anything
  * else leaves it alone and says why. Everything runs from lwIP timers and
  * callbacks in the main loop: one timer at a time, no locking.
  */
 #include "net/sntp.h"
 
-#include "clock.h"
 #include "console.h"
 #include "net/net.h"
 #include "rng/entropy.h"
@@ -35,8 +36,8 @@ enum {
 
 struct sntp_source {
     tern_sntp_server srv;
-    uint64_t nonce;         /* this round's transmit timestamp */
-    int64_t t1_ns;          /* wallclock_raw_ns() when first sent this round */
+    uint64_t nonce;         /* the transmit timestamp of the last request sent */
+    int64_t t1_ns;          /* wallclock_raw_ns() when it was sent */
     int answered;
     const char *bad;        /* the last invalid reply's reason this round */
     time_sample sample;
@@ -53,26 +54,31 @@ struct sntp {
     unsigned last_answered, last_agreeing;
     int64_t last_offset_ms;
     time_t last_sync;       /* wall time of the last agreed step; 0 never */
+    int last_agreed;        /* the last round stepped the clock */
     const char *last_reason;
 };
 
 /* The one client (lwIP keeps a pointer to it as the callback argument). */
 static struct sntp ks;
 
-static void tick(void *arg);
-
 static void send_one(struct sntp_source *s)
 {
     uint8_t msg[SNTP_MSG_LEN];
     ip_addr_t to;
+    uint64_t nonce = 0;
     struct pbuf *p = pbuf_alloc(PBUF_TRANSPORT, SNTP_MSG_LEN, PBUF_RAM);
     if (!p)
         return; /* retried next second */
+    /* Unpredictable once the DRBG is seeded; before that a hash of the
+     * pool and the clock, which still defeats a blind spoofer that cannot
+     * see our requests. */
+    if (rng_bytes(&nonce, sizeof nonce) != 0)
+        nonce = ((uint64_t)rng_u32_nonkey() << 32) | rng_u32_nonkey();
+    s->nonce = nonce | 1; /* never the zero an unset originate reads as */
     sntp_request(msg, s->nonce);
     memcpy(p->payload, msg, SNTP_MSG_LEN);
     IP_ADDR4(&to, s->srv.addr[0], s->srv.addr[1], s->srv.addr[2], s->srv.addr[3]);
-    if (s->t1_ns == 0)
-        s->t1_ns = wallclock_raw_ns();
+    s->t1_ns = wallclock_raw_ns();
     udp_sendto(ks.pcb, p, &to, s->srv.port);
     pbuf_free(p);
 }
@@ -81,18 +87,9 @@ static void round_begin(void)
 {
     ks.rounds++;
     for (unsigned i = 0; i < ks.n; i++) {
-        struct sntp_source *s = &ks.src[i];
-        uint64_t nonce = 0;
-        /* Unpredictable once the DRBG is seeded; before that a hash of the
-         * pool and the clock, which still defeats a blind spoofer that
-         * cannot see our requests. */
-        if (rng_bytes(&nonce, sizeof nonce) != 0)
-            nonce = ((uint64_t)rng_u32_nonkey() << 32) | rng_u32_nonkey();
-        s->nonce = nonce | 1; /* never the zero an unset originate reads as */
-        s->t1_ns = 0;
-        s->answered = 0;
-        s->bad = NULL;
-        send_one(s);
+        ks.src[i].answered = 0;
+        ks.src[i].bad = NULL;
+        send_one(&ks.src[i]);
     }
 }
 
@@ -103,7 +100,7 @@ static void on_recv(void *arg, struct udp_pcb *pcb, struct pbuf *p, const ip_add
     (void)pcb;
     int64_t t4 = wallclock_raw_ns();
     uint8_t msg[SNTP_MSG_LEN + 16];
-    u16_t len = pbuf_copy_partial(p, msg, sizeof msg, 0);
+    u16_t len = pbuf_copy_partial(p, msg, (u16_t)sizeof msg, 0);
     pbuf_free(p);
     if (ks.round_ms == 0 || !IP_IS_V4(addr))
         return; /* between rounds nothing is expected */
@@ -170,7 +167,9 @@ static void vote(void)
                     s->bad ? s->bad : "no answer");
         }
     }
-    /* Without an RTC date there is nothing to measure a step against: the
+    /* Offsets come from NTP timestamps (136 years at most, in ms), so the
+     * step in ns below fits in 63 bits.
+     * Without an RTC date there is nothing to measure a step against: the
      * first agreement sets the date (still no earlier than the floor). */
     int64_t max_step = wallclock_valid() ? ks.max_step_ms : 0;
     time_agreement ag;
@@ -180,8 +179,8 @@ static void vote(void)
     const char *fallback = wallclock_from_sntp()
                                ? "the clock keeps its last agreed time"
                                : "certificates stay checked against the RTC (ADR-025 floor)";
-    if (ag.verdict == TIME_AGREED &&
-        wallclock_step(ag.offset_ms * 1000000) == 0) {
+    ks.last_agreed = ag.verdict == TIME_AGREED && wallclock_step(ag.offset_ms * 1000000) == 0;
+    if (ks.last_agreed) {
         ks.syncs++;
         ks.last_offset_ms = ag.offset_ms;
         ks.last_sync = wallclock_now();
@@ -230,7 +229,7 @@ static void tick(void *arg)
     if (!all && ks.round_ms < SNTP_ROUND_MS) {
         for (unsigned i = 0; i < ks.n; i++)
             if (!ks.src[i].answered)
-                send_one(&ks.src[i]); /* same nonce and T1: a late first reply still counts */
+                send_one(&ks.src[i]);
         ks.round_ms += SNTP_RESEND_MS;
         sys_timeout(SNTP_RESEND_MS, tick, NULL);
         return;
@@ -238,7 +237,7 @@ static void tick(void *arg)
     ks.round_ms = 0;
     vote();
     uint32_t wait_s = ks.resync_s;
-    if (ks.last_reason != NULL && strcmp(ks.last_reason, "agreed") != 0 && wait_s > SNTP_RETRY_S)
+    if (!ks.last_agreed && wait_s > SNTP_RETRY_S)
         wait_s = SNTP_RETRY_S;
     sys_timeout(wait_s * 1000u, tick, NULL);
 }
