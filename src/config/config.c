@@ -810,23 +810,31 @@ static span list_item(const char *s, size_t *pos)
 }
 
 /* time.sntp_servers: each item a private address, at most
- * TERN_TIME_SERVERS_MAX of them (an agreement over more says no more). */
+ * TERN_TIME_SERVERS_MAX of them (an agreement over more says no more), none
+ * twice (a server listed twice would vote twice). */
 static bool check_time(const tern_config *cfg, const size_t *key_lines, const char *file,
                        msgbuf *m)
 {
     const char *s = cfg->time.sntp_servers;
     size_t pos = 0, count = 0;
+    tern_sntp_server seen[TERN_TIME_SERVERS_MAX];
 
     while (s[pos] != '\0') {
         span item = list_item(s, &pos);
         tern_sntp_server srv;
         const char *problem = tern_sntp_server_parse(item.p, item.n, &srv);
 
-        if (problem == NULL && ++count <= TERN_TIME_SERVERS_MAX)
+        for (size_t i = 0; problem == NULL && i < count && i < TERN_TIME_SERVERS_MAX; i++) {
+            if (memcmp(seen[i].addr, srv.addr, 4) == 0 && seen[i].port == srv.port)
+                problem = "is listed twice: each server votes once";
+        }
+        if (problem == NULL && count < TERN_TIME_SERVERS_MAX) {
+            seen[count++] = srv;
             continue;
+        }
         msg_begin(m, file, line_of(key_lines, "time.sntp_servers"));
         msg_str(m, "time.sntp_servers: ");
-        if (problem == NULL) {
+        if (problem == NULL) { /* a ninth server */
             msg_str(m, "more than ");
             msg_uint(m, TERN_TIME_SERVERS_MAX);
             msg_str(m, " servers");

@@ -2,7 +2,7 @@
  * test_config_time.c - the SNTP keys (time.sntp_servers, time.max_step,
  * time.resync_interval): defaults, private addresses with and without a
  * port, and refusals with the reason: public, CGNAT, loopback, bad syntax,
- * port 0, too many servers, out-of-range numbers.
+ * port 0, a server listed twice, too many servers, out-of-range numbers.
  */
 #include "test.h"
 
@@ -68,6 +68,7 @@ TEST(config_time_public_and_bad_servers_are_refused_with_the_reason)
         {"10.0.0", "is not an IPv4 address with an optional :PORT"},
         {"ntp.example", "is not an IPv4 address with an optional :PORT"},
         {"10.0.0.01", "is not an IPv4 address with an optional :PORT"},
+        {"10.0.0.1:123, 10.0.0.2, 10.0.0.1", "'10.0.0.1' is listed twice"},
         {"10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.4,10.0.0.5,10.0.0.6,10.0.0.7,10.0.0.8,10.0.0.9",
          "time.sntp_servers: more than 8 servers"},
     };
