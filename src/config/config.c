@@ -88,7 +88,8 @@ const key_def tern_config_keys[] = {
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
     {"time.sntp_servers", KIND_LIST, 0, TERN_TIME_SERVERS_TEXT,
      offsetof(tern_config, time.sntp_servers)},
-    {"time.max_step", KIND_UINT, 1, TERN_TIME_MAX_STEP_S_MAX, offsetof(tern_config, time.max_step_s)},
+    {"time.max_step", KIND_UINT, 1, TERN_TIME_MAX_STEP_S_MAX,
+     offsetof(tern_config, time.max_step_s)},
     {"time.resync_interval", KIND_UINT, TERN_TIME_RESYNC_S_MIN, TERN_TIME_RESYNC_S_MAX,
      offsetof(tern_config, time.resync_interval_s)},
 };

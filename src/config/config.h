@@ -143,8 +143,8 @@ typedef struct tern_config_ipv4 {
     uint8_t prefix;  /* 1..32; 32 for a single address */
 } tern_config_ipv4;
 
-/* time.*: the unikernel's SNTP client (SPEC B4, ADR draft in wip-sntp).
- * The daemon keeps the host's clock and ignores them. */
+/* time.*: the unikernel's SNTP client (SPEC B4, docs/CONFIG.md). The
+ * daemon keeps the host's clock and ignores them. */
 #define TERN_TIME_SERVERS_MAX 8u        /* items in time.sntp_servers */
 #define TERN_TIME_SERVERS_TEXT 192u     /* its text: 8 x "255.255.255.255:65535," */
 #define TERN_TIME_MAX_STEP_S_DEFAULT 1000u

@@ -118,7 +118,8 @@ TEST(sntp_reply_every_truncation_is_refused_within_bounds)
 TEST(sntp_to_unix_handles_both_eras)
 {
     CHECK_EQ(sntp_to_unix_ns(2208988800ULL << 32), 0);
-    CHECK_EQ(sntp_to_unix_ns((NTP_2026 << 32) | 0x80000000u), 1796184000LL * 1000000000LL + 500000000);
+    CHECK_EQ(sntp_to_unix_ns((NTP_2026 << 32) | 0x80000000u),
+             1796184000LL * 1000000000LL + 500000000);
     /* 2036-02-07T06:28:16Z is NTP era 1 second 0. */
     CHECK_EQ(sntp_to_unix_ns(0), 2085978496LL * 1000000000LL);
     CHECK_EQ(sntp_to_unix_ns(1ULL << 32), 2085978497LL * 1000000000LL);

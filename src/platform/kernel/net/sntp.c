@@ -58,7 +58,10 @@ struct sntp {
     const char *last_reason;
 };
 
-/* The one client (lwIP keeps a pointer to it as the callback argument). */
+_Static_assert(TERN_TIME_SERVERS_MAX <= TIME_MAX_SOURCES,
+               "the vote must have room for every configured server");
+
+/* The one client, driven from lwIP's timer and receive callback. */
 static struct sntp ks;
 
 static void send_one(struct sntp_source *s)
