@@ -50,12 +50,11 @@ struct sntp {
     int64_t max_step_ms;
     uint32_t resync_s;
     uint32_t round_ms;      /* ms into the current round; 0 between rounds */
-    unsigned rounds, syncs, refusals;
+    unsigned refusals;
     unsigned last_answered, last_agreeing;
     int64_t last_offset_ms;
     time_t last_sync;       /* wall time of the last agreed step; 0 never */
     int last_agreed;        /* the last round stepped the clock */
-    const char *last_reason;
 };
 
 _Static_assert(TERN_TIME_SERVERS_MAX <= TIME_MAX_SOURCES,
@@ -88,7 +87,6 @@ static void send_one(struct sntp_source *s)
 
 static void round_begin(void)
 {
-    ks.rounds++;
     for (unsigned i = 0; i < ks.n; i++) {
         ks.src[i].answered = 0;
         ks.src[i].bad = NULL;
@@ -184,10 +182,8 @@ static void vote(void)
                                : "certificates stay checked against the RTC (ADR-025 floor)";
     ks.last_agreed = ag.verdict == TIME_AGREED && wallclock_step(ag.offset_ms * 1000000) == 0;
     if (ks.last_agreed) {
-        ks.syncs++;
         ks.last_offset_ms = ag.offset_ms;
         ks.last_sync = wallclock_now();
-        ks.last_reason = "agreed";
         kserve_wall_clock_changed();
         char date[96];
         wallclock_describe(date, sizeof date);
@@ -205,9 +201,6 @@ static void vote(void)
         else
             kprintf("tern: time: sntp no agreement: %s (%u of %u answered, %u agreeing); "
                     "%s\n", ag.reason, ag.answered, ag.configured, ag.agreeing, fallback);
-        ks.last_reason = ag.verdict == TIME_STEP_REFUSED ? "step beyond time.max_step"
-                         : ag.verdict == TIME_AGREED     ? "agreed time before the floor"
-                                                         : ag.reason;
     }
     sntp_publish();
 }
@@ -268,15 +261,4 @@ void sntp_start(const tern_config *config)
             "agree certificates are checked against the RTC (ADR-025 floor)\n",
             ks.n, cfg->max_step_s, cfg->resync_interval_s);
     sys_timeout(SNTP_FIRST_MS, tick, NULL);
-}
-
-void sntp_describe(char *buf, size_t n)
-{
-    if (ks.n == 0) {
-        snprintf(buf, n, "rtc (no time.sntp_servers)");
-        return;
-    }
-    snprintf(buf, n, "%s, %u servers, %u syncs, %u refusals, last: %s",
-             wallclock_from_sntp() ? "sntp" : "rtc", ks.n, ks.syncs, ks.refusals,
-             ks.last_reason ? ks.last_reason : "no round yet");
 }

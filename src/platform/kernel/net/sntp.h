@@ -17,7 +17,5 @@
 void sntp_start(const tern_config *cfg);
 /* Republish the $SYS status (after the broker started). */
 void sntp_publish(void);
-/* One line for the console: status, sources, last sync. */
-void sntp_describe(char *buf, size_t n);
 
 #endif
