@@ -255,3 +255,35 @@ bool tern_ipv4_same_net(const uint8_t a[4], const uint8_t b[4], unsigned prefix)
 {
     return ((be32(a) ^ be32(b)) & prefix_mask(prefix)) == 0;
 }
+
+/* RFC 1918 only. 100.64/10 (carrier-grade NAT) is shared with other
+ * customers of the same carrier, so it is not "ours"; QEMU's user network
+ * (10.0.2.0/24) is inside 10/8. */
+static bool ipv4_private(const uint8_t a[4])
+{
+    return a[0] == 10 || (a[0] == 172 && (a[1] & 0xf0u) == 16) ||
+           (a[0] == 192 && a[1] == 168);
+}
+
+const char *tern_sntp_server_parse(const char *s, size_t n, tern_sntp_server *out)
+{
+    size_t colon = n;
+    uint8_t a[4];
+    uint16_t port = 123;
+
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] == ':') {
+            colon = i;
+            break;
+        }
+    }
+    if (!parse_ipv4(s, colon, a) ||
+        (colon < n && (!parse_port(s + colon + 1, n - colon - 1, &port) || port == 0)))
+        return "is not an IPv4 address with an optional :PORT, e.g. 10.0.0.1 or 10.0.0.1:123";
+    if (!ipv4_private(a))
+        return "is not a private address (10/8, 172.16/12 or 192.168/16): time is only "
+               "taken from servers on the operator's own network";
+    memcpy(out->addr, a, 4);
+    out->port = port;
+    return NULL;
+}

@@ -30,6 +30,12 @@ bool tern_ipv4_parse(const char *s, size_t n, bool with_prefix, tern_config_ipv4
  * own or broadcast address. NULL when it can. */
 const char *tern_ipv4_host_problem(const uint8_t addr[4], unsigned prefix);
 
+/* Parse one time.sntp_servers item, "a.b.c.d" or "a.b.c.d:PORT" (port
+ * 1..65535, default 123), exactly n bytes. Returns NULL and fills *out, or
+ * why the item is refused: bad syntax, or an address outside the private
+ * ranges 10/8, 172.16/12, 192.168/16 (RFC 1918). */
+const char *tern_sntp_server_parse(const char *s, size_t n, tern_sntp_server *out);
+
 /* 1 if a and b lie in the same network of that prefix (0..32). */
 bool tern_ipv4_same_net(const uint8_t a[4], const uint8_t b[4], unsigned prefix);
 

@@ -86,6 +86,12 @@ const key_def tern_config_keys[] = {
      offsetof(tern_config, store_scrub_interval_s)},
     {"net.ipv4", KIND_IPV4_PREFIX, 0, 0, offsetof(tern_config, net.ipv4)},
     {"net.gateway", KIND_IPV4_HOST, 0, 0, offsetof(tern_config, net.gateway)},
+    {"time.sntp_servers", KIND_LIST, 0, TERN_TIME_SERVERS_TEXT,
+     offsetof(tern_config, time.sntp_servers)},
+    {"time.max_step", KIND_UINT, 1, TERN_TIME_MAX_STEP_S_MAX,
+     offsetof(tern_config, time.max_step_s)},
+    {"time.resync_interval", KIND_UINT, TERN_TIME_RESYNC_S_MIN, TERN_TIME_RESYNC_S_MAX,
+     offsetof(tern_config, time.resync_interval_s)},
 };
 
 #define KEY_COUNT (sizeof tern_config_keys / sizeof tern_config_keys[0])
@@ -787,6 +793,75 @@ static bool check_net(const tern_config *cfg, const size_t *key_lines, const cha
     return true;
 }
 
+/* The item of a comma-separated list at *pos, blanks around it trimmed;
+ * *pos moves past it and its comma. */
+static span list_item(const char *s, size_t *pos)
+{
+    size_t i = *pos, end;
+
+    while (s[i] == ' ' || s[i] == '\t')
+        i++;
+    end = i;
+    while (s[end] != '\0' && s[end] != ',')
+        end++;
+    *pos = s[end] == ',' ? end + 1 : end;
+    while (end > i && (s[end - 1] == ' ' || s[end - 1] == '\t'))
+        end--;
+    return (span){s + i, end - i};
+}
+
+/* time.sntp_servers: each item a private address, at most
+ * TERN_TIME_SERVERS_MAX of them (an agreement over more says no more), none
+ * twice (a server listed twice would vote twice). */
+static bool check_time(const tern_config *cfg, const size_t *key_lines, const char *file,
+                       msgbuf *m)
+{
+    const char *s = cfg->time.sntp_servers;
+    size_t pos = 0, count = 0;
+    tern_sntp_server seen[TERN_TIME_SERVERS_MAX];
+
+    while (s[pos] != '\0') {
+        span item = list_item(s, &pos);
+        tern_sntp_server srv;
+        const char *problem = tern_sntp_server_parse(item.p, item.n, &srv);
+
+        for (size_t i = 0; problem == NULL && i < count && i < TERN_TIME_SERVERS_MAX; i++) {
+            if (memcmp(seen[i].addr, srv.addr, 4) == 0 && seen[i].port == srv.port)
+                problem = "is listed twice: each server votes once";
+        }
+        if (problem == NULL && count < TERN_TIME_SERVERS_MAX) {
+            seen[count++] = srv;
+            continue;
+        }
+        msg_begin(m, file, line_of(key_lines, "time.sntp_servers"));
+        msg_str(m, "time.sntp_servers: ");
+        if (problem == NULL) { /* a ninth server */
+            msg_str(m, "more than ");
+            msg_uint(m, TERN_TIME_SERVERS_MAX);
+            msg_str(m, " servers");
+            return false;
+        }
+        msg_quoted(m, item);
+        msg_putc(m, ' ');
+        msg_str(m, problem);
+        return false;
+    }
+    return true;
+}
+
+size_t tern_config_sntp_servers(const tern_config *cfg, tern_sntp_server *out, size_t max)
+{
+    const char *s = cfg->time.sntp_servers;
+    size_t pos = 0, count = 0;
+
+    while (s[pos] != '\0' && count < max) {
+        span item = list_item(s, &pos);
+        if (tern_sntp_server_parse(item.p, item.n, &out[count]) == NULL)
+            count++;
+    }
+    return count;
+}
+
 void tern_config_defaults(tern_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
@@ -832,6 +907,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->store_disk.kind = TERN_DISK_AUTO;
     cfg->store_scrub_rate_kib = TERN_SCRUB_RATE_KIB_DEFAULT;
     cfg->store_scrub_interval_s = TERN_SCRUB_INTERVAL_S_DEFAULT;
+    cfg->time.max_step_s = TERN_TIME_MAX_STEP_S_DEFAULT;
+    cfg->time.resync_interval_s = TERN_TIME_RESYNC_S_DEFAULT;
     cfg->listener_tls.family = TERN_ADDR_NONE;
     cfg->tls.identity = TERN_IDENTITY_CN;
     cfg->tls.min_version = TERN_CONFIG_TLS_1_3;
@@ -884,6 +961,7 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         goto done;
     }
     if (!check_tls(&parsed, key_lines, file, &m) || !check_net(&parsed, key_lines, file, &m) ||
+        !check_time(&parsed, key_lines, file, &m) ||
         !check_limits(&parsed, key_lines, file, &m) ||
         !check_input_budget(&parsed, key_lines, file, &m))
         goto done;

@@ -143,6 +143,28 @@ typedef struct tern_config_ipv4 {
     uint8_t prefix;  /* 1..32; 32 for a single address */
 } tern_config_ipv4;
 
+/* time.*: the unikernel's SNTP client (SPEC B4, docs/CONFIG.md). The
+ * daemon keeps the host's clock and ignores them. */
+#define TERN_TIME_SERVERS_MAX 8u        /* items in time.sntp_servers */
+#define TERN_TIME_SERVERS_TEXT 192u     /* its text: 8 x "255.255.255.255:65535," */
+#define TERN_TIME_MAX_STEP_S_DEFAULT 1000u
+#define TERN_TIME_MAX_STEP_S_MAX 31536000u /* a year */
+#define TERN_TIME_RESYNC_S_DEFAULT 1024u
+#define TERN_TIME_RESYNC_S_MIN 16u
+#define TERN_TIME_RESYNC_S_MAX 86400u
+
+/* One time.sntp_servers item. */
+typedef struct tern_sntp_server {
+    uint8_t addr[4]; /* network byte order; always RFC 1918 */
+    uint16_t port;   /* 123 unless the item says :PORT */
+} tern_sntp_server;
+
+typedef struct tern_config_time {
+    char sntp_servers[TERN_TIME_SERVERS_TEXT]; /* "" = no SNTP: the RTC alone */
+    uint32_t max_step_s;
+    uint32_t resync_interval_s;
+} tern_config_time;
+
 /* net.*: the unikernel's network interface. The Linux daemon uses the
  * host's network and only says at start-up that these are not its to use. */
 typedef struct tern_config_net {
@@ -173,10 +195,15 @@ typedef struct tern_config {
     bool retain_available;     /* mqtt.retain_available: retained messages served */
     bool shared_subscriptions; /* mqtt.shared_subscriptions: $share/GROUP/FILTER served */
     tern_config_net net;
+    tern_config_time time;
     /* Where each key was set, for messages about its value found later
      * (a certificate that does not load): read with tern_config_line(). */
     uint32_t key_line[TERN_CONFIG_KEYS_MAX];
 } tern_config;
+
+/* The servers of time.sntp_servers (validated by tern_config_parse) into
+ * out[0..max); returns how many. */
+size_t tern_config_sntp_servers(const tern_config *cfg, tern_sntp_server *out, size_t max);
 
 /* Fill cfg with the defaults of every key (no listener). */
 void tern_config_defaults(tern_config *cfg);

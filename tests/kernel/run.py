@@ -67,6 +67,9 @@ tests live in modules grouped by subject, each opening with what it tests:
                         reads' figures; the write test refused without
                         WIPE (image unchanged), with WIPE only the free
                         span outside the partition changes
+  test_sntp.py          trusted time: SNTP servers on the host agree and set
+                        the clock, a liar is outvoted, a step beyond the
+                        maximum and no agreement leave the RTC floor
   test_console.py       the operator console over mutual TLS: every command
                         by an operator (Paho MQTTv5, mosquitto), each
                         refused for a non-operator (no answer, nothing done)
@@ -106,6 +109,7 @@ import test_mqtt5
 import test_net
 import test_pci_acpi
 import test_scrub
+import test_sntp
 import test_store
 import test_store_disk
 import test_store_grow
@@ -120,7 +124,7 @@ MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag
            test_mqtt5, test_net, test_faults, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
-           test_console)
+           test_console, test_sntp)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

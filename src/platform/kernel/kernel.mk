@@ -24,7 +24,7 @@ KERNEL_LD := $(KDIR)/arch/x86_64/linker.ld
 # The portable broker core, codec and config parser, compiled freestanding
 # with the kernel's flags and libc (the same sources as the daemon). The
 # store (src/store, with SQLite) comes from store/sqlite.mk.
-KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c src/json/*.c \
+KERNEL_CORE_C := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/tls/*.c src/json/*.c src/time/*.c \
                                    src/conn/*.c src/diag/crypto*.c src/diag/handshake*.c \
                                    src/diag/layout*.c))
 

@@ -46,6 +46,7 @@
 #include "serve/serve.h"
 #include "net/echo.h"
 #include "net/net.h"
+#include "net/sntp.h"
 #include "panic.h"
 #include "rng/entropy.h"
 #include "selftest.h"
@@ -365,6 +366,8 @@ static _Noreturn void kmain(void)
         while (!net_has_address() && clock_mono_ns() < until)
             if (!net_poll())
                 cpu_relax();
+        if (serve)
+            sntp_start(&config);
         ktele_watch_cert(assets.cert_not_after);
         const squeue_store *durable = serve ? open_store(&config) : NULL;
         if (serve && kserve_start(&config, &assets, durable, clock_mono_ns() / 1000000) == 0) {
@@ -375,6 +378,7 @@ static _Noreturn void kmain(void)
                 kserve_describe_store(line, sizeof line);
                 kprintf("tern: store: %s\n", line);
             }
+            sntp_publish(); /* the status said before the broker existed */
             if (report && kserve_sys_put(DIAG_REPORT_TOPIC, report) == 0)
                 kprintf("tern: diag: report published on %s (retained, operators only)\n",
                         DIAG_REPORT_TOPIC);

@@ -6,6 +6,10 @@
  * update in progress, while the TSC-based monotonic clock is exact and
  * cheap. Drift over the uptime is the TSC calibration's, a few seconds a
  * day at worst; certificate lifetimes are measured in days.
+ *
+ * The SNTP client (net/sntp.c) may step this clock once its servers agree
+ * (wallclock_step); from then on the date is "sntp, agreed", not "RTC at
+ * boot, unverified".
  */
 #include "wallclock.h"
 
@@ -19,6 +23,8 @@ struct wallclock {
     time_t boot_epoch;     /* the RTC's date when read */
     uint64_t boot_mono_ns; /* the monotonic clock then */
     int state;             /* 0 not read, 1 valid, -1 unreadable, -2 too early */
+    int64_t step_ns;       /* the sum of the SNTP steps */
+    int stepped;           /* 1 once SNTP agreement set the clock */
 };
 
 /* Written once at boot. */
@@ -48,11 +54,37 @@ int wallclock_valid(void)
     return wc.state == 1;
 }
 
+int64_t wallclock_raw_ns(void)
+{
+    int64_t base = wc.state == 1 ? (int64_t)wc.boot_epoch * 1000000000LL : 0;
+    return base + (int64_t)(clock_mono_ns() - wc.boot_mono_ns) + wc.step_ns;
+}
+
 time_t wallclock_now(void)
 {
     if (wc.state != 1)
         return 0;
-    return wc.boot_epoch + (time_t)((clock_mono_ns() - wc.boot_mono_ns) / 1000000000u);
+    return (time_t)(wallclock_raw_ns() / 1000000000LL);
+}
+
+int wallclock_step(int64_t offset_ns)
+{
+    if (wallclock_raw_ns() + offset_ns < (int64_t)WALLCLOCK_FLOOR * 1000000000LL)
+        return -1;
+    if (wc.state != 1) {
+        /* No RTC date to step from: raw time counted from epoch 0, and the
+         * agreed time becomes the date. */
+        wc.boot_epoch = 0;
+        wc.state = 1;
+    }
+    wc.step_ns += offset_ns;
+    wc.stepped = 1;
+    return 0;
+}
+
+int wallclock_from_sntp(void)
+{
+    return wc.stepped;
 }
 
 void wallclock_describe(char *buf, size_t n)
@@ -72,8 +104,9 @@ void wallclock_describe(char *buf, size_t n)
     time_t t = wallclock_now();
     struct tm tm;
     gmtime_r(&t, &tm);
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ (RTC at boot, unverified)",
-             tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
+    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ (%s)", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+             wc.stepped ? "sntp, agreed" : "RTC at boot, unverified");
 }
 
 time_t time(time_t *t)

@@ -65,6 +65,10 @@ static int run(const tern_config *cfg, const char *config_path, tern_assets *ass
     if (cfg->net.ipv4.set)
         tern_logf(&log, BROKER_LOG_WARN, "%s: net.ipv4 and net.gateway set the unikernel's "
                   "address; ternd uses the host's network and ignores them", config_path);
+    if (cfg->time.sntp_servers[0] != '\0')
+        tern_logf(&log, BROKER_LOG_WARN, "%s:%zu: time.sntp_servers sets the unikernel's "
+                  "clock; ternd keeps the host's clock and ignores time.*",
+                  config_path, tern_config_line(cfg, "time.sntp_servers"));
     if (tern_config_line(cfg, "telemetry.interval") != 0)
         tern_logf(&log, BROKER_LOG_WARN, "%s:%zu: telemetry.interval paces the unikernel's "
                   "telemetry journal on its disk; ternd has none and ignores it",

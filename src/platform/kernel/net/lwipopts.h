@@ -84,6 +84,8 @@
 #define PBUF_POOL_SIZE 2048
 #define ARP_TABLE_SIZE 64
 #define ARP_QUEUEING 1
+/* lwIP's own timers plus the SNTP client's one (net/sntp.c). */
+#define MEMP_NUM_SYS_TIMEOUT (LWIP_NUM_SYS_TIMEOUT_INTERNAL + 1)
 
 #define LWIP_CHECKSUM_ON_COPY 1
 #define LWIP_STATS 0

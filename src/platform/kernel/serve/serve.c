@@ -30,6 +30,7 @@
 #include "serve/serve.h"
 
 #include "bootconf.h"
+#include "clock.h"
 #include "broker/acl.h"
 #include "config/config.h"
 #include "console.h"
@@ -199,8 +200,8 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     /* The date (wallclock.h: the RTC at boot, advanced by the monotonic
      * clock that also gives now_ms) before the store restores: MQTT 5.0
      * expiries are stored as wall-clock times and run on while the
-     * unikernel is off. Told once: without a network time source the
-     * kernel's date only moves with now_ms. No trustworthy date: 0, and
+     * unikernel is off. Told again when SNTP steps the clock
+     * (kserve_wall_clock_changed). No trustworthy date: 0, and
      * the core restarts such expiries at restore. */
     broker_set_wall_clock(s->b, wallclock_valid() ? (uint64_t)wallclock_now() * 1000u : 0,
                           now_ms);
@@ -248,6 +249,13 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         s->port = s->listener->local_port;
     }
     return 0;
+}
+
+void kserve_wall_clock_changed(void)
+{
+    if (server.b && wallclock_valid())
+        broker_set_wall_clock(server.b, (uint64_t)wallclock_now() * 1000u,
+                              clock_mono_ns() / 1000000);
 }
 
 int kserve_sys_put(const char *topic, const char *value)

@@ -30,6 +30,9 @@ int kserve_poll(uint64_t now_ms);
  * whoever the ACL lets read $SYS); -1 before kserve_start or for a topic
  * outside $SYS. */
 int kserve_sys_put(const char *topic, const char *value);
+/* The wall clock was stepped (net/sntp.c): tell the core the new date
+ * (message expiry runs on it). A no-op before kserve_start. */
+void kserve_wall_clock_changed(void);
 /* One line for the console: ports, connections, handshakes, heap. */
 void kserve_describe(char *buf, size_t n);
 /* One line for the console about the store: its state and counters, or
