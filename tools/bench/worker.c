@@ -173,6 +173,8 @@ static int on_publish(bench_worker *w, bench_conn *c, const mqtt_publish *p, uin
     if (!o || mqtt_encode_ack(o, 4, w->run->o->level, MQTT_PUBACK, p->packet_id) != 4)
         return -1;
     c->out_len += 4;
+    if (w->run->o->ack == ACK_IMMEDIATE && conn_flush(c) < 0)
+        return -1;
     return 0;
 }
 
@@ -274,6 +276,11 @@ static void on_readable(bench_worker *w, bench_conn *c)
         }
         if (h > 0)
             return;
+        /* Batch: this read's acknowledgements go out before the next read. */
+        if (w->run->o->ack == ACK_BATCH && c->out_len > c->out_off && conn_flush(c) < 0) {
+            conn_fail(w, c);
+            return;
+        }
     }
     if (c->out_len > c->out_off && conn_flush(c) < 0) {
         conn_fail(w, c);
