@@ -120,7 +120,7 @@ else
 fi
 
 # The same without the window and queue limits, for the cases that
-# measure the brokers as they ship (ADR-048): each broker's own defaults.
+# measure the brokers as they ship (issue 21): each broker's own defaults.
 sed '/^limits\.max_inflight\|^limits\.max_queued/d' "$RUN/tern.conf" >"$RUN/tern-default.conf"
 
 cat >"$RUN/mosquitto.conf" <<EOF

@@ -49,7 +49,7 @@
  * bounded by max_queued_bytes as well (deliver.c), so a larger window
  * does not let one session hold max_inflight large messages, and an idle
  * session holds no queue at all (session.c). At most 65535: packet ids
- * are 16 bits. ADR-048. */
+ * are 16 bits. */
 #ifndef TERN_DEFAULT_MAX_INFLIGHT
 #define TERN_DEFAULT_MAX_INFLIGHT 1024u
 #endif
