@@ -31,14 +31,15 @@
 typedef struct bench_tls_ctx bench_tls_ctx;
 typedef struct bench_tls bench_tls;
 
-/* When a subscriber sends the PUBACKs of the QoS 1 PUBLISHes it parsed. */
+/* When a subscriber sends the acknowledgements (PUBACK, PUBREC, PUBCOMP) of
+ * the packets it parsed. */
 typedef enum bench_ack {
     ACK_EVENT,     /* after all reads of one readiness event (up to 16): the
                       tool's historical behaviour, kept as the default so
                       earlier results stay comparable */
     ACK_BATCH,     /* after each read(), for all PUBLISHes it held: a polling
                       client library that handles a read, then acknowledges */
-    ACK_IMMEDIATE, /* one write per PUBACK, as each PUBLISH is parsed */
+    ACK_IMMEDIATE, /* one write per acknowledgement, as its packet is parsed */
 } bench_ack;
 
 typedef enum bench_scenario {
@@ -155,7 +156,7 @@ typedef struct bench_conn {
 typedef struct bench_counts {
     uint64_t published;
     uint64_t puback;
-    uint64_t puback_in_run; /* PUBACKs inside the measured window */
+    uint64_t puback_in_run; /* PUBACKs (QoS 2: PUBCOMPs) inside the measured window */
     uint64_t delivered;
     uint64_t delivered_in_run;
     uint64_t handshakes;

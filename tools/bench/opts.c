@@ -26,9 +26,9 @@ static const char usage[] =
     "  --username U --password P\n"
     "  --pid PID          broker process: CPU and RSS figures\n"
     "  --threads N [1]    worker threads   --cpus LIST   pin the generator (e.g. 1 or 1,2)\n"
-    "  --qos 0|1 [0]  --size BYTES [64]  --pairs N [8; flood 16]  --subs N [100]\n"
+    "  --qos 0|1|2 [0]  --size BYTES [64]  --pairs N [8; flood 16]  --subs N [100]\n"
     "  --rate R [100; fanout 500]  --duration S [10]  --drain S [2]  --window N [64]\n"
-    "  --ack event|batch|immediate [event]  when subscribers send PUBACKs: after each\n"
+    "  --ack event|batch|immediate [event]  when subscribers acknowledge: after each\n"
     "                     readiness event's reads, after each read(), or one write each\n"
     "  --rtt-ms MS [0]    put clients behind a proxy adding this round trip (MS/2 each way)\n"
     "  --rtt-for subs|all [subs]  which clients the proxy carries\n"
@@ -153,7 +153,7 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--pid", 1, 4194304, pid, pid_t)
     NUM("--threads", 1, 64, threads, unsigned)
     NUM("--rep", 0, 1000000, rep, unsigned)
-    NUM("--qos", 0, 1, qos, unsigned)
+    NUM("--qos", 0, 2, qos, unsigned)
     NUM("--size", 8, 1048576, size, size_t)
     NUM("--pairs", 1, 10000, pairs, unsigned)
     NUM("--subs", 1, 100000, subs, unsigned)
