@@ -11,12 +11,11 @@
 /* Smallest buffer allocated; a TLS record header and a short record fit. */
 enum { QUEUE_MIN_CAP = 512 };
 
-bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
+uint8_t *tls_queue_extend(tls_queue *q, size_t len)
 {
     size_t need;
+    uint8_t *at;
 
-    if (len == 0)
-        return true;
     if (q->off > 0 && q->off + q->len + len > q->cap) {
         /* Reuse the consumed front before growing. */
         memmove(q->buf, q->buf + q->off, q->len);
@@ -24,7 +23,7 @@ bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
     }
     need = q->off + q->len + len;
     if (need < len)
-        return false; /* size_t overflow */
+        return NULL; /* size_t overflow */
     if (need > q->cap) {
         size_t cap = q->cap < QUEUE_MIN_CAP ? QUEUE_MIN_CAP : q->cap;
         uint8_t *grown;
@@ -33,13 +32,34 @@ bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
             cap = cap > SIZE_MAX / 2 ? need : cap * 2;
         grown = realloc(q->buf, cap);
         if (grown == NULL)
-            return false;
+            return NULL;
         q->buf = grown;
         q->cap = cap;
     }
-    memcpy(q->buf + q->off + q->len, data, len);
+    at = q->buf + q->off + q->len;
     q->len += len;
+    return at;
+}
+
+bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
+{
+    uint8_t *at;
+
+    if (len == 0)
+        return true;
+    at = tls_queue_extend(q, len);
+    if (at == NULL)
+        return false;
+    memcpy(at, data, len);
     return true;
+}
+
+void tls_queue_drop_tail(tls_queue *q, size_t n)
+{
+    if (n >= q->len)
+        tls_queue_free(q);
+    else
+        q->len -= n;
 }
 
 void tls_queue_consume(tls_queue *q, size_t n)
