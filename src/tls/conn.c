@@ -54,7 +54,7 @@ int tls_io_recv(WOLFSSL *ssl, char *buf, int size, void *ctx)
     n = c->view_len < want ? c->view_len : want;
     memcpy(buf, c->view, n);
     c->view += n;
-    c->view_len -= n;
+    c->view_len -= (uint32_t)n;
     return (int)n;
 }
 
@@ -73,6 +73,16 @@ int tls_io_send(WOLFSSL *ssl, char *buf, int size, void *ctx)
 }
 
 /* ---- life ---------------------------------------------------------------- */
+
+/* Drop a server connection's secrets (freed, or keeping wolfSSL). */
+static void rec_drop(tern_tls_conn *c)
+{
+    if (c->server != NULL && c->rec != NULL) {
+        tls_rec_wipe(c->rec);
+        free(c->rec);
+        c->rec = NULL;
+    }
+}
 
 static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx)
 {
@@ -151,16 +161,15 @@ void tern_tls_conn_free(tern_tls_conn *c)
         return;
     if (c->ssl != NULL)
         wolfSSL_free(c->ssl);
-    if (c->rec != NULL) {
-        tls_rec_wipe(c->rec);
-        free(c->rec);
-    }
+    rec_drop(c);
     tls_queue_free(&c->in);
     tls_queue_free(&c->out);
     tls_queue_free(&c->plain);
     free(c->identity);
-    tern_tls_server_release(c->server);
-    tern_tls_client_release(c->client);
+    if (c->server != NULL)
+        tern_tls_server_release(c->server);
+    else
+        tern_tls_client_release(c->client);
     free(c);
 }
 
@@ -180,16 +189,6 @@ static void fail(tern_tls_conn *c, int error)
 }
 
 /* ---- the record layer, after the handover -------------------------------- */
-
-/* Drop the secrets when the connection keeps wolfSSL. */
-static void rec_drop(tern_tls_conn *c)
-{
-    if (c->rec != NULL) {
-        tls_rec_wipe(c->rec);
-        free(c->rec);
-        c->rec = NULL;
-    }
-}
 
 /* The handshake is done (server): take over from wolfSSL if we can. */
 static void hand_over(tern_tls_conn *c)
@@ -405,7 +404,7 @@ static size_t rec_read(tern_tls_conn *c, uint8_t *out, size_t out_cap)
             tls_queue_consume(&c->in, size);
         else {
             c->view += size;
-            c->view_len -= size;
+            c->view_len -= (uint32_t)size;
         }
     }
     return got;
@@ -475,8 +474,13 @@ tern_tls_state tern_tls_read(tern_tls_conn *c, const uint8_t *in, size_t in_len,
 
     if (c->state == TERN_TLS_FAILED || c->state == TERN_TLS_PEER_CLOSED)
         goto done;
+    if (in_len > UINT32_MAX) { /* more than any transport reads at once */
+        tls_conn_set_failure(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+        c->state = TERN_TLS_FAILED;
+        goto done;
+    }
     c->view = in;
-    c->view_len = in_len;
+    c->view_len = (uint32_t)in_len;
     if (c->state == TERN_TLS_HANDSHAKING) {
         handshake_step(c);
         if (c->state == TERN_TLS_FAILED && in != NULL) {

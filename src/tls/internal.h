@@ -20,9 +20,9 @@
  * connection's queues cost nothing but their zeroed fields. */
 typedef struct tls_queue {
     uint8_t *buf; /* owned; NULL when empty */
-    size_t off;   /* first unconsumed byte */
-    size_t len;   /* unconsumed bytes from off */
-    size_t cap;
+    uint32_t off; /* first unconsumed byte */
+    uint32_t len; /* unconsumed bytes from off */
+    uint32_t cap; /* a queue holds under 4 GiB: appending more fails */
 } tls_queue;
 
 bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len);
@@ -52,20 +52,25 @@ struct tern_tls_client {
     unsigned refs;
 };
 
+/* Every idle connection holds one: kept to 128 bytes (a kernel heap size
+ * class; the record layer's state is another 208). */
 struct tern_tls_conn {
     WOLFSSL *ssl;              /* owned; NULL once the record layer took over */
-    tls_rec *rec;              /* owned; server, TLS 1.3: the traffic secrets caught
-                                  during the handshake, then the record layer's state
-                                  (live once ssl is NULL); else NULL */
     tern_tls_server *server;   /* reference held; NULL on the client side */
-    tern_tls_client *client;   /* reference held; NULL on the server side */
+    union {
+        tls_rec *rec;            /* server side (server != NULL), owned: TLS 1.3's
+                                    traffic secrets caught during the handshake, then
+                                    the record layer's state (live once ssl is NULL);
+                                    NULL otherwise */
+        tern_tls_client *client; /* client side (server == NULL): reference held */
+    };
     tls_queue in;              /* ciphertext received but not yet read */
     tls_queue out;             /* ciphertext waiting for the transport */
     tls_queue plain;           /* record layer: plaintext decrypted but not yet read
                                   (the reader's buffer was too small) */
     const uint8_t *view;       /* caller's input, borrowed during tern_tls_read */
-    size_t view_len;
     char *identity;            /* owned; set by the verify callback */
+    uint32_t view_len;
     int error;                 /* wolfSSL error code of the failure */
     int16_t peer_alert;        /* fatal alert wolfSSL did not see: a plaintext one in
                                   the handshake, or any after the handover; -1 if none */

@@ -152,6 +152,8 @@ typedef enum tern_tls_state {
  * its handshake with an empty call) and decrypts records once it is done,
  * both in the same call, writing up to out_cap bytes of plaintext to out.
  * Returns the state after the call. Input after a failure is ignored.
+ * in_len of 4 GiB or more fails the connection (no transport reads that
+ * much at once; the adapter's queues count in 32 bits).
  */
 tern_tls_state tern_tls_read(tern_tls_conn *c, const uint8_t *in, size_t in_len, uint8_t *out,
                              size_t out_cap, size_t *out_len);
