@@ -15,12 +15,29 @@
  * appends it to the output queue; the platform sends from there. The queue
  * never refuses (apart from running out of memory): the platform bounds it
  * by encrypting only what the core has pending, once the queue has drained.
+ *
+ * The handover (server side, TLS 1.3): wolfSSL runs the handshake, and
+ * hands the application traffic secrets to a callback. The moment the
+ * handshake completes, nothing of the client's is left inside wolfSSL
+ * (it reads exactly the bytes a record needs, and nothing may follow the
+ * client's Finished in its record) and nothing has been sent under the
+ * application keys (no tickets, no 0.5-RTT data), so both sequence numbers
+ * are 0: the WOLFSSL object is freed and record.c protects the records
+ * from then on (record_*() below). An idle connection then holds its keys
+ * and this structure, ~450 bytes instead of ~3.5 KB. TLS 1.2 connections
+ * and client connections keep wolfSSL throughout.
  */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tls/internal.h"
+#include "tls/internal.h" /* first: wolfSSL's options.h before its headers */
+
+#include <wolfssl/error-ssl.h>
+
+#ifndef HAVE_SECRET_CALLBACK
+#error "src/tls needs wolfSSL built with HAVE_SECRET_CALLBACK (deps/wolfssl.sh, user_settings.h)"
+#endif
 
 /* ---- wolfSSL's transport --------------------------------------------- */
 
@@ -37,7 +54,7 @@ int tls_io_recv(WOLFSSL *ssl, char *buf, int size, void *ctx)
     n = c->view_len < want ? c->view_len : want;
     memcpy(buf, c->view, n);
     c->view += n;
-    c->view_len -= n;
+    c->view_len -= (uint32_t)n;
     return (int)n;
 }
 
@@ -57,6 +74,16 @@ int tls_io_send(WOLFSSL *ssl, char *buf, int size, void *ctx)
 
 /* ---- life ---------------------------------------------------------------- */
 
+/* Drop a server connection's secrets (freed, or keeping wolfSSL). */
+static void rec_drop(tern_tls_conn *c)
+{
+    if (c->server != NULL && c->rec != NULL) {
+        tls_rec_wipe(c->rec);
+        free(c->rec);
+        c->rec = NULL;
+    }
+}
+
 static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx)
 {
     tern_tls_conn *c = calloc(1, sizeof *c);
@@ -72,8 +99,29 @@ static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx)
     wolfSSL_SetIOWriteCtx(c->ssl, c);
     wolfSSL_SetCertCbCtx(c->ssl, c); /* the verify callback's store->userCtx */
     c->state = TERN_TLS_HANDSHAKING;
-    c->plain_alert = -1;
+    c->peer_alert = -1;
     return c;
+}
+
+/* wolfSSL's secret callback (server side): keep the application traffic
+ * secrets for the record layer. Returning 0 lets the handshake go on
+ * whatever happens here: without both secrets the connection simply keeps
+ * wolfSSL. */
+static int catch_secret(WOLFSSL *ssl, int id, const unsigned char *secret, int len, void *ctx)
+{
+    tern_tls_conn *c = ctx;
+    tls_rec_dir *d;
+
+    (void)ssl;
+    if ((id != CLIENT_TRAFFIC_SECRET && id != SERVER_TRAFFIC_SECRET) || len <= 0 ||
+        len > TLS_REC_SECRET_MAX)
+        return 0;
+    if (c->rec == NULL && (c->rec = calloc(1, sizeof *c->rec)) == NULL)
+        return 0;
+    d = id == CLIENT_TRAFFIC_SECRET ? &c->rec->rd : &c->rec->wr; /* we are the server */
+    memcpy(d->secret, secret, (size_t)len);
+    c->secrets |= (uint8_t)(id == CLIENT_TRAFFIC_SECRET ? 1 : 2);
+    return 0;
 }
 
 tern_tls_conn *tern_tls_server_conn(tern_tls_server *s)
@@ -83,6 +131,15 @@ tern_tls_conn *tern_tls_server_conn(tern_tls_server *s)
     if (c != NULL) {
         c->server = s;
         s->refs++;
+        if (wolfSSL_set_tls13_secret_cb(c->ssl, catch_secret, c) != WOLFSSL_SUCCESS) {
+            tern_tls_conn_free(c);
+            return NULL;
+        }
+#ifdef HAVE_SESSION_TICKET
+        /* A ticket would be sent under the application key after the
+         * handover's sequence numbers were fixed (and resumption is off). */
+        (void)wolfSSL_no_ticket_TLSv13(c->ssl);
+#endif
     }
     return c;
 }
@@ -102,12 +159,17 @@ void tern_tls_conn_free(tern_tls_conn *c)
 {
     if (c == NULL)
         return;
-    wolfSSL_free(c->ssl);
+    if (c->ssl != NULL)
+        wolfSSL_free(c->ssl);
+    rec_drop(c);
     tls_queue_free(&c->in);
     tls_queue_free(&c->out);
+    tls_queue_free(&c->plain);
     free(c->identity);
-    tern_tls_server_release(c->server);
-    tern_tls_client_release(c->client);
+    if (c->server != NULL)
+        tern_tls_server_release(c->server);
+    else
+        tern_tls_client_release(c->client);
     free(c);
 }
 
@@ -124,6 +186,228 @@ static void fail(tern_tls_conn *c, int error)
     tls_conn_set_failure(c, tls_failure_from_error(error), error);
     c->state = TERN_TLS_FAILED;
     tls_queue_free(&c->in); /* input after a failure means nothing */
+}
+
+/* ---- the record layer, after the handover -------------------------------- */
+
+/* The handshake is done (server): take over from wolfSSL if we can. */
+static void hand_over(tern_tls_conn *c)
+{
+    tls_rec *r = c->rec;
+    tls_rec_suite suite;
+    size_t len;
+
+    if (r == NULL)
+        return;
+    suite = tls_rec_suite_of((unsigned)wolfSSL_get_current_cipher_suite(c->ssl));
+    len = tls_rec_secret_len(suite);
+    /* Defensive: wolfSSL holds no decrypted bytes at this point. */
+    if (wolfSSL_version(c->ssl) != TLS1_3_VERSION || c->secrets != 3 ||
+        suite == TLS_REC_NONE || wolfSSL_has_pending(c->ssl) || wolfSSL_pending(c->ssl) > 0) {
+        rec_drop(c);
+        return;
+    }
+    r->suite = (uint8_t)suite;
+    /* The secrets are in place; derive keys and IVs over them. */
+    if (!tls_rec_set_secret(&r->rd, suite, r->rd.secret, len) ||
+        !tls_rec_set_secret(&r->wr, suite, r->wr.secret, len)) {
+        rec_drop(c);
+        return;
+    }
+    wolfSSL_free(c->ssl);
+    c->ssl = NULL;
+}
+
+static void rec_failed(tern_tls_conn *c, tern_tls_failure f, int error)
+{
+    tls_conn_set_failure(c, f, error);
+    c->state = TERN_TLS_FAILED;
+    tls_queue_free(&c->in);
+    tls_queue_free(&c->plain);
+}
+
+/* Seal one record of content type `type` onto the output. */
+static bool rec_send(tern_tls_conn *c, uint8_t type, const uint8_t *data, size_t len)
+{
+    size_t n = tls_rec_sealed_size(len);
+    uint8_t *dst = tls_queue_extend(&c->out, n);
+    tls_rec_result r;
+
+    if (dst == NULL) {
+        rec_failed(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+        return false;
+    }
+    r = tls_rec_seal(c->rec, type, data, len, dst);
+    if (r != TLS_REC_OK) {
+        tls_queue_drop_tail(&c->out, n);
+        rec_failed(c, TERN_TLS_FAIL_PROTOCOL, ENCRYPT_ERROR);
+        return false;
+    }
+    return true;
+}
+
+/* We found the peer at fault: fail, and tell it with a fatal alert. */
+static void rec_abort(tern_tls_conn *c, int error, uint8_t alert)
+{
+    const uint8_t msg[2] = {2, alert}; /* level fatal */
+
+    if (c->state != TERN_TLS_ESTABLISHED)
+        return;
+    c->state = TERN_TLS_FAILED; /* before sending: one alert at most */
+    tls_conn_set_failure(c, tls_failure_from_error(error), error);
+    tls_queue_free(&c->in);
+    tls_queue_free(&c->plain);
+    (void)rec_send(c, TLS_CT_ALERT, msg, sizeof msg);
+}
+
+/* An alert from the peer: close_notify ends its sending; any other is
+ * fatal in TLS 1.3 (user_canceled precedes a close_notify: ignored). */
+static void rec_alert(tern_tls_conn *c, const uint8_t *m, size_t len)
+{
+    if (len != 2) {
+        rec_abort(c, BUFFER_ERROR, TERN_TLS_ALERT_DECODE_ERROR);
+        return;
+    }
+    if (m[1] == 0) {
+        c->state = TERN_TLS_PEER_CLOSED;
+        tls_queue_free(&c->in);
+        return;
+    }
+    if (m[1] == 90)
+        return;
+    c->peer_alert = m[1];
+    rec_failed(c, TERN_TLS_FAIL_PEER_ALERT, FATAL_ERROR);
+}
+
+/*
+ * A handshake message after the handshake. tern's server issues no
+ * tickets and asks for no post-handshake authentication, so a client may
+ * send only KeyUpdate (RFC 8446 4.6.3), whole and last in its record (the
+ * key changes after it). Its read key moves on; update_requested makes
+ * us answer with a KeyUpdate of our own under the old write key, then
+ * move the write key on too.
+ */
+static void rec_handshake(tern_tls_conn *c, const uint8_t *m, size_t len)
+{
+    static const uint8_t answer[5] = {24, 0, 0, 1, 0}; /* update_not_requested */
+    tls_rec_suite suite = (tls_rec_suite)c->rec->suite;
+
+    if (len < 4 || m[0] != 24) {
+        rec_abort(c, OUT_OF_ORDER_E, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
+        return;
+    }
+    if (len != 5 || m[1] != 0 || m[2] != 0 || m[3] != 1) {
+        rec_abort(c, BUFFER_ERROR, TERN_TLS_ALERT_DECODE_ERROR);
+        return;
+    }
+    if (m[4] > 1) {
+        rec_abort(c, BUFFER_ERROR, TERN_TLS_ALERT_ILLEGAL_PARAMETER);
+        return;
+    }
+    if (!tls_rec_update(&c->rec->rd, suite)) {
+        rec_abort(c, ENCRYPT_ERROR, TERN_TLS_ALERT_INTERNAL_ERROR);
+        return;
+    }
+    if (m[4] == 1 && rec_send(c, TLS_CT_HANDSHAKE, answer, sizeof answer) &&
+        !tls_rec_update(&c->rec->wr, suite))
+        rec_abort(c, ENCRYPT_ERROR, TERN_TLS_ALERT_INTERNAL_ERROR);
+}
+
+/* Check a record's header as soon as it is there, so garbage or an
+ * oversized length fails now instead of waiting for 64 KiB. */
+static bool rec_header_ok(tern_tls_conn *c, const uint8_t *h)
+{
+    if (h[0] != TLS_CT_APPLICATION_DATA || h[1] != 3 || h[2] != 3) {
+        rec_abort(c, UNKNOWN_RECORD_TYPE, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
+        return false;
+    }
+    if (tls_rec_size(h, TLS_REC_HEADER) > TLS_REC_HEADER + TLS_REC_BODY_MAX) {
+        rec_abort(c, LENGTH_ERROR, TERN_TLS_ALERT_RECORD_OVERFLOW);
+        return false;
+    }
+    return true;
+}
+
+/* Open one record at src (size bytes) and act on it; application data
+ * lands in out (or, without room there, in c->plain). Returns the
+ * plaintext bytes put in out. */
+static size_t rec_one(tern_tls_conn *c, const uint8_t *src, size_t size, uint8_t *out,
+                      size_t room)
+{
+    size_t cap = size - TLS_REC_HEADER, len = 0, got = 0;
+    uint8_t *scratch = NULL, *dst = out, type = 0;
+    tls_rec_result r;
+
+    if (cap > room) { /* the plaintext could be too big for out */
+        scratch = malloc(cap);
+        if (scratch == NULL) {
+            rec_failed(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+            return 0;
+        }
+        dst = scratch;
+    }
+    r = tls_rec_open(c->rec, src, size, dst, &type, &len);
+    if (r == TLS_REC_BAD_MAC)
+        rec_abort(c, VERIFY_MAC_ERROR, TERN_TLS_ALERT_BAD_RECORD_MAC);
+    else if (r == TLS_REC_OVERFLOW)
+        rec_abort(c, BUFFER_ERROR, TERN_TLS_ALERT_RECORD_OVERFLOW);
+    else if (r == TLS_REC_UNEXPECTED)
+        rec_abort(c, OUT_OF_ORDER_E, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
+    else if (r != TLS_REC_OK)
+        rec_abort(c, DECRYPT_ERROR, TERN_TLS_ALERT_INTERNAL_ERROR);
+    else if (type == TLS_CT_APPLICATION_DATA) {
+        if (dst == out)
+            got = len;
+        else {
+            got = len < room ? len : room;
+            memcpy(out, dst, got);
+            if (!tls_queue_append(&c->plain, dst + got, len - got))
+                rec_failed(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+        }
+    } else if (type == TLS_CT_ALERT)
+        rec_alert(c, dst, len);
+    else if (type == TLS_CT_HANDSHAKE)
+        rec_handshake(c, dst, len);
+    else
+        rec_abort(c, OUT_OF_ORDER_E, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
+    if (scratch != NULL) {
+        memset(scratch, 0, cap);
+        free(scratch);
+    }
+    return got;
+}
+
+/* tern_tls_read's work after the handover: whole records from the input
+ * queue (when a partial one waits there) or straight from the caller's
+ * bytes; a partial record's bytes wait in the queue. */
+static size_t rec_read(tern_tls_conn *c, uint8_t *out, size_t out_cap)
+{
+    size_t got = tls_queue_take(&c->plain, out, out_cap);
+
+    if (c->in.len > 0 && c->view_len > 0) {
+        if (!tls_queue_append(&c->in, c->view, c->view_len)) {
+            rec_failed(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+            return got;
+        }
+        c->view_len = 0;
+    }
+    while (c->state == TERN_TLS_ESTABLISHED && got < out_cap) {
+        bool queued = c->in.len > 0;
+        const uint8_t *src = queued ? c->in.buf + c->in.off : c->view;
+        size_t avail = queued ? c->in.len : c->view_len;
+        size_t size = tls_rec_size(src, avail);
+
+        if (size == 0 || !rec_header_ok(c, src) || size > avail)
+            break;
+        got += rec_one(c, src, size, out + got, out_cap - got);
+        if (queued)
+            tls_queue_consume(&c->in, size);
+        else {
+            c->view += size;
+            c->view_len -= (uint32_t)size;
+        }
+    }
+    return got;
 }
 
 /* ---- handshake and records ----------------------------------------------- */
@@ -172,6 +456,10 @@ static void handshake_step(tern_tls_conn *c)
 
     if (rc == WOLFSSL_SUCCESS) {
         handshake_done(c);
+        if (c->state == TERN_TLS_ESTABLISHED && c->server != NULL)
+            hand_over(c);
+        else
+            rec_drop(c);
         return;
     }
     e = wolfSSL_get_error(c->ssl, rc);
@@ -186,20 +474,27 @@ tern_tls_state tern_tls_read(tern_tls_conn *c, const uint8_t *in, size_t in_len,
 
     if (c->state == TERN_TLS_FAILED || c->state == TERN_TLS_PEER_CLOSED)
         goto done;
+    if (in_len > UINT32_MAX) { /* more than any transport reads at once */
+        tls_conn_set_failure(c, TERN_TLS_FAIL_OUT_OF_MEMORY, 0);
+        c->state = TERN_TLS_FAILED;
+        goto done;
+    }
     c->view = in;
-    c->view_len = in_len;
+    c->view_len = (uint32_t)in_len;
     if (c->state == TERN_TLS_HANDSHAKING) {
         handshake_step(c);
         if (c->state == TERN_TLS_FAILED && in != NULL) {
-            c->plain_alert = (int16_t)plaintext_alert(in, in_len);
-            if (c->plain_alert >= 0 &&
+            c->peer_alert = (int16_t)plaintext_alert(in, in_len);
+            if (c->peer_alert >= 0 &&
                 (c->failure == TERN_TLS_FAIL_PROTOCOL || c->failure == TERN_TLS_FAIL_NOT_TLS))
                 c->failure = TERN_TLS_FAIL_PEER_ALERT;
         }
     }
     /* The client's first records often follow its Finished in the same
      * segment: read them in the same call. */
-    while (c->state == TERN_TLS_ESTABLISHED && got < out_cap) {
+    if (c->ssl == NULL)
+        got = rec_read(c, out, out_cap);
+    while (c->ssl != NULL && c->state == TERN_TLS_ESTABLISHED && got < out_cap) {
         size_t room = out_cap - got;
         int n = wolfSSL_read(c->ssl, out + got, room > INT_MAX ? INT_MAX : (int)room);
         int e;
@@ -231,9 +526,14 @@ done:
 
 bool tern_tls_has_input(const tern_tls_conn *c)
 {
+    size_t size;
+
     if (c->state != TERN_TLS_HANDSHAKING && c->state != TERN_TLS_ESTABLISHED)
         return false;
-    return c->in.len > 0 || wolfSSL_has_pending(c->ssl);
+    if (c->ssl != NULL)
+        return c->in.len > 0 || wolfSSL_has_pending(c->ssl);
+    size = tls_rec_size(c->in.buf + c->in.off, c->in.len);
+    return c->plain.len > 0 || (size > 0 && size <= c->in.len);
 }
 
 bool tern_tls_write(tern_tls_conn *c, const uint8_t *data, size_t len)
@@ -242,6 +542,13 @@ bool tern_tls_write(tern_tls_conn *c, const uint8_t *data, size_t len)
 
     if (c->state != TERN_TLS_ESTABLISHED)
         return false;
+    while (c->ssl == NULL && done < len) {
+        size_t n = len - done < TLS_REC_PLAIN_MAX ? len - done : TLS_REC_PLAIN_MAX;
+
+        if (!rec_send(c, TLS_CT_APPLICATION_DATA, data + done, n))
+            return false;
+        done += n;
+    }
     while (done < len) {
         size_t rest = len - done;
         int n = wolfSSL_write(c->ssl, data + done, rest > INT_MAX ? INT_MAX : (int)rest);
@@ -275,8 +582,42 @@ void tern_tls_shutdown(tern_tls_conn *c)
 {
     /* Queues close_notify; the answer (not done: the peer's close_notify
      * is not awaited) does not matter, the transport closes next. */
-    if (c->state == TERN_TLS_ESTABLISHED || c->state == TERN_TLS_PEER_CLOSED)
+    static const uint8_t close_notify[2] = {1, 0};
+
+    if (c->state != TERN_TLS_ESTABLISHED && c->state != TERN_TLS_PEER_CLOSED)
+        return;
+    if (c->ssl != NULL)
         (void)wolfSSL_shutdown(c->ssl);
+    else if (!c->close_sent) {
+        c->close_sent = true;
+        (void)rec_send(c, TLS_CT_ALERT, close_notify, sizeof close_notify);
+    }
+}
+
+bool tern_tls_key_update(tern_tls_conn *c, bool ask_peer)
+{
+    const uint8_t msg[5] = {24, 0, 0, 1, ask_peer ? 1 : 0}; /* KeyUpdate */
+    int rc;
+
+    if (c->state != TERN_TLS_ESTABLISHED)
+        return false;
+    if (c->ssl != NULL) {
+        if (wolfSSL_version(c->ssl) != TLS1_3_VERSION)
+            return false;
+        rc = wolfSSL_update_keys(c->ssl);
+        if (rc != WOLFSSL_SUCCESS && wolfSSL_get_error(c->ssl, rc) != WOLFSSL_ERROR_WANT_WRITE) {
+            fail(c, wolfSSL_get_error(c->ssl, rc));
+            return false;
+        }
+        return true;
+    }
+    if (!rec_send(c, TLS_CT_HANDSHAKE, msg, sizeof msg))
+        return false;
+    if (!tls_rec_update(&c->rec->wr, (tls_rec_suite)c->rec->suite)) {
+        rec_failed(c, TERN_TLS_FAIL_PROTOCOL, ENCRYPT_ERROR);
+        return false;
+    }
+    return true;
 }
 
 /* ---- what the handshake decided ------------------------------------------ */
@@ -298,12 +639,16 @@ bool tern_tls_is_operator(const tern_tls_conn *c)
 
 const char *tern_tls_version_name(const tern_tls_conn *c)
 {
-    return wolfSSL_get_version(c->ssl);
+    return c->ssl != NULL ? wolfSSL_get_version(c->ssl) : "TLSv1.3";
 }
 
 const char *tern_tls_cipher_name(const tern_tls_conn *c)
 {
-    const char *name = wolfSSL_get_cipher_name(c->ssl);
+    const char *name;
+
+    if (c->ssl == NULL)
+        return tls_rec_suite_name((tls_rec_suite)c->rec->suite);
+    name = wolfSSL_get_cipher_name(c->ssl);
 
     return name != NULL ? name : "none";
 }
@@ -322,7 +667,8 @@ int tern_tls_peer_alert(const tern_tls_conn *c)
 {
     WOLFSSL_ALERT_HISTORY h;
 
-    if (wolfSSL_get_alert_history(c->ssl, &h) == WOLFSSL_SUCCESS && h.last_rx.level == 2)
+    if (c->ssl != NULL && wolfSSL_get_alert_history(c->ssl, &h) == WOLFSSL_SUCCESS &&
+        h.last_rx.level == 2)
         return h.last_rx.code; /* level 2 = fatal */
-    return c->plain_alert;
+    return c->peer_alert;
 }

@@ -13,21 +13,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls/record.h"
 #include "tls/tls.h"
 
 /* A byte queue that owns its buffer only while it holds bytes, so an idle
  * connection's queues cost nothing but their zeroed fields. */
 typedef struct tls_queue {
     uint8_t *buf; /* owned; NULL when empty */
-    size_t off;   /* first unconsumed byte */
-    size_t len;   /* unconsumed bytes from off */
-    size_t cap;
+    uint32_t off; /* first unconsumed byte */
+    uint32_t len; /* unconsumed bytes from off */
+    uint32_t cap; /* a queue holds under 4 GiB: appending more fails */
 } tls_queue;
 
 bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len);
 /* Copy up to max bytes out and consume them; returns how many. */
 size_t tls_queue_take(tls_queue *q, uint8_t *dst, size_t max);
 void tls_queue_consume(tls_queue *q, size_t n);
+/* Make room for n more bytes at the end and count them as queued: the
+ * caller writes them through the pointer (NULL when out of memory). */
+uint8_t *tls_queue_extend(tls_queue *q, size_t n);
+/* Take back the last n bytes appended (n <= len). */
+void tls_queue_drop_tail(tls_queue *q, size_t n);
 void tls_queue_free(tls_queue *q);
 
 struct tern_tls_server {
@@ -46,20 +52,33 @@ struct tern_tls_client {
     unsigned refs;
 };
 
+/* Every idle connection holds one: kept to 128 bytes (a kernel heap size
+ * class; the record layer's state is another 208). */
 struct tern_tls_conn {
-    WOLFSSL *ssl;              /* owned */
+    WOLFSSL *ssl;              /* owned; NULL once the record layer took over */
     tern_tls_server *server;   /* reference held; NULL on the client side */
-    tern_tls_client *client;   /* reference held; NULL on the server side */
-    tls_queue in;              /* ciphertext received but not yet read by wolfSSL */
+    union {
+        tls_rec *rec;            /* server side (server != NULL), owned: TLS 1.3's
+                                    traffic secrets caught during the handshake, then
+                                    the record layer's state (live once ssl is NULL);
+                                    NULL otherwise */
+        tern_tls_client *client; /* client side (server == NULL): reference held */
+    };
+    tls_queue in;              /* ciphertext received but not yet read */
     tls_queue out;             /* ciphertext waiting for the transport */
+    tls_queue plain;           /* record layer: plaintext decrypted but not yet read
+                                  (the reader's buffer was too small) */
     const uint8_t *view;       /* caller's input, borrowed during tern_tls_read */
-    size_t view_len;
     char *identity;            /* owned; set by the verify callback */
+    uint32_t view_len;
     int error;                 /* wolfSSL error code of the failure */
-    int16_t plain_alert;       /* fatal alert seen in a plaintext record, -1 if none */
+    int16_t peer_alert;        /* fatal alert wolfSSL did not see: a plaintext one in
+                                  the handshake, or any after the handover; -1 if none */
     uint8_t state;             /* tern_tls_state */
     uint8_t failure;           /* tern_tls_failure; the first reason wins */
+    uint8_t secrets;           /* handshake: bit 0 read, bit 1 write secret caught */
     bool is_operator;
+    bool close_sent;           /* record layer: close_notify queued */
 };
 
 /* A context with tern's versions, suites, groups, no resumption and the

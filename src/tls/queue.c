@@ -11,35 +11,55 @@
 /* Smallest buffer allocated; a TLS record header and a short record fit. */
 enum { QUEUE_MIN_CAP = 512 };
 
-bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
+uint8_t *tls_queue_extend(tls_queue *q, size_t len)
 {
     size_t need;
+    uint8_t *at;
 
-    if (len == 0)
-        return true;
     if (q->off > 0 && q->off + q->len + len > q->cap) {
         /* Reuse the consumed front before growing. */
         memmove(q->buf, q->buf + q->off, q->len);
         q->off = 0;
     }
+    if (len > UINT32_MAX - (size_t)q->off - q->len)
+        return NULL; /* a queue holds under 4 GiB */
     need = q->off + q->len + len;
-    if (need < len)
-        return false; /* size_t overflow */
     if (need > q->cap) {
         size_t cap = q->cap < QUEUE_MIN_CAP ? QUEUE_MIN_CAP : q->cap;
         uint8_t *grown;
 
         while (cap < need)
-            cap = cap > SIZE_MAX / 2 ? need : cap * 2;
+            cap = cap > UINT32_MAX / 2 ? need : cap * 2;
         grown = realloc(q->buf, cap);
         if (grown == NULL)
-            return false;
+            return NULL;
         q->buf = grown;
-        q->cap = cap;
+        q->cap = (uint32_t)cap;
     }
-    memcpy(q->buf + q->off + q->len, data, len);
-    q->len += len;
+    at = q->buf + q->off + q->len;
+    q->len += (uint32_t)len;
+    return at;
+}
+
+bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len)
+{
+    uint8_t *at;
+
+    if (len == 0)
+        return true;
+    at = tls_queue_extend(q, len);
+    if (at == NULL)
+        return false;
+    memcpy(at, data, len);
     return true;
+}
+
+void tls_queue_drop_tail(tls_queue *q, size_t n)
+{
+    if (n >= q->len)
+        tls_queue_free(q);
+    else
+        q->len -= (uint32_t)n;
 }
 
 void tls_queue_consume(tls_queue *q, size_t n)
@@ -48,8 +68,8 @@ void tls_queue_consume(tls_queue *q, size_t n)
         tls_queue_free(q);
         return;
     }
-    q->off += n;
-    q->len -= n;
+    q->off += (uint32_t)n;
+    q->len -= (uint32_t)n;
 }
 
 size_t tls_queue_take(tls_queue *q, uint8_t *dst, size_t max)

@@ -26,10 +26,13 @@
  * Handshake messages and alerts appear in the output the same way, so the
  * platform sends tern_tls_out_peek() after every call, whatever the state.
  *
- * Memory: an idle established connection holds wolfSSL's session state
- * (cipher keys, sequence numbers) and its identity string, no buffer: the
- * adapter's input and output queues are freed whenever they empty, and
- * wolfSSL frees its handshake state when the handshake completes.
+ * Memory: an idle established TLS 1.3 server connection holds its traffic
+ * secrets, keys and sequence numbers (~200 bytes), the adapter's small
+ * structure and its identity string, no buffer: wolfSSL runs the handshake
+ * only and is freed when it completes (the adapter protects records
+ * itself from then on, src/tls/record.c), and the adapter's queues are
+ * freed whenever they empty. TLS 1.2 and client connections keep
+ * wolfSSL's session (~3 KB).
  *
  * Time: certificate validity is checked against wolfSSL's clock, which is
  * time() on the hosted build. tern_tls_set_clock() replaces it (the one
@@ -149,6 +152,8 @@ typedef enum tern_tls_state {
  * its handshake with an empty call) and decrypts records once it is done,
  * both in the same call, writing up to out_cap bytes of plaintext to out.
  * Returns the state after the call. Input after a failure is ignored.
+ * in_len of 4 GiB or more fails the connection (no transport reads that
+ * much at once; the adapter's queues count in 32 bits).
  */
 tern_tls_state tern_tls_read(tern_tls_conn *c, const uint8_t *in, size_t in_len, uint8_t *out,
                              size_t out_cap, size_t *out_len);
@@ -173,6 +178,13 @@ size_t tern_tls_out_pending(const tern_tls_conn *c);
 /* Queue a close_notify alert (once established); the caller sends the
  * output and closes. */
 void tern_tls_shutdown(tern_tls_conn *c);
+
+/* TLS 1.3 KeyUpdate (RFC 8446 4.6.3): our sending key moves on, and with
+ * ask_peer the peer is asked to move its own (connections still on
+ * wolfSSL, TLS 1.3 clients, always ask). A peer's KeyUpdate is answered
+ * by tern_tls_read on its own. False (and the state unchanged) when not
+ * established or not TLS 1.3; false and FAILED when out of memory. */
+bool tern_tls_key_update(tern_tls_conn *c, bool ask_peer);
 
 tern_tls_state tern_tls_state_of(const tern_tls_conn *c);
 

@@ -35,9 +35,12 @@ $(REL_TLS) $(ASAN_TLS): INC += $(WOLFSSL_CPPFLAGS)
 # (a new build has other options.h).
 $(REL_TLS) $(ASAN_TLS): $(WOLFSSL_LIBS)
 
-# The identity tests make certificates at run time with wolfCrypt.
-$(BUILD)/asan/tests/unit/test_tls_identity.o: INC += $(WOLFSSL_CPPFLAGS)
-$(BUILD)/asan/tests/unit/test_tls_identity.o: $(WOLFSSL_LIBS)
+# The identity tests make certificates at run time with wolfCrypt; the
+# record layer's tests look inside the adapter (tls/internal.h).
+TLS_WOLFSSL_TESTS := $(BUILD)/asan/tests/unit/test_tls_identity.o \
+                     $(BUILD)/asan/tests/unit/test_tls_record_layer.o
+$(TLS_WOLFSSL_TESTS): INC += $(WOLFSSL_CPPFLAGS)
+$(TLS_WOLFSSL_TESTS): $(WOLFSSL_LIBS)
 
 $(BUILD)/rel/ternd: $(REL_TLS) $(WOLFSSL_LIBS)
 $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests: $(ASAN_TLS) $(WOLFSSL_LIBS)

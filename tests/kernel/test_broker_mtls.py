@@ -7,6 +7,7 @@ operator-only $SYS, a certificate-less client refused, 200 sequential
 handshakes, 200 idle connections and their memory, and a garbage and a
 stalled client that disturb nobody.
 """
+import os
 import re
 import socket
 import time
@@ -14,6 +15,11 @@ import time
 from clients import (CORE_MEMORY, expect_closed, expect_pings, mosq, mtls_broker_check, paho,
                      settle_memory, sys_memory, tls_client)
 from harness import KAT_PASSED, MTLS_CONF, Failure, expect_lines, show
+
+# Idle connections held for the memory figure: 200 in `make test` (about
+# 26 s under TCG); TERN_KTEST_IDLE_MTLS=1000 measures over more (docs/
+# PERFORMANCE.md, "Idle mutual-TLS connections").
+IDLE = int(os.environ.get("TERN_KTEST_IDLE_MTLS", "200"))
 
 
 def mtls_test(kernel, build):
@@ -75,18 +81,24 @@ def serve(vm, tmp, pki, cl, notes):
     seq = time.monotonic() - t0
     notes.append(f"200 sequential mTLS handshakes+CONNECT in {seq:.1f} s ({200 / seq:.0f}/s)")
 
-    # 200 idle connections: memory per connection from $SYS.
+    # Idle connections: memory per connection from $SYS.
     m0 = settle_memory(port, operator)
     core0 = settle_memory(port, operator, CORE_MEMORY)
     t0 = time.monotonic()
-    for i in range(200):
-        cl.socks.append(tls_client(ctx, port, f"idle-{i:03d}"))
+    for i in range(IDLE):
+        cl.socks.append(tls_client(ctx, port, f"idle-{i:04d}"))
+        if i % 200 == 199:  # opening 1,000 takes longer than the 60 s keepalive
+            expect_pings(cl.socks)
     opened = time.monotonic() - t0
     m1 = settle_memory(port, operator)
     core1 = settle_memory(port, operator, CORE_MEMORY)
-    per, core_per = (m1 - m0) / 200, (core1 - core0) / 200
-    notes.append(f"200 idle mTLS connections opened in {opened:.1f} s; memory/used "
+    per, core_per = (m1 - m0) / IDLE, (core1 - core0) / IDLE
+    notes.append(f"{IDLE} idle mTLS connections opened in {opened:.1f} s; memory/used "
                  f"{m0} -> {m1}: {per:.0f} bytes per connection (core {core_per:.0f})")
+    # The TLS 1.3 record layer of our own frees wolfSSL after the
+    # handshake (5.3 KB per connection before it, ~1.5 KB after).
+    if per > 2048:
+        raise Failure(f"{per:.0f} bytes of kernel heap per idle mTLS connection (over 2 KB)")
 
     # A garbage client and a stalled handshake disturb nobody: while both
     # are open, a subscriber still gets a message and every idle
@@ -114,7 +126,7 @@ def serve(vm, tmp, pki, cl, notes):
     m2 = settle_memory(port, operator)
     notes.append(f"memory/used {m2} after closing them")
     if m2 - m0 > 4096:
-        raise Failure(f"memory/used {m0} before, {m2} after 200 connections closed")
+        raise Failure(f"memory/used {m0} before, {m2} after {IDLE} connections closed")
     vm.expect_no_fatal()
 
 
