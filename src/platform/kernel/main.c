@@ -15,6 +15,7 @@
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/simd.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
@@ -58,7 +59,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Noreturn void kmain_early(uint32_t kind, uint32_t info_phys);
+_Noreturn void kmain_early(uint32_t kind, uint32_t info_phys, uint32_t layout_phys);
 
 enum {
     MAIN_STACK_PAGES = 16,    /* 64 KiB */
@@ -447,16 +448,27 @@ static __attribute__((no_stack_protector)) void seed_stack_guard(void)
     (void)stack_guard_replace(v);
 }
 
-_Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys)
+_Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys,
+                                                               uint32_t layout_phys)
 {
+    kaslr_adopt(layout_phys); /* before any address conversion */
     seed_stack_guard();
     console_init();
     kprintf("\ntern: booting\n");
+    char kaslr_line[96];
+    kaslr_describe(kaslr_line, sizeof kaslr_line);
+    kprintf("tern: kaslr: %s\n", kaslr_line);
     trap_init_early();
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
     paging_init(&boot);
     console_init_fb(&boot);
+#ifdef TERN_TEST_HOOKS
+    char kaslr_arg[8]; /* the bases, for tests/kernel/test_kaslr.py only */
+    if (bootinfo_arg(&boot, "tern.test.kaslr", kaslr_arg, sizeof kaslr_arg) &&
+        !strcmp(kaslr_arg, "show"))
+        kaslr_show_bases();
+#endif
 
     /* Faults that may strike on a broken stack get their own stacks. */
     trap_set_ist(8, 1, stack_alloc(IST_STACK_PAGES));     /* double fault */
