@@ -6,10 +6,10 @@ bases; with 9 bits for the kernel two boots collide once in ~500, so a
 third boot breaks a tie and the bases must not all be equal. The
 production image states the placement entropy and its source on the
 boot log and prints no address of the higher half up to its ready line,
-by PVH (qemu64: no RDRAND, the jitter fallback; -cpu max: RDSEED) and by
-GRUB multiboot2 from the ISO under SeaBIOS and OVMF. A write to a page
-table through its direct-map alias (tern.test=write-pagetable) faults
-with a report naming it.
+by PVH (qemu64: no RDRAND, the jitter fallback; -cpu max: RDRAND, as
+TCG has no RDSEED) and by GRUB multiboot2 from the ISO under SeaBIOS and
+OVMF. A write to a page table through its direct-map alias
+(tern.test=write-pagetable) faults with a report naming it.
 """
 import os
 import re
@@ -84,8 +84,8 @@ def cases(b):
         "kaslr-bases-differ": bases_differ_test(b.test_elf),
         "kaslr-prod-pvh-jitter": prod_boot_test(["-kernel", b.elf, "-nic", "none"],
                                                 "tsc jitter and rtc, no rdrand", 60),
-        "kaslr-prod-pvh-rdseed": prod_boot_test(["-cpu", "max", "-kernel", b.elf, "-nic", "none"],
-                                                "rdseed", 60),
+        "kaslr-prod-pvh-rdrand": prod_boot_test(["-cpu", "max", "-kernel", b.elf, "-nic", "none"],
+                                                "rdrand", 60),
         "kaslr-iso-seabios": prod_boot_test(iso + ["-nic", "none"], "tsc jitter and rtc, no rdrand",
                                             60, b"tern: pci:"),
         "kaslr-iso-ovmf": prod_boot_test(["-bios", OVMF] + iso + ["-nic", "none"],
