@@ -103,7 +103,9 @@ $(KBUILD)/$(1)/$(KDIR)/arch/x86_64/kaslr_early.o $(KBUILD)/$(1)/$(KDIR)/arch/x86
 # turns those into the table the boot code applies (and refuses an image
 # with a reference that cannot move); the second link adds the table as
 # the last section, where it moves nothing else, and must yield the same
-# table; the kept relocations are then dropped from the image.
+# table; the kept relocations are then dropped from the image, which
+# replaces the old one in one rename (a test booting it meanwhile sees one
+# or the other).
 $(KBUILD)/$(2): $(call kobjs,$(1)) $(KERNEL_LD) $(KRELOC)
 	$$(if $$(Q),@echo "  KLD     $$@")
 	$$(Q)ld $$(KERNEL_LDFLAGS) --emit-relocs $(call kobjs,$(1)) -o $$@.pass1
@@ -113,8 +115,8 @@ $(KBUILD)/$(2): $(call kobjs,$(1)) $(KERNEL_LD) $(KRELOC)
 	    $$(@F).kreloc $$(@F).kreloc.o
 	$$(Q)ld $$(KERNEL_LDFLAGS) --emit-relocs $(call kobjs,$(1)) $$@.kreloc.o -o $$@.pass2
 	$$(Q)$$(PYTHON) $(KRELOC) --check $$@.pass2 $$@.kreloc
-	$$(Q)objcopy --remove-relocations='*' $$@.pass2 $$@
-	$$(Q)rm -f $$@.pass1 $$@.pass2 $$@.kreloc.o
+	$$(Q)objcopy --remove-relocations='*' $$@.pass2 $$@.tmp
+	$$(Q)mv -f $$@.tmp $$@ && rm -f $$@.pass1 $$@.pass2 $$@.kreloc.o
 endef
 
 $(eval $(call KERNEL_VARIANT,prod,tern.elf))

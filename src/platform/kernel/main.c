@@ -75,6 +75,8 @@ static struct boot_info boot;
 static struct pci_dev pci_devices[PCI_MAX_DEVICES];
 static unsigned pci_count;
 static tern_config config;
+/* TSC ticks paging_init took (test builds print it: docs/PERFORMANCE.md). */
+static uint64_t paging_cycles;
 
 static void halt_unavailable(const char *what)
 {
@@ -244,6 +246,16 @@ static _Noreturn void kmain(void)
     struct simd_state simd;
     simd_enable(&simd); /* wolfSSL's assembly needs SSE/AVX */
     tsc_calibrate(&tsc);
+#ifdef TERN_TEST_HOOKS
+    char kaslr_arg[8];
+    if (bootinfo_arg(&boot, "tern.test.kaslr", kaslr_arg, sizeof kaslr_arg) &&
+        !strcmp(kaslr_arg, "show"))
+    {
+        kaslr_show_cost(tsc.hz);
+        kprintf("tern: kaslr: test build: paging_init took %llu us\n",
+                (unsigned long long)(paging_cycles * 1000000 / (tsc.hz ? tsc.hz : 1)));
+    }
+#endif
     clock_init(tsc.hz);
     lapic_timer_init(tsc.hz, TICK_HZ);
     irq_enable();
@@ -461,7 +473,9 @@ _Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, ui
     trap_init_early();
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
-    paging_init(&boot);
+    uint64_t paging_t0 = rdtsc();
+    paging_init(&boot); /* with read-only page tables (mm/paging.c) */
+    paging_cycles = rdtsc() - paging_t0;
     console_init_fb(&boot);
 #ifdef TERN_TEST_HOOKS
     char kaslr_arg[8]; /* the bases, for tests/kernel/test_kaslr.py only */

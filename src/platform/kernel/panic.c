@@ -10,6 +10,7 @@
 #include "panic.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/trap.h"
 #include "console.h"
 #include "mm/paging.h"
@@ -98,6 +99,9 @@ static void dump_registers(const struct trap_frame *tf)
             (unsigned long long)tf->r14, (unsigned long long)tf->r15);
     kprintf("  error %llx  cr2 %016llx\n", (unsigned long long)tf->error,
             (unsigned long long)read_cr2());
+    /* KASLR: rip minus the slide is the address in tern-debug.elf. */
+    kprintf("  kernel slide %016llx (rip in the ELF: %016llx)\n",
+            (unsigned long long)kernel_slide, (unsigned long long)(tf->rip - kernel_slide));
 }
 #endif
 

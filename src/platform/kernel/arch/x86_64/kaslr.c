@@ -53,4 +53,12 @@ void kaslr_show_bases(void)
             (unsigned long long)kaslr_stack_base(), (unsigned long long)kaslr_mmio_base(),
             layout.reloc_count);
 }
+
+void kaslr_show_cost(uint64_t tsc_hz)
+{
+    if (tsc_hz)
+        kprintf("tern: kaslr: test build: layout, %u relocations and early maps took %llu us\n",
+                layout.reloc_count,
+                (unsigned long long)(layout.tsc_cycles * 1000000 / tsc_hz));
+}
 #endif

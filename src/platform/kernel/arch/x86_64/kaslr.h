@@ -22,6 +22,9 @@ void kaslr_describe(char *buf, size_t len);
 #ifdef TERN_TEST_HOOKS
 /* Test builds only (tern.test.kaslr=show): the bases themselves. */
 void kaslr_show_bases(void);
+/* Test builds only: how long the boot's relocation took, once the TSC's
+ * rate is known (for docs/PERFORMANCE.md). */
+void kaslr_show_cost(uint64_t tsc_hz);
 #endif
 
 #endif

@@ -11,6 +11,7 @@
  * linked into the fixed boot section, like kaslr_plan.c; no address is
  * ever printed from here.
  */
+#include "arch/x86_64/cpu.h" /* inline only: compiled into this section */
 #include "arch/x86_64/kaslr_plan.h"
 #include "arch/x86_64/memlayout.h"
 
@@ -34,30 +35,6 @@ static _Noreturn void halt(void)
 {
     for (;;)
         __asm__ volatile("cli; hlt");
-}
-
-static inline uint8_t port_in(uint16_t port)
-{
-    uint8_t v;
-    __asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
-    return v;
-}
-
-static inline void port_out(uint16_t port, uint8_t v)
-{
-    __asm__ volatile("outb %0, %1" : : "a"(v), "Nd"(port));
-}
-
-static inline uint64_t tsc(void)
-{
-    uint32_t lo, hi;
-    __asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-    return (uint64_t)hi << 32 | lo;
-}
-
-static void cpuid_regs(uint32_t leaf, uint32_t r[4])
-{
-    __asm__ volatile("cpuid" : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3]) : "a"(leaf), "c"(0));
 }
 
 /* One word from RDSEED (source 1) or RDRAND (source 2), 0 on failure. */
@@ -97,17 +74,17 @@ static uint64_t next_word(uint64_t *s)
  * DRBG's own seeding comes later and does not rely on this. */
 static uint64_t jitter_state(void)
 {
-    uint64_t s = mix(0, tsc());
+    uint64_t s = mix(0, rdtsc());
     static const uint8_t rtc_regs[] = {0, 2, 4, 7, 8, 9};
     for (unsigned i = 0; i < sizeof rtc_regs; i++) {
-        port_out(0x70, rtc_regs[i]);
-        s = mix(s, port_in(0x71));
+        outb(0x70, rtc_regs[i]);
+        s = mix(s, inb(0x71));
     }
-    uint64_t last = tsc();
+    uint64_t last = rdtsc();
     for (int i = 0; i < 256; i++) {
-        port_out(0x70, (uint8_t)(i & 0x0f));
-        (void)port_in(0x71);
-        uint64_t t = tsc();
+        outb(0x70, (uint8_t)(i & 0x0f));
+        (void)inb(0x71);
+        uint64_t t = rdtsc();
         s = mix(s, t - last);
         last = t;
     }
@@ -117,14 +94,14 @@ static uint64_t jitter_state(void)
 static enum kaslr_source draw(uint64_t rnd[4])
 {
     uint32_t r[4];
-    cpuid_regs(0, r);
+    cpuid(0, 0, r);
     uint32_t max = r[0];
     int rdseed = 0, rdrand = 0;
     if (max >= 7) {
-        cpuid_regs(7, r);
+        cpuid(7, 0, r);
         rdseed = (r[1] >> 18) & 1;
     }
-    cpuid_regs(1, r);
+    cpuid(1, 0, r);
     rdrand = (r[2] >> 30) & 1;
     for (enum kaslr_source src = KASLR_SRC_RDSEED; src <= KASLR_SRC_RDRAND; src++) {
         if (!(src == KASLR_SRC_RDSEED ? rdseed : rdrand))
@@ -174,6 +151,7 @@ static uint8_t *site_at(void *ctx, uint64_t addr)
 
 void kaslr_early(void)
 {
+    uint64_t t0 = rdtsc();
     uint64_t end = (uint64_t)(uintptr_t)__kernel_end_phys;
     uint64_t rnd[4];
     enum kaslr_source src = draw(rnd);
@@ -190,4 +168,5 @@ void kaslr_early(void)
         map_2m(KERNEL_VMA + l->slide + pa, pa);
     for (uint64_t i = 0; i < (uint64_t)EARLY_MAP_2M; i++)
         map_2m(DMAP_BASE + l->dmap_off + i * 0x200000, i * 0x200000);
+    l->tsc_cycles = rdtsc() - t0;
 }

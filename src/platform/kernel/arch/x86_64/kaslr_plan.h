@@ -43,6 +43,7 @@ struct kaslr_layout {
     uint32_t kernel_bits, dmap_bits, stack_bits, mmio_bits;
     uint32_t source;       /* enum kaslr_source */
     uint32_t reloc_count;  /* relocations applied */
+    uint64_t tsc_cycles;   /* what kaslr_early took, in TSC ticks */
 };
 
 /* floor(log2(n)) for n >= 1, 0 for n == 0: the bits of a choice among n
