@@ -126,14 +126,18 @@ $(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
 # The image builder and build/tern.iso (the development image).
 include tools/image/image.mk
 
-.PHONY: kernel image kernel-test
+.PHONY: kernel image kernel-test check-kreloc
 
 kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
+kernel-test: check-kreloc kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
+
+# The relocation table tool's own tests (small images linked here).
+check-kreloc:
+	$(PYTHON) -m pytest -q -p no:cacheprovider tools/kreloc
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
 # against the hosted wolfSSL build.
