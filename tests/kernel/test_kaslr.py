@@ -9,13 +9,19 @@ boot log and prints no address of the higher half up to its ready line,
 by PVH (qemu64: no RDRAND, the jitter fallback; -cpu max: RDRAND, as
 TCG has no RDSEED) and by GRUB multiboot2 from the ISO under SeaBIOS and
 OVMF. A write to a page table through its direct-map alias
-(tern.test=write-pagetable) faults with a report naming it.
+(tern.test=write-pagetable) faults with a report naming it. An image
+whose relocation table is damaged halts before the higher half runs,
+saying so on serial.
 """
 import os
 import re
+import sys
 
-from harness import BANNER, OVMF, Failure, run_ready, run_vm, show
+from harness import BANNER, OVMF, REPO, Failure, run_ready, run_vm, scratch, show
 from test_faults import fault_test
+
+sys.path.insert(0, os.path.join(REPO, "tools", "kreloc"))
+import kreloc  # noqa: E402
 
 KASLR_LINE = re.compile(rb"tern: kaslr: kernel (\d+) bits, heap (\d+) bits, stacks (\d+) bits, "
                         rb"mmio (\d+) bits \(([^)\n]+)\)\r?\n")
@@ -77,6 +83,24 @@ def prod_boot_test(args, source, timeout, loader_line=None):
     return check
 
 
+def damaged_table_test(kernel):
+    def check():
+        with open(kernel, "rb") as f:
+            elf = bytearray(f.read())
+        sec = next(s for s in kreloc.sections(bytes(elf)) if s["name"] == ".kreloc")
+        elf[sec["off"]] ^= 0xFF  # the magic
+        with scratch() as tmp:
+            bad = os.path.join(tmp, "bad.elf")
+            with open(bad, "wb") as f:
+                f.write(elf)
+            want = b"tern: kaslr: the relocation table is damaged; halted"
+            took, out = run_vm(["-kernel", bad], lambda o: want in o, 20, "the refusal")
+        if BANNER in out:
+            raise Failure("the higher half ran with a damaged table:\n" + show(out))
+        return f"halted with the reason in {took:.1f} s"
+    return check
+
+
 def cases(b):
     iso = ["-cdrom", b.iso]
     ovmf = os.path.exists(OVMF)
@@ -91,6 +115,7 @@ def cases(b):
         "kaslr-iso-ovmf": prod_boot_test(["-bios", OVMF] + iso + ["-nic", "none"],
                                          "tsc jitter and rtc, no rdrand", 120, b"tern: pci:")
                           if ovmf else None,
+        "kaslr-damaged-table-halts": damaged_table_test(b.test_elf),
         "fault-write-pagetable": fault_test(b.test_elf, "write-pagetable", "page fault (#PF)",
                                             "write to a page table (read-only after boot)"),
     }

@@ -31,8 +31,15 @@ extern struct kaslr_layout kaslr_boot_layout;
 struct kaslr_layout kaslr_boot_layout;
 static unsigned pool_used;
 
-static _Noreturn void halt(void)
+/* A refusal on COM1 (the console is in the higher half, not mapped yet),
+ * then halt: as boot.S's fail32. */
+static _Noreturn void halt(const char *msg)
 {
+    for (const char *c = msg; *c; c++) {
+        while (!(inb(0x3FD) & 0x20))
+            ;
+        outb(0x3F8, (uint8_t)*c);
+    }
     for (;;)
         __asm__ volatile("cli; hlt");
 }
@@ -122,7 +129,7 @@ static uint64_t *table_below(uint64_t *entry)
 {
     if (!(*entry & 1)) {
         if (pool_used == POOL_PAGES)
-            halt();
+            halt("tern: kaslr: out of early page tables; halted\r\n");
         *entry = (uint64_t)(uintptr_t)early_pool[pool_used++] | 3;
     }
     return (uint64_t *)(uintptr_t)(*entry & PTE_ADDR);
@@ -157,12 +164,12 @@ void kaslr_early(void)
     enum kaslr_source src = draw(rnd);
     struct kaslr_layout *l = &kaslr_boot_layout;
     if (kaslr_plan(rnd, end, l) != 0)
-        halt();
+        halt("tern: kaslr: the image does not fit in the kernel window; halted\r\n");
     l->source = src;
     long n = kreloc_apply(__kreloc_start, (size_t)(__kreloc_end - __kreloc_start), l->slide,
                           site_at, &end);
     if (n < 0)
-        halt();
+        halt("tern: kaslr: the relocation table is damaged; halted\r\n");
     l->reloc_count = (uint32_t)n;
     for (uint64_t pa = 0; pa < end; pa += 0x200000)
         map_2m(KERNEL_VMA + l->slide + pa, pa);
