@@ -17,6 +17,10 @@ tests live in modules grouped by subject, each opening with what it tests:
                         boot modes, the heap self-test
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
+  test_kaslr.py         randomised placement: two boots' bases differ (test
+                        build), the production log states entropy bits and
+                        no address (PVH, SeaBIOS, OVMF); a page-table write
+                        faults
   test_halloc.py        the hardened heap: a write after free, a double
                         free, a corrupted free-list pointer each halt with
                         a report; the alloc/free bench under TCG
@@ -104,6 +108,7 @@ import test_disk_size
 import test_faults
 import test_halloc
 import test_install
+import test_kaslr
 import test_kvfs
 import test_mqtt5
 import test_net
@@ -121,7 +126,7 @@ import test_tele
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
 # does not run on alone at the end while the other job is idle.
 MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag, test_broker_limits, test_broker_plain,
-           test_mqtt5, test_net, test_faults, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
+           test_mqtt5, test_net, test_faults, test_kaslr, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
            test_console, test_sntp)

@@ -52,6 +52,15 @@ KERNEL_ASFLAGS := -I$(KDIR) -D__ASSEMBLER__
 KERNEL_LDFLAGS := -nostdlib -static -z max-page-size=0x1000 -z noexecstack \
     --no-warn-rwx-segments -T $(KERNEL_LD)
 
+# The early relocator (kaslr_early.c, kaslr_plan.c) runs from the fixed
+# boot section before the higher half is mapped: position-independent
+# code that reaches only its own section, and no stack protector (its
+# guard lives in the higher half).
+KERNEL_BOOT_CFLAGS := $(filter-out -mcmodel=kernel -fno-pic -fno-pie -fstack-protector-strong \
+                        -mstack-protector-guard=global,$(KERNEL_CFLAGS)) \
+    -fpie -mcmodel=small -fvisibility=hidden -fno-stack-protector -fno-jump-tables
+KRELOC := tools/kreloc/kreloc.py
+
 # Variants: prod (the shipped kernel), test (self-test hooks, short fatal
 # hold), debug (as test, plus register dumps in fatal reports).
 KVAR_prod  :=
@@ -87,9 +96,27 @@ $(KBUILD)/$(1)/%.o: %.S
 	$$(if $$(Q),@echo "  KAS     $$< ($(1))")
 	$$(Q)$$(CC) $$(KERNEL_ASFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
 
-$(KBUILD)/$(2): $(call kobjs,$(1)) $(KERNEL_LD)
+$(KBUILD)/$(1)/$(KDIR)/arch/x86_64/kaslr_early.o $(KBUILD)/$(1)/$(KDIR)/arch/x86_64/kaslr_plan.o: \
+    KERNEL_CFLAGS := $$(KERNEL_BOOT_CFLAGS)
+
+# KASLR: a first link keeps its relocations (--emit-relocs); kreloc.py
+# turns those into the table the boot code applies (and refuses an image
+# with a reference that cannot move); the second link adds the table as
+# the last section, where it moves nothing else, and must yield the same
+# table; the kept relocations are then dropped from the image, which
+# replaces the old one in one rename (a test booting it meanwhile sees one
+# or the other).
+$(KBUILD)/$(2): $(call kobjs,$(1)) $(KERNEL_LD) $(KRELOC)
 	$$(if $$(Q),@echo "  KLD     $$@")
-	$$(Q)ld $$(KERNEL_LDFLAGS) $(call kobjs,$(1)) -o $$@
+	$$(Q)ld $$(KERNEL_LDFLAGS) --emit-relocs $(call kobjs,$(1)) -o $$@.pass1
+	$$(Q)$$(PYTHON) $(KRELOC) $$@.pass1 $$@.kreloc
+	$$(Q)cd $$(@D) && objcopy -I binary -O elf64-x86-64 -B i386:x86-64 \
+	    --rename-section .data=.kreloc,alloc,load,readonly,data,contents \
+	    $$(@F).kreloc $$(@F).kreloc.o
+	$$(Q)ld $$(KERNEL_LDFLAGS) --emit-relocs $(call kobjs,$(1)) $$@.kreloc.o -o $$@.pass2
+	$$(Q)$$(PYTHON) $(KRELOC) --check $$@.pass2 $$@.kreloc
+	$$(Q)objcopy --remove-relocations='*' $$@.pass2 $$@.tmp
+	$$(Q)mv -f $$@.tmp $$@ && rm -f $$@.pass1 $$@.pass2 $$@.kreloc.o
 endef
 
 $(eval $(call KERNEL_VARIANT,prod,tern.elf))
@@ -99,14 +126,18 @@ $(eval $(call KERNEL_VARIANT,debug,tern-debug.elf))
 # The image builder and build/tern.iso (the development image).
 include tools/image/image.mk
 
-.PHONY: kernel image kernel-test
+.PHONY: kernel image kernel-test check-kreloc
 
 kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
+kernel-test: check-kreloc kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
+
+# The relocation table tool's own tests (small images linked here).
+check-kreloc:
+	$(PYTHON) -m pytest -q -p no:cacheprovider tools/kreloc
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
 # against the hosted wolfSSL build.
@@ -118,3 +149,5 @@ $(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)
 $(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)
 # The heap's host test includes mm/kmalloc.c, which uses the same paths.
 $(BUILD)/asan/tests/unit/test_kmalloc.o: INC += -I$(KDIR)
+# KASLR's placement and relocation applier (tests/unit/test_kkaslr.c).
+$(BUILD)/asan/tests/unit/test_kkaslr.o: INC += -I$(KDIR)

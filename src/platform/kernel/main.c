@@ -15,6 +15,7 @@
  */
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/simd.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
@@ -58,7 +59,7 @@
 #include <stdio.h>
 #include <string.h>
 
-_Noreturn void kmain_early(uint32_t kind, uint32_t info_phys);
+_Noreturn void kmain_early(uint32_t kind, uint32_t info_phys, uint32_t layout_phys);
 
 enum {
     MAIN_STACK_PAGES = 16,    /* 64 KiB */
@@ -74,6 +75,8 @@ static struct boot_info boot;
 static struct pci_dev pci_devices[PCI_MAX_DEVICES];
 static unsigned pci_count;
 static tern_config config;
+/* TSC ticks paging_init took (test builds print it: docs/PERFORMANCE.md). */
+static uint64_t paging_cycles;
 
 static void halt_unavailable(const char *what)
 {
@@ -243,6 +246,16 @@ static _Noreturn void kmain(void)
     struct simd_state simd;
     simd_enable(&simd); /* wolfSSL's assembly needs SSE/AVX */
     tsc_calibrate(&tsc);
+#ifdef TERN_TEST_HOOKS
+    char kaslr_arg[8];
+    if (bootinfo_arg(&boot, "tern.test.kaslr", kaslr_arg, sizeof kaslr_arg) &&
+        !strcmp(kaslr_arg, "show"))
+    {
+        kaslr_show_cost(tsc.hz);
+        kprintf("tern: kaslr: test build: paging_init took %llu us\n",
+                (unsigned long long)(paging_cycles * 1000000 / (tsc.hz ? tsc.hz : 1)));
+    }
+#endif
     clock_init(tsc.hz);
     lapic_timer_init(tsc.hz, TICK_HZ);
     irq_enable();
@@ -447,16 +460,29 @@ static __attribute__((no_stack_protector)) void seed_stack_guard(void)
     (void)stack_guard_replace(v);
 }
 
-_Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys)
+_Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, uint32_t info_phys,
+                                                               uint32_t layout_phys)
 {
+    kaslr_adopt(layout_phys); /* before any address conversion */
     seed_stack_guard();
     console_init();
     kprintf("\ntern: booting\n");
+    char kaslr_line[96];
+    kaslr_describe(kaslr_line, sizeof kaslr_line);
+    kprintf("tern: kaslr: %s\n", kaslr_line);
     trap_init_early();
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
-    paging_init(&boot);
+    uint64_t paging_t0 = rdtsc();
+    paging_init(&boot); /* with read-only page tables (mm/paging.c) */
+    paging_cycles = rdtsc() - paging_t0;
     console_init_fb(&boot);
+#ifdef TERN_TEST_HOOKS
+    char kaslr_arg[8]; /* the bases, for tests/kernel/test_kaslr.py only */
+    if (bootinfo_arg(&boot, "tern.test.kaslr", kaslr_arg, sizeof kaslr_arg) &&
+        !strcmp(kaslr_arg, "show"))
+        kaslr_show_bases();
+#endif
 
     /* Faults that may strike on a broken stack get their own stacks. */
     trap_set_ist(8, 1, stack_alloc(IST_STACK_PAGES));     /* double fault */

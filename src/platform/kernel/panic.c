@@ -2,15 +2,18 @@
  * panic.c - the fatal report. Every fatal path ends here: a CPU exception
  * (fatal_trap) or a kernel check that failed (panic). The report names what
  * happened in words - the exception and, for page faults, the likely cause
- * (null pointer, stack overflow into a guard page, W^X violation) - then the
+ * (null pointer, stack overflow into a guard page, W^X violation, a write
+ * to a page table) - then the
  * machine waits and resets. A fault inside the report goes straight to
  * reset, so a broken console cannot cause a fault loop.
  */
 #include "panic.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/trap.h"
 #include "console.h"
+#include "mm/paging.h"
 #include "mm/stack.h"
 #include "clock.h"
 
@@ -47,6 +50,8 @@ static const char *page_fault_cause(uint64_t addr, uint64_t err)
         return "null pointer dereference";
     if ((err & present) && (err & fetch))
         return "execution of non-executable memory (NX)";
+    if ((err & present) && (err & write) && vm_is_page_table(addr))
+        return "write to a page table (read-only after boot)";
     if ((err & present) && (err & write))
         return "write to read-only memory (W^X)";
     if (!(err & present))
@@ -94,6 +99,9 @@ static void dump_registers(const struct trap_frame *tf)
             (unsigned long long)tf->r14, (unsigned long long)tf->r15);
     kprintf("  error %llx  cr2 %016llx\n", (unsigned long long)tf->error,
             (unsigned long long)read_cr2());
+    /* KASLR: rip minus the slide is the address in tern-debug.elf. */
+    kprintf("  kernel slide %016llx (rip in the ELF: %016llx)\n",
+            (unsigned long long)kernel_slide, (unsigned long long)(tf->rip - kernel_slide));
 }
 #endif
 

@@ -5,6 +5,7 @@
  */
 #include "selftest.h"
 
+#include "arch/x86_64/cpu.h"
 #include "arch/x86_64/memlayout.h"
 #include "console.h"
 #include "mm/kmalloc.h"
@@ -91,6 +92,11 @@ void selftest_run(const char *name)
     } else if (!strcmp(name, "write-text")) {
         addr = (uintptr_t)&selftest_run;
         *(volatile uint8_t *)addr = 0xC3;
+    } else if (!strcmp(name, "write-pagetable")) {
+        /* The top-level table through its direct-map alias, rewritten
+         * with its own value: harmless if it were allowed. */
+        addr = (uintptr_t)phys_to_virt(read_cr3() & ~0xfffull);
+        *(volatile uint64_t *)addr = *(volatile uint64_t *)addr;
     } else if (!strcmp(name, "exec-data")) {
         static uint8_t ret_insn[16] = { 0xC3 };
         ((void (*)(void))(uintptr_t)ret_insn)();

@@ -98,7 +98,8 @@ int vdisk_split(void *va, size_t len, uint32_t seg, int device_writes, struct vi
                 unsigned max)
 {
     uint64_t a = (uint64_t)(uintptr_t)va;
-    if (a < DMAP_BASE || a - DMAP_BASE > pmm_limit() || len > pmm_limit() - (a - DMAP_BASE))
+    if (a < kernel_dmap_base || a - kernel_dmap_base > pmm_limit() ||
+        len > pmm_limit() - (a - kernel_dmap_base))
         return -1;
     unsigned n = 0;
     while (len) {

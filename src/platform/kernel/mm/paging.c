@@ -6,10 +6,19 @@
  * allocator's lowest-first order guarantees that on any sensible VM and it
  * is checked. After the switch, the low identity mapping is gone: a null
  * pointer faults, and the boot code is no longer reachable.
+ *
+ * Page tables are read-only (SPEC B5): every table page's direct-map alias
+ * is mapped without W (a 2 MiB direct-map page holding one is split into
+ * 4 KiB pages for that), from the switch onwards, so a stray or hostile
+ * write through the direct map cannot redirect a mapping. The few edits
+ * after boot (stacks for kernel threads, MMIO windows, short-lived
+ * mappings) go through a write window: interrupts off and CR0.WP clear
+ * for the edit only.
  */
 #include "mm/paging.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/memlayout.h"
 #include "mm/pmm.h"
 #include "panic.h"
@@ -27,9 +36,41 @@ enum {
 extern char __text_start[], __text_end[], __rodata_start[], __rodata_end[];
 extern char __data_start[], __kernel_end[];
 
-/* Boot-CPU paging state: the top-level table and the MMIO window cursor. */
+/* Boot-CPU paging state: the top-level table, the MMIO window cursor,
+ * whether new table pages are made read-only (from paging_init's switch)
+ * and how deep the write window is open. */
 static uint64_t *pml4;
-static uint64_t mmio_next = MMIO_BASE;
+static uint64_t mmio_next;
+static int tables_ro;
+static unsigned window_depth;
+static uint64_t window_rflags;
+
+#define CR0_WP (1ull << 16)
+
+/* Open the write window: supervisor writes ignore W while CR0.WP is
+ * clear, so interrupts stay off until it closes (nothing else may write
+ * through it). Nests. */
+static void window_open(void)
+{
+    if (window_depth++)
+        return;
+    uint64_t f, cr0;
+    __asm__ volatile("pushfq; popq %0; cli" : "=r"(f) : : "memory");
+    window_rflags = f;
+    __asm__ volatile("mov %%cr0, %0" : "=r"(cr0));
+    __asm__ volatile("mov %0, %%cr0" : : "r"(cr0 & ~CR0_WP) : "memory");
+}
+
+static void window_close(void)
+{
+    if (--window_depth)
+        return;
+    uint64_t cr0;
+    __asm__ volatile("mov %%cr0, %0" : "=r"(cr0));
+    __asm__ volatile("mov %0, %%cr0" : : "r"(cr0 | CR0_WP) : "memory");
+    if (window_rflags & (1u << 9))
+        __asm__ volatile("sti" : : : "memory");
+}
 /* PAT entry 1 (PWT alone) is write-combining once paging_init set it. */
 static int pat_wc;
 
@@ -40,16 +81,108 @@ static int pat_wc;
 #define PAT_VALUE 0x0007040600070106ull
 #define MSR_PAT 0x277
 
-static uint64_t *new_table(void)
+static uint64_t *raw_table(void)
 {
     uint64_t pa = pmm_alloc();
     if (!pa)
         panic("out of memory for page tables");
-    if (pa >= EARLY_MAP_BYTES)
+    if (!tables_ro && pa >= EARLY_MAP_BYTES)
         panic("page table frame above 4 GiB during boot");
     uint64_t *t = phys_to_virt(pa);
     memset(t, 0, PAGE_SIZE);
     return t;
+}
+
+/* The 4 KiB direct-map entry of physical page pa, splitting the 2 MiB
+ * page that holds it if need be (the new table's own frame goes to
+ * *split, to be protected in turn); NULL where RAM is not mapped. */
+static uint64_t *dmap_entry(uint64_t pa, uint64_t *split)
+{
+    uint64_t va = kernel_dmap_base + pa;
+    uint64_t *t = pml4;
+    for (int l = 3; l > 0; l--) {
+        uint64_t *e = &t[(va >> (12 + 9 * l)) & 511];
+        if (!(*e & PTE_P))
+            return NULL;
+        if (*e & PTE_PS) {
+            if (l != 1)
+                panic("paging: a 1 GiB page in the direct map");
+            uint64_t *pt = raw_table();
+            uint64_t base = *e & PTE_ADDR & ~(LARGE_PAGE - 1);
+            uint64_t bits = *e & ~PTE_ADDR & ~(uint64_t)PTE_PS;
+            for (int i = 0; i < 512; i++)
+                pt[i] = (base + (uint64_t)i * PAGE_SIZE) | bits;
+            *e = virt_to_phys(pt) | PTE_P | PTE_W;
+            invlpg(va & ~(LARGE_PAGE - 1));
+            *split = virt_to_phys(pt);
+        }
+        t = phys_to_virt(*e & PTE_ADDR);
+    }
+    return &t[(va >> 12) & 511];
+}
+
+/* Make the direct-map alias of table page pa read-only, and that of any
+ * table made to split a large page on the way. Ends: each split turns
+ * one more 2 MiB page into 4 KiB pages. */
+static void protect_table(uint64_t pa)
+{
+    while (pa) {
+        uint64_t split = 0;
+        uint64_t *e = dmap_entry(pa, &split);
+        if (e && (*e & PTE_W)) {
+            *e &= ~(uint64_t)PTE_W;
+            invlpg(kernel_dmap_base + pa);
+        }
+        pa = split;
+    }
+}
+
+static uint64_t *new_table(void)
+{
+    uint64_t *t = raw_table();
+    if (tables_ro)
+        protect_table(virt_to_phys(t));
+    return t;
+}
+
+/* Every table page under t (level 3 = PML4), t included. */
+static void protect_tree(uint64_t *t, int level)
+{
+    protect_table(virt_to_phys(t));
+    if (level == 0)
+        return;
+    for (int i = 0; i < 512; i++)
+        if ((t[i] & PTE_P) && !(t[i] & PTE_PS))
+            protect_tree(phys_to_virt(t[i] & PTE_ADDR), level - 1);
+}
+
+int vm_is_page_table(uint64_t va)
+{
+    if (!pml4 || va < kernel_dmap_base || va - kernel_dmap_base >= pmm_limit())
+        return 0;
+    uint64_t pa = (va - kernel_dmap_base) & PTE_ADDR;
+    /* The tree is small (tens of pages): a walk is fine on a fault path. */
+    const uint64_t *stack[4] = {pml4};
+    unsigned idx[4] = {0};
+    int level = 3;
+    if (virt_to_phys(pml4) == pa)
+        return 1;
+    while (level <= 3) {
+        const uint64_t *t = stack[3 - level];
+        if (idx[3 - level] == 512 || level == 0) {
+            level++;
+            continue;
+        }
+        uint64_t e = t[idx[3 - level]++];
+        if (!(e & PTE_P) || (e & PTE_PS))
+            continue;
+        if ((e & PTE_ADDR) == pa)
+            return 1;
+        level--;
+        stack[3 - level] = phys_to_virt(e & PTE_ADDR);
+        idx[3 - level] = 0;
+    }
+    return 0;
 }
 
 /* The entry for va at `level` (3 = PML4 ... 0 = PT), creating tables above
@@ -92,20 +225,24 @@ void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags)
     if ((va | pa | len) % PAGE_SIZE)
         panic("paging: unaligned mapping");
     uint64_t bits = leaf_bits(flags);
+    window_open();
     for (size_t off = 0; off < len; off += PAGE_SIZE) {
         uint64_t *e = walk(va + off, 0);
         *e = ((pa + off) & PTE_ADDR) | bits;
         invlpg(va + off);
     }
+    window_close();
 }
 
 void vm_unmap(uint64_t va, size_t len)
 {
+    window_open();
     for (size_t off = 0; off < len; off += PAGE_SIZE) {
         uint64_t *e = walk(va + off, 0);
         *e = 0;
         invlpg(va + off);
     }
+    window_close();
 }
 
 static void *map_window(uint64_t pa, size_t len, unsigned type)
@@ -114,6 +251,7 @@ static void *map_window(uint64_t pa, size_t len, unsigned type)
         /* In a 2 MiB entry PAT's index bit moves to bit 12; it stays 0. */
         uint64_t bits = leaf_bits(VM_WRITE | type) | PTE_PS;
         uint64_t va = (mmio_next + LARGE_PAGE - 1) & ~(LARGE_PAGE - 1);
+        window_open();
         for (size_t off = 0; off < len; off += LARGE_PAGE) {
             uint64_t *e = walk(va + off, 1);
             if (*e & PTE_P)
@@ -121,6 +259,7 @@ static void *map_window(uint64_t pa, size_t len, unsigned type)
             *e = (pa + off) | bits;
             invlpg(va + off);
         }
+        window_close();
         mmio_next = va + len + PAGE_SIZE;
         return (void *)va;
     }
@@ -166,12 +305,12 @@ static void map_direct(uint64_t start, uint64_t end)
     uint64_t a = start;
     while (a < end) {
         if (a % LARGE_PAGE == 0 && end - a >= LARGE_PAGE) {
-            uint64_t *e = walk(DMAP_BASE + a, 1);
+            uint64_t *e = walk(kernel_dmap_base + a, 1);
             if (!(*e & PTE_P))
                 *e = a | bits | PTE_PS;
             a += LARGE_PAGE;
         } else {
-            uint64_t *e = walk(DMAP_BASE + a, 0);
+            uint64_t *e = walk(kernel_dmap_base + a, 0);
             *e = a | bits;
             a += PAGE_SIZE;
         }
@@ -192,6 +331,7 @@ void paging_init(const struct boot_info *bi)
         pat_wc = 1;
     }
     pml4 = new_table();
+    mmio_next = kaslr_mmio_base();
 
     map_image(__text_start, __text_end, VM_EXEC);
     map_image(__rodata_start, __rodata_end, VM_READ);
@@ -201,6 +341,8 @@ void paging_init(const struct boot_info *bi)
      * writable alias. Firmware-reserved ranges stay unmapped until a driver
      * maps what it needs. */
     uint64_t kstart = KERNEL_PHYS, kend = kimage_to_phys(__kernel_end);
+    if (pmm_limit() > STACK_BASE - kernel_dmap_base)
+        panic("paging: more RAM than the direct map's window holds");
     for (unsigned i = 0; i < bi->nregions; i++) {
         const struct mem_region *r = &bi->regions[i];
         if (r->type != MEM_USABLE && r->type != MEM_ACPI_RECLAIM && r->type != MEM_ACPI_NVS)
@@ -212,6 +354,12 @@ void paging_init(const struct boot_info *bi)
         if (end > kend)
             map_direct(start > kend ? start : kend, end);
     }
+
+    /* From here the tables are read-only: those built so far now, each
+     * later one as it is made (new_table). Still on the early tables,
+     * whose direct map is writable, so the splits need no window. */
+    protect_tree(pml4, 3);
+    tables_ro = 1;
 
     /* Global pages survive CR3 reloads; all kernel mappings are global. */
     uint64_t cr4;

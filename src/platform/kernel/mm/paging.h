@@ -1,7 +1,9 @@
 /*
  * paging.h - the kernel's page tables (4-level, 4 KiB and 2 MiB pages).
  * Every mapping is either writable or executable, never both (W^X): vm_map
- * refuses VM_WRITE|VM_EXEC. Everything not executable carries NX.
+ * refuses VM_WRITE|VM_EXEC. Everything not executable carries NX. The
+ * tables themselves are read-only in the direct map once paging_init has
+ * switched to them; only this module writes them, through a short window.
  */
 #ifndef TERN_MM_PAGING_H
 #define TERN_MM_PAGING_H
@@ -40,5 +42,8 @@ void *vm_map_mmio_wc(uint64_t pa, size_t len);
 uint64_t vm_window_reserve(size_t len);
 /* 1 if va is mapped (any size of page). */
 int vm_is_mapped(uint64_t va);
+/* 1 if va is the direct-map alias of a page-table page (read-only after
+ * paging_init): for the fatal report's cause. */
+int vm_is_page_table(uint64_t va);
 
 #endif

@@ -1,5 +1,6 @@
 /*
- * stack.c - stacks in their own virtual window (STACK_BASE). Each slot is a
+ * stack.c - stacks in their own virtual window (from STACK_BASE plus a
+ * random offset, arch/x86_64/kaslr.h). Each slot is a
  * 64 KiB unmapped guard followed by the stack's pages, mapped RW + NX. The
  * guard is larger than one page so that a function with a large frame cannot
  * jump over it into the stack below. The window only grows: stacks in a
@@ -7,6 +8,7 @@
  */
 #include "mm/stack.h"
 
+#include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/memlayout.h"
 #include "mm/paging.h"
 #include "mm/pmm.h"
@@ -16,11 +18,14 @@
 
 enum { GUARD_BYTES = 64 * 1024 };
 
-/* Boot-CPU state: the next free address in the stack window. */
-static uint64_t stack_next = STACK_BASE;
+/* Boot-CPU state: the window's random base (KASLR) and its next free
+ * address; 0 until the first stack. */
+static uint64_t stack_start, stack_next;
 
 uint64_t stack_alloc(size_t pages)
 {
+    if (!stack_next)
+        stack_start = stack_next = kaslr_stack_base();
     uint64_t base = stack_next + GUARD_BYTES;
     for (size_t i = 0; i < pages; i++) {
         uint64_t pa = pmm_alloc();
@@ -36,5 +41,5 @@ uint64_t stack_alloc(size_t pages)
 int stack_is_guard(uint64_t addr)
 {
     /* Inside the window, every unmapped address is guard. */
-    return addr >= STACK_BASE && addr < stack_next && !vm_is_mapped(addr);
+    return stack_next && addr >= stack_start && addr < stack_next && !vm_is_mapped(addr);
 }

@@ -6,9 +6,11 @@
  *     pvh_entry, EBX = physical address of struct hvm_start_info.
  * Both arrive in 32-bit protected mode with paging off. This file checks for
  * long mode and NX, builds throw-away page tables (the first 4 GiB mapped at
- * 0, at DMAP_BASE and, for the first 2 GiB, at KERNEL_VMA), enters 64-bit mode,
- * jumps to the higher half and calls kmain_early(). Proper W^X page tables
- * are built in C (mm/paging.c) from the boot memory map.
+ * 0), enters 64-bit mode and calls kaslr_early() (kaslr_early.c), which
+ * picks the random layout, relocates the higher half and maps it and the
+ * direct map at their random bases; then it jumps to the higher half and
+ * calls kmain_early(). Proper W^X page tables are built in C (mm/paging.c)
+ * from the boot memory map.
  * Everything in .boot.* is linked and run at its physical address.
  */
 #include "arch/x86_64/memlayout.h"
@@ -86,9 +88,9 @@ common32:
     testl $(1 << 20), %edx
     jz no_long_mode
 
-    /* Clear the early tables (7 pages). */
+    /* Clear the early tables and the pool kaslr_early() maps from. */
     movl $early_tables, %edi
-    movl $(7 * 4096 / 4), %ecx
+    movl $((early_tables_end - early_tables) / 4), %ecx
     xorl %eax, %eax
     rep stosl
 
@@ -117,22 +119,12 @@ common32:
     movl %eax, 16(%edi)
     addl $4096, %eax
     movl %eax, 24(%edi)
-    /* High PDPT: entries 510, 511 (KERNEL_VMA) -> the first two directories. */
-    movl $early_pdpt_high, %edi
-    movl $early_pd, %eax
-    orl $0x3, %eax
-    movl %eax, (510 * 8)(%edi)
-    addl $4096, %eax
-    movl %eax, (511 * 8)(%edi)
-    /* PML4: identity (0), direct map (256), kernel (511). */
+    /* PML4: identity (0) only; kaslr_early() adds the kernel and the
+     * direct map where it places them. */
     movl $early_pml4, %edi
     movl $early_pdpt_low, %eax
     orl $0x3, %eax
     movl %eax, 0(%edi)
-    movl %eax, (256 * 8)(%edi)
-    movl $early_pdpt_high, %eax
-    orl $0x3, %eax
-    movl %eax, (511 * 8)(%edi)
 
     movl $early_pml4, %eax
     movl %eax, %cr3
@@ -179,6 +171,11 @@ long_low:
     movw %ax, %ss
     movw %ax, %fs
     movw %ax, %gs
+    movl $boot_stack32_top, %esp
+    call kaslr_early
+    movq %cr3, %rax                           /* new mappings: flush the TLB */
+    movq %rax, %cr3
+    /* kaslr_early() has relocated this immediate with the rest. */
     movabsq $long_high, %rax
     jmp *%rax
 
@@ -203,12 +200,14 @@ msg_no_long_mode:
 
     .section .boot.bss, "aw", @nobits
     .balign 4096
+    .globl early_pml4, early_pool
 early_tables:
 early_pml4:      .skip 4096
 early_pdpt_low:  .skip 4096
-early_pdpt_high: .skip 4096
 early_pd:        .skip 4 * 4096
-boot_stack32:    .skip 1024
+early_pool:      .skip 12 * 4096                /* kaslr_early.c: POOL_PAGES */
+early_tables_end:
+boot_stack32:    .skip 4096                     /* also kaslr_early()'s */
 boot_stack32_top:
 
 
@@ -226,6 +225,7 @@ long_high:
     xorl %ebp, %ebp
     movl boot_kind, %edi
     movl boot_info_phys, %esi
+    movl $kaslr_boot_layout, %edx
     call kmain_early
 1:  cli
     hlt

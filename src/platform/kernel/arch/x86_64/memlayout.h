@@ -8,7 +8,11 @@
  *   0xffffffff80000000 KERNEL_VMA the kernel image (-mcmodel=kernel), loaded at
  *                                 KERNEL_PHYS; text RX, rodata R, data/bss RW+NX
  *
- * Shared by C and the assembly boot path, so only plain constants here.
+ * Each region's real base lies at a random offset above the one named here
+ * (KASLR, arch/x86_64/kaslr_plan.h gives the windows): the image at
+ * KERNEL_VMA + kernel_slide + physical, RAM at kernel_dmap_base + physical.
+ * Shared by C and the assembly boot path, so only plain constants here and
+ * the two variables (arch/x86_64/kaslr.c) the address conversions need.
  */
 #ifndef TERN_ARCH_MEMLAYOUT_H
 #define TERN_ARCH_MEMLAYOUT_H
@@ -29,9 +33,14 @@
 
 #ifndef __ASSEMBLER__
 #include <stdint.h>
-static inline void *phys_to_virt(uint64_t pa) { return (void *)(pa + DMAP_BASE); }
-static inline uint64_t virt_to_phys(const void *va) { return (uint64_t)va - DMAP_BASE; }
-static inline uint64_t kimage_to_phys(const void *va) { return (uint64_t)va - KERNEL_VMA; }
+/* Set once, first thing in kmain_early (kaslr_adopt). */
+extern uint64_t kernel_slide, kernel_dmap_base;
+static inline void *phys_to_virt(uint64_t pa) { return (void *)(pa + kernel_dmap_base); }
+static inline uint64_t virt_to_phys(const void *va) { return (uint64_t)va - kernel_dmap_base; }
+static inline uint64_t kimage_to_phys(const void *va)
+{
+    return (uint64_t)va - KERNEL_VMA - kernel_slide;
+}
 #endif
 
 #endif
