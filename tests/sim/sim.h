@@ -107,6 +107,7 @@ enum {
     SIM_MAX_ACKS = 1024,          /* late acknowledgements queued */
     SIM_MAX_PEND = 64,            /* store batches taken, not yet done */
     SIM_HOLD_MS = 2000,           /* limits.publisher_hold_ms */
+    SIM_SWEEP_WAIT_MS = 5000,     /* the end phase waits this long at most for the tree's sweep */
     SIM_ALIAS_MAX = 4,            /* Topic Alias Maximum a 5.0 client announces, at most */
     SIM_WTIMES = 16,              /* write-time checkpoints kept per connection */
     SIM_DOWN_MS = 5000,           /* a crash keeps the broker down up to this long */

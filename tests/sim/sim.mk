@@ -47,10 +47,13 @@ alloc-fail: $(BUILD)/asan/alloc_fail
 # Seeds beyond that set on which the simulator once found a bug, replayed
 # so each fix keeps a test that failed before it: 241 (a departed shared
 # member's expired message sent to a QoS 0 member), 3183 and 5069 durable
-# (an expired message with a packet id not yet written still sent).
+# (an expired message with a packet id not yet written still sent), 290
+# (the end phase judged memory before the tree's sweep freed the nodes an
+# expired retained message left: the simulator's error, not the core's).
 sim-test: $(BUILD)/asan/sim $(BUILD)/asan/alloc_fail
 	$(BUILD)/asan/sim --seeds $(SIM_TEST_SEEDS) --start 1
 	$(BUILD)/asan/sim --seed 241
+	$(BUILD)/asan/sim --seed 290
 	$(BUILD)/asan/sim --seed 3183 --durable
 	$(BUILD)/asan/sim --seed 5069 --durable
 	$(BUILD)/asan/alloc_fail
