@@ -28,6 +28,7 @@ static const char usage[] =
     "  --threads N [1]    worker threads   --cpus LIST   pin the generator (e.g. 1 or 1,2)\n"
     "  --qos 0|1 [0]  --size BYTES [64]  --pairs N [8; flood 16]  --subs N [100]\n"
     "  --rate R [100; fanout 500]  --duration S [10]  --drain S [2]  --window N [64]\n"
+    "  --sub-rate R [0]   each subscriber takes at most R msg/s (a slow consumer; 0 = all)\n"
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
@@ -136,6 +137,7 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--conns", 1, 1000000, conns, unsigned)
     NUM("--concurrency", 1, 100000, concurrency, unsigned)
     NUM("--rate", 0.01, 1e7, rate, double)
+    NUM("--sub-rate", 0, 1e7, sub_rate, double)
     NUM("--duration", 0.1, 3600, duration, double)
     NUM("--hold", 0, 3600, hold, double)
     NUM("--drain", 0, 600, drain, double)
