@@ -185,6 +185,9 @@ CASES=(
     "flood-q1-64-v5|flood|plain|--mqtt 5 --pairs 16 --qos 1 --size 64 --duration $D --drain $DRAIN"
     "flood-q0-1k|flood|plain|--pairs 16 --qos 0 --size 1024 --duration $D --drain $DRAIN"
     "flood-mtls-q0-64|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
+    # Open-loop overload: publishers at twice what their (slow) subscribers
+    # take; the latency is how long the broker's queues let QoS 0 wait.
+    "overload-q0|latency|plain|--pairs 4 --rate 20000 --sub-rate 10000 --qos 0 --duration $D --drain 2"
 )
 
 wanted() { [[ -z ${BENCH_CASES:-} || " $BENCH_CASES " == *" $1 "* ]]; }

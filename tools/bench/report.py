@@ -63,6 +63,13 @@ METRICS = {
         ("latency p99, ms", "latency.p99_ms", "lower"),
         ("delivered / expected", "results.delivered_ratio", "higher"),
     ],
+    "overload": [
+        ("delivered/s", "results.delivered_per_s", "higher"),
+        ("latency p50, ms", "latency.p50_ms", "lower"),
+        ("latency p99, ms", "latency.p99_ms", "lower"),
+        ("latency max, ms", "latency.max_ms", "lower"),
+        ("delivered / expected (after drain)", "results.delivered_ratio", "higher"),
+    ],
     "flood": [
         ("delivered/s", "results.delivered_per_s", "higher"),
         ("deliveries per broker CPU-second", per_broker_cpu_s, "higher"),
@@ -90,6 +97,7 @@ DESCR = {
     "flood-q1-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 1, 64 B, window 64",
     "flood-q0-1k": "flood, 16 pairs, QoS 0, 1 KiB",
     "flood-mtls-q0-64": "flood over mutual TLS, 16 pairs, QoS 0, 64 B",
+    "overload-q0": "open-loop overload, 4 pairs, 20,000 msg/s published, 10,000 msg/s taken per subscriber, QoS 0, 64 B",
 }
 
 
