@@ -197,6 +197,9 @@ CASES=(
     "flood-mtls-q0-64|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
     "flood-q1-default|flood|plain|--pairs 4 --qos 1 --size 64 --window 100 --ack batch --duration $D --drain $DRAIN|default"
     "rtt50-q1|flood|plain|--pairs 1 --qos 1 --size 64 --window 100 --ack batch --rtt-ms 50 --duration $D --drain $DRAIN|default"
+    # Open-loop overload: publishers at twice what their (slow) subscribers
+    # take; the latency is how long the broker's queues let QoS 0 wait.
+    "overload-q0|latency|plain|--pairs 4 --rate 20000 --sub-rate 10000 --qos 0 --duration $D --drain 2"
 )
 
 wanted() { [[ -z ${BENCH_CASES:-} || " $BENCH_CASES " == *" $1 "* ]]; }

@@ -234,6 +234,13 @@ const uint8_t *broker_out_peek(const broker_conn *c, size_t *len);
  * the buffer from the session's queue. */
 void broker_out_consume(broker *b, broker_conn *c, size_t n);
 size_t broker_out_pending(const broker_conn *c);
+/* The platform's bound on c's pending output for QoS 0 messages, from how
+ * fast c has been taking it (a bound in time rather than bytes: see
+ * src/conn/drain.h): QoS 0 messages beyond min(bytes, max_out_bytes) are
+ * dropped and counted like those beyond max_out_bytes. 0 = no bound of the
+ * platform's, only max_out_bytes. QoS 1/2 messages are not affected: they
+ * wait in the session's queue whatever the bound. */
+void broker_set_qos0_out_max(broker_conn *c, size_t bytes);
 
 /* The core wants the transport closed once pending output is flushed (or at
  * once if the platform prefers). The platform then calls broker_closed(). */

@@ -46,6 +46,9 @@ struct broker_conn {
     uint8_t *in;
     uint32_t in_len, in_cap;
     struct list_job *job;           /* owned; NULL = none */
+    /* QoS 0 is dropped once this much output is pending, when nonzero and
+     * below max_out_bytes: the platform's bound in time (broker.h). */
+    uint32_t qos0_out_max;
     /* Output: bytes [out_head, out_len) are pending, owned. */
     uint8_t *out;
     uint32_t out_head, out_len, out_cap;

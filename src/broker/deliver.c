@@ -138,6 +138,21 @@ size_t bk_out_pending(const broker_conn *c)
     return c->out_len - c->out_head;
 }
 
+void broker_set_qos0_out_max(broker_conn *c, size_t bytes)
+{
+    c->qos0_out_max = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+}
+
+/* c's output holds as much as QoS 0 may wait in it: max_out_bytes, or less
+ * when the platform bounded it in time (broker_set_qos0_out_max). */
+static inline bool qos0_full(const broker *b, const broker_conn *c)
+{
+    size_t max = b->lim.max_out_bytes;
+    if (c->qos0_out_max != 0 && c->qos0_out_max < max)
+        max = c->qos0_out_max;
+    return bk_out_pending(c) >= max;
+}
+
 void bk_conn_mark_dirty(broker *b, broker_conn *c)
 {
     if (c->in_dirty)
@@ -713,7 +728,7 @@ send_qos0_to(broker *b, session *s, msg **m, bool *owned, encoded *enc, const bk
         bk_dropped(b, s, 0, v->topic, v->tlen, "out of memory");
         return false;
     }
-    if (bk_out_pending(c) >= b->lim.max_out_bytes) {
+    if (qos0_full(b, c)) {
         bk_dropped(b, s, 0, v->topic, v->tlen,
                    "its output buffer holds limits.max_out_bytes (a slow reader)");
         return false;
@@ -735,7 +750,7 @@ static bool member_ready(const broker *b, const session *s, uint8_t q)
     if (!conn_live(c) || c->connack_held)
         return false;
     if (q == 0)
-        return bk_out_pending(c) < b->lim.max_out_bytes;
+        return !qos0_full(b, c);
     return !window_full(b, s, c) && s->q_sent == s->q_count;
 }
 
@@ -916,7 +931,7 @@ long bk_route_view(broker *b, bk_pubview view, uint8_t qos, bool retain, msg *m)
             if (!c->connack_held && !keep_retain && !mt->ids) {
                 /* The common case, inline (the hot path of a fan-out): a
                  * plain copy, its encoding shared between subscribers. */
-                if (bk_out_pending(c) >= b->lim.max_out_bytes)
+                if (qos0_full(b, c))
                     bk_dropped(b, s, 0, topic, tlen,
                                "its output buffer holds limits.max_out_bytes (a slow reader)");
                 else if (send_qos0(b, c, n > 1 ? &enc : NULL, v, NULL) == BK_SEND5_NOMEM)

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "broker/broker.h"
+#include "conn/drain.h"
 #include "conn/transport.h"
 #include "tls/tls.h"
 
@@ -59,6 +60,7 @@ struct conn {
     uint8_t peer_eof;              /* the peer finished sending (EOF or close_notify) */
     uint32_t peer_hash;            /* keyed hash of the peer's address, while handshaking */
     uint32_t held;                 /* input bytes counted against the server's budget */
+    conn_drain drain;              /* how fast it takes output: the QoS 0 bound (drain.h) */
 };
 
 /* Counters, for logs and the platform's own reports. */

@@ -4,7 +4,8 @@
  *
  * Output is written once per turn for each connection the core marked
  * dirty, as far as the transport takes it; the rest waits for
- * conn_writable(). Plaintext goes from the core's buffer to the transport;
+ * conn_writable(). The rate a backed-up connection takes its output at
+ * bounds how long QoS 0 may wait in it (drain.h). Plaintext goes from the core's buffer to the transport;
  * TLS goes through the TLS half (tls.c), which encrypts only once its
  * previous records are gone.
  *
@@ -35,6 +36,7 @@ bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_
         return conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
     *taken = (size_t)n;
+    conn_drain_wrote(&c->drain, (size_t)n);
     return true;
 }
 
@@ -74,6 +76,14 @@ bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 
     if (alive && s->io->push != NULL)
         s->io->push(s->io_ctx, c);
+    /* How fast it takes its output bounds how long QoS 0 waits (drain.h). */
+    if (alive && c->bc != NULL) {
+        uint32_t before = c->drain.limit;
+        uint32_t limit = conn_drain_update(&c->drain, conn_out_pending(s, c), now);
+
+        if (limit != before)
+            broker_set_qos0_out_max(c->bc, limit);
+    }
     return alive;
 }
 

@@ -53,6 +53,21 @@
 #define CONN_TLS_OUT_HIGH (1024u * 1024u)
 #endif
 
+/* The QoS 0 bound in time (drain.h): QoS 0 messages may wait about
+ * CONN_QOS0_WAIT_MS in a backed-up connection's output (at the rate it
+ * was measured taking its output over the last CONN_DRAIN_WINDOW_MS),
+ * never fewer than CONN_QOS0_OUT_MIN bytes (a reader briefly stalled
+ * still gets a burst), never more than limits.max_out_bytes. */
+#ifndef CONN_QOS0_WAIT_MS
+#define CONN_QOS0_WAIT_MS 50u
+#endif
+#ifndef CONN_DRAIN_WINDOW_MS
+#define CONN_DRAIN_WINDOW_MS 100u
+#endif
+#ifndef CONN_QOS0_OUT_MIN
+#define CONN_QOS0_OUT_MIN (16u * 1024u)
+#endif
+
 /* Refusals of new connections (too many handshakes) are logged at most
  * once per this many milliseconds, with the count of the others: a flood
  * of them must not become a flood of log lines. */

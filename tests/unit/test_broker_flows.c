@@ -889,3 +889,57 @@ TEST(refused_retained_replacement_keeps_the_old_value)
     CHECK(bytes_eq(pk.u.publish.payload, "old"));
     fw_free(&w);
 }
+
+/* broker_set_qos0_out_max: the platform's bound in time on QoS 0 (the
+ * connection layer's src/conn/drain.c) drops QoS 0 beyond it as beyond
+ * max_out_bytes; QoS 1 is untouched; 0 gives max_out_bytes back. */
+TEST(qos0_bound_of_the_platform_drops_qos0_earlier_and_keeps_qos1)
+{
+    broker_limits lim = {.max_out_bytes = 64 * 1024, .max_queued = 100};
+    fworld w;
+    fw_init(&w, &lim);
+    fclient *s = connected(&w, "s", true), *p = connected(&w, "p", true);
+    fc_subscribe(&w, s, 1, "t", 1);
+    fc_clear(s);
+    s->reading = false;
+    char payload[101];
+    memset(payload, 'x', 100);
+    payload[100] = '\0';
+    /* Without the bound 50 x ~110 bytes fit in 64 KiB: nothing dropped. */
+    for (int i = 0; i < 50; i++)
+        fc_publish(&w, p, "t", payload, 0, false, 0);
+    broker_stats st;
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.publish_dropped, 0);
+    /* Bounded below what is pending: every further QoS 0 is dropped. */
+    broker_set_qos0_out_max(s->conn, 1024);
+    for (int i = 0; i < 10; i++)
+        fc_publish(&w, p, "t", payload, 0, false, 0);
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.publish_dropped, 10);
+    for (uint16_t i = 1; i <= 5; i++)
+        fc_publish(&w, p, "t", "q1", 1, false, i);
+    /* The bound lifted: QoS 0 fits again under max_out_bytes. */
+    broker_set_qos0_out_max(s->conn, 0);
+    fc_publish(&w, p, "t", payload, 0, false, 0);
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.publish_dropped, 10);
+    s->reading = true;
+    int qos1 = 0, qos0 = 0;
+    for (int round = 0; round < 50; round++) {
+        fw_flush(&w, s);
+        mqtt_packet pk;
+        while (fc_next(s, &pk)) {
+            CHECK_EQ(pk.type, MQTT_PUBLISH);
+            if (pk.u.publish.qos == 1) {
+                qos1++;
+                fc_ack(&w, s, MQTT_PUBACK, pk.u.publish.packet_id);
+            } else {
+                qos0++;
+            }
+        }
+    }
+    CHECK_EQ(qos1, 5);
+    CHECK_EQ(qos0, 51);
+    fw_free(&w);
+}

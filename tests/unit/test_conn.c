@@ -3,7 +3,8 @@
  * plaintext: input arriving a byte at a time, a transport that takes
  * output a few bytes at a time, input left over by the core's work budget
  * or held while it is paused, the linger of a connection the core wants
- * closed (flushed, or expired), the peer finishing or vanishing.
+ * closed (flushed, or expired), the peer finishing or vanishing, and a
+ * slow reader whose QoS 0 is bounded in time (drain.h).
  */
 #include "test.h"
 
@@ -355,4 +356,58 @@ TEST(conn_short_read_from_a_draining_transport_is_not_followed_by_another_read)
     CHECK_EQ(a->up.len, 0);
     cw_free(&w, links, 1);
     free(a);
+}
+
+/* A slow reader: the layer measures the rate it takes its output at and
+ * the core drops QoS 0 beyond about CONN_QOS0_WAIT_MS of it (drain.h)
+ * rather than queueing up to max_out_bytes; once it keeps up again,
+ * nothing is dropped. */
+TEST(conn_slow_reader_gets_qos0_bounded_in_time_not_in_bytes)
+{
+    cworld w;
+    broker_limits lim = {.max_out_bytes = 1024 * 1024};
+    fake_link *s = cw_link(), *p = cw_link();
+    fake_link *links[] = {s, p};
+    broker_stats st;
+    CHECK(s && p && cw_init(&w, &lim, NULL, NULL));
+    CHECK(conn_open(w.cs, &s->c, false, w.now) && conn_open(w.cs, &p->c, false, w.now));
+    cw_put_connect(s, "slow", NULL);
+    cw_put_subscribe(s, "t");
+    cw_put_connect(p, "pub", NULL);
+    cw_turn(&w, links, 2);
+    size_t start = s->down.len;
+    /* 1 s: 20 x 100 B published per 10 ms turn, 1,000 B taken per turn. */
+    for (int turn = 0; turn < 100; turn++) {
+        for (int i = 0; i < 20; i++)
+            cw_put_publish(p, "t", 100, 'q');
+        s->room = 1000;
+        w.now += 10;
+        cw_turn(&w, links, 2);
+        if (s->want_write)
+            (void)conn_writable(w.cs, &s->c, w.now);
+    }
+    broker_get_stats(w.b, &st);
+    CHECK(st.publish_dropped > 0); /* ~200 KB published would fit in 1 MiB */
+    /* What waits is the floor's worth (about 16 KiB), not everything. */
+    CHECK(broker_out_pending(conn_core(&s->c)) <= CONN_QOS0_OUT_MIN + 200);
+    CHECK(s->down.len - start <= 100 * 1000);
+    /* It catches up: output drains, the bound ends, nothing more dropped. */
+    uint64_t dropped = st.publish_dropped;
+    s->room = SIZE_MAX;
+    w.now += 10;
+    (void)conn_writable(w.cs, &s->c, w.now);
+    CHECK_EQ(broker_out_pending(conn_core(&s->c)), 0);
+    int before = cw_count(fake_bytes_data(&s->down), s->down.len, MQTT_PUBLISH, NULL);
+    for (int i = 0; i < 400; i++)
+        cw_put_publish(p, "t", 100, 'q');
+    for (int turn = 0; turn < 10; turn++) {
+        w.now += 10;
+        cw_turn(&w, links, 2);
+    }
+    broker_get_stats(w.b, &st);
+    CHECK_EQ(st.publish_dropped, dropped);
+    CHECK_EQ(cw_count(fake_bytes_data(&s->down), s->down.len, MQTT_PUBLISH, NULL), before + 400);
+    cw_free(&w, links, 2);
+    free(s);
+    free(p);
 }

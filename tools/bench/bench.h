@@ -77,6 +77,7 @@ typedef struct bench_opts {
     unsigned conns;           /* handshake: parallel connections; idle: total */
     unsigned concurrency;     /* connection attempts in flight during set-up */
     double rate;              /* msg/s per publisher; 0 = flood */
+    double sub_rate;          /* msg/s each subscriber takes; 0 = all it can */
     double duration;          /* seconds of the measured phase */
     double hold;              /* idle: seconds to keep connections open */
     double drain;             /* seconds to wait for deliveries after publishing */
@@ -143,6 +144,9 @@ typedef struct bench_conn {
     size_t out_off, out_len, out_cap;
     size_t tls_wlen;      /* length of a wolfSSL_write to repeat, 0 = none */
     bool stalled;         /* input waits for room to queue acknowledgements */
+    bool throttled;       /* slow subscriber: budget spent, not reading */
+    double budget;        /* slow subscriber: messages it may take now */
+    uint64_t budget_ns;   /* slow subscriber: last refill */
 
     /* Publisher: a pre-encoded PUBLISH patched per message. */
     uint8_t *tmpl;
@@ -249,6 +253,16 @@ int conn_send_empty(bench_conn *c, mqtt_type type);
 /* --- worker.c --- */
 int worker_start(bench_worker *w);
 int worker_join(bench_worker *w);
+
+/* --- slowsub.c: subscribers limited to --sub-rate --- */
+/* c is a subscriber with a rate limit. */
+bool slow_on(const bench_conn *c);
+/* One message from the budget; false (and c throttled) when it is spent. */
+bool slow_take(bench_conn *c);
+/* How many of `room` bytes to read now. */
+size_t slow_read_cap(const bench_conn *c, size_t room);
+/* Pacing tick: refill budgets, resume reading; 0 or -1. */
+int slow_refill(bench_worker *w, uint64_t now);
 
 /* --- pub.c --- */
 /* Build the publisher's PUBLISH template; 0 or -1. */

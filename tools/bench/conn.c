@@ -65,7 +65,9 @@ int conn_start(bench_conn *c)
 {
     const bench_run *r = c->w->run;
     c->in_len = c->out_off = c->out_len = c->tls_wlen = 0;
-    c->stalled = false;
+    c->stalled = c->throttled = false;
+    c->budget = 0;
+    c->budget_ns = 0;
     c->inflight = 0;
     c->t_start = now_ns();
     /* Subscribers (or all but the $SYS reader) may be far away. */
@@ -108,7 +110,8 @@ void conn_close(bench_conn *c)
 
 int conn_watch(bench_conn *c, bool want_out)
 {
-    uint32_t ev = EPOLLIN | (want_out ? (uint32_t)EPOLLOUT : 0u);
+    /* A slow subscriber with its budget spent does not read (slowsub.c). */
+    uint32_t ev = (c->throttled ? 0u : (uint32_t)EPOLLIN) | (want_out ? (uint32_t)EPOLLOUT : 0u);
     if (ev == c->events)
         return 0;
     struct epoll_event e = { .events = ev, .data.ptr = c };
@@ -164,6 +167,8 @@ int conn_flush(bench_conn *c)
 ssize_t conn_read(bench_conn *c)
 {
     size_t room = c->in_cap - c->in_len;
+    if (slow_on(c))
+        room = slow_read_cap(c, room);
     if (room == 0)
         return 0;
     if (c->tls)

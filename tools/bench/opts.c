@@ -32,6 +32,7 @@ static const char usage[] =
     "                     readiness event's reads, after each read(), or one write each\n"
     "  --rtt-ms MS [0]    put clients behind a proxy adding this round trip (MS/2 each way)\n"
     "  --rtt-for subs|all [subs]  which clients the proxy carries\n"
+    "  --sub-rate R [0]   each subscriber takes at most R msg/s (a slow consumer; 0 = all)\n"
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
@@ -160,6 +161,7 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--conns", 1, 1000000, conns, unsigned)
     NUM("--concurrency", 1, 100000, concurrency, unsigned)
     NUM("--rate", 0.01, 1e7, rate, double)
+    NUM("--sub-rate", 0, 1e7, sub_rate, double)
     NUM("--duration", 0.1, 3600, duration, double)
     NUM("--hold", 0, 3600, hold, double)
     NUM("--drain", 0, 600, drain, double)

@@ -63,6 +63,13 @@ METRICS = {
         ("latency p99, ms", "latency.p99_ms", "lower"),
         ("delivered / expected", "results.delivered_ratio", "higher"),
     ],
+    "overload": [
+        ("delivered/s", "results.delivered_per_s", "higher"),
+        ("latency p50, ms", "latency.p50_ms", "lower"),
+        ("latency p99, ms", "latency.p99_ms", "lower"),
+        ("latency max, ms", "latency.max_ms", "lower"),
+        ("delivered / expected (after drain)", "results.delivered_ratio", "higher"),
+    ],
     "flood": [
         ("delivered/s", "results.delivered_per_s", "higher"),
         ("deliveries per broker CPU-second", per_broker_cpu_s, "higher"),
@@ -97,6 +104,7 @@ DESCR = {
                         "batch acks, both brokers' default window and queue",
     "rtt50-q1": "1 pair, QoS 1, 64 B, subscriber behind a 50 ms round trip, batch acks, "
                 "both brokers' default window and queue",
+    "overload-q0": "open-loop overload, 4 pairs, 20,000 msg/s published, 10,000 msg/s taken per subscriber, QoS 0, 64 B",
 }
 
 

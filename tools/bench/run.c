@@ -219,6 +219,8 @@ void json_head(json *j, const bench_opts *o)
         json_u64(j, "publishers", o->scenario == SCEN_FANOUT ? 1 : o->pairs);
         json_u64(j, "subscribers", o->scenario == SCEN_FANOUT ? o->subs : o->pairs);
         json_f64(j, "rate_per_publisher", o->rate);
+        if (o->sub_rate > 0)
+            json_f64(j, "rate_per_subscriber", o->sub_rate);
         json_f64(j, "duration_s", o->duration);
         if (o->qos) {
             static const char *const acks[] = { "event", "batch", "immediate" };

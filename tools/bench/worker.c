@@ -239,6 +239,12 @@ static int process_input(bench_worker *w, bench_conn *c, uint64_t now)
                     (unsigned)c->idx, mqtt_err_str(e));
             return -1;
         }
+        if (pk.type == MQTT_PUBLISH && slow_on(c) && !slow_take(c)) {
+            /* A slow subscriber's budget is spent: wait for the tick. */
+            if (conn_watch(c, c->out_len > c->out_off) != 0)
+                return -1;
+            break;
+        }
         bool replies = (pk.type == MQTT_PUBLISH && pk.u.publish.qos > 0) ||
                        pk.type == MQTT_PUBREC || pk.type == MQTT_PUBREL;
         if (replies && !conn_reserve(c, 4)) {
@@ -267,7 +273,7 @@ static int process_input(bench_worker *w, bench_conn *c, uint64_t now)
 static void on_readable(bench_worker *w, bench_conn *c)
 {
     for (unsigned k = 0; c->tls || k < READS_PER_EVENT; k++) {
-        if (c->stalled)
+        if (c->stalled || c->throttled)
             break;
         ssize_t n = conn_read(c);
         if (n < 0) {
@@ -370,6 +376,22 @@ static void on_event(bench_worker *w, bench_conn *c, uint32_t ev, uint64_t now)
     }
     if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR))
         on_readable(w, c);
+}
+
+/* Slow subscribers (slowsub.c): new budgets, and what their input
+ * buffers already hold handled before anything more is read. */
+static void refill_slow(bench_worker *w, uint64_t now)
+{
+    if (slow_refill(w, now) != 0) {
+        atomic_store(&w->run->fatal, 1);
+        return;
+    }
+    for (size_t i = 0; i < w->nconns; i++) {
+        bench_conn *c = &w->conns[i];
+        if (slow_on(c) && c->state == ST_READY && !c->throttled && c->in_len > 0 &&
+            process_input(w, c, now) < 0)
+            conn_fail(w, c);
+    }
 }
 
 static void for_each_pub(bench_worker *w, uint64_t now)
@@ -481,6 +503,8 @@ static void *worker_main(void *arg)
                 }
                 if (phase == PHASE_RUN)
                     for_each_pub(w, now);
+                if (w->run->o->sub_rate > 0)
+                    refill_slow(w, now);
                 continue;
             }
             on_event(w, evs[i].data.ptr, evs[i].events, now);
@@ -499,7 +523,7 @@ int worker_start(bench_worker *w)
         return -1;
     bool paced = false;
     for (size_t i = 0; i < w->nconns && !paced; i++)
-        paced = w->conns[i].role == ROLE_PUB && w->run->o->rate > 0;
+        paced = (w->conns[i].role == ROLE_PUB && w->run->o->rate > 0) || slow_on(&w->conns[i]);
     if (paced) {
         w->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
         struct itimerspec its = { .it_interval = { 0, TICK_NS }, .it_value = { 0, TICK_NS } };

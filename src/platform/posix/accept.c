@@ -66,7 +66,7 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, bool tls
         return;
     }
     if (tern_net_tune_accepted(fd) != 0)
-        tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_NODELAY on fd %d: %s", fd, strerror(errno));
+        tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_NODELAY/TCP_NOTSENT_LOWAT on fd %d: %s", fd, strerror(errno));
     k = calloc(1, sizeof *k);
     if (k == NULL) {
         tern_net_format(peer, peer_text, sizeof peer_text);

@@ -92,11 +92,24 @@ fail:
     return -1;
 }
 
+/* Bytes an accepted socket may hold that TCP has not sent yet (the
+ * peer's window is closed: a slow reader). Without a bound, Linux grows a
+ * socket's send buffer to net.ipv4.tcp_wmem's maximum (4 MiB), ~50,000
+ * small messages that wait in the kernel, out of the broker's reach: its
+ * back-pressure (max_out_bytes, QoS 0 dropped first, publishers held for
+ * QoS 1) sees only what the socket refused. Bytes in flight to a reader
+ * that keeps up are not "not sent", so throughput is unchanged. */
+#ifndef TERN_NOTSENT_LOWAT
+#define TERN_NOTSENT_LOWAT (64 * 1024)
+#endif
+
 int tern_net_tune_accepted(int fd)
 {
-    int one = 1;
+    int one = 1, lowat = TERN_NOTSENT_LOWAT;
 
-    return setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
+        return -1;
+    return lowat > 0 ? setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat) : 0;
 }
 
 void tern_net_format(const struct sockaddr *sa, char *buf, size_t size)

@@ -22,7 +22,8 @@
 int tern_net_listen(const tern_listen_addr *a, int backlog, char *err, size_t err_size);
 
 /* Options for an accepted socket (TCP_NODELAY: MQTT packets are small and
- * the loop already batches writes per turn). 0, or -1 with errno. */
+ * the loop already batches writes per turn; TCP_NOTSENT_LOWAT: what a slow
+ * reader cannot take stays in the broker, see net.c). 0, or -1 with errno. */
 int tern_net_tune_accepted(int fd);
 
 /* "1.2.3.4:1883" or "[::1]:1883"; "?" for other families. */
