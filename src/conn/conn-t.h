@@ -72,6 +72,12 @@ typedef struct conn_stats {
                                     (limits.max_handshakes) */
     uint64_t handshakes_refused_address; /* ... from one address
                                             (limits.max_handshakes_per_address) */
+    uint64_t handshakes_abandoned; /* clients that closed after sending the start of their
+                                      handshake, before any answer: not answered */
+    uint64_t accept_holds;      /* the platform stopped taking new connections (a limit
+                                   reached: left to the network stack), set by the platform */
+    uint64_t syns_dropped;      /* the platform dropped new connections' SYNs (kernel's
+                                   SYN admission), set by the platform */
     uint64_t input_waits;       /* connections not read for a while: input budget spent */
     uint64_t input_closes;      /* ... and closed because the budget stayed spent */
     uint64_t input_held;        /* input bytes buffered now, across connections */

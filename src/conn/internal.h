@@ -37,6 +37,7 @@ struct conn_server {
     void *log_ctx;
     broker_log_level log_level;
     unsigned handshake_steps;    /* left in this turn */
+    bool steps_short;            /* this turn's steps ran out with handshakes waiting */
     conn_list ready;             /* served at the start of the next turn */
     conn_list handshakes;        /* deadline order (one timeout for all) */
     conn_list lingering;         /* deadline order (one linger for all) */

@@ -238,6 +238,26 @@ void conn_server_set_log_level(conn_server *s, broker_log_level level)
     s->log_level = level;
 }
 
+uint32_t conn_handshake_room(const conn_server *s)
+{
+    /* Handshakes already waiting for CPU (this turn's steps ran out with
+     * some left over) come first: a new one would only make every one of
+     * them later, and past their clients' patience all of that work is
+     * lost (a storm then completes almost nothing). Handshakes waiting
+     * for their client (the network) cost no steps and hold nothing. */
+    if (s->steps_short)
+        return 0;
+    if (s->max_handshakes == 0)
+        return UINT32_MAX;
+    return s->handshakes.count >= s->max_handshakes ? 0 : s->max_handshakes - s->handshakes.count;
+}
+
+void conn_server_set_admission(conn_server *s, uint64_t accept_holds, uint64_t syns_dropped)
+{
+    s->stats.accept_holds = accept_holds;
+    s->stats.syns_dropped = syns_dropped;
+}
+
 void conn_server_get_stats(const conn_server *s, conn_stats *out)
 {
     *out = s->stats;
@@ -262,6 +282,7 @@ static void serve_ready(conn_server *s, uint64_t now)
 void conn_turn_begin(conn_server *s, uint64_t now)
 {
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->steps_short = false;
     serve_ready(s, now);
 }
 
@@ -302,6 +323,9 @@ static void report_stats(conn_server *s)
         .handshake_timeouts = s->stats.handshake_timeouts,
         .handshakes_refused = s->stats.handshakes_refused,
         .handshakes_refused_address = s->stats.handshakes_refused_address,
+        .handshakes_abandoned = s->stats.handshakes_abandoned,
+        .accept_holds = s->stats.accept_holds,
+        .syns_dropped = s->stats.syns_dropped,
         .input_waits = s->stats.input_waits,
         .input_closes = s->stats.input_closes,
         .input_bytes = s->input_held,

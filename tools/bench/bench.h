@@ -37,6 +37,7 @@ typedef enum bench_scenario {
     SCEN_LATENCY,
     SCEN_FANOUT,
     SCEN_FLOOD,
+    SCEN_STORM,
 } bench_scenario;
 
 /* Command-line options; read-only once parsed. */
@@ -82,6 +83,13 @@ typedef struct bench_opts {
     const char *sys_user;
     const char *sys_pass;
     double sys_wait;
+    /* storm (scen_storm.c) */
+    unsigned bystanders;      /* clients connected before the storm */
+    double bystander_rate;    /* their messages per second each */
+    double connect_timeout;   /* seconds for TCP + TLS + CONNACK */
+    unsigned retries;         /* attempts after the first */
+    double retry_delay;       /* seconds before a retry */
+    unsigned sources;         /* loopback source addresses 127.1.0.1.. (0 = any) */
 } bench_opts;
 
 /* Phases, in order; the main thread only moves forward. */
