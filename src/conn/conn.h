@@ -89,6 +89,10 @@ bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now);
  * is held off before it costs anything instead of being accepted and
  * closed. O(1). */
 uint32_t conn_handshake_room(const conn_server *s);
+/* The same for a client at addr[0..n) (the transport's peer_addr form),
+ * also bounded by limits.max_handshakes_per_address: a platform that sees
+ * the address before it accepts (the kernel, at the SYN) refuses there. */
+uint32_t conn_handshake_room_from(const conn_server *s, const uint8_t *addr, size_t n);
 
 /* Transport events. Each returns false when c is gone. */
 /* Input (or the end of it) may be available. */

@@ -532,3 +532,72 @@ TEST(conn_set_log_level_filters_the_layers_debug_lines)
     cw_free(&w, links, 2);
     free(log);
 }
+
+TEST(conn_tls_no_new_handshakes_while_this_turns_steps_ran_out)
+{
+    enum { N = CONN_HANDSHAKE_STEPS_PER_TURN + 12, MAX = 1000 };
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *t = calloc(N, sizeof *t);
+    fake_link *links[N];
+    CHECK(cl && t && cw_init_limited(&w, &conn_tls, server_ctx(), MAX, MAX, NULL));
+    CHECK_EQ(conn_handshake_room(w.cs), MAX);
+    for (int i = 0; i < N; i++) {
+        CHECK(tc_open(&w, &t[i], cl));
+        links[i] = &t[i].link;
+    }
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    cw_turn(&w, links, N); /* the budget runs out with 12 ClientHellos left */
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    cw_turn(&w, links, N); /* they are served: room again (all still running) */
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    for (int i = 0; i < N; i++)
+        tern_tls_conn_free(t[i].tls);
+    cw_free(&w, links, N);
+    tern_tls_client_release(cl);
+    free(t);
+}
+
+TEST(conn_tls_handshake_room_from_an_address_counts_its_handshakes)
+{
+    cworld w;
+    fake_link l[3];
+    fake_link *links[] = {&l[0], &l[1], &l[2]};
+    const char *a = "10.0.0.66", *b = "10.0.0.7";
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), 5, 4, NULL));
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)a, strlen(a)), 4);
+    for (int i = 0; i < 3; i++)
+        CHECK(open_from(&w, &l[i], a));
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)a, strlen(a)), 1);
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)b, strlen(b)), 2); /* 5 - 3 */
+    CHECK_EQ(conn_handshake_room(w.cs), 2);
+    cw_free(&w, links, 3);
+}
+
+TEST(conn_tls_a_client_gone_after_its_client_hello_is_not_answered)
+{
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *gone = calloc(1, sizeof *gone), *here = calloc(1, sizeof *here);
+    fake_link *links[2];
+    conn_stats st;
+    CHECK(cl && gone && here && cw_init(&w, NULL, &conn_tls, server_ctx()));
+    CHECK(tc_open(&w, gone, cl));
+    CHECK(tc_open(&w, here, cl));
+    gone->link.eof = true; /* its ClientHello, then its FIN: it gave up */
+    links[0] = &gone->link;
+    links[1] = &here->link;
+    cw_turn(&w, links, 2);
+    CHECK(gone->link.closed);
+    CHECK_EQ(gone->link.down.len, 0); /* no ServerHello: no signature spent */
+    CHECK(!here->link.closed);
+    CHECK(here->link.down.len > 0); /* the one still waiting is answered */
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshakes_abandoned, 1);
+    tern_tls_conn_free(gone->tls);
+    tern_tls_conn_free(here->tls);
+    cw_free(&w, links, 2);
+    tern_tls_client_release(cl);
+    free(gone);
+    free(here);
+}

@@ -63,6 +63,14 @@ METRICS = {
         ("latency p99, ms", "latency.p99_ms", "lower"),
         ("delivered / expected", "results.delivered_ratio", "higher"),
     ],
+    "storm": [
+        ("closed-loop peak, handshakes/s", "results.peak_per_s", "higher"),
+        ("completed at 10x peak, /s", "results.completed_per_s", "higher"),
+        ("completed / peak", "results.completed_vs_peak", "higher"),
+        ("worst second / peak", "results.worst_second_vs_peak", "higher"),
+        ("bystander latency p99, ms", "results.bystander_latency.p99_ms", "lower"),
+        ("dropped after CONNACK", "results.dropped_after_connack", "lower"),
+    ],
     "flood": [
         ("delivered/s", "results.delivered_per_s", "higher"),
         ("deliveries per broker CPU-second", per_broker_cpu_s, "higher"),
@@ -90,6 +98,8 @@ DESCR = {
     "flood-q1-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 1, 64 B, window 64",
     "flood-q0-1k": "flood, 16 pairs, QoS 0, 1 KiB",
     "flood-mtls-q0-64": "flood over mutual TLS, 16 pairs, QoS 0, 64 B",
+    "storm-mtls": "handshake storm, mutual TLS: new clients at 10x the closed-loop peak "
+                  "(2 s connect timeout, 2 retries), 20 bystanders at QoS 1",
 }
 
 

@@ -105,7 +105,8 @@ kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
+kernel-test: kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload \
+             $(BUILD)/rel/tern-bench
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The boot's crypto self-tests also run on the host (tests/unit/test_kkat.c)
@@ -118,3 +119,5 @@ $(BUILD)/asan/tests/unit/test_kkat.o: $(WOLFSSL_LIBS)
 $(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)
 # The heap's host test includes mm/kmalloc.c, which uses the same paths.
 $(BUILD)/asan/tests/unit/test_kmalloc.o: INC += -I$(KDIR)
+# The SYN admission's pure half (net/synflow.c) likewise.
+$(BUILD)/asan/tests/unit/test_ksynflow.o: INC += -I$(KDIR)
