@@ -84,8 +84,35 @@ static void hold(tern_loop *l, listener *ls)
     conn_server_set_admission(l->cs, l->accept_holds, 0);
 }
 
-void tern_loop_accept_refresh(tern_loop *l)
+/* Once a second: the TLS listeners' backlog to LISTEN_WAIT_MS of the
+ * handshakes completed in the last second (listen() again only changes
+ * the backlog). Connections already queued stay. */
+static void size_backlog(tern_loop *l, uint64_t now)
 {
+    conn_stats st;
+    uint64_t done, want;
+
+    if (now - l->backlog_ms < 1000)
+        return;
+    conn_server_get_stats(l->cs, &st);
+    done = (st.handshakes_ok - l->backlog_ok) * 1000u / (now - l->backlog_ms);
+    l->backlog_ms = now;
+    l->backlog_ok = st.handshakes_ok;
+    want = done * LISTEN_WAIT_MS / 1000u;
+    want = want < LISTEN_BACKLOG_TLS_MIN ? LISTEN_BACKLOG_TLS_MIN
+           : want > LISTEN_BACKLOG_TLS    ? LISTEN_BACKLOG_TLS
+                                          : want;
+    for (size_t i = 0; i < l->nlisteners; i++) {
+        listener *ls = &l->listeners[i];
+
+        if (ls->tls && ls->backlog != (int)want && listen(ls->fd, (int)want) == 0)
+            ls->backlog = (int)want;
+    }
+}
+
+void tern_loop_accept_refresh(tern_loop *l, uint64_t now)
+{
+    size_backlog(l, now);
     for (size_t i = 0; i < l->nlisteners; i++) {
         listener *ls = &l->listeners[i];
 
@@ -200,7 +227,8 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
     ls->tls = tls;
     ls->held = false;
     ls->armed = true;
-    ls->fd = tern_net_listen(a, tls ? LISTEN_BACKLOG_TLS : LISTEN_BACKLOG, err, sizeof err);
+    ls->backlog = tls ? LISTEN_BACKLOG_TLS : LISTEN_BACKLOG;
+    ls->fd = tern_net_listen(a, ls->backlog, err, sizeof err);
     if (ls->fd < 0) {
         tern_logf(l->log, BROKER_LOG_ERROR, "%s", err);
         return false;

@@ -210,7 +210,7 @@ int tern_loop_run(tern_loop *l)
         if (now - l->wall_clock_ms >= WALL_CLOCK_EVERY_MS)
             set_wall_clock(l, now);
         conn_turn_end(l->cs, now);
-        tern_loop_accept_refresh(l); /* slots the turn freed */
+        tern_loop_accept_refresh(l, now); /* slots the turn freed */
         tern_loop_store_submit(l); /* last: closes above may add records */
     }
     wind_down(l);
