@@ -215,8 +215,9 @@ static bool finish(conn_server *s, conn *c, uint64_t now)
  * it sent has given up (its connect timeout passed, maybe while it waited
  * in the listen backlog): answering it would cost a signature and a key
  * exchange for no one, which under a storm of retrying clients is most of
- * the work. So after a short read (the transport had no more) one more
- * read (a few microseconds) asks whether the end follows. The bytes read so far
+ * the work. So after a read that drained the transport (a short read, on
+ * a transport where that means empty) one more read, which can only find
+ * the end or nothing (a few microseconds), asks whether the end follows. The bytes read so far
  * are in s->rbuf[0..have); returns their new count, or CONN_IO_EOF when
  * the input ended there (more bytes join the read). */
 static long handshake_tail(conn_server *s, conn *c, size_t have, size_t ask, bool *drained)
@@ -306,7 +307,7 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             conni_log(s, BROKER_LOG_DEBUG, "%s: read failed; closing", peer);
             return conni_end(s, c, CONN_CLOSE_ABORT, now);
         }
-        if (c->tls != NULL && c->bc == NULL && (size_t)n < ask) {
+        if (c->tls != NULL && c->bc == NULL && drained) {
             n = handshake_tail(s, c, (size_t)n, ask, &drained);
             if (n == CONN_IO_EOF)
                 return gave_up(s, c, now);
