@@ -227,7 +227,9 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
     ls->tls = tls;
     ls->held = false;
     ls->armed = true;
-    ls->backlog = tls ? LISTEN_BACKLOG_TLS : LISTEN_BACKLOG;
+    /* TLS: from the smallest backlog, grown as handshakes complete
+     * (size_backlog); while tern keeps up it takes the queue every turn. */
+    ls->backlog = tls ? LISTEN_BACKLOG_TLS_MIN : LISTEN_BACKLOG;
     ls->fd = tern_net_listen(a, ls->backlog, err, sizeof err);
     if (ls->fd < 0) {
         tern_logf(l->log, BROKER_LOG_ERROR, "%s", err);
