@@ -81,9 +81,11 @@ void conn_server_set_log_level(conn_server *s, broker_log_level level);
 bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now);
 
 /* TLS handshakes worth starting now: 0 while handshakes already wait for
- * this turn's spent handshake steps (CPU, not the network, is short),
- * else what conn_open would take without refusing (limits.max_handshakes
- * minus those running; UINT32_MAX without a limit). A platform takes new TLS connections from its listener only
+ * this turn's spent handshake steps (CPU, not the network, is short);
+ * else limits.max_handshakes minus those running (UINT32_MAX without a
+ * limit), or under CPU pressure in the last second the handshakes that
+ * second completed (at least CONN_HANDSHAKE_MIN_RUNNING) minus those
+ * running: what can finish before clients give up. A platform takes new TLS connections from its listener only
  * while this is above 0 and leaves the rest to the network stack (Linux's
  * listen backlog, the kernel's SYN admission), so a storm of new clients
  * is held off before it costs anything instead of being accepted and

@@ -274,6 +274,7 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
         } else if (s->handshake_steps == 0) {
             conni_ready_add(s, c); /* this turn's handshakes are spent */
             s->steps_short = true; /* no new handshakes until these are served */
+            s->window_short = true;
             return true;
         }
         if (c->tls != NULL && s->tls_ops->has_input(c->tls)) {

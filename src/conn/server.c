@@ -200,6 +200,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
     s->log_deadline = UINT64_MAX;
     s->max_handshakes = cfg->max_handshakes;
+    s->hs_cap = cfg->max_handshakes;
     s->max_per_address = cfg->max_handshakes_per_address;
     s->max_input = cfg->max_input_bytes;
     s->hash_key[0] = cfg->hash_key[0];
@@ -247,9 +248,9 @@ uint32_t conn_handshake_room(const conn_server *s)
      * for their client (the network) cost no steps and hold nothing. */
     if (s->steps_short)
         return 0;
-    if (s->max_handshakes == 0)
+    if (s->hs_cap == 0)
         return UINT32_MAX;
-    return s->handshakes.count >= s->max_handshakes ? 0 : s->max_handshakes - s->handshakes.count;
+    return s->handshakes.count >= s->hs_cap ? 0 : s->hs_cap - s->handshakes.count;
 }
 
 void conn_server_set_admission(conn_server *s, uint64_t accept_holds, uint64_t syns_dropped)
@@ -334,10 +335,37 @@ static void report_stats(conn_server *s)
     broker_set_layer_stats(s->b, &ls);
 }
 
+/* Once a window: the handshakes worth running at once (tunables.h,
+ * CONN_HANDSHAKE_WINDOW_MS). */
+static void size_handshakes(conn_server *s, uint64_t now)
+{
+    uint64_t elapsed = now - s->hs_window_ms, cap;
+
+    if (s->hs_window_ms == 0) { /* the first turn starts the first window */
+        s->hs_window_ms = now;
+        return;
+    }
+    if (elapsed < CONN_HANDSHAKE_WINDOW_MS)
+        return;
+    cap = s->max_handshakes;
+    if (s->window_short) {
+        cap = (s->stats.handshakes_ok - s->hs_window_ok) * CONN_HANDSHAKE_TARGET_MS / elapsed;
+        if (cap < CONN_HANDSHAKE_MIN_RUNNING)
+            cap = CONN_HANDSHAKE_MIN_RUNNING;
+        if (s->max_handshakes != 0 && cap > s->max_handshakes)
+            cap = s->max_handshakes;
+    }
+    s->hs_cap = (uint32_t)cap;
+    s->hs_window_ms = now;
+    s->hs_window_ok = s->stats.handshakes_ok;
+    s->window_short = false;
+}
+
 void conn_turn_end(conn_server *s, uint64_t now)
 {
     broker_conn *bc;
 
+    size_handshakes(s, now);
     if (now >= broker_next_deadline(s->b)) {
         report_stats(s);
         broker_tick(s->b, now);

@@ -17,12 +17,15 @@ import json
 import os
 import subprocess
 
-from harness import MTLS_CONF, Failure, Pki, make_bundle, scratch, show, tls_vm
+from harness import MTLS_ACL, MTLS_CONF, Failure, Pki, make_bundle, scratch, show, tls_vm
 
 # The storm is all from one address (QEMU's NAT: 10.0.2.2): the
 # per-address bound must not be what is measured.
 STORM_CONF = MTLS_CONF.replace("tls.handshake_timeout = 3", "tls.handshake_timeout = 10") + \
     "limits.max_handshakes_per_address = 1024\n"
+
+# tern-bench's bystanders use topics under tern-bench/.
+STORM_ACL = MTLS_ACL + "topic readwrite tern-bench/#\n"
 
 PEAK_S = 6
 STORM_S = 12
@@ -47,7 +50,7 @@ def storm(build):
         with scratch() as tmp:
             pki = Pki(build)
             vm, port = tls_vm(os.path.join(build, "kernel", "tern.elf"),
-                              make_bundle(build, tmp, STORM_CONF))
+                              make_bundle(build, tmp, STORM_CONF, STORM_ACL))
             with vm:
                 vm.wait_ready(60)
                 peak = bench(build, pki, port, ["handshake", "--conns", "8", "--duration",

@@ -533,7 +533,7 @@ TEST(conn_set_log_level_filters_the_layers_debug_lines)
     free(log);
 }
 
-TEST(conn_tls_no_new_handshakes_while_this_turns_steps_ran_out)
+TEST(conn_tls_no_new_handshakes_while_steps_ran_out_and_fewer_under_cpu_pressure)
 {
     enum { N = CONN_HANDSHAKE_STEPS_PER_TURN + 12, MAX = 1000 };
     cworld w;
@@ -550,6 +550,16 @@ TEST(conn_tls_no_new_handshakes_while_this_turns_steps_ran_out)
     cw_turn(&w, links, N); /* the budget runs out with 12 ClientHellos left */
     CHECK_EQ(conn_handshake_room(w.cs), 0);
     cw_turn(&w, links, N); /* they are served: room again (all still running) */
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    /* A window with pressure and no handshake completed: running at once
+     * is bounded by CONN_HANDSHAKE_MIN_RUNNING (N are running: no room). */
+    w.now += CONN_HANDSHAKE_WINDOW_MS;
+    cw_turn(&w, links, N);
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    CHECK(N > CONN_HANDSHAKE_MIN_RUNNING);
+    /* A window without pressure: limits.max_handshakes again. */
+    w.now += CONN_HANDSHAKE_WINDOW_MS;
+    cw_turn(&w, links, N);
     CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
     for (int i = 0; i < N; i++)
         tern_tls_conn_free(t[i].tls);

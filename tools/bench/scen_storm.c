@@ -264,11 +264,20 @@ static int on_packet(storm *s, storm_dev *d, const mqtt_packet *pk, uint64_t now
         }
         completed(s, d, now);
         return 0;
-    case MQTT_SUBACK:
+    case MQTT_SUBACK: {
+        size_t pos = 0;
+        uint8_t code;
         if (d->mode != DEV_BYS || d->c.state != ST_SUBACK)
             return -1;
+        while (mqtt_suback_next(&pk->u.suback, &pos, &code))
+            if (code == MQTT_SUBACK_FAILURE) {
+                fprintf(stderr, "tern-bench: storm: a bystander's subscription was refused "
+                                "(an ACL?)\n");
+                return -1;
+            }
         d->c.state = ST_READY;
         return 0;
+    }
     case MQTT_PINGRESP:
         if (d->mode == DEV_PING) {
             s->n.disconnected++;
