@@ -91,6 +91,11 @@ typedef struct conn_server_config {
     tern_tls_server *tls;          /* TLS context for TLS listeners (the caller's reference
                                       passes to the server), NULL for none */
     uint32_t handshake_timeout_ms; /* tls.handshake_timeout */
+    /* A monotonic clock in microseconds, or NULL: with it the handshake
+     * steps of a turn are also bounded by their time
+     * (CONN_HANDSHAKE_US_PER_TURN), so a slow CPU (an emulator) takes
+     * fewer per turn and a turn stays short for established clients. */
+    uint64_t (*clock_us)(void);
     /* TLS handshakes running at once, in all and from one address
      * (limits.max_handshakes, limits.max_handshakes_per_address); a new
      * TLS connection beyond either is refused at once, so unauthenticated

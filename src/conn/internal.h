@@ -37,6 +37,8 @@ struct conn_server {
     void *log_ctx;
     broker_log_level log_level;
     unsigned handshake_steps;    /* left in this turn */
+    uint64_t (*clock_us)(void);  /* NULL: steps counted only */
+    uint64_t handshake_us;       /* spent on handshake steps this turn */
     bool steps_short;            /* this turn's steps ran out with handshakes waiting */
     bool window_short;           /* ... in some turn of the current window */
     uint32_t hs_cap;             /* handshakes worth running at once (conn_handshake_room) */

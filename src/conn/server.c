@@ -193,6 +193,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->io_ctx = cfg->io_ctx;
     s->tls_ops = cfg->tls_ops;
     s->handshake_timeout_ms = cfg->handshake_timeout_ms;
+    s->clock_us = cfg->clock_us;
     s->alloc = cfg->allocator;
     s->log = cfg->log;
     s->log_ctx = cfg->log_ctx;
@@ -283,6 +284,7 @@ static void serve_ready(conn_server *s, uint64_t now)
 void conn_turn_begin(conn_server *s, uint64_t now)
 {
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->handshake_us = 0;
     s->steps_short = false;
     serve_ready(s, now);
 }

@@ -45,6 +45,13 @@
 #define CONN_HANDSHAKE_STEPS_PER_TURN 48u
 #endif
 
+/* ... and their time, where the platform gives the layer a clock
+ * (conn_server_config.clock_us): ~48 steps of a native core, but one or
+ * two under an emulator, whose steps cost 50x more. */
+#ifndef CONN_HANDSHAKE_US_PER_TURN
+#define CONN_HANDSHAKE_US_PER_TURN 10000u
+#endif
+
 /* Under CPU pressure (a turn's handshake steps ran out during the last
  * window) handshakes running at once are bounded by what the last window
  * completed, scaled to CONN_HANDSHAKE_TARGET_MS, and never below

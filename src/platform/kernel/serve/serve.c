@@ -109,6 +109,12 @@ _Noreturn void tern_panic(const char *file, int line, const char *what)
     panic(msg);
 }
 
+/* The connection layer's clock for its handshake time budget. */
+static uint64_t clock_us(void)
+{
+    return clock_mono_ns() / 1000u;
+}
+
 /* Bind and listen on la; NULL after saying why. */
 static struct tcp_pcb *listen_on(struct kserver *s, const tern_listen_addr *la,
                                  tcp_accept_fn accept)
@@ -218,6 +224,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         .b = s->b, .io = &kconn_transport, .io_ctx = s,
         .tls_ops = &conn_tls, .tls = assets->tls,
         .handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u,
+        .clock_us = clock_us,
         .max_handshakes = cfg->limits.max_handshakes,
         .max_handshakes_per_address = cfg->limits.max_handshakes_per_address,
         .max_input_bytes = cfg->limits.max_input_bytes,
