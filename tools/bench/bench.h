@@ -224,6 +224,8 @@ void conn_release(bench_conn *c);
 /* Open the TCP connection; 0 or -1 (the attempt failed). */
 int conn_start(bench_conn *c);
 void conn_close(bench_conn *c);
+/* The non-blocking connect finished (writable): 0 connected, -1 failed. */
+int conn_connected(const bench_conn *c);
 /* Room for n more output bytes (compacting if it may); NULL when full. */
 uint8_t *conn_reserve(bench_conn *c, size_t n);
 /* Write queued output: 1 all written, 0 some left (EPOLLOUT armed), -1 error. */

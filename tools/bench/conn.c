@@ -101,6 +101,13 @@ fail:
     return -1;
 }
 
+int conn_connected(const bench_conn *c)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    return getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 ? 0 : -1;
+}
+
 void conn_close(bench_conn *c)
 {
     tls_free(c->tls);

@@ -19,9 +19,11 @@
  * and memory allow); an arrival finding no free slot is counted as skipped,
  * so the offered rate actually reached is in the output.
  *
- * One thread: the generator's TLS work scales with the handshakes the
- * broker completes, not with the attempts it drops, and one core does
- * thousands of client handshakes per second with wolfSSL.
+ * Two threads: the storm's, whose TLS work scales with the handshakes
+ * the broker completes, not with the attempts it drops (one core does
+ * thousands of client handshakes per second with wolfSSL), and the
+ * bystanders', with an epoll set of their own so the storm's thousands of
+ * sockets never delay their messages. --threads is not used.
  */
 #define _GNU_SOURCE
 #include "scen.h"
@@ -341,9 +343,7 @@ static void on_event(storm *s, storm_dev *d, uint32_t ev, uint64_t now)
     if (c->state == ST_CLOSED)
         return;
     if (c->state == ST_TCP) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        if (conn_connected(c) != 0) {
             dev_broken(s, d, now, false);
             return;
         }
