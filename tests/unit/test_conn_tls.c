@@ -616,3 +616,39 @@ TEST(conn_tls_a_client_gone_after_its_client_hello_is_not_answered)
     free(gone);
     free(here);
 }
+
+/* A clock that moves 6 ms every time it is read. */
+static uint64_t slow_clock_now;
+static uint64_t slow_clock(void)
+{
+    return slow_clock_now += 6000;
+}
+
+TEST(conn_tls_a_turns_handshake_steps_stop_after_their_time_budget)
+{
+    enum { N = 10 };
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *t = calloc(N, sizeof *t);
+    fake_link *links[N];
+    /* Each step reads as 6 ms: the second passes the 10 ms a turn has. */
+    conn_server_config extra = {.tls_ops = &conn_tls, .tls = server_ctx(),
+                                .clock_us = slow_clock};
+    CHECK(CONN_HANDSHAKE_US_PER_TURN == 10000u);
+    CHECK(cl && t && cw_init_config(&w, NULL, &extra));
+    for (int i = 0; i < N; i++) {
+        CHECK(tc_open(&w, &t[i], cl));
+        links[i] = &t[i].link;
+    }
+    cw_turn(&w, links, N);
+    int answered = 0;
+    for (int i = 0; i < N; i++)
+        answered += t[i].link.down.len > 0;
+    CHECK_EQ(answered, 2); /* not CONN_HANDSHAKE_STEPS_PER_TURN */
+    CHECK_EQ(conn_next_deadline(w.cs), 0); /* the rest wait on the ready list */
+    for (int i = 0; i < N; i++)
+        tern_tls_conn_free(t[i].tls);
+    cw_free(&w, links, N);
+    tern_tls_client_release(cl);
+    free(t);
+}
