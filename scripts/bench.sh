@@ -200,7 +200,19 @@ CASES=(
     # Open-loop overload: publishers at twice what their (slow) subscribers
     # take; the latency is how long the broker's queues let QoS 0 wait.
     "overload-q0|latency|plain|--pairs 4 --rate 20000 --sub-rate 10000 --qos 0 --duration $D --drain 2"
+    # Issue 19 (B7): the closed-loop peak first, then new clients arriving
+    # at ten times it (see storm_args below).
+    "storm-mtls|storm|mtls|--conns 15000 --connect-timeout 2 --retries 2 --retry-delay 1 --bystanders 20 --bystander-rate 10 --qos 1 --sources 256 --duration $D"
 )
+
+# storm: this broker's closed-loop handshake peak, just measured, and the
+# storm at ten times it; prints the peak and sets STORM_RATE.
+storm_peak() {
+    local out
+    out=$(timeout 60 taskset -c "$GEN_CPU" "$BIN" handshake --conns 32 --duration 3 --sources 64 \
+        "${extra[@]}" --pid "$BPID" 2>>"$RUN/bench.stderr") || return 1
+    jq -r '.results.per_s' <<<"$out"
+}
 
 wanted() { [[ -z ${BENCH_CASES:-} || " $BENCH_CASES " == *" $1 "* ]]; }
 
@@ -263,11 +275,27 @@ for rep in $(seq "$REPS"); do
             n=$((n + 1))
             note "rep $rep/$REPS $id $b"
             start_broker "$b" "$conf"
+            peak=
+            if [[ $scen == storm ]]; then
+                peak=$(storm_peak) || peak=
+                if [[ -n $peak ]]; then
+                    extra+=(--rate "$(awk -v p="$peak" 'BEGIN { printf "%.0f", 10 * p }')")
+                fi
+                stop_broker
+                start_broker "$b" "$conf"
+            fi
             # shellcheck disable=SC2086 # $args is a list of options
-            if ! out=$(timeout 120 taskset -c "$GEN_CPU" "$BIN" "$scen" $args "${extra[@]}" \
+            if [[ $scen == storm && -z $peak ]]; then
+                out=$(printf '{"case":"%s","broker":"%s","rep":%d,"error":"closed-loop peak not measured"}' "$id" "$b" "$rep")
+            elif ! out=$(timeout 120 taskset -c "$GEN_CPU" "$BIN" "$scen" $args "${extra[@]}" \
                 --pid "$BPID" --label "$b" --case "$id" --rep "$rep" 2>>"$RUN/bench.stderr"); then
                 note "  $id against $b failed (see $RUN/bench.stderr)"
                 out=${out:-$(printf '{"case":"%s","broker":"%s","rep":%d,"error":"tern-bench failed"}' "$id" "$b" "$rep")}
+            elif [[ -n $peak ]]; then
+                # Ratios to the peak measured just before, under the same load.
+                out=$(jq -c --argjson p "$peak" '.results.peak_per_s = $p
+                    | .results.completed_vs_peak = (if $p > 0 then .results.completed_per_s / $p else null end)
+                    | .results.worst_second_vs_peak = (if $p > 0 then .results.completed_per_s_min / $p else null end)' <<<"$out")
             fi
             printf '%s\n' "$out" >>"$RESULTS"
             stop_broker

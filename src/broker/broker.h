@@ -302,6 +302,9 @@ typedef struct broker_layer_stats {
     uint64_t handshake_timeouts;      /* ... that did not finish in tls.handshake_timeout */
     uint64_t handshakes_refused;      /* TLS connections refused at limits.max_handshakes */
     uint64_t handshakes_refused_address; /* ... at limits.max_handshakes_per_address */
+    uint64_t handshakes_abandoned;    /* clients gone before their handshake's first answer */
+    uint64_t accept_holds;            /* new connections left to the network stack: a limit */
+    uint64_t syns_dropped;            /* SYNs dropped by the platform's admission (kernel) */
     uint64_t input_waits;             /* connections not read: limits.max_input_bytes spent */
     uint64_t input_closes;            /* ... closed because it stayed spent */
     uint64_t input_bytes;             /* input buffered now, across connections */

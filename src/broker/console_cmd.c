@@ -169,6 +169,9 @@ int bk_con_status(bk_con_req *r)
         jw_u64(w, "handshake_timeouts", ls->handshake_timeouts);
         jw_u64(w, "handshakes_refused", ls->handshakes_refused);
         jw_u64(w, "handshakes_refused_per_address", ls->handshakes_refused_address);
+        jw_u64(w, "handshakes_abandoned", ls->handshakes_abandoned);
+        jw_u64(w, "accept_holds", ls->accept_holds);
+        jw_u64(w, "syns_dropped", ls->syns_dropped);
         jw_u64(w, "input_waits", ls->input_waits);
         jw_u64(w, "input_closes", ls->input_closes);
         jw_u64(w, "input_bytes", ls->input_bytes);

@@ -122,6 +122,9 @@ static void sys_publish_layer(broker *b)
     put_u64(b, "$SYS/broker/connections/handshakes_refused", ls.handshakes_refused);
     put_u64(b, "$SYS/broker/connections/handshakes_refused_per_address",
             ls.handshakes_refused_address);
+    put_u64(b, "$SYS/broker/connections/handshakes_abandoned", ls.handshakes_abandoned);
+    put_u64(b, "$SYS/broker/connections/accept_holds", ls.accept_holds);
+    put_u64(b, "$SYS/broker/connections/syns_dropped", ls.syns_dropped);
     put_u64(b, "$SYS/broker/connections/input_waits", ls.input_waits);
     put_u64(b, "$SYS/broker/connections/input_closes", ls.input_closes);
     put_u64(b, "$SYS/broker/connections/input_bytes", ls.input_bytes);

@@ -74,6 +74,12 @@ typedef struct conn_stats {
                                     (limits.max_handshakes) */
     uint64_t handshakes_refused_address; /* ... from one address
                                             (limits.max_handshakes_per_address) */
+    uint64_t handshakes_abandoned; /* clients that closed after sending the start of their
+                                      handshake, before any answer: not answered */
+    uint64_t accept_holds;      /* the platform stopped taking new connections (a limit
+                                   reached: left to the network stack), set by the platform */
+    uint64_t syns_dropped;      /* the platform dropped new connections' SYNs (kernel's
+                                   SYN admission), set by the platform */
     uint64_t input_waits;       /* connections not read for a while: input budget spent */
     uint64_t input_closes;      /* ... and closed because the budget stayed spent */
     uint64_t input_held;        /* input bytes buffered now, across connections */
@@ -87,6 +93,11 @@ typedef struct conn_server_config {
     tern_tls_server *tls;          /* TLS context for TLS listeners (the caller's reference
                                       passes to the server), NULL for none */
     uint32_t handshake_timeout_ms; /* tls.handshake_timeout */
+    /* A monotonic clock in microseconds, or NULL: with it the handshake
+     * steps of a turn are also bounded by their time
+     * (CONN_HANDSHAKE_US_PER_TURN), so a slow CPU (an emulator) takes
+     * fewer per turn and a turn stays short for established clients. */
+    uint64_t (*clock_us)(void);
     /* TLS handshakes running at once, in all and from one address
      * (limits.max_handshakes, limits.max_handshakes_per_address); a new
      * TLS connection beyond either is refused at once, so unauthenticated

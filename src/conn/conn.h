@@ -64,6 +64,9 @@ void conn_server_destroy(conn_server *s);
  * server, which releases the one it held. */
 void conn_server_set_tls(conn_server *s, tern_tls_server *tls);
 void conn_server_get_stats(const conn_server *s, conn_stats *out);
+/* The platform's admission counters (conn_stats.accept_holds,
+ * syns_dropped), for the next $SYS refresh. */
+void conn_server_set_admission(conn_server *s, uint64_t accept_holds, uint64_t syns_dropped);
 /* The level of the lines the layer writes from now on (the operator
  * console's log-level). */
 void conn_server_set_log_level(conn_server *s, broker_log_level level);
@@ -76,6 +79,22 @@ void conn_server_set_log_level(conn_server *s, broker_log_level level);
  * c owns nothing): the platform closes the transport itself.
  */
 bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now);
+
+/* TLS handshakes worth starting now: 0 while handshakes already wait for
+ * this turn's spent handshake steps (CPU, not the network, is short);
+ * else limits.max_handshakes minus those running (UINT32_MAX without a
+ * limit), or under CPU pressure in the last second the handshakes that
+ * second completed (at least CONN_HANDSHAKE_MIN_RUNNING) minus those
+ * running: what can finish before clients give up. A platform takes new TLS connections from its listener only
+ * while this is above 0 and leaves the rest to the network stack (Linux's
+ * listen backlog, the kernel's SYN admission), so a storm of new clients
+ * is held off before it costs anything instead of being accepted and
+ * closed. O(1). */
+uint32_t conn_handshake_room(const conn_server *s);
+/* The same for a client at addr[0..n) (the transport's peer_addr form),
+ * also bounded by limits.max_handshakes_per_address: a platform that sees
+ * the address before it accepts (the kernel, at the SYN) refuses there. */
+uint32_t conn_handshake_room_from(const conn_server *s, const uint8_t *addr, size_t n);
 
 /* Transport events. Each returns false when c is gone. */
 /* Input (or the end of it) may be available. */

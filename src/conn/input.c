@@ -211,6 +211,41 @@ static bool finish(conn_server *s, conn *c, uint64_t now)
     return conni_end(s, c, CONN_CLOSE_GRACEFUL, now);
 }
 
+/* A client still in its TLS handshake whose input ends right after what
+ * it sent has given up (its connect timeout passed, maybe while it waited
+ * in the listen backlog): answering it would cost a signature and a key
+ * exchange for no one, which under a storm of retrying clients is most of
+ * the work. So after a read that drained the transport (a short read, on
+ * a transport where that means empty) one more read, which can only find
+ * the end or nothing (a few microseconds), asks whether the end follows. The bytes read so far
+ * are in s->rbuf[0..have); returns their new count, or CONN_IO_EOF when
+ * the input ended there (more bytes join the read). */
+static long handshake_tail(conn_server *s, conn *c, size_t have, size_t ask, bool *drained)
+{
+    long m = have < ask ? s->io->read(s->io_ctx, c, s->rbuf + have, ask - have) : CONN_IO_AGAIN;
+
+    if (m == CONN_IO_EOF)
+        return CONN_IO_EOF;
+    if (m > 0) {
+        *drained = (size_t)m < ask - have && s->io->short_read_drains;
+        return (long)(have + (size_t)m);
+    }
+    return (long)have; /* nothing more yet, or an error the next read reports */
+}
+
+/* Close a handshake whose client gave up (handshake_tail). */
+static bool gave_up(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    s->stats.handshakes_abandoned++;
+    if (s->log_level >= BROKER_LOG_DEBUG) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_DEBUG, "%s gave up during the TLS handshake; not answered", peer);
+    }
+    return conni_end(s, c, CONN_CLOSE_ABORT, now);
+}
+
 /* Move c's input along until the core stops taking, the input runs out or
  * a budget ends. */
 static bool pump(conn_server *s, conn *c, uint64_t now)
@@ -238,6 +273,8 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             }
         } else if (s->handshake_steps == 0) {
             conni_ready_add(s, c); /* this turn's handshakes are spent */
+            s->steps_short = true; /* no new handshakes until these are served */
+            s->window_short = true;
             return true;
         }
         if (c->tls != NULL && s->tls_ops->has_input(c->tls)) {
@@ -270,6 +307,11 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             conni_peer(s, c, peer);
             conni_log(s, BROKER_LOG_DEBUG, "%s: read failed; closing", peer);
             return conni_end(s, c, CONN_CLOSE_ABORT, now);
+        }
+        if (c->tls != NULL && c->bc == NULL && drained) {
+            n = handshake_tail(s, c, (size_t)n, ask, &drained);
+            if (n == CONN_IO_EOF)
+                return gave_up(s, c, now);
         }
         budget -= (size_t)n;
         if (c->tls != NULL) {

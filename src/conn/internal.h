@@ -37,6 +37,13 @@ struct conn_server {
     void *log_ctx;
     broker_log_level log_level;
     unsigned handshake_steps;    /* left in this turn */
+    uint64_t (*clock_us)(void);  /* NULL: steps counted only */
+    uint64_t handshake_us;       /* spent on handshake steps this turn */
+    bool steps_short;            /* this turn's steps ran out with handshakes waiting */
+    bool window_short;           /* ... in some turn of the current window */
+    uint32_t hs_cap;             /* handshakes worth running at once (conn_handshake_room) */
+    uint64_t hs_window_ms;       /* start of the current window */
+    uint64_t hs_window_ok;       /* handshakes_ok at its start */
     conn_list ready;             /* served at the start of the next turn */
     conn_list handshakes;        /* deadline order (one timeout for all) */
     conn_list lingering;         /* deadline order (one linger for all) */

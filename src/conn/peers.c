@@ -35,24 +35,44 @@ bool conni_peers_init(conn_server *s)
     return true;
 }
 
-static uint32_t peer_hash(conn_server *s, const conn *c)
+static uint32_t addr_hash(const conn_server *s, const uint8_t *addr, size_t n)
 {
-    uint8_t addr[16];
-    size_t n = s->io->peer_addr(s->io_ctx, c, addr, sizeof addr);
     uint32_t h;
 
-    if (n == 0 || n > sizeof addr)
+    if (n == 0 || n > 16)
         return 0; /* unknown: not limited */
     h = (uint32_t)siphash(s->hash_key, addr, n, SIP_C, SIP_D);
     return h != 0 ? h : 1;
 }
 
-static struct conn_peer_slot *find(conn_server *s, uint32_t hash)
+static uint32_t peer_hash(conn_server *s, const conn *c)
+{
+    uint8_t addr[16];
+    size_t n = s->io->peer_addr(s->io_ctx, c, addr, sizeof addr);
+
+    return n <= sizeof addr ? addr_hash(s, addr, n) : 0;
+}
+
+static struct conn_peer_slot *find(const conn_server *s, uint32_t hash)
 {
     for (uint32_t i = hash & s->peers_mask;; i = (i + 1) & s->peers_mask) {
         if (s->peers[i].hash == hash || s->peers[i].hash == 0)
             return &s->peers[i];
     }
+}
+
+uint32_t conn_handshake_room_from(const conn_server *s, const uint8_t *addr, size_t n)
+{
+    uint32_t room = conn_handshake_room(s), h, used, left;
+
+    if (room == 0 || s->max_per_address == 0 || s->peers == NULL)
+        return room;
+    h = addr_hash(s, addr, n);
+    if (h == 0)
+        return room;
+    used = find(s, h)->count;
+    left = used >= s->max_per_address ? 0 : s->max_per_address - used;
+    return left < room ? left : room;
 }
 
 uint32_t conni_peer_handshakes(conn_server *s, const conn *c, uint32_t *hash)

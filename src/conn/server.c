@@ -193,6 +193,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->io_ctx = cfg->io_ctx;
     s->tls_ops = cfg->tls_ops;
     s->handshake_timeout_ms = cfg->handshake_timeout_ms;
+    s->clock_us = cfg->clock_us;
     s->alloc = cfg->allocator;
     s->log = cfg->log;
     s->log_ctx = cfg->log_ctx;
@@ -200,6 +201,7 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
     s->log_deadline = UINT64_MAX;
     s->max_handshakes = cfg->max_handshakes;
+    s->hs_cap = cfg->max_handshakes;
     s->max_per_address = cfg->max_handshakes_per_address;
     s->max_input = cfg->max_input_bytes;
     s->hash_key[0] = cfg->hash_key[0];
@@ -238,6 +240,26 @@ void conn_server_set_log_level(conn_server *s, broker_log_level level)
     s->log_level = level;
 }
 
+uint32_t conn_handshake_room(const conn_server *s)
+{
+    /* Handshakes already waiting for CPU (this turn's steps ran out with
+     * some left over) come first: a new one would only make every one of
+     * them later, and past their clients' patience all of that work is
+     * lost (a storm then completes almost nothing). Handshakes waiting
+     * for their client (the network) cost no steps and hold nothing. */
+    if (s->steps_short)
+        return 0;
+    if (s->hs_cap == 0)
+        return UINT32_MAX;
+    return s->handshakes.count >= s->hs_cap ? 0 : s->hs_cap - s->handshakes.count;
+}
+
+void conn_server_set_admission(conn_server *s, uint64_t accept_holds, uint64_t syns_dropped)
+{
+    s->stats.accept_holds = accept_holds;
+    s->stats.syns_dropped = syns_dropped;
+}
+
 void conn_server_get_stats(const conn_server *s, conn_stats *out)
 {
     *out = s->stats;
@@ -262,6 +284,8 @@ static void serve_ready(conn_server *s, uint64_t now)
 void conn_turn_begin(conn_server *s, uint64_t now)
 {
     s->handshake_steps = CONN_HANDSHAKE_STEPS_PER_TURN;
+    s->handshake_us = 0;
+    s->steps_short = false;
     serve_ready(s, now);
 }
 
@@ -302,6 +326,9 @@ static void report_stats(conn_server *s)
         .handshake_timeouts = s->stats.handshake_timeouts,
         .handshakes_refused = s->stats.handshakes_refused,
         .handshakes_refused_address = s->stats.handshakes_refused_address,
+        .handshakes_abandoned = s->stats.handshakes_abandoned,
+        .accept_holds = s->stats.accept_holds,
+        .syns_dropped = s->stats.syns_dropped,
         .input_waits = s->stats.input_waits,
         .input_closes = s->stats.input_closes,
         .input_bytes = s->input_held,
@@ -310,10 +337,37 @@ static void report_stats(conn_server *s)
     broker_set_layer_stats(s->b, &ls);
 }
 
+/* Once a window: the handshakes worth running at once (tunables.h,
+ * CONN_HANDSHAKE_WINDOW_MS). */
+static void size_handshakes(conn_server *s, uint64_t now)
+{
+    uint64_t elapsed = now - s->hs_window_ms, cap;
+
+    if (s->hs_window_ms == 0) { /* the first turn starts the first window */
+        s->hs_window_ms = now;
+        return;
+    }
+    if (elapsed < CONN_HANDSHAKE_WINDOW_MS)
+        return;
+    cap = s->max_handshakes;
+    if (s->window_short) {
+        cap = (s->stats.handshakes_ok - s->hs_window_ok) * CONN_HANDSHAKE_TARGET_MS / elapsed;
+        if (cap < CONN_HANDSHAKE_MIN_RUNNING)
+            cap = CONN_HANDSHAKE_MIN_RUNNING;
+        if (s->max_handshakes != 0 && cap > s->max_handshakes)
+            cap = s->max_handshakes;
+    }
+    s->hs_cap = (uint32_t)cap;
+    s->hs_window_ms = now;
+    s->hs_window_ok = s->stats.handshakes_ok;
+    s->window_short = false;
+}
+
 void conn_turn_end(conn_server *s, uint64_t now)
 {
     broker_conn *bc;
 
+    size_handshakes(s, now);
     if (now >= broker_next_deadline(s->b)) {
         report_stats(s);
         broker_tick(s->b, now);

@@ -120,10 +120,16 @@ static bool tls_input(conn_server *s, conn *c, const uint8_t *in, size_t n, uint
 {
     bool handshaking = c->bc == NULL;
     size_t plain = 0;
+    uint64_t t0 = handshaking && s->clock_us != NULL ? s->clock_us() : 0;
     tern_tls_state st = tern_tls_read(c->tls, in, n, s->pbuf, CONN_READ_BUF_SIZE, &plain);
 
     if (handshaking && s->handshake_steps > 0)
         s->handshake_steps--;
+    if (handshaking && s->clock_us != NULL) {
+        s->handshake_us += s->clock_us() - t0;
+        if (s->handshake_us >= CONN_HANDSHAKE_US_PER_TURN)
+            s->handshake_steps = 0; /* this turn's handshake time is spent */
+    }
     if (st == TERN_TLS_FAILED)
         return failed(s, c, handshaking, now);
     /* The server's flight, a reply of the adapter's own (key update), or,

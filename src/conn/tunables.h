@@ -45,6 +45,30 @@
 #define CONN_HANDSHAKE_STEPS_PER_TURN 48u
 #endif
 
+/* ... and their time, where the platform gives the layer a clock
+ * (conn_server_config.clock_us): ~48 steps of a native core, but one or
+ * two under an emulator, whose steps cost 50x more. */
+#ifndef CONN_HANDSHAKE_US_PER_TURN
+#define CONN_HANDSHAKE_US_PER_TURN 10000u
+#endif
+
+/* Under CPU pressure (a turn's handshake steps ran out during the last
+ * window) handshakes running at once are bounded by what the last window
+ * completed, scaled to CONN_HANDSHAKE_TARGET_MS, and never below
+ * CONN_HANDSHAKE_MIN_RUNNING: more would only finish after their clients'
+ * connect timeouts (a storm then completes almost nothing, every
+ * handshake half done). Without pressure (handshakes wait for the
+ * network, not for us) limits.max_handshakes alone bounds them. */
+#ifndef CONN_HANDSHAKE_WINDOW_MS
+#define CONN_HANDSHAKE_WINDOW_MS 1000u
+#endif
+#ifndef CONN_HANDSHAKE_TARGET_MS
+#define CONN_HANDSHAKE_TARGET_MS 1000u
+#endif
+#ifndef CONN_HANDSHAKE_MIN_RUNNING
+#define CONN_HANDSHAKE_MIN_RUNNING 32u
+#endif
+
 /* Ciphertext waiting in the TLS adapter for one connection before the
  * layer stops encrypting more of the core's output for it: the rest stays
  * in the core, whose bounds (max_out_bytes, QoS 0 dropped first) then see

@@ -46,6 +46,7 @@ static bool init(cworld *w, const broker_limits *lim, const conn_server_config *
     cc.max_handshakes = extra->max_handshakes;
     cc.max_handshakes_per_address = extra->max_handshakes_per_address;
     cc.max_input_bytes = extra->max_input_bytes;
+    cc.clock_us = extra->clock_us;
     cc.log = extra->log ? extra->log : quiet;
     cc.log_ctx = extra->log_ctx;
     cc.log_level = BROKER_LOG_DEBUG;

@@ -25,7 +25,7 @@ bool cw_init_limited(cworld *w, const conn_tls_ops *tls_ops, tern_tls_server *tl
                      uint32_t max_handshakes, uint32_t per_address, int *log_lines);
 /* The same with the core's limits (lim->sys_interval_s set: $SYS on) and
  * the layer's settings from extra: io, tls_ops, tls, the handshake limits,
- * max_input_bytes, log and log_ctx (zero: as cw_init). */
+ * max_input_bytes, clock_us, log and log_ctx (zero: as cw_init). */
 bool cw_init_config(cworld *w, const broker_limits *lim, const conn_server_config *extra);
 /* The same over another transport table (a variant of fake_transport). */
 bool cw_init_io(cworld *w, const conn_transport *io);

@@ -532,3 +532,123 @@ TEST(conn_set_log_level_filters_the_layers_debug_lines)
     cw_free(&w, links, 2);
     free(log);
 }
+
+TEST(conn_tls_no_new_handshakes_while_steps_ran_out_and_fewer_under_cpu_pressure)
+{
+    enum { N = CONN_HANDSHAKE_STEPS_PER_TURN + 12, MAX = 1000 };
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *t = calloc(N, sizeof *t);
+    fake_link *links[N];
+    CHECK(cl && t && cw_init_limited(&w, &conn_tls, server_ctx(), MAX, MAX, NULL));
+    CHECK_EQ(conn_handshake_room(w.cs), MAX);
+    for (int i = 0; i < N; i++) {
+        CHECK(tc_open(&w, &t[i], cl));
+        links[i] = &t[i].link;
+    }
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    cw_turn(&w, links, N); /* the budget runs out with 12 ClientHellos left */
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    cw_turn(&w, links, N); /* they are served: room again (all still running) */
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    /* A window with pressure and no handshake completed: running at once
+     * is bounded by CONN_HANDSHAKE_MIN_RUNNING (N are running: no room). */
+    w.now += CONN_HANDSHAKE_WINDOW_MS;
+    cw_turn(&w, links, N);
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    CHECK(N > CONN_HANDSHAKE_MIN_RUNNING);
+    /* A window without pressure: limits.max_handshakes again. */
+    w.now += CONN_HANDSHAKE_WINDOW_MS;
+    cw_turn(&w, links, N);
+    CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
+    for (int i = 0; i < N; i++)
+        tern_tls_conn_free(t[i].tls);
+    cw_free(&w, links, N);
+    tern_tls_client_release(cl);
+    free(t);
+}
+
+TEST(conn_tls_handshake_room_from_an_address_counts_its_handshakes)
+{
+    cworld w;
+    fake_link l[3];
+    fake_link *links[] = {&l[0], &l[1], &l[2]};
+    const char *a = "10.0.0.66", *b = "10.0.0.7";
+    CHECK(cw_init_limited(&w, &conn_tls, server_ctx(), 5, 4, NULL));
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)a, strlen(a)), 4);
+    for (int i = 0; i < 3; i++)
+        CHECK(open_from(&w, &l[i], a));
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)a, strlen(a)), 1);
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)b, strlen(b)), 2); /* 5 - 3 */
+    CHECK_EQ(conn_handshake_room(w.cs), 2);
+    cw_free(&w, links, 3);
+}
+
+TEST(conn_tls_a_client_gone_after_its_client_hello_is_not_answered)
+{
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *gone = calloc(1, sizeof *gone), *here = calloc(1, sizeof *here);
+    fake_link *links[2];
+    conn_stats st;
+    /* Like sockets and lwIP: a short read means the transport is empty,
+     * which is when the layer looks for the end behind the bytes. */
+    conn_transport io = fake_transport;
+    io.short_read_drains = true;
+    conn_server_config extra = {.io = &io, .tls_ops = &conn_tls, .tls = server_ctx()};
+    CHECK(cl && gone && here && cw_init_config(&w, NULL, &extra));
+    CHECK(tc_open(&w, gone, cl));
+    CHECK(tc_open(&w, here, cl));
+    gone->link.eof = true; /* its ClientHello, then its FIN: it gave up */
+    links[0] = &gone->link;
+    links[1] = &here->link;
+    cw_turn(&w, links, 2);
+    CHECK(gone->link.closed);
+    CHECK_EQ(gone->link.down.len, 0); /* no ServerHello: no signature spent */
+    CHECK(!here->link.closed);
+    CHECK(here->link.down.len > 0); /* the one still waiting is answered */
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshakes_abandoned, 1);
+    tern_tls_conn_free(gone->tls);
+    tern_tls_conn_free(here->tls);
+    cw_free(&w, links, 2);
+    tern_tls_client_release(cl);
+    free(gone);
+    free(here);
+}
+
+/* A clock that moves 6 ms every time it is read. */
+static uint64_t slow_clock_now;
+static uint64_t slow_clock(void)
+{
+    return slow_clock_now += 6000;
+}
+
+TEST(conn_tls_a_turns_handshake_steps_stop_after_their_time_budget)
+{
+    enum { N = 10 };
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *t = calloc(N, sizeof *t);
+    fake_link *links[N];
+    /* Each step reads as 6 ms: the second passes the 10 ms a turn has. */
+    conn_server_config extra = {.tls_ops = &conn_tls, .tls = server_ctx(),
+                                .clock_us = slow_clock};
+    CHECK(CONN_HANDSHAKE_US_PER_TURN == 10000u);
+    CHECK(cl && t && cw_init_config(&w, NULL, &extra));
+    for (int i = 0; i < N; i++) {
+        CHECK(tc_open(&w, &t[i], cl));
+        links[i] = &t[i].link;
+    }
+    cw_turn(&w, links, N);
+    int answered = 0;
+    for (int i = 0; i < N; i++)
+        answered += t[i].link.down.len > 0;
+    CHECK_EQ(answered, 2); /* not CONN_HANDSHAKE_STEPS_PER_TURN */
+    CHECK_EQ(conn_next_deadline(w.cs), 0); /* the rest wait on the ready list */
+    for (int i = 0; i < N; i++)
+        tern_tls_conn_free(t[i].tls);
+    cw_free(&w, links, N);
+    tern_tls_client_release(cl);
+    free(t);
+}

@@ -48,6 +48,7 @@ typedef enum bench_scenario {
     SCEN_LATENCY,
     SCEN_FANOUT,
     SCEN_FLOOD,
+    SCEN_STORM,
 } bench_scenario;
 
 /* Command-line options; read-only once parsed. */
@@ -97,6 +98,13 @@ typedef struct bench_opts {
     const char *sys_user;
     const char *sys_pass;
     double sys_wait;
+    /* storm (scen_storm.c) */
+    unsigned bystanders;      /* clients connected before the storm */
+    double bystander_rate;    /* their messages per second each */
+    double connect_timeout;   /* seconds for TCP + TLS + CONNACK */
+    unsigned retries;         /* attempts after the first */
+    double retry_delay;       /* seconds before a retry */
+    unsigned sources;         /* loopback source addresses 127.1.0.1.. (0 = any) */
 } bench_opts;
 
 /* Phases, in order; the main thread only moves forward. */
@@ -238,6 +246,8 @@ void conn_release(bench_conn *c);
 /* Open the TCP connection; 0 or -1 (the attempt failed). */
 int conn_start(bench_conn *c);
 void conn_close(bench_conn *c);
+/* The non-blocking connect finished (writable): 0 connected, -1 failed. */
+int conn_connected(const bench_conn *c);
 /* Room for n more output bytes (compacting if it may); NULL when full. */
 uint8_t *conn_reserve(bench_conn *c, size_t n);
 /* Write queued output: 1 all written, 0 some left (EPOLLOUT armed), -1 error. */

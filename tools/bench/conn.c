@@ -11,6 +11,7 @@
 #include "bench.h"
 
 #include <errno.h>
+#include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,15 @@ int conn_start(bench_conn *c)
     int one = 1;
     if (setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         goto fail;
+    /* --sources N (loopback only): clients spread over N source addresses,
+     * as a crowd of devices would be, so per-address limits see a crowd. */
+    if (r->o->sources > 0 && to->ss_family == AF_INET) {
+        struct sockaddr_in src = { .sin_family = AF_INET };
+        uint32_t k = c->idx % r->o->sources;
+        src.sin_addr.s_addr = htonl(0x7f010001u + ((k / 254u) << 8) + (k % 254u));
+        if (bind(c->fd, (const struct sockaddr *)&src, sizeof src) != 0)
+            goto fail;
+    }
     if (connect(c->fd, (const struct sockaddr *)to, to_len) != 0 &&
         errno != EINPROGRESS)
         goto fail;
@@ -95,6 +105,13 @@ fail:
     close(c->fd);
     c->fd = -1;
     return -1;
+}
+
+int conn_connected(const bench_conn *c)
+{
+    int err = 0;
+    socklen_t len = sizeof err;
+    return getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0 ? 0 : -1;
 }
 
 void conn_close(bench_conn *c)

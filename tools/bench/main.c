@@ -23,7 +23,7 @@ static int raise_nofile(const bench_opts *o)
     rl.rlim_cur = rl.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
         return -1;
-    size_t need = (size_t)o->conns + 2 * (size_t)o->pairs + o->subs + 64;
+    size_t need = (size_t)o->conns + 2 * (size_t)o->pairs + o->subs + o->bystanders + 64;
     if (rl.rlim_cur != RLIM_INFINITY && need > rl.rlim_cur)
         fprintf(stderr, "tern-bench: warning: open-file limit %llu may be too low\n",
                 (unsigned long long)rl.rlim_cur);
@@ -89,6 +89,9 @@ int main(int argc, char **argv)
         break;
     case SCEN_IDLE:
         rc = scen_idle(&o);
+        break;
+    case SCEN_STORM:
+        rc = scen_storm(&o);
         break;
     default:
         rc = scen_traffic(&o);

@@ -18,6 +18,9 @@ static const char usage[] =
     "  latency    --pairs publisher/subscriber pairs at --rate msg/s each\n"
     "  fanout     1 publisher at --rate to --subs subscribers\n"
     "  flood      --pairs pairs publishing as fast as the broker takes it\n"
+    "  storm      new clients arriving at --rate/s (open loop, up to --conns attempts at\n"
+    "             once, each held --hold s after CONNACK) beside --bystanders clients\n"
+    "             timing their own messages; handshake rates, timeouts, resets, drops\n"
     "options (defaults in brackets):\n"
     "  --host ADDR [127.0.0.1]  --port N [1883, 8883 with TLS]  --label NAME [broker]\n"
     "  --case ID --rep N  copied into the JSON (for scripts)\n"
@@ -35,6 +38,9 @@ static const char usage[] =
     "  --sub-rate R [0]   each subscriber takes at most R msg/s (a slow consumer; 0 = all)\n"
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
+    "  storm: --bystanders K [20]  --bystander-rate R [10]  --connect-timeout S [5]\n"
+    "         --retries N [2]  --retry-delay S [1]  (--rate [100] --conns [500] --hold [1])\n"
+    "         --sources N [0]  spread clients over loopback sources 127.1.0.1.. (0: one)\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
     "  --mqtt 3.1.1|5 [3.1.1]  protocol version every client speaks\n"
     "  --persistent       subscribers keep persistent sessions (clean session 0): every\n"
@@ -73,6 +79,7 @@ static int scenario(const char *s, bench_opts *o)
     } names[] = {
         { "handshake", SCEN_HANDSHAKE }, { "idle", SCEN_IDLE },   { "latency", SCEN_LATENCY },
         { "fanout", SCEN_FANOUT },       { "flood", SCEN_FLOOD },
+        { "storm", SCEN_STORM },
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i].name) == 0) {
@@ -172,6 +179,12 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--seed", 0, 9007199254740991.0, seed, uint64_t)
     NUM("--keepalive", 0, 65535, keepalive, uint16_t)
     NUM("--sys-wait", 0, 3600, sys_wait, double)
+    NUM("--bystanders", 0, 10000, bystanders, unsigned)
+    NUM("--bystander-rate", 0.1, 1000, bystander_rate, double)
+    NUM("--connect-timeout", 0.1, 600, connect_timeout, double)
+    NUM("--retries", 0, 100, retries, unsigned)
+    NUM("--retry-delay", 0, 600, retry_delay, double)
+    NUM("--sources", 0, 65000, sources, unsigned)
 #undef NUM
 #undef STR
     fprintf(stderr, "tern-bench: unknown option '%s'\n%s", n, usage);
@@ -194,11 +207,16 @@ int opts_parse(int argc, char **argv, bench_opts *o)
     o->size = 64;
     o->pairs = o->scenario == SCEN_FLOOD ? 16 : 8;
     o->subs = 100;
-    o->conns = o->scenario == SCEN_HANDSHAKE ? 32 : 1000;
+    o->conns = o->scenario == SCEN_HANDSHAKE ? 32 : o->scenario == SCEN_STORM ? 500 : 1000;
     o->concurrency = 64;
     o->rate = o->scenario == SCEN_FANOUT ? 500 : 100;
     o->duration = 10;
-    o->hold = 2;
+    o->hold = o->scenario == SCEN_STORM ? 1 : 2;
+    o->bystanders = 20;
+    o->bystander_rate = 10;
+    o->connect_timeout = 5;
+    o->retries = 2;
+    o->retry_delay = 1;
     o->drain = 2;
     o->setup_timeout = 60;
     o->window = 64;

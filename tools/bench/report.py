@@ -69,6 +69,13 @@ METRICS = {
         ("latency p99, ms", "latency.p99_ms", "lower"),
         ("latency max, ms", "latency.max_ms", "lower"),
         ("delivered / expected (after drain)", "results.delivered_ratio", "higher"),
+    "storm": [
+        ("closed-loop peak, handshakes/s", "results.peak_per_s", "higher"),
+        ("completed at 10x peak, /s", "results.completed_per_s", "higher"),
+        ("completed / peak", "results.completed_vs_peak", "higher"),
+        ("worst second / peak", "results.worst_second_vs_peak", "higher"),
+        ("bystander latency p99, ms", "results.bystander_latency.p99_ms", "lower"),
+        ("dropped after CONNACK", "results.dropped_after_connack", "lower"),
     ],
     "flood": [
         ("delivered/s", "results.delivered_per_s", "higher"),
@@ -105,6 +112,8 @@ DESCR = {
     "rtt50-q1": "1 pair, QoS 1, 64 B, subscriber behind a 50 ms round trip, batch acks, "
                 "both brokers' default window and queue",
     "overload-q0": "open-loop overload, 4 pairs, 20,000 msg/s published, 10,000 msg/s taken per subscriber, QoS 0, 64 B",
+    "storm-mtls": "handshake storm, mutual TLS: new clients at 10x the closed-loop peak "
+                  "(2 s connect timeout, 2 retries), 20 bystanders at QoS 1",
 }
 
 

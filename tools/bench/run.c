@@ -212,6 +212,18 @@ void json_head(json *j, const bench_opts *o)
         json_u64(j, "concurrency", o->concurrency);
         json_f64(j, "hold_s", o->hold);
         break;
+    case SCEN_STORM:
+        json_f64(j, "rate", o->rate);
+        json_u64(j, "max_attempts_in_progress", o->conns);
+        json_f64(j, "connect_timeout_s", o->connect_timeout);
+        json_u64(j, "retries", o->retries);
+        json_f64(j, "retry_delay_s", o->retry_delay);
+        json_f64(j, "hold_s", o->hold);
+        json_u64(j, "bystanders", o->bystanders);
+        json_f64(j, "bystander_rate", o->bystander_rate);
+        json_u64(j, "qos", o->qos);
+        json_f64(j, "duration_s", o->duration);
+        break;
     default:
         json_u64(j, "qos", o->qos);
         json_str(j, "mqtt", o->level == MQTT_LEVEL_5 ? "5" : "3.1.1");

@@ -11,5 +11,7 @@ int scen_handshake(const bench_opts *o);
 int scen_idle(const bench_opts *o);
 /* latency, fanout and flood share one implementation. */
 int scen_traffic(const bench_opts *o);
+/* Open-loop arrivals of new clients beside connected bystanders. */
+int scen_storm(const bench_opts *o);
 
 #endif

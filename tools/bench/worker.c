@@ -321,9 +321,7 @@ static void on_event(bench_worker *w, bench_conn *c, uint32_t ev, uint64_t now)
     if (c->state == ST_CLOSED)
         return;
     if (c->state == ST_TCP) {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0) {
+        if (conn_connected(c) != 0) {
             conn_fail(w, c);
             return;
         }

@@ -132,7 +132,8 @@ kernel: $(KBUILD)/tern.elf $(KBUILD)/tern-test.elf $(KBUILD)/tern-debug.elf
 
 image: $(BUILD)/tern.iso $(BUILD)/tern-disk.img
 
-kernel-test: check-kreloc kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload
+kernel-test: check-kreloc kernel image $(BUILD)/rel/tern-mkdisk $(BUILD)/rel/tern-tele $(BUILD)/rel/tern-disk $(BUILD)/rel/tern-payload \
+             $(BUILD)/rel/tern-bench
 	$(PYTHON) tests/kernel/run.py --build $(BUILD)
 
 # The relocation table tool's own tests (small images linked here).
@@ -151,3 +152,5 @@ $(BUILD)/asan/tests/unit/test_kblk.o: INC += -I$(KDIR)
 $(BUILD)/asan/tests/unit/test_kmalloc.o: INC += -I$(KDIR)
 # KASLR's placement and relocation applier (tests/unit/test_kkaslr.c).
 $(BUILD)/asan/tests/unit/test_kkaslr.o: INC += -I$(KDIR)
+# The SYN admission's pure half (net/synflow.c) likewise.
+$(BUILD)/asan/tests/unit/test_ksynflow.o: INC += -I$(KDIR)

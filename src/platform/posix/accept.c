@@ -8,6 +8,18 @@
  * Out of descriptors or memory, accepting again at once would spin on the
  * same error, so new connections are left in the backlog for a moment (and
  * the warning is rate-limited).
+ *
+ * Admission (SPEC B7): a listener is taken from only while a new
+ * connection would be served: below limits.max_connections, and for TLS
+ * while a handshake slot is free (conn_handshake_room). Otherwise the
+ * listener leaves the epoll set ("held") and new connections wait in
+ * Linux's listen backlog; once that is full Linux drops further SYNs
+ * itself (the client retransmits later), so a storm costs tern nothing
+ * instead of an accept, a TLS session and a close each. A held listener
+ * is re-armed at the end of the turn that freed a slot
+ * (tern_loop_accept_refresh). Connections are taken oldest first (the
+ * backlog is a queue); one whose client gave up while waiting is closed
+ * unanswered by the connection layer (handshake_tail in src/conn/input.c).
  */
 #define _GNU_SOURCE
 
@@ -22,18 +34,93 @@
 #include "platform/posix/net.h"
 #include "version.h"
 
+/* Listen for ls's new connections or not: only epoll_ctl on a change. */
+static void arm(tern_loop *l, listener *ls, bool on)
+{
+    struct epoll_event ev;
+
+    if (ls->armed == on)
+        return;
+    memset(&ev, 0, sizeof ev);
+    ev.events = on ? EPOLLIN : 0;
+    ev.data.ptr = ls;
+    if (epoll_ctl(l->ep, EPOLL_CTL_MOD, ls->fd, &ev) != 0) {
+        tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl (listener): %s", strerror(errno));
+        return;
+    }
+    ls->armed = on;
+}
+
 void tern_loop_set_accepting(tern_loop *l, bool on)
 {
-    for (size_t i = 0; i < l->nlisteners; i++) {
-        struct epoll_event ev;
-
-        memset(&ev, 0, sizeof ev);
-        ev.events = on ? EPOLLIN : 0;
-        ev.data.ptr = &l->listeners[i];
-        if (epoll_ctl(l->ep, EPOLL_CTL_MOD, l->listeners[i].fd, &ev) != 0)
-            tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl (listener): %s", strerror(errno));
-    }
     l->accept_paused = !on;
+    for (size_t i = 0; i < l->nlisteners; i++)
+        arm(l, &l->listeners[i], on && !l->listeners[i].held);
+}
+
+/* New connections ls may take now: connections below
+ * limits.max_connections (counting those still in their handshake) and,
+ * for TLS, free handshake slots. */
+static uint32_t room(const tern_loop *l, const listener *ls)
+{
+    size_t max = l->cfg.limits.max_connections;
+    uint32_t r = l->nconns >= max ? 0 : (max - l->nconns > UINT32_MAX ? UINT32_MAX
+                                                                      : (uint32_t)(max - l->nconns));
+    if (ls->tls) {
+        uint32_t h = conn_handshake_room(l->cs);
+
+        if (h < r)
+            r = h;
+    }
+    return r;
+}
+
+static void hold(tern_loop *l, listener *ls)
+{
+    if (!ls->held)
+        l->accept_holds++;
+    ls->held = true;
+    arm(l, ls, false);
+    conn_server_set_admission(l->cs, l->accept_holds, 0);
+}
+
+/* Once a second: the TLS listeners' backlog to LISTEN_WAIT_MS of the
+ * handshakes completed in the last second (listen() again only changes
+ * the backlog). Connections already queued stay. */
+static void size_backlog(tern_loop *l, uint64_t now)
+{
+    conn_stats st;
+    uint64_t done, want;
+
+    if (now - l->backlog_ms < 1000)
+        return;
+    conn_server_get_stats(l->cs, &st);
+    done = (st.handshakes_ok - l->backlog_ok) * 1000u / (now - l->backlog_ms);
+    l->backlog_ms = now;
+    l->backlog_ok = st.handshakes_ok;
+    want = done * LISTEN_WAIT_MS / 1000u;
+    want = want < LISTEN_BACKLOG_TLS_MIN ? LISTEN_BACKLOG_TLS_MIN
+           : want > LISTEN_BACKLOG_TLS    ? LISTEN_BACKLOG_TLS
+                                          : want;
+    for (size_t i = 0; i < l->nlisteners; i++) {
+        listener *ls = &l->listeners[i];
+
+        if (ls->tls && ls->backlog != (int)want && listen(ls->fd, (int)want) == 0)
+            ls->backlog = (int)want;
+    }
+}
+
+void tern_loop_accept_refresh(tern_loop *l, uint64_t now)
+{
+    size_backlog(l, now);
+    for (size_t i = 0; i < l->nlisteners; i++) {
+        listener *ls = &l->listeners[i];
+
+        if (ls->held && room(l, ls) > 0) {
+            ls->held = false;
+            arm(l, ls, !l->accept_paused);
+        }
+    }
 }
 
 static void pause_accepting(tern_loop *l, int err, uint64_t now)
@@ -100,7 +187,13 @@ void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)
     for (int i = 0; i < ACCEPT_PER_TURN; i++) {
         struct sockaddr_storage ss;
         socklen_t len = sizeof ss;
-        int fd = accept4(ls->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd;
+
+        if (room(l, ls) == 0) { /* O(1): counters, no list walked */
+            hold(l, ls);
+            return;
+        }
+        fd = accept4(ls->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd >= 0) {
             add_conn(l, fd, (const struct sockaddr *)&ss, ls->tls, now);
@@ -132,7 +225,12 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
 
     ls->kind = TERN_HANDLE_LISTENER;
     ls->tls = tls;
-    ls->fd = tern_net_listen(a, LISTEN_BACKLOG, err, sizeof err);
+    ls->held = false;
+    ls->armed = true;
+    /* TLS: from the smallest backlog, grown as handshakes complete
+     * (size_backlog); while tern keeps up it takes the queue every turn. */
+    ls->backlog = tls ? LISTEN_BACKLOG_TLS_MIN : LISTEN_BACKLOG;
+    ls->fd = tern_net_listen(a, ls->backlog, err, sizeof err);
     if (ls->fd < 0) {
         tern_logf(l->log, BROKER_LOG_ERROR, "%s", err);
         return false;

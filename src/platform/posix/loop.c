@@ -39,6 +39,16 @@ uint64_t tern_loop_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* The connection layer's clock for its handshake time budget. */
+static uint64_t clock_us(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_MONOTONIC, &ts) != 0)
+        tern_panic(__FILE__, __LINE__, "CLOCK_MONOTONIC unavailable");
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
 /* ---- signals ------------------------------------------------------------ */
 
 /* SIGHUP: read the ACL file and the TLS files again. A file that fails to
@@ -210,6 +220,7 @@ int tern_loop_run(tern_loop *l)
         if (now - l->wall_clock_ms >= WALL_CLOCK_EVERY_MS)
             set_wall_clock(l, now);
         conn_turn_end(l->cs, now);
+        tern_loop_accept_refresh(l, now); /* slots the turn freed */
         tern_loop_store_submit(l); /* last: closes above may add records */
     }
     wind_down(l);
@@ -302,6 +313,7 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.tls = assets->tls; /* the layer holds the reference now */
     assets->tls = NULL;
     cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;
+    cc.clock_us = clock_us;
     cc.max_handshakes = l->cfg.limits.max_handshakes;
     cc.max_handshakes_per_address = l->cfg.limits.max_handshakes_per_address;
     cc.max_input_bytes = l->cfg.limits.max_input_bytes;

@@ -33,6 +33,15 @@
 enum {
     MAX_EVENTS = 256,
     LISTEN_BACKLOG = 4096,
+    /* TLS connections waiting for a handshake slot (accept.c): the
+     * backlog is resized every second to LISTEN_WAIT_MS of the handshakes
+     * completed in the last one, within these bounds. A longer queue only
+     * holds clients past their connect timeout, so under a storm most of
+     * what it held would be taken after its client had left; past it Linux
+     * drops SYNs and clients retransmit them later. */
+    LISTEN_BACKLOG_TLS = 256,
+    LISTEN_BACKLOG_TLS_MIN = 32,
+    LISTEN_WAIT_MS = 500,
     ACCEPT_PER_TURN = LISTEN_BACKLOG, /* one backlog's worth, then serve others */
     ACCEPT_PAUSE_MS = 100,            /* out of descriptors/memory: retry after */
     ACCEPT_WARN_MS = 10000,           /* at most one such warning this often */
@@ -44,6 +53,9 @@ typedef struct listener {
     uint8_t kind; /* TERN_HANDLE_LISTENER; first, like every epoll handle */
     bool tls;     /* connections get a TLS session */
     int fd;       /* owned; -1 when closed */
+    bool held;    /* out of epoll: no room for a new connection (accept.c) */
+    int backlog;  /* as last given to listen() */
+    bool armed;   /* in the epoll set with EPOLLIN */
 } listener;
 
 typedef struct signal_handle {
@@ -66,6 +78,9 @@ struct tern_loop {
     uint64_t accept_resume_ms;
     uint64_t accept_warned_ms;  /* last resource warning, for rate limiting */
     uint64_t accept_failures;   /* pauses not reported since that warning */
+    uint64_t accept_holds;      /* listeners held for want of room ($SYS accept_holds) */
+    uint64_t backlog_ms;        /* when the TLS backlog was last sized */
+    uint64_t backlog_ok;        /* handshakes completed by then */
     tern_sock **by_fd;          /* owned table; owns the connections it points to */
     size_t by_fd_len;
     size_t nconns;
@@ -85,6 +100,9 @@ uint64_t tern_loop_now_ms(void);
 bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls);
 void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now);
 void tern_loop_set_accepting(tern_loop *l, bool on);
+/* End of a turn: re-arm listeners held for want of room that has come
+ * back (handshakes finished or timed out, connections closed). */
+void tern_loop_accept_refresh(tern_loop *l, uint64_t now);
 
 /* sock.c: a connection's socket reported events. */
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now);

@@ -64,7 +64,10 @@
 #define TCP_OOSEQ_MAX_PBUFS 16
 #define TCP_OOSEQ_MAX_BYTES (16 * TCP_MSS)
 #define LWIP_TCP_SACK_OUT 0
-#define TCP_LISTEN_BACKLOG 0
+/* Counts each listener's half-open connections (accepts_pending), which
+ * the SYN admission (serve/tcp.c) adds to what is running; past 255 of
+ * them lwIP drops further SYNs silently too. */
+#define TCP_LISTEN_BACKLOG 1
 /* TIME_WAIT lasts 2 x MSL. lwIP (unlike Linux) refuses a new SYN for an
  * address pair it holds in TIME_WAIT, and clients and NATs reuse source
  * ports, so lwIP's two minutes made about one connection in a few hundred

@@ -35,10 +35,18 @@ struct net {
     int static_ip;
     int link;
     unsigned long rx_dropped, tx_dropped;
+    net_rx_gate gate; /* sees each frame before lwIP (net_set_rx_gate) */
+    void *gate_ctx;
 };
 
 /* The one interface (lwIP keeps pointers to it). */
 static struct net knet;
+
+void net_set_rx_gate(net_rx_gate gate, void *ctx)
+{
+    knet.gate = gate;
+    knet.gate_ctx = ctx;
+}
 
 u32_t sys_now(void);
 u32_t sys_now(void) { return (u32_t)(clock_mono_ns() / 1000000); }
@@ -123,6 +131,11 @@ int net_poll(void)
     /* With MSI-X the ring is read only after an interrupt said so. */
     if (virtio_net_rx_take()) {
         while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
+            if (knet.gate && !knet.gate(knet.gate_ctx, frame, len)) {
+                virtio_net_rx_release(token); /* refused before lwIP: no pbuf, no answer */
+                work++;
+                continue;
+            }
             struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
             if (p) {
                 pbuf_take(p, frame, (u16_t)len);

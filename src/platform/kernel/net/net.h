@@ -9,12 +9,18 @@
 #include "config/config.h"
 #include "dev/pci.h"
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* Find and bring up the first virtio-net device among devs, start lwIP with
  * the static address in cfg (when cfg->ipv4.set) or else DHCP. Returns 0,
  * or -1 if there is no usable device. */
 int net_init(const struct pci_dev *devs, unsigned n, const tern_config_net *cfg);
+/* A look at every received frame before lwIP's: false drops the frame
+ * unseen (the server's SYN admission, serve/tcp.c). One gate; NULL: none. */
+typedef bool (*net_rx_gate)(void *ctx, const uint8_t *frame, uint32_t len);
+void net_set_rx_gate(net_rx_gate gate, void *ctx);
 /* Receive, transmit-complete and timer work; returns how much was done
  * (0 when idle). */
 int net_poll(void);

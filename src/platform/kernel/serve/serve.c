@@ -35,6 +35,7 @@
 #include "config/config.h"
 #include "console.h"
 #include "mm/kmalloc.h"
+#include "net/net.h"
 #include "panic.h"
 #include "rng/entropy.h"
 #include "serve/kconsole.h"
@@ -108,6 +109,12 @@ _Noreturn void tern_panic(const char *file, int line, const char *what)
     panic(msg);
 }
 
+/* The connection layer's clock for its handshake time budget. */
+static uint64_t clock_us(void)
+{
+    return clock_mono_ns() / 1000u;
+}
+
 /* Bind and listen on la; NULL after saying why. */
 static struct tcp_pcb *listen_on(struct kserver *s, const tern_listen_addr *la,
                                  tcp_accept_fn accept)
@@ -135,6 +142,7 @@ static struct tcp_pcb *listen_on(struct kserver *s, const tern_listen_addr *la,
 
 static void stop(struct kserver *s)
 {
+    net_set_rx_gate(NULL, NULL);
     if (s->listener)
         tcp_close(s->listener);
     if (s->tls_listener)
@@ -216,6 +224,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         .b = s->b, .io = &kconn_transport, .io_ctx = s,
         .tls_ops = &conn_tls, .tls = assets->tls,
         .handshake_timeout_ms = cfg->tls.handshake_timeout_s * 1000u,
+        .clock_us = clock_us,
         .max_handshakes = cfg->limits.max_handshakes,
         .max_handshakes_per_address = cfg->limits.max_handshakes_per_address,
         .max_input_bytes = cfg->limits.max_input_bytes,
@@ -232,6 +241,11 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         stop(s);
         return -1;
     }
+    /* The SYN admission's table of refused flows, keyed like the layer's. */
+    uint64_t flow_key[2] = {0, 0};
+    (void)rng_bytes(flow_key, sizeof flow_key);
+    syn_table_init(&s->refused_flows, flow_key);
+    s->max_conns = cfg->limits.max_connections;
     if (cfg->listener_tls.family != TERN_ADDR_NONE) {
         s->tls_listener = listen_on(s, &cfg->listener_tls, kconn_accept_tls);
         if (!s->tls_listener) {
@@ -248,6 +262,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         }
         s->port = s->listener->local_port;
     }
+    net_set_rx_gate(kconn_syn_gate, s); /* SYNs the listeners would not serve: dropped */
     return 0;
 }
 
@@ -302,11 +317,12 @@ void kserve_describe(char *buf, size_t n)
     if (s->listener)
         snprintf(plain, sizeof plain, "plaintext port %u", s->port);
     snprintf(buf, n,
-             "%s%s%s, %u connections (%llu accepted, %llu refused, %llu aborted; TLS %llu "
-             "ok, %llu failed, %llu timed out), heap %llu bytes",
+             "%s%s%s, %u connections (%llu accepted, %llu refused, %llu aborted, %llu SYNs "
+             "dropped; TLS %llu ok, %llu failed, %llu timed out), heap %llu bytes",
              tls, tls[0] && plain[0] ? ", " : "", plain, s->nconns,
              (unsigned long long)s->accepted, (unsigned long long)s->refused,
-             (unsigned long long)s->aborted, (unsigned long long)cst.handshakes_ok,
+             (unsigned long long)s->aborted, (unsigned long long)s->syns_dropped,
+             (unsigned long long)cst.handshakes_ok,
              (unsigned long long)cst.handshakes_failed,
              (unsigned long long)cst.handshake_timeouts,
              (unsigned long long)heap_used(NULL));

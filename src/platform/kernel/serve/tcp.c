@@ -190,6 +190,54 @@ static err_t accept_one(struct kserver *s, struct tcp_pcb *pcb, err_t err, bool 
     return ERR_OK;
 }
 
+/* ---- SYN admission ------------------------------------------------------- */
+
+enum {
+    /* pcbs kept for what is not a new client: lingering closes, the
+     * listeners, DHCP/SNTP (UDP has its own pool, but be generous). */
+    PCB_RESERVE = 64,
+};
+
+/* Connections lwIP is still completing for listener l (SYN received,
+ * handshake not finished): they will reach the accept callback. */
+static uint32_t half_open(const struct tcp_pcb *l)
+{
+    return l ? ((const struct tcp_pcb_listen *)(const void *)l)->accepts_pending : 0;
+}
+
+/* Would a new connection to the listener (tls or not) from src be served
+ * now? O(1): counters and one hash lookup. */
+static bool syn_room(struct kserver *s, bool tls, const uint8_t src[4])
+{
+    uint32_t pending = half_open(s->listener) + half_open(s->tls_listener);
+    uint32_t used = s->nconns + pending;
+    if (used >= s->max_conns || used + PCB_RESERVE >= MEMP_NUM_TCP_PCB)
+        return false;
+    if (!tls)
+        return true;
+    return conn_handshake_room_from(s->cs, src, 4) > half_open(s->tls_listener);
+}
+
+bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len)
+{
+    struct kserver *s = ctx;
+    syn_flow f;
+    if (!syn_parse(frame, len, &f))
+        return true;
+    bool tls = s->tls_listener && f.dport == s->tls_port;
+    if (!tls && !(s->listener && f.dport == s->port))
+        return true; /* not a listener of ours: lwIP answers as it does */
+    uint64_t now = now_ms();
+    if (!syn_table_has(&s->refused_flows, &f, now)) {
+        if (syn_room(s, tls, f.src))
+            return true;
+        syn_table_add(&s->refused_flows, &f, now);
+    }
+    s->syns_dropped++;
+    conn_server_set_admission(s->cs, 0, s->syns_dropped);
+    return false;
+}
+
 err_t kconn_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
     return accept_one(arg, pcb, err, false);

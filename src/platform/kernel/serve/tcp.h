@@ -17,6 +17,7 @@
 #include "conn/conn.h"
 
 #include "lwip/err.h"
+#include "net/synflow.h"
 
 #include <stdint.h>
 
@@ -41,6 +42,9 @@ struct kserver {
     struct kconn_list work;              /* connections lwIP reported something for */
     uint32_t nconns;                     /* struct kconn alive, closing included */
     uint64_t accepted, refused, aborted;
+    uint32_t max_conns;                  /* limits.max_connections */
+    uint64_t syns_dropped;               /* SYN admission (kconn_syn_gate) */
+    syn_table refused_flows;             /* flows whose SYN was dropped, lately */
     broker_log_level log_level;          /* log lines above it are dropped */
     struct kstore *store;                /* the durable store's thread, or NULL */
 };
@@ -67,6 +71,11 @@ extern const conn_transport kconn_transport;
 /* lwIP accept callbacks for the plaintext and TLS listeners (arg: the
  * server). */
 err_t kconn_accept(void *arg, struct tcp_pcb *pcb, err_t err);
+/* The SYN admission (a net_rx_gate, ctx the server): a new connection's
+ * SYN to a listener is dropped unanswered when it would not be served
+ * (limits.max_connections, handshake room, the pcb pool), and its flow
+ * remembered so its retransmitted SYNs are dropped again cheaply. */
+bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len);
 err_t kconn_accept_tls(void *arg, struct tcp_pcb *pcb, err_t err);
 /* Take the first connection off the work list (NULL if empty). */
 struct kconn *kconn_work_pop(struct kserver *s);
