@@ -24,6 +24,10 @@
 #     DecodedCert API (wc_InitDecodedCert, wc_ParseCert; subjectCN, altNames,
 #     altEmailNames), which also suits the kernel.
 #   all SAN types (DNS, IP, URI, email)          -DWOLFSSL_ALT_NAMES
+#   TLS 1.3 traffic secrets handed to src/tls/   -DHAVE_SECRET_CALLBACK: after
+#     the handshake tern runs the record layer     (wolfSSL_set_tls13_secret_cb)
+#     itself and frees the WOLFSSL object, so an idle connection keeps only
+#     its keys (src/tls/record.c).
 #   Deliberately NOT -DKEEP_PEER_CERT: it keeps a copy of the peer's
 #     certificate (a 1.1 KB WOLFSSL_X509 inside every WOLFSSL plus the DER)
 #     for the life of each connection, ~1.6 KB of a ~5 KB idle mTLS
@@ -44,7 +48,7 @@ WOLFSSL_CONFIGURE_FLAGS=(
     --enable-pwdbased --enable-alpn
     --disable-dh --disable-oldtls --disable-examples
 )
-WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB"
+WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_SECRET_CALLBACK"
 WOLFSSL_CFLAGS="-O2 -g -fPIE -fstack-protector-strong"
 WOLFSSL_MAKE_CFLAGS="$WOLFSSL_CFLAGS -D_FORTIFY_SOURCE=2"
 

@@ -79,6 +79,9 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 #define NO_SESSION_CACHE
 #define WOLFSSL_ALT_NAMES
 #define WOLFSSL_ALWAYS_VERIFY_CB
+/* TLS 1.3 traffic secrets handed to src/tls/, which runs the record layer
+ * itself after the handshake and frees the WOLFSSL object. */
+#define HAVE_SECRET_CALLBACK
 #define WOLFSSL_ASN_TEMPLATE
 /* Certificates made at run time for the diagnostics' handshake measurement
  * (src/diag/handshake_pki.c; never used to serve): +15 KB of kernel text
