@@ -9,7 +9,8 @@
 #   scripts/profile-handshake.sh callgrind NAME [SECONDS]
 #       ternd under valgrind's callgrind; prints one JSON line (handshakes,
 #       instructions, instructions per handshake) and leaves build/prof/hs-NAME.callgrind for
-#       `callgrind_annotate --inclusive=yes`. User-space instructions only:
+#       `callgrind_annotate --inclusive=yes`. Counting starts once ternd
+#       listens (callgrind_control -z). User-space instructions only:
 #       the kernel's TCP and system-call work is not counted. Counts do not
 #       depend on the machine's load, so they are what to compare before
 #       and after a change here (a shared 2-core machine).
@@ -24,13 +25,13 @@
 #
 # Environment: BUILD (default build), PORT (TLS port, default 28993; the
 # plain listener takes PORT+1), TERND (profile this ternd instead of
-# building $BUILD/rel/ternd), CONNS (connections in parallel, default 8).
+# building $BUILD/rel/ternd), CONNS (connections in parallel: default 1 under callgrind, so that handshakes cut off at the end weigh little, else 32).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 PORT=${PORT:-28993}
-CONNS=${CONNS:-32}
+CONNS=${CONNS:-$([[ ${1:-} == callgrind ]] && echo 1 || echo 32)}
 [[ $# -ge 2 ]] || { sed -n '2,26p' "$0" >&2; exit 2; }
 tool=$1 name=$2 secs=${3:-5}
 case $tool in
@@ -90,8 +91,8 @@ for _ in $(seq 300); do
     kill -0 $pid 2>/dev/null || { cat "$base.log" >&2; exit 1; }
     sleep 0.1
 done
-# The traced process is ternd itself for valgrind; perf and strace start it
-# as their child.
+# Count the handshakes only, not start-up (configuration, certificates).
+[[ $tool != callgrind ]] || callgrind_control -z $pid >/dev/null
 "$BUILD/rel/tern-bench" handshake --port "$PORT" --conns "$CONNS" --duration "$secs" \
     --cafile "$pki/ca.crt" --cert "$pki/dev-client.crt" --key "$pki/dev-client.key" \
     >"$base.json"
