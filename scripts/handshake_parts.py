@@ -84,7 +84,8 @@ def main():
         src = src.split(":")[0]
         base = SUFFIX.sub("", sym)
         part = None
-        if dso == "ternd" and base in tern:
+        broker = not dso.startswith(("[", "libc", "ld-"))  # ternd, however named
+        if broker and base in tern:
             part = "tern (connection layer, MQTT, broker core, TLS adapter)"
         if part is None:
             for name, test in RULES:
@@ -93,7 +94,7 @@ def main():
                     break
         if part is None:
             part = "wolfSSL TLS protocol (messages, key schedule, other)" \
-                if dso == "ternd" else "other"
+                if broker else "other"
         parts[part] += pct
     us = total_ns / 1000.0 / handshakes
     print(f"| part | share | µs per handshake |")
