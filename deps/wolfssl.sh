@@ -28,6 +28,17 @@
 #     the handshake tern runs the record layer     (wolfSSL_set_tls13_secret_cb)
 #     itself and frees the WOLFSSL object, so an idle connection keeps only
 #     its keys (src/tls/record.c).
+#   random bytes straight from the OS (getrandom  -DCUSTOM_RAND_GENERATE_BLOCK=
+#     through glibc's getentropy, declared by        getentropy, at make time
+#     -include sys/random.h), no DRBG of wolfSSL's    -include sys/random.h,
+#     own (--disable-hashdrbg): as the kernel        --disable-hashdrbg
+#     build does with its DRBG. wolfSSL_new otherwise
+#     instantiates a Hash_DRBG per connection (open/read/close of
+#     /dev/urandom and a SHA-256 health test: ~40 us, a tenth of a mutual-TLS
+#     handshake's server CPU here; docs/PERFORMANCE.md "The cost of a
+#     handshake"). A handshake draws three blocks (server random, X25519 key,
+#     ECDSA nonce), one getrandom call each. getentropy refuses more than 256
+#     bytes at once: such a request fails, it is never served weakly.
 #   Deliberately NOT -DKEEP_PEER_CERT: it keeps a copy of the peer's
 #     certificate (a 1.1 KB WOLFSSL_X509 inside every WOLFSSL plus the DER)
 #     for the life of each connection, ~1.6 KB of a ~5 KB idle mTLS
@@ -47,10 +58,13 @@ WOLFSSL_CONFIGURE_FLAGS=(
     --disable-shared --enable-static
     --enable-pwdbased --enable-alpn
     --disable-dh --disable-oldtls --disable-examples
+    --disable-hashdrbg
 )
-WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_SECRET_CALLBACK"
+WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_SECRET_CALLBACK -DCUSTOM_RAND_GENERATE_BLOCK=getentropy"
 WOLFSSL_CFLAGS="-O2 -g -fPIE -fstack-protector-strong"
-WOLFSSL_MAKE_CFLAGS="$WOLFSSL_CFLAGS -D_FORTIFY_SOURCE=2"
+# The declaration of getentropy for random.c (C sources only: assembly is
+# compiled with the configure-time CFLAGS).
+WOLFSSL_MAKE_CFLAGS="$WOLFSSL_CFLAGS -D_FORTIFY_SOURCE=2 -include sys/random.h"
 
 # wolfssl_autogen SRC: generate configure (the Debian orig tarball is a git
 # export with configure.ac only; needs autoconf, automake, libtool).

@@ -104,11 +104,6 @@ static bool handshake_done(conn_server *s, conn *c, uint64_t now)
         return conni_end(s, c, CONN_CLOSE_GRACEFUL, now);
     }
     s->stats.handshakes_ok++;
-    /* The client's Finished needs no answer, so its acknowledgement would
-     * wait for the delayed-ACK timer (40 ms on Linux), and a client with
-     * Nagle on would hold its CONNECT that long. */
-    if (s->io->ack_now != NULL)
-        s->io->ack_now(s->io_ctx, c);
     conni_log(s, BROKER_LOG_INFO, "TLS client %s: identity %s%s (%s, %s)", peer,
               identity != NULL ? identity : "none (no certificate)",
               info.is_operator ? ", operator" : "", tern_tls_version_name(c->tls),
@@ -156,8 +151,21 @@ static bool tls_input(conn_server *s, conn *c, const uint8_t *in, size_t n, uint
         if (!conni_update_interest(s, c, now))
             return false;
     }
-    if (plain > 0 && c->bc != NULL)
-        return conni_deliver(s, c, s->pbuf, plain, now);
+    if (plain > 0 && c->bc != NULL && !conni_deliver(s, c, s->pbuf, plain, now))
+        return false;
+    /* The client's Finished needs no answer, so its acknowledgement would
+     * wait for the delayed-ACK timer (40 ms on Linux), and a client with
+     * Nagle on would hold its CONNECT that long: acknowledge at once,
+     * unless the CONNECT came with the Finished and the core answered it,
+     * for then the CONNACK carries the acknowledgement (one segment and
+     * one system call less per handshake). */
+    if (handshaking && c->bc != NULL && s->io->ack_now != NULL) {
+        size_t answer = 0;
+
+        (void)broker_out_peek(c->bc, &answer);
+        if (answer == 0 && tern_tls_out_pending(c->tls) == 0)
+            s->io->ack_now(s->io_ctx, c);
+    }
     return true;
 }
 
