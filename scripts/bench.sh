@@ -119,6 +119,10 @@ else
     note "ternd has no TLS listener yet: tern's mTLS cases are skipped ($(head -c 200 "$RUN/tern-tls.check"))"
 fi
 
+# The same without the window and queue limits, for the cases that
+# measure the brokers as they ship (issue 21): each broker's own defaults.
+sed '/^limits\.max_inflight\|^limits\.max_queued/d' "$RUN/tern.conf" >"$RUN/tern-default.conf"
+
 cat >"$RUN/mosquitto.conf" <<EOF
 per_listener_settings false
 allow_anonymous true
@@ -142,6 +146,8 @@ require_certificate true
 tls_version tlsv1.3
 EOF
 
+sed '/^max_inflight_messages\|^max_queued/d' "$RUN/mosquitto.conf" >"$RUN/mosquitto-default.conf"
+
 # --- brokers -----------------------------------------------------------------
 BPID=
 stop_broker() {
@@ -152,11 +158,13 @@ stop_broker() {
 }
 trap stop_broker EXIT
 
+# start_broker NAME [CONF]: CONF is "default" for the brokers' own window
+# and queue defaults, else the equivalent limits.
 start_broker() {
-    local name=$1 i
+    local name=$1 i conf=${2:+-$2}
     case $name in
-    tern) taskset -c "$BROKER_CPU" "$TERND" -c "$RUN/tern.conf" >>"$RUN/tern.log" 2>&1 & ;;
-    mosquitto) taskset -c "$BROKER_CPU" "$MOSQ" -c "$RUN/mosquitto.conf" >>"$RUN/mosquitto.log" 2>&1 & ;;
+    tern) taskset -c "$BROKER_CPU" "$TERND" -c "$RUN/tern$conf.conf" >>"$RUN/tern.log" 2>&1 & ;;
+    mosquitto) taskset -c "$BROKER_CPU" "$MOSQ" -c "$RUN/mosquitto$conf.conf" >>"$RUN/mosquitto.log" 2>&1 & ;;
     *) die "unknown broker $name" ;;
     esac
     BPID=$!
@@ -168,7 +176,9 @@ start_broker() {
     die "$name did not listen on $PORT_PLAIN"
 }
 
-# --- cases: id|scenario|transport|options --------------------------------------
+# --- cases: id|scenario|transport|options[|default] ---------------------------
+# A fifth field "default" runs both brokers without the window and queue
+# limits of the equivalence table (their shipped defaults).
 CASES=(
     "handshake-mtls|handshake|mtls|--conns 32 --duration $D"
     "handshake-plain|handshake|plain|--conns 32 --duration $D"
@@ -185,6 +195,8 @@ CASES=(
     "flood-q1-64-v5|flood|plain|--mqtt 5 --pairs 16 --qos 1 --size 64 --duration $D --drain $DRAIN"
     "flood-q0-1k|flood|plain|--pairs 16 --qos 0 --size 1024 --duration $D --drain $DRAIN"
     "flood-mtls-q0-64|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
+    "flood-q1-default|flood|plain|--pairs 4 --qos 1 --size 64 --window 100 --ack batch --duration $D --drain $DRAIN|default"
+    "rtt50-q1|flood|plain|--pairs 1 --qos 1 --size 64 --window 100 --ack batch --rtt-ms 50 --duration $D --drain $DRAIN|default"
 )
 
 wanted() { [[ -z ${BENCH_CASES:-} || " $BENCH_CASES " == *" $1 "* ]]; }
@@ -222,7 +234,7 @@ for rep in $(seq "$REPS"); do
     order=($BROKERS)
     (( rep % 2 == 0 )) && order=($(printf '%s\n' "${order[@]}" | tac))
     for c in "${CASES[@]}"; do
-        IFS='|' read -r id scen transport args <<<"$c"
+        IFS='|' read -r id scen transport args conf <<<"$c"
         wanted "$id" || continue
         for b in "${order[@]}"; do
             if [[ $b == tern && $transport == mtls && $TERN_TLS == 0 ]]; then
@@ -247,7 +259,7 @@ for rep in $(seq "$REPS"); do
             fi
             n=$((n + 1))
             note "rep $rep/$REPS $id $b"
-            start_broker "$b"
+            start_broker "$b" "$conf"
             # shellcheck disable=SC2086 # $args is a list of options
             if ! out=$(timeout 120 taskset -c "$GEN_CPU" "$BIN" "$scen" $args "${extra[@]}" \
                 --pid "$BPID" --label "$b" --case "$id" --rep "$rep" 2>>"$RUN/bench.stderr"); then

@@ -379,6 +379,15 @@ static uint32_t window(const broker *b, const broker_conn *c)
     return w;
 }
 
+/* No new QoS 1/2 PUBLISH for s now: its window (above) is full, or the
+ * payload its sent entries hold reached limits.max_queued_bytes. The byte
+ * bound keeps what one session holds in flight to about its queue's bound
+ * whatever max_inflight is (one message always fits: the count is then 0). */
+static bool window_full(const broker *b, const session *s, const broker_conn *c)
+{
+    return s->inflight >= window(b, c) || s->inflight_bytes >= b->lim.max_queued_bytes;
+}
+
 /* Entries written on the current connection and not yet done with (those
  * before q_wire): what the client holds against its Receive Maximum. */
 static uint32_t wire_unacked(const session *s)
@@ -471,6 +480,7 @@ static void finish_front(broker *b, session *s, qentry *e)
     e->state = Q_WAIT_PUBACK;
     s->q_sent++;
     s->inflight++;
+    bk_session_flight_add(s, e->m);
     bk_session_complete(b, s, e);
 }
 
@@ -502,7 +512,7 @@ void bk_session_pump(broker *b, session *s)
             finish_front(b, s, e);
             continue;
         }
-        if (s->inflight >= window(b, c))
+        if (window_full(b, s, c))
             break;
         if (bk_msg_expired(e->m, b->now_ms)) {
             b->stats.msgs_expired++;
@@ -515,6 +525,7 @@ void bk_session_pump(broker *b, session *s)
         bk_session_bytes_sub(s, e->m->payload_len);
         s->q_sent++;
         s->inflight++;
+        bk_session_flight_add(s, e->m);
         /* The packet id must survive a restart: a QoS 2 receiver knows the
          * message by it, so a QoS 2 PUBLISH leaves only once the record is
          * on disk (a crash before that would resend it under another id, or
@@ -725,7 +736,7 @@ static bool member_ready(const broker *b, const session *s, uint8_t q)
         return false;
     if (q == 0)
         return bk_out_pending(c) < b->lim.max_out_bytes;
-    return s->inflight < window(b, c) && s->q_sent == s->q_count;
+    return !window_full(b, s, c) && s->q_sent == s->q_count;
 }
 
 /*

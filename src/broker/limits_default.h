@@ -40,11 +40,18 @@
 #endif
 
 /* Outbound QoS 1/2 messages sent to one session and not yet acknowledged;
- * more wait in its queue. Enough to keep a link with some latency busy
- * without letting one slow client hold many messages on the wire. At most
- * 65535: packet ids are 16 bits. */
+ * more wait in its queue. A subscriber receives at most this many per
+ * round trip: measured through a delaying proxy (PERFORMANCE.md, "QoS 1
+ * window at the defaults"), one subscriber gets window / RTT messages/s
+ * until the broker is the limit, so 32 capped a 50 ms link at 640/s and
+ * a local QoS 1 flood at a fraction of the broker's rate; 1024 gives
+ * 20,000/s at 50 ms and the full local rate. The payload in flight is
+ * bounded by max_queued_bytes as well (deliver.c), so a larger window
+ * does not let one session hold max_inflight large messages, and an idle
+ * session holds no queue at all (session.c). At most 65535: packet ids
+ * are 16 bits. */
 #ifndef TERN_DEFAULT_MAX_INFLIGHT
-#define TERN_DEFAULT_MAX_INFLIGHT 32u
+#define TERN_DEFAULT_MAX_INFLIGHT 1024u
 #endif
 
 /* QoS 1/2 messages waiting for one session (offline, or its inflight

@@ -426,6 +426,7 @@ void bk_handle_ack(broker *b, broker_conn *c, mqtt_type type, const mqtt_ack *a)
                 e->jseq = bk_journal_gate(b, mark);
                 bk_journal_msg_unref(b, e->m);
             }
+            bk_session_flight_sub(s, e->m);
             bk_msg_unref(b, e->m);
             e->m = NULL;
         }

@@ -106,6 +106,12 @@ struct session {
                                  through bk_session_bytes_add/_sub (session.h), which
                                  keep the identity's sum */
     uint16_t next_packet_id;
+    uint16_t id_len;          /* of id[] (here: in what was padding) */
+    /* Some sent entry's packet id did not come from next_packet_id in
+     * queue order (restored, or a busy id was skipped): the next id must be
+     * checked against every sent entry. Cleared when none is left
+     * (bk_session_next_packet_id). */
+    bool ids_scattered;
     uint64_t next_seq;        /* seq of the next queue entry */
     /* Inbound QoS 2 packet ids delivered and awaiting PUBREL. */
     uint16_t *in_qos2;
@@ -139,7 +145,11 @@ struct session {
     uint32_t progress_ms;     /* low 32 bits of the time it last sent, while holding */
     const char *identity;     /* ident->name; NULL = anonymous */
     bk_ident *ident;          /* NULL = anonymous */
-    uint16_t id_len;
+    /* Payload bytes of the sent entries that still hold their message
+     * (until PUBACK, PUBREC or completion): the window also closes at
+     * limits.max_queued_bytes of them (deliver.c), so a large max_inflight
+     * cannot make one session hold max_inflight large messages. */
+    uint64_t inflight_bytes;
     char id[];                /* client id, NUL-terminated */
 };
 

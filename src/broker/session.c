@@ -441,6 +441,8 @@ bool bk_session_restore_entry(broker *b, session *s, msg *m, uint64_t seq, uint8
     } else {
         s->q_sent++;
         s->inflight++;
+        bk_session_flight_add(s, e->m);
+        s->ids_scattered = true; /* ids from before the restart */
     }
     return true;
 }
@@ -530,6 +532,20 @@ static void drop_done_head(broker *b, session *s)
     }
 }
 
+void bk_session_flight_add(session *s, const msg *m)
+{
+    if (m)
+        s->inflight_bytes += m->payload_len;
+}
+
+void bk_session_flight_sub(session *s, const msg *m)
+{
+    if (!m)
+        return;
+    ALWAYS(s->inflight_bytes >= m->payload_len);
+    s->inflight_bytes -= m->payload_len;
+}
+
 void bk_session_complete(broker *b, session *s, qentry *e)
 {
     ALWAYS(e->state != Q_DONE && e->state != Q_QUEUED && s->inflight > 0);
@@ -537,6 +553,7 @@ void bk_session_complete(broker *b, session *s, qentry *e)
     if (e->m && bk_journaled(b, s))
         bk_journal_msg_unref(b, e->m);
     e->state = Q_DONE;
+    bk_session_flight_sub(s, e->m);
     bk_msg_unref(b, e->m);
     e->m = NULL;
     entry_ids_free(b, e);
@@ -559,13 +576,25 @@ void bk_session_sent_qos0(broker *b, session *s, qentry *e)
 
 uint16_t bk_session_next_packet_id(session *s)
 {
+    /* Ids go out in sequence (1..65535, then 1 again) in queue order, and
+     * entries leave the sent prefix at its front only: so the live sent
+     * entries hold ids among the last q_sent handed out (fewer when some
+     * took none), and the next one in sequence, last handed out 65535 ids
+     * ago, is free while q_sent < 65535. That spares a scan of the whole
+     * window per message, which a window of thousands would make the
+     * broker's main cost. Otherwise (restored ids, or a skip made by the
+     * scan below, mark ids_scattered) an id is checked against every sent
+     * entry; the shortcut returns once no sent entry is left. */
+    if (s->q_sent == 0)
+        s->ids_scattered = false;
     for (;;) {
         uint16_t id = s->next_packet_id;
         s->next_packet_id = (uint16_t)(id == UINT16_MAX ? 1 : id + 1);
-        /* An id is free unless an unacknowledged entry still holds it. With
-         * ids handed out in sequence this scan almost never finds one. */
+        if (!s->ids_scattered && s->q_sent < UINT16_MAX)
+            return id;
         if (!bk_session_find_sent(s, id))
             return id;
+        s->ids_scattered = true; /* skipped one: the sequence has a gap */
     }
 }
 

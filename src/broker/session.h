@@ -81,6 +81,10 @@ static inline void bk_session_bytes_sub(session *s, uint64_t n)
     if (s->ident)
         s->ident->q_bytes -= n;
 }
+/* A sent entry's message starts or stops counting against the window's
+ * byte bound (session-t.h inflight_bytes). */
+void bk_session_flight_add(session *s, const msg *m);
+void bk_session_flight_sub(session *s, const msg *m);
 /* Mark a sent QoS 0 entry (retained-on-subscribe) finished. */
 void bk_session_sent_qos0(broker *b, session *s, qentry *e);
 /* Inbound QoS 2 ids. */

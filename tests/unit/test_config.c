@@ -100,7 +100,7 @@ TEST(config_version_only_gives_documented_defaults)
     CHECK_EQ(cfg.log_level, BROKER_LOG_INFO);
     CHECK_EQ(cfg.limits.max_connections, 100000);
     CHECK_EQ(cfg.limits.max_packet_size, 1048576); /* limits_default.h says why */
-    CHECK_EQ(cfg.limits.max_inflight, 32);
+    CHECK_EQ(cfg.limits.max_inflight, 1024);
     CHECK_EQ(cfg.limits.max_queued, 1000);
     CHECK_EQ(cfg.limits.max_queued_bytes, 16777216);
     CHECK_EQ(cfg.limits.max_out_bytes, 1048576);

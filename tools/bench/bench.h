@@ -31,6 +31,17 @@
 typedef struct bench_tls_ctx bench_tls_ctx;
 typedef struct bench_tls bench_tls;
 
+/* When a subscriber sends the acknowledgements (PUBACK, PUBREC, PUBCOMP) of
+ * the packets it parsed. */
+typedef enum bench_ack {
+    ACK_EVENT,     /* after all reads of one readiness event (up to 16): the
+                      tool's historical behaviour, kept as the default so
+                      earlier results stay comparable */
+    ACK_BATCH,     /* after each read(), for all PUBLISHes it held: a polling
+                      client library that handles a read, then acknowledges */
+    ACK_IMMEDIATE, /* one write per acknowledgement, as its packet is parsed */
+} bench_ack;
+
 typedef enum bench_scenario {
     SCEN_HANDSHAKE,
     SCEN_IDLE,
@@ -71,6 +82,9 @@ typedef struct bench_opts {
     double drain;             /* seconds to wait for deliveries after publishing */
     double setup_timeout;
     unsigned window;          /* QoS 1 PUBLISHes in flight per publisher */
+    bench_ack ack;            /* subscribers' acknowledgement policy */
+    double rtt_ms;            /* round trip added by the delay proxy; 0 = none */
+    bool rtt_all;             /* the proxy carries every client, not only subscribers */
     size_t batch;             /* flood: bytes queued per publisher per turn */
     uint64_t seed;
     uint16_t keepalive;
@@ -142,7 +156,7 @@ typedef struct bench_conn {
 typedef struct bench_counts {
     uint64_t published;
     uint64_t puback;
-    uint64_t puback_in_run; /* PUBACKs inside the measured window */
+    uint64_t puback_in_run; /* PUBACKs (QoS 2: PUBCOMPs) inside the measured window */
     uint64_t delivered;
     uint64_t delivered_in_run;
     uint64_t handshakes;
@@ -157,6 +171,10 @@ typedef struct bench_run {
     const bench_opts *o;
     struct sockaddr_storage addr;
     socklen_t addr_len;
+    /* Where subscribers (or everyone, --rtt-for all) connect: the delay
+     * proxy's address with --rtt-ms, else addr. */
+    struct sockaddr_storage far_addr;
+    socklen_t far_addr_len;
     char topic_prefix[48];
     char id_prefix[32];
     bool flood;

@@ -68,14 +68,18 @@ int conn_start(bench_conn *c)
     c->stalled = false;
     c->inflight = 0;
     c->t_start = now_ns();
-    c->fd = socket(r->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    /* Subscribers (or all but the $SYS reader) may be far away. */
+    bool far = c->role == ROLE_SUB || (r->o->rtt_all && c->role != ROLE_SYS);
+    const struct sockaddr_storage *to = far ? &r->far_addr : &r->addr;
+    socklen_t to_len = far ? r->far_addr_len : r->addr_len;
+    c->fd = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (c->fd < 0)
         return -1;
     /* Latency is the point: no Nagle delay on small packets. */
     int one = 1;
     if (setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) != 0)
         goto fail;
-    if (connect(c->fd, (const struct sockaddr *)&r->addr, r->addr_len) != 0 &&
+    if (connect(c->fd, (const struct sockaddr *)to, to_len) != 0 &&
         errno != EINPROGRESS)
         goto fail;
     /* Completion (or failure) of the connect shows up as writability. */

@@ -26,8 +26,12 @@ static const char usage[] =
     "  --username U --password P\n"
     "  --pid PID          broker process: CPU and RSS figures\n"
     "  --threads N [1]    worker threads   --cpus LIST   pin the generator (e.g. 1 or 1,2)\n"
-    "  --qos 0|1 [0]  --size BYTES [64]  --pairs N [8; flood 16]  --subs N [100]\n"
+    "  --qos 0|1|2 [0]  --size BYTES [64]  --pairs N [8; flood 16]  --subs N [100]\n"
     "  --rate R [100; fanout 500]  --duration S [10]  --drain S [2]  --window N [64]\n"
+    "  --ack event|batch|immediate [event]  when subscribers acknowledge: after each\n"
+    "                     readiness event's reads, after each read(), or one write each\n"
+    "  --rtt-ms MS [0]    put clients behind a proxy adding this round trip (MS/2 each way)\n"
+    "  --rtt-for subs|all [subs]  which clients the proxy carries\n"
     "  --batch BYTES [16384]  --conns N [handshake 32, idle 1000]  --concurrency N [64]\n"
     "  --hold S [2]  --setup-timeout S [60]  --seed N [1]\n"
     "  --keepalive S [60]  (a PINGREQ goes out every S/2 seconds; 0 = none)\n"
@@ -105,6 +109,26 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
             return bad("--mqtt", v, "3.1.1 or 5");
         return 0;
     }
+    if (strcmp(n, "--ack") == 0) {
+        if (strcmp(v, "event") == 0)
+            o->ack = ACK_EVENT;
+        else if (strcmp(v, "batch") == 0)
+            o->ack = ACK_BATCH;
+        else if (strcmp(v, "immediate") == 0)
+            o->ack = ACK_IMMEDIATE;
+        else
+            return bad("--ack", v, "event, batch or immediate");
+        return 0;
+    }
+    if (strcmp(n, "--rtt-for") == 0) {
+        if (strcmp(v, "subs") == 0)
+            o->rtt_all = false;
+        else if (strcmp(v, "all") == 0)
+            o->rtt_all = true;
+        else
+            return bad("--rtt-for", v, "subs or all");
+        return 0;
+    }
     STR("--host", host)
     STR("--label", label)
     STR("--case", case_id)
@@ -129,7 +153,7 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--pid", 1, 4194304, pid, pid_t)
     NUM("--threads", 1, 64, threads, unsigned)
     NUM("--rep", 0, 1000000, rep, unsigned)
-    NUM("--qos", 0, 1, qos, unsigned)
+    NUM("--qos", 0, 2, qos, unsigned)
     NUM("--size", 8, 1048576, size, size_t)
     NUM("--pairs", 1, 10000, pairs, unsigned)
     NUM("--subs", 1, 100000, subs, unsigned)
@@ -141,6 +165,7 @@ static int apply(bench_opts *o, const char *n, const char *v, bool *port_set)
     NUM("--drain", 0, 600, drain, double)
     NUM("--setup-timeout", 1, 3600, setup_timeout, double)
     NUM("--window", 1, 65535, window, unsigned)
+    NUM("--rtt-ms", 0, 10000, rtt_ms, double)
     NUM("--batch", 64, 1048576, batch, size_t)
     NUM("--seed", 0, 9007199254740991.0, seed, uint64_t)
     NUM("--keepalive", 0, 65535, keepalive, uint16_t)

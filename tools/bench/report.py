@@ -74,6 +74,9 @@ METRICS = {
     ],
 }
 
+# A subscriber behind the delay proxy is measured as a flood is.
+METRICS["rtt50"] = METRICS["flood"]
+
 DESCR = {
     "handshake-mtls": "handshake, mutual TLS 1.3, 32 in parallel",
     "handshake-plain": "handshake, plaintext, 32 in parallel",
@@ -90,6 +93,10 @@ DESCR = {
     "flood-q1-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 1, 64 B, window 64",
     "flood-q0-1k": "flood, 16 pairs, QoS 0, 1 KiB",
     "flood-mtls-q0-64": "flood over mutual TLS, 16 pairs, QoS 0, 64 B",
+    "flood-q1-default": "flood, 4 pairs, QoS 1, 64 B, publishers 100 unacknowledged, "
+                        "batch acks, both brokers' default window and queue",
+    "rtt50-q1": "1 pair, QoS 1, 64 B, subscriber behind a 50 ms round trip, batch acks, "
+                "both brokers' default window and queue",
 }
 
 

@@ -77,6 +77,14 @@ int set_start(bench_set *s, const bench_opts *o, size_t total, plan_fn plan)
     atomic_init(&r->phase, PHASE_PRE);
     if (resolve(r, o) != 0)
         return -1;
+    r->far_addr = r->addr;
+    r->far_addr_len = r->addr_len;
+    if (o->rtt_ms > 0) {
+        s->proxy = delay_proxy_start(&r->addr, r->addr_len, (uint64_t)(o->rtt_ms * 1e6 / 2),
+                                     &r->far_addr, &r->far_addr_len);
+        if (!s->proxy)
+            return -1;
+    }
     s->total = total;
     s->nw = o->threads;
     s->w = calloc(s->nw, sizeof *s->w);
@@ -172,6 +180,8 @@ int set_finish(bench_set *s)
     }
     free(s->w);
     s->w = NULL;
+    delay_proxy_stop(s->proxy); /* after the workers: their sockets are closed */
+    s->proxy = NULL;
     return rc;
 }
 
@@ -210,8 +220,15 @@ void json_head(json *j, const bench_opts *o)
         json_u64(j, "subscribers", o->scenario == SCEN_FANOUT ? o->subs : o->pairs);
         json_f64(j, "rate_per_publisher", o->rate);
         json_f64(j, "duration_s", o->duration);
-        if (o->qos)
+        if (o->qos) {
+            static const char *const acks[] = { "event", "batch", "immediate" };
             json_u64(j, "window", o->window);
+            json_str(j, "ack", acks[o->ack]);
+        }
+        if (o->rtt_ms > 0) {
+            json_f64(j, "rtt_ms", o->rtt_ms);
+            json_str(j, "rtt_for", o->rtt_all ? "all" : "subs");
+        }
         json_bool(j, "persistent", o->persistent);
         break;
     }

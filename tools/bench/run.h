@@ -6,6 +6,7 @@
 #define TERN_BENCH_RUN_H
 
 #include "bench.h"
+#include "delayproxy.h"
 #include "json.h"
 #include "procstat.h"
 
@@ -18,6 +19,7 @@ typedef struct bench_set {
     unsigned nw;
     size_t total;         /* connections in the plan, $SYS reader excluded */
     bench_counts sum;     /* filled by set_finish */
+    delay_proxy *proxy;   /* --rtt-ms: between the far clients and the broker */
     hist lat;
 } bench_set;
 

@@ -147,6 +147,19 @@ static void on_sys_value(bench_worker *w, const mqtt_bytes *payload)
     atomic_fetch_add(&w->run->sys_updates, 1);
 }
 
+/* Queue a 4-byte acknowledgement (room was checked by process_input);
+ * written now in immediate mode, else after the read or the event. */
+static int send_ack(bench_worker *w, bench_conn *c, mqtt_type type, uint16_t id)
+{
+    uint8_t *o = conn_reserve(c, 4);
+    if (!o || mqtt_encode_ack(o, 4, w->run->o->level, type, id) != 4)
+        return -1;
+    c->out_len += 4;
+    if (w->run->o->ack == ACK_IMMEDIATE && conn_flush(c) < 0)
+        return -1;
+    return 0;
+}
+
 static int on_publish(bench_worker *w, bench_conn *c, const mqtt_publish *p, uint64_t now)
 {
     if (c->role == ROLE_SUB) {
@@ -168,12 +181,7 @@ static int on_publish(bench_worker *w, bench_conn *c, const mqtt_publish *p, uin
     }
     if (p->qos == 0)
         return 0;
-    /* Room was checked by the caller. */
-    uint8_t *o = conn_reserve(c, 4);
-    if (!o || mqtt_encode_ack(o, 4, w->run->o->level, MQTT_PUBACK, p->packet_id) != 4)
-        return -1;
-    c->out_len += 4;
-    return 0;
+    return send_ack(w, c, p->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, p->packet_id);
 }
 
 static int on_packet(bench_worker *w, bench_conn *c, const mqtt_packet *pk, uint64_t now)
@@ -195,7 +203,12 @@ static int on_packet(bench_worker *w, bench_conn *c, const mqtt_packet *pk, uint
         return 0;
     case MQTT_PUBLISH:
         return on_publish(w, c, &pk->u.publish, now);
+    case MQTT_PUBREC: /* QoS 2 publisher: release it */
+        return c->role == ROLE_PUB ? send_ack(w, c, MQTT_PUBREL, pk->u.ack.packet_id) : 0;
+    case MQTT_PUBREL: /* QoS 2 subscriber: the exchange ends */
+        return send_ack(w, c, MQTT_PUBCOMP, pk->u.ack.packet_id);
     case MQTT_PUBACK:
+    case MQTT_PUBCOMP:
         if (c->role == ROLE_PUB && c->inflight > 0) {
             c->inflight--;
             w->c.puback++;
@@ -226,7 +239,9 @@ static int process_input(bench_worker *w, bench_conn *c, uint64_t now)
                     (unsigned)c->idx, mqtt_err_str(e));
             return -1;
         }
-        if (pk.type == MQTT_PUBLISH && pk.u.publish.qos > 0 && !conn_reserve(c, 4)) {
+        bool replies = (pk.type == MQTT_PUBLISH && pk.u.publish.qos > 0) ||
+                       pk.type == MQTT_PUBREC || pk.type == MQTT_PUBREL;
+        if (replies && !conn_reserve(c, 4)) {
             /* Output full of acknowledgements: stop reading until it drains. */
             if (conn_flush(c) < 0)
                 return -1;
@@ -274,6 +289,11 @@ static void on_readable(bench_worker *w, bench_conn *c)
         }
         if (h > 0)
             return;
+        /* Batch: this read's acknowledgements go out before the next read. */
+        if (w->run->o->ack == ACK_BATCH && c->out_len > c->out_off && conn_flush(c) < 0) {
+            conn_fail(w, c);
+            return;
+        }
     }
     if (c->out_len > c->out_off && conn_flush(c) < 0) {
         conn_fail(w, c);
