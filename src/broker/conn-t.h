@@ -21,11 +21,7 @@ struct list_job; /* subscribe.c */
  * disconnected. Milliseconds of silence allowed per second of keepalive. */
 #define KEEPALIVE_GRACE_MS_PER_S 1500u
 
-/* MQTT 5.0: one Topic Alias's topic, owned (conn.c, deliver.c). */
-typedef struct bk_alias {
-    uint8_t *topic;                 /* NULL = alias not set */
-    uint16_t len;
-} bk_alias;
+struct bk_aliases; /* alias.c */
 
 typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
@@ -33,11 +29,12 @@ typedef enum conn_state {
     CONN_CLOSING,     /* ended: flushing output, then the platform closes */
 } conn_state;
 
-/* Every idle client holds one of these, so it is kept to 256 bytes, the
- * kernel heap's size class (the next is 512): flags are one-bit fields
+/* Every idle client holds one of these, so it is kept to 240 bytes: with
+ * the core allocator's 16-byte header (mem.c) that is the kernel heap's
+ * 256-byte size class (the next is 512). Flags are one-bit fields
  * (the core runs on one thread, so sharing a byte is safe) and fields sit
  * where they leave no padding. */
-#define BROKER_CONN_MAX_SIZE 256u
+#define BROKER_CONN_MAX_SIZE 240u
 
 struct broker_conn {
     broker_conn *prev, *next;       /* all connections */
@@ -96,26 +93,18 @@ struct broker_conn {
     uint32_t acks_head, acks_count, acks_cap;
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
+    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
+     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
+     * the client counts its send quota (never below 0). */
+    uint32_t in_unacked;
     bool in_ackw : 1;
     bool wire_wait : 1;                 /* its session has entries waiting for a commit */
     bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
-    /* MQTT 5.0 publish path (publish.c, alias.c, deliver.c). Aliases live as
-     * long as the connection and never pass to another [MQTT-3.3.2-7].
-     * Inbound: the client's aliases, alias_in[alias - 1], grown to the
-     * highest alias used, at most limits.max_topic_alias entries, each a
-     * topic within limits.max_topic_length. Outbound: the topics the
-     * broker gave aliases to this client, alias = index + 1 (deliver.c
-     * says the policy). */
-    bk_alias *alias_in;             /* owned, NULL = none set */
-    bk_alias *alias_out;            /* owned, NULL = none given */
-    uint16_t alias_in_cap;
-    uint16_t alias_out_count;
-    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
-     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
-     * the client counts its send quota (never below 0). */
-    uint32_t in_unacked;
+    /* MQTT 5.0 Topic Aliases, both directions (alias.c): allocated on the
+     * first alias set or given, NULL until then (most clients use none). */
+    struct bk_aliases *aliases;
 };
 _Static_assert(sizeof(struct broker_conn) <= BROKER_CONN_MAX_SIZE,
                "struct broker_conn outgrew the kernel heap class it is sized for");
