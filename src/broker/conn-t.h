@@ -52,6 +52,11 @@ struct broker_conn {
     /* QoS 0 is dropped once this much output is pending, when nonzero and
      * below max_out_bytes: the platform's bound in time (broker.h). */
     uint32_t qos0_out_max;
+    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
+     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
+     * the client counts its send quota (never below 0). (Here, in what
+     * was padding: the struct is sized to a heap class, see below.) */
+    uint32_t in_unacked;
     /* Output: bytes [out_head, out_len) are pending, owned. */
     uint8_t *out;
     uint32_t out_head, out_len, out_cap;
@@ -86,6 +91,9 @@ struct broker_conn {
     bool in_dirty : 1;
     bool in_wheel : 1;
     bool is_operator : 1;
+    bool in_ackw : 1;                   /* on the list of connections waiting for commits */
+    bool wire_wait : 1;                 /* its session has entries waiting for a commit */
+    bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */
     /* Output buffer sizing (deliver.c), in what was padding: the most bytes
      * pending in this buffer's life, and log2 of the size the next buffer
      * starts at (0 = the minimum). */
@@ -96,13 +104,6 @@ struct broker_conn {
     uint32_t acks_head, acks_count, acks_cap;
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
     broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
-    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
-     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
-     * the client counts its send quota (never below 0). */
-    uint32_t in_unacked;
-    bool in_ackw : 1;
-    bool wire_wait : 1;                 /* its session has entries waiting for a commit */
-    bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
     /* MQTT 5.0 Topic Aliases, both directions (alias.c): allocated on the
