@@ -23,6 +23,32 @@
 
 #include <string.h>
 
+/* One alias's topic, owned. */
+typedef struct bk_alias {
+    uint8_t *topic;                 /* NULL = alias not set */
+    uint16_t len;
+} bk_alias;
+
+/* A connection's aliases (broker_conn.aliases), allocated at the first one
+ * so that connections without aliases pay one pointer. Inbound: the
+ * client's, in[alias - 1], grown to the highest alias used. Outbound: the
+ * topics the broker gave aliases, alias = index + 1; out has out_max()
+ * entries once allocated. */
+struct bk_aliases {
+    bk_alias *in;
+    bk_alias *out;
+    uint16_t in_cap;
+    uint16_t out_count;
+};
+
+/* c's alias tables, allocated if need be; NULL without memory. */
+static struct bk_aliases *aliases_of(broker *b, broker_conn *c)
+{
+    if (!c->aliases)
+        c->aliases = bk_mem_calloc(b, sizeof *c->aliases);
+    return c->aliases;
+}
+
 uint16_t bk_alias_in_max(const broker *b)
 {
     uint32_t m = b->lim.max_topic_alias;
@@ -55,21 +81,25 @@ uint8_t bk_alias_in_resolve(broker *b, broker_conn *c, uint16_t alias, mqtt_byte
     if (topic->len == 0) {
         /* 3.3.2.3.4: an empty topic under an alias never set on this
          * connection is a Protocol Error. */
-        if (alias > c->alias_in_cap || !c->alias_in[alias - 1].topic)
+        const struct bk_aliases *t = c->aliases;
+        if (!t || alias > t->in_cap || !t->in[alias - 1].topic)
             return MQTT_RC_PROTOCOL_ERROR;
-        topic->p = c->alias_in[alias - 1].topic;
-        topic->len = c->alias_in[alias - 1].len;
+        topic->p = t->in[alias - 1].topic;
+        topic->len = t->in[alias - 1].len;
         return 0;
     }
-    if (alias > c->alias_in_cap) {
-        bk_alias *a = bk_mem_realloc(b, c->alias_in, (size_t)alias * sizeof *a);
+    struct bk_aliases *t = aliases_of(b, c);
+    if (!t)
+        return MQTT_RC_UNSPECIFIED_ERROR;
+    if (alias > t->in_cap) {
+        bk_alias *a = bk_mem_realloc(b, t->in, (size_t)alias * sizeof *a);
         if (!a)
             return MQTT_RC_UNSPECIFIED_ERROR;
-        memset(a + c->alias_in_cap, 0, (size_t)(alias - c->alias_in_cap) * sizeof *a);
-        c->alias_in = a;
-        c->alias_in_cap = alias;
+        memset(a + t->in_cap, 0, (size_t)(alias - t->in_cap) * sizeof *a);
+        t->in = a;
+        t->in_cap = alias;
     }
-    if (!alias_store(b, &c->alias_in[alias - 1], topic->p, topic->len))
+    if (!alias_store(b, &t->in[alias - 1], topic->p, topic->len))
         return MQTT_RC_UNSPECIFIED_ERROR;
     return 0;
 }
@@ -84,28 +114,32 @@ static uint16_t out_max(const broker_conn *c)
 uint16_t bk_alias_out_pick(const broker_conn *c, const uint8_t *topic, size_t len, bool *known)
 {
     *known = false;
-    for (uint16_t i = 0; i < c->alias_out_count; i++) {
-        const bk_alias *e = &c->alias_out[i];
+    uint16_t count = c->aliases ? c->aliases->out_count : 0;
+    for (uint16_t i = 0; i < count; i++) {
+        const bk_alias *e = &c->aliases->out[i];
         if (e->len == len && memcmp(e->topic, topic, len) == 0) {
             *known = true;
             return (uint16_t)(i + 1);
         }
     }
-    if (c->alias_out_count >= out_max(c))
+    if (count >= out_max(c))
         return 0;
-    return (uint16_t)(c->alias_out_count + 1);
+    return (uint16_t)(count + 1);
 }
 
 void bk_alias_out_set(broker *b, broker_conn *c, const uint8_t *topic, size_t len)
 {
-    ALWAYS(c->alias_out_count < out_max(c));
-    if (!c->alias_out) {
-        c->alias_out = bk_mem_calloc(b, (size_t)out_max(c) * sizeof *c->alias_out);
-        if (!c->alias_out)
+    struct bk_aliases *t = aliases_of(b, c);
+    if (!t)
+        return;
+    ALWAYS(t->out_count < out_max(c));
+    if (!t->out) {
+        t->out = bk_mem_calloc(b, (size_t)out_max(c) * sizeof *t->out);
+        if (!t->out)
             return;
     }
-    if (alias_store(b, &c->alias_out[c->alias_out_count], topic, len))
-        c->alias_out_count++;
+    if (alias_store(b, &t->out[t->out_count], topic, len))
+        t->out_count++;
 }
 
 static void table_free(broker *b, bk_alias *t, size_t n)
@@ -117,11 +151,12 @@ static void table_free(broker *b, bk_alias *t, size_t n)
 
 void bk_alias_free(broker *b, broker_conn *c)
 {
-    table_free(b, c->alias_in, c->alias_in_cap);
-    c->alias_in = NULL;
-    c->alias_in_cap = 0;
+    struct bk_aliases *t = c->aliases;
+    if (!t)
+        return;
+    table_free(b, t->in, t->in_cap);
     /* The array has out_max(c) entries, those past the count empty. */
-    table_free(b, c->alias_out, c->alias_out ? out_max(c) : 0);
-    c->alias_out = NULL;
-    c->alias_out_count = 0;
+    table_free(b, t->out, t->out ? out_max(c) : 0);
+    bk_mem_free(b, t);
+    c->aliases = NULL;
 }

@@ -21,17 +21,20 @@ struct list_job; /* subscribe.c */
  * disconnected. Milliseconds of silence allowed per second of keepalive. */
 #define KEEPALIVE_GRACE_MS_PER_S 1500u
 
-/* MQTT 5.0: one Topic Alias's topic, owned (conn.c, deliver.c). */
-typedef struct bk_alias {
-    uint8_t *topic;                 /* NULL = alias not set */
-    uint16_t len;
-} bk_alias;
+struct bk_aliases; /* alias.c */
 
 typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
     CONN_ACTIVE,      /* CONNECT accepted */
     CONN_CLOSING,     /* ended: flushing output, then the platform closes */
 } conn_state;
+
+/* Every idle client holds one of these, so it is kept to 240 bytes: with
+ * the core allocator's 16-byte header (mem.c) that is the kernel heap's
+ * 256-byte size class (the next is 512). Flags are one-bit fields
+ * (the core runs on one thread, so sharing a byte is safe) and fields sit
+ * where they leave no padding. */
+#define BROKER_CONN_MAX_SIZE 240u
 
 struct broker_conn {
     broker_conn *prev, *next;       /* all connections */
@@ -49,13 +52,18 @@ struct broker_conn {
     /* QoS 0 is dropped once this much output is pending, when nonzero and
      * below max_out_bytes: the platform's bound in time (broker.h). */
     uint32_t qos0_out_max;
+    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
+     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
+     * the client counts its send quota (never below 0). (Here, in what
+     * was padding: the struct is sized to a heap class, see below.) */
+    uint32_t in_unacked;
     /* Output: bytes [out_head, out_len) are pending, owned. */
     uint8_t *out;
     uint32_t out_head, out_len, out_cap;
+    uint32_t in_pause_at;           /* output bytes that pause input */
     uint64_t opened_ms;             /* broker_open: "connected since" (console) */
     uint64_t last_rx_ms;
     uint64_t deadline_ms;           /* keepalive / connect timeout; 0 = none */
-    uint32_t in_pause_at;           /* output bytes that pause input */
     uint16_t keepalive_s;
     uint8_t level;                  /* protocol level from CONNECT */
     /* MQTT 5.0 (conn.c): what the client's CONNECT asked for, kept for the
@@ -68,21 +76,24 @@ struct broker_conn {
     uint32_t client_max_packet;     /* Maximum Packet Size it accepts; UINT32_MAX when
                                        absent (the protocol's maximum) */
     uint32_t will_delay_s;          /* the will's Will Delay Interval */
-    bool request_problem_info;      /* Reason Strings and User Properties wanted beyond
+    bool request_problem_info : 1;      /* Reason Strings and User Properties wanted beyond
                                        PUBLISH, CONNACK and DISCONNECT [MQTT-3.1.2-29] */
-    bool request_response_info;     /* it asked for Response Information */
-    bool auth_method;               /* CONNECT named an Authentication Method: AUTH allowed */
+    bool request_response_info : 1;     /* it asked for Response Information */
+    bool auth_method : 1;               /* CONNECT named an Authentication Method: AUTH allowed */
     /* What the CONNACK says beyond the session present flag (kept so a
      * CONNACK held for a commit is built the same when it goes out):
      * the client id was assigned, the keep alive or the session expiry
      * interval differ from what the client asked. */
-    bool connack_assigned_id;
-    bool connack_keepalive;
-    bool connack_expiry;
+    bool connack_assigned_id : 1;
+    bool connack_keepalive : 1;
+    bool connack_expiry : 1;
     uint8_t state;                  /* conn_state */
-    bool in_dirty;
-    bool in_wheel;
-    bool is_operator;
+    bool in_dirty : 1;
+    bool in_wheel : 1;
+    bool is_operator : 1;
+    bool in_ackw : 1;                   /* on the list of connections waiting for commits */
+    bool wire_wait : 1;                 /* its session has entries waiting for a commit */
+    bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */
     /* Output buffer sizing (deliver.c), in what was padding: the most bytes
      * pending in this buffer's life, and log2 of the size the next buffer
      * starts at (0 = the minimum). */
@@ -91,28 +102,15 @@ struct broker_conn {
     /* Acknowledgements waiting for a store commit, in order: owned ring. */
     struct held_ack *acks;
     uint32_t acks_head, acks_count, acks_cap;
-    broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
-    bool in_ackw;
-    bool wire_wait;                 /* its session has entries waiting for a commit */
-    bool connack_held;              /* CONNACK waits for a commit: send nothing else */
     uint32_t hold_idx;              /* 1 + its entry in b->holds; 0 = not held */
+    broker_conn *ackw_prev, *ackw_next; /* list of connections waiting for commits */
     char *peer;                     /* owned, for logs */
     char *identity;                 /* owned, TLS identity or NULL */
-    /* MQTT 5.0 publish path (publish.c, alias.c, deliver.c). Aliases live as
-     * long as the connection and never pass to another [MQTT-3.3.2-7].
-     * Inbound: the client's aliases, alias_in[alias - 1], grown to the
-     * highest alias used, at most limits.max_topic_alias entries, each a
-     * topic within limits.max_topic_length. Outbound: the topics the
-     * broker gave aliases to this client, alias = index + 1 (deliver.c
-     * says the policy). */
-    bk_alias *alias_in;             /* owned, NULL = none set */
-    bk_alias *alias_out;            /* owned, NULL = none given */
-    uint16_t alias_in_cap;
-    uint16_t alias_out_count;
-    /* Receive Maximum towards the broker: QoS 1/2 PUBLISHes received whose
-     * PUBACK, PUBCOMP or PUBREC with an error is not sent yet, counted as
-     * the client counts its send quota (never below 0). */
-    uint32_t in_unacked;
+    /* MQTT 5.0 Topic Aliases, both directions (alias.c): allocated on the
+     * first alias set or given, NULL until then (most clients use none). */
+    struct bk_aliases *aliases;
 };
+_Static_assert(sizeof(struct broker_conn) <= BROKER_CONN_MAX_SIZE,
+               "struct broker_conn outgrew the kernel heap class it is sized for");
 
 #endif

@@ -491,6 +491,9 @@ static int storm_init(storm *s, const bench_opts *o, size_t nbys, bool storm_slo
     a4->sin_family = AF_INET;
     a4->sin_port = htons(o->port);
     s->run.addr_len = sizeof *a4;
+    /* No delay proxy here: subscribers (the bystanders) connect directly. */
+    s->run.far_addr = s->run.addr;
+    s->run.far_addr_len = s->run.addr_len;
     if (o->cafile && !(s->w.tls = tls_ctx_new(o->cafile, o->cert, o->key, o->group)))
         return -1;
     for (size_t i = 0; i < s->ndev; i++) {

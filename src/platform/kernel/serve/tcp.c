@@ -59,13 +59,16 @@ static uint64_t now_ms(void)
 
 /* ---- the work list ------------------------------------------------------ */
 
+/* A FIFO, singly linked: connections leave it only at its head. One freed
+ * while still queued stays (marked freed) until its turn comes, and
+ * kconn_service frees it then: that keeps struct kconn a pointer smaller
+ * than a list with removal from the middle would. */
 static void work_add(struct kserver *s, struct kconn *kc)
 {
     if (kc->on_work)
         return;
     kc->on_work = 1;
     kc->work_next = NULL;
-    kc->work_prev = s->work.tail;
     if (s->work.tail)
         s->work.tail->work_next = kc;
     else
@@ -74,28 +77,17 @@ static void work_add(struct kserver *s, struct kconn *kc)
     s->work.len++;
 }
 
-static void work_remove(struct kserver *s, struct kconn *kc)
-{
-    if (!kc->on_work)
-        return;
-    if (kc->work_prev)
-        kc->work_prev->work_next = kc->work_next;
-    else
-        s->work.head = kc->work_next;
-    if (kc->work_next)
-        kc->work_next->work_prev = kc->work_prev;
-    else
-        s->work.tail = kc->work_prev;
-    kc->on_work = 0;
-    kc->work_next = kc->work_prev = NULL;
-    s->work.len--;
-}
-
 struct kconn *kconn_work_pop(struct kserver *s)
 {
     struct kconn *kc = s->work.head;
-    if (kc)
-        work_remove(s, kc);
+    if (!kc)
+        return NULL;
+    s->work.head = kc->work_next;
+    if (!s->work.head)
+        s->work.tail = NULL;
+    kc->on_work = 0;
+    kc->work_next = NULL;
+    s->work.len--;
     return kc;
 }
 
@@ -135,7 +127,7 @@ static err_t on_poll(void *arg, struct tcp_pcb *pcb)
 {
     struct kconn *kc = arg;
     (void)pcb;
-    if (kc->ended ? kc->closing || kc->peer_close_until : kc->want_write)
+    if (kc->ended ? kc->closing || kc->peer_close_wait : kc->want_write)
         work_add(kc->srv, kc);
     return ERR_OK;
 }
@@ -342,10 +334,14 @@ static bool tcp_interest_op(void *ctx, conn *c, bool read, bool write)
 
 static void kconn_free(struct kserver *s, struct kconn *kc)
 {
-    work_remove(s, kc);
     if (kc->rx)
         pbuf_free(kc->rx);
+    kc->rx = NULL;
     s->nconns--;
+    if (kc->on_work) {
+        kc->freed = 1; /* its turn on the work list frees it (kconn_service) */
+        return;
+    }
     kfree(kc);
 }
 
@@ -410,7 +406,8 @@ static void tcp_close_op(void *ctx, conn *c, conn_close_how how)
     if (!kc->peer_fin) {
         /* Let the client close first (see the top of this file); its FIN
          * or the poll callback brings kc back to kconn_service. */
-        kc->peer_close_until = now_ms() + PEER_CLOSE_MS;
+        kc->peer_close_until = (uint32_t)(now_ms() + PEER_CLOSE_MS);
+        kc->peer_close_wait = 1;
         return;
     }
     try_close(s, kc);
@@ -457,12 +454,17 @@ const conn_transport kconn_transport = {
 
 void kconn_service(struct kserver *s, struct kconn *kc, uint64_t now)
 {
+    if (kc->freed) { /* kconn_free ran while it was queued */
+        kfree(kc);
+        return;
+    }
     if (kc->ended) {
         if (!kc->pcb)
             kconn_free(s, kc);
         else if (kc->closing)
             try_close(s, kc);
-        else if (kc->peer_close_until && (kc->peer_fin || now >= kc->peer_close_until))
+        else if (kc->peer_close_wait &&
+                 (kc->peer_fin || (int32_t)((uint32_t)now - kc->peer_close_until) >= 0))
             try_close(s, kc);
         return;
     }

@@ -19,6 +19,7 @@
 #include "lwip/err.h"
 #include "net/synflow.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct tcp_pcb;
@@ -49,21 +50,35 @@ struct kserver {
     struct kstore *store;                /* the durable store's thread, or NULL */
 };
 
+/* One per connection, so it is kept small: the work list is singly
+ * linked (a FIFO, see tcp.c), flags are one-bit fields, and the
+ * peer-close deadline keeps the clock's low 32 bits (it is 2 s away,
+ * compared wrap-safe). Its own fields take 40 bytes; the connection
+ * layer's `conn` (112 bytes since the QoS 0 drain measurement, drain.h)
+ * puts it in the 256-byte heap class. Back to 128 needs `conn` at 88
+ * again (PERFORMANCE.md "Idle mutual-TLS connections"). */
+#define KCONN_MAX_SIZE 256u
+
 struct kconn {
-    struct kconn *work_next, *work_prev;
+    struct kconn *work_next;    /* work list, while on_work */
     struct kserver *srv;
     struct tcp_pcb *pcb;        /* NULL once lwIP has freed it (error callback) */
     struct pbuf *rx;            /* received, not yet read by the layer */
-    uint64_t peer_close_until;  /* ended: waiting for the client to close first */
-    uint8_t on_work;
-    uint8_t peer_fin;           /* the peer closed its side */
-    uint8_t dead;               /* the pcb is gone (reset, timeout) */
-    uint8_t want_read, want_write; /* the layer's interest */
-    uint8_t ended;              /* the layer is done with it: only the pcb's close is left */
-    uint8_t closing;            /* tcp_close failed; retrying */
+    uint32_t peer_close_until;  /* ended: waiting until then (ms, low 32 bits)
+                                   for the client to close first, while peer_close_wait */
     uint8_t close_tries;
+    bool on_work : 1;
+    bool peer_fin : 1;          /* the peer closed its side */
+    bool dead : 1;              /* the pcb is gone (reset, timeout) */
+    bool want_read : 1, want_write : 1; /* the layer's interest */
+    bool ended : 1;             /* the layer is done with it: only the pcb's close is left */
+    bool closing : 1;           /* tcp_close failed; retrying */
+    bool peer_close_wait : 1;   /* peer_close_until is set */
+    bool freed : 1;             /* freed while on the work list: the list's turn frees it */
     conn c;                     /* the connection layer's part, until ended */
 };
+_Static_assert(sizeof(struct kconn) <= KCONN_MAX_SIZE,
+               "struct kconn outgrew the kernel heap class it is sized for");
 
 /* The TCP transport (context: the kserver). */
 extern const conn_transport kconn_transport;
@@ -77,7 +92,8 @@ err_t kconn_accept(void *arg, struct tcp_pcb *pcb, err_t err);
  * remembered so its retransmitted SYNs are dropped again cheaply. */
 bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len);
 err_t kconn_accept_tls(void *arg, struct tcp_pcb *pcb, err_t err);
-/* Take the first connection off the work list (NULL if empty). */
+/* Take the first connection off the work list (NULL if empty); it may be
+ * one freed while queued, which kconn_service then releases. */
 struct kconn *kconn_work_pop(struct kserver *s);
 /* Hand what lwIP reported for kc to the layer, or finish its close. May
  * free kc. */
