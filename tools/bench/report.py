@@ -69,6 +69,7 @@ METRICS = {
         ("latency p99, ms", "latency.p99_ms", "lower"),
         ("latency max, ms", "latency.max_ms", "lower"),
         ("delivered / expected (after drain)", "results.delivered_ratio", "higher"),
+    ],
     "storm": [
         ("closed-loop peak, handshakes/s", "results.peak_per_s", "higher"),
         ("completed at 10x peak, /s", "results.completed_per_s", "higher"),
