@@ -702,6 +702,26 @@ TEST(qos0_fanout_gives_every_subscriber_the_same_packet)
     fw_free(&w);
 }
 
+/* s starts reading: over 50 flushes, count the PUBLISHes it gets by QoS
+ * (only QoS 0 and 1 are expected), acknowledging each QoS 1. */
+static void read_publishes(fworld *w, fclient *s, int *qos1, int *qos0)
+{
+    s->reading = true;
+    for (int round = 0; round < 50; round++) {
+        fw_flush(w, s);
+        mqtt_packet pk;
+        while (fc_next(s, &pk)) {
+            CHECK_EQ(pk.type, MQTT_PUBLISH);
+            if (pk.u.publish.qos == 1) {
+                (*qos1)++;
+                fc_ack(w, s, MQTT_PUBACK, pk.u.publish.packet_id);
+            } else {
+                (*qos0)++;
+            }
+        }
+    }
+}
+
 TEST(slow_reader_loses_qos0_but_keeps_every_qos1)
 {
     broker_limits lim = {.max_out_bytes = 1024, .max_queued = 100};
@@ -722,21 +742,8 @@ TEST(slow_reader_loses_qos0_but_keeps_every_qos1)
     broker_get_stats(w.b, &st);
     CHECK(st.publish_dropped > 0);
     uint64_t dropped = st.publish_dropped;
-    s->reading = true;
     int qos1 = 0, qos0 = 0;
-    for (int round = 0; round < 50; round++) {
-        fw_flush(&w, s);
-        mqtt_packet pk;
-        while (fc_next(s, &pk)) {
-            CHECK_EQ(pk.type, MQTT_PUBLISH);
-            if (pk.u.publish.qos == 1) {
-                qos1++;
-                fc_ack(&w, s, MQTT_PUBACK, pk.u.publish.packet_id);
-            } else {
-                qos0++;
-            }
-        }
-    }
+    read_publishes(&w, s, &qos1, &qos0);
     CHECK_EQ(qos1, 20);
     CHECK(qos0 < 50);
     CHECK_EQ((uint64_t)qos0 + dropped, 50);
@@ -924,21 +931,8 @@ TEST(qos0_bound_of_the_platform_drops_qos0_earlier_and_keeps_qos1)
     fc_publish(&w, p, "t", payload, 0, false, 0);
     broker_get_stats(w.b, &st);
     CHECK_EQ(st.publish_dropped, 10);
-    s->reading = true;
     int qos1 = 0, qos0 = 0;
-    for (int round = 0; round < 50; round++) {
-        fw_flush(&w, s);
-        mqtt_packet pk;
-        while (fc_next(s, &pk)) {
-            CHECK_EQ(pk.type, MQTT_PUBLISH);
-            if (pk.u.publish.qos == 1) {
-                qos1++;
-                fc_ack(&w, s, MQTT_PUBACK, pk.u.publish.packet_id);
-            } else {
-                qos0++;
-            }
-        }
-    }
+    read_publishes(&w, s, &qos1, &qos0);
     CHECK_EQ(qos1, 5);
     CHECK_EQ(qos0, 51);
     fw_free(&w);
