@@ -28,7 +28,7 @@ void sleep_s(double s)
         ;
 }
 
-static int resolve(bench_run *r, const bench_opts *o)
+int run_resolve(bench_run *r, const bench_opts *o)
 {
     memset(&r->addr, 0, sizeof r->addr);
     struct sockaddr_in *a4 = (struct sockaddr_in *)&r->addr;
@@ -45,6 +45,9 @@ static int resolve(bench_run *r, const bench_opts *o)
         fprintf(stderr, "tern-bench: --host %s: an IPv4 or IPv6 address is needed\n", o->host);
         return -1;
     }
+    /* Until a delay proxy says otherwise, far clients connect directly. */
+    r->far_addr = r->addr;
+    r->far_addr_len = r->addr_len;
     return 0;
 }
 
@@ -75,10 +78,8 @@ int set_start(bench_set *s, const bench_opts *o, size_t total, plan_fn plan)
     snprintf(r->topic_prefix, sizeof r->topic_prefix, "tern-bench/%08x/", tag);
     snprintf(r->id_prefix, sizeof r->id_prefix, "tb%08x-", tag);
     atomic_init(&r->phase, PHASE_PRE);
-    if (resolve(r, o) != 0)
+    if (run_resolve(r, o) != 0)
         return -1;
-    r->far_addr = r->addr;
-    r->far_addr_len = r->addr_len;
     if (o->rtt_ms > 0) {
         s->proxy = delay_proxy_start(&r->addr, r->addr_len, (uint64_t)(o->rtt_ms * 1e6 / 2),
                                      &r->far_addr, &r->far_addr_len);

@@ -23,6 +23,9 @@ typedef struct bench_set {
     hist lat;
 } bench_set;
 
+/* r->addr from --host/--port (IPv4 or IPv6; the error said on stderr),
+ * and r->far_addr the same (a delay proxy replaces it). 0 or -1. */
+int run_resolve(bench_run *r, const bench_opts *o);
 /* Resolve the address, create workers and their connections (plus the
  * $SYS reader when o->sys), start the threads in PHASE_PRE. 0 or -1. */
 int set_start(bench_set *s, const bench_opts *o, size_t total, plan_fn plan);

@@ -482,18 +482,13 @@ static int storm_init(storm *s, const bench_opts *o, size_t nbys, bool storm_slo
     s->w.epfd = epoll_create1(EPOLL_CLOEXEC);
     if (!s->dev || !s->free || !s->per_s || !s->payload || s->w.epfd < 0)
         return -1;
-    struct sockaddr_in *a4 = (struct sockaddr_in *)&s->run.addr;
-    memset(&s->run.addr, 0, sizeof s->run.addr);
-    if (inet_pton(AF_INET, o->host, &a4->sin_addr) != 1) {
+    /* No delay proxy here: the bystanders (subscribers) connect directly. */
+    if (run_resolve(&s->run, o) != 0)
+        return -1;
+    if (s->run.addr.ss_family != AF_INET) {
         fprintf(stderr, "tern-bench: storm: --host must be an IPv4 address\n");
         return -1;
     }
-    a4->sin_family = AF_INET;
-    a4->sin_port = htons(o->port);
-    s->run.addr_len = sizeof *a4;
-    /* No delay proxy here: subscribers (the bystanders) connect directly. */
-    s->run.far_addr = s->run.addr;
-    s->run.far_addr_len = s->run.addr_len;
     if (o->cafile && !(s->w.tls = tls_ctx_new(o->cafile, o->cert, o->key, o->group)))
         return -1;
     for (size_t i = 0; i < s->ndev; i++) {
