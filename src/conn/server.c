@@ -394,6 +394,12 @@ uint64_t conn_next_deadline(const conn_server *s)
         d = s->input_wait.head->deadline_ms;
     if (s->log_deadline < d)
         d = s->log_deadline;
+    /* While CPU pressure lowered the handshake bound, the window's end may
+     * raise it again: a platform holding its listener for want of room
+     * must wake then, not when the running handshakes (which may all wait
+     * for their clients) time out. */
+    if (s->hs_cap != s->max_handshakes && s->hs_window_ms + CONN_HANDSHAKE_WINDOW_MS < d)
+        d = s->hs_window_ms + CONN_HANDSHAKE_WINDOW_MS;
     return d;
 }
 
