@@ -19,6 +19,11 @@
 #   BENCH_NO_REPORT=1    do not touch docs/PERFORMANCE.md
 #   MOSQUITTO=/usr/sbin/mosquitto
 #   TERND=path           measure this ternd instead of building build/rel/ternd
+#   BENCH_STORM_CPU=F    the storm case bounds the broker to F of one core
+#                        (a cgroup CPU quota, 10 ms period; default 0.1; 0: no
+#                        bound) for its peak and its storm alike, so that ten
+#                        times the bounded peak is within the generator's
+#                        means (see "Handshake storms" in docs/PERFORMANCE.md)
 # Servers listen on 127.0.0.1 only. Every case is bounded in time.
 set -euo pipefail
 
@@ -34,6 +39,7 @@ GEN_CPU=${BENCH_GEN_CPU:-1}
 PORT_PLAIN=${BENCH_PORT_PLAIN:-21883}
 PORT_TLS=${BENCH_PORT_TLS:-28883}
 BROKERS=${BENCH_BROKERS:-"tern mosquitto"}
+STORM_CPU=${BENCH_STORM_CPU:-0.1}
 if [[ $QUICK == 1 ]]; then
     REPS=${BENCH_REPS:-1}; D=${BENCH_DURATION:-2}
     IDLE_PLAIN=1000; IDLE_TLS=300; DRAIN=1
@@ -156,7 +162,52 @@ stop_broker() {
     wait "$BPID" 2>/dev/null || true
     BPID=
 }
-trap stop_broker EXIT
+
+# --- the storm's CPU bound ------------------------------------------------------
+# One core of handshakes by the broker needs about one core of client
+# handshakes in the generator, so on two cores the generator cannot offer
+# ten times an unbounded broker's peak. The storm case therefore runs the
+# broker (peak and storm alike) in a cgroup with a CPU quota: cgroup v2's
+# cpu.max where the cpu controller is there, else v1's cfs quota. The
+# quota's period is 10 ms, so a throttled broker waits milliseconds, not
+# the default 100 ms period's tens of them.
+CG=
+CG_PERIOD_US=10000
+cg_cleanup() {
+    [[ -n $CG ]] || return 0
+    rmdir "$CG" 2>/dev/null || true
+    CG=
+}
+# cg_setup FRACTION: creates the cgroup; fails when this machine has none
+# we may write (then the storm runs unbounded and says so).
+cg_setup() {
+    local frac=$1 quota root v2 opts
+    quota=$(awk -v f="$frac" -v p="$CG_PERIOD_US" 'BEGIN { printf "%d", f * p }')
+    (( quota >= 1000 )) || { note "BENCH_STORM_CPU=$frac is below 1 ms per 10 ms"; return 1; }
+    v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+    if [[ -n $v2 ]] && grep -qw cpu "$v2/cgroup.controllers" 2>/dev/null; then
+        grep -qw cpu "$v2/cgroup.subtree_control" 2>/dev/null \
+            || echo +cpu >"$v2/cgroup.subtree_control" 2>/dev/null || return 1
+        CG=$v2/tern-bench-$$
+        mkdir -p "$CG" 2>/dev/null && echo "$quota $CG_PERIOD_US" >"$CG/cpu.max" 2>/dev/null \
+            && return 0
+    else
+        while read -r _ root _ opts _; do
+            [[ ,$opts, == *,cpu,* ]] || continue
+            CG=$root/tern-bench-$$
+            mkdir -p "$CG" 2>/dev/null && echo "$CG_PERIOD_US" >"$CG/cpu.cfs_period_us" 2>/dev/null \
+                && echo "$quota" >"$CG/cpu.cfs_quota_us" 2>/dev/null && return 0
+            break
+        done < <(awk '$3 == "cgroup"' /proc/mounts)
+    fi
+    cg_cleanup
+    return 1
+}
+# cg_add PID: the whole process (every thread) into the cgroup.
+cg_add() {
+    echo "$1" >"$CG/cgroup.procs"
+}
+trap 'stop_broker; cg_cleanup' EXIT
 
 # start_broker NAME [CONF]: CONF is "default" for the brokers' own window
 # and queue defaults, else the equivalent limits.
@@ -207,11 +258,35 @@ CASES=(
 
 # storm: this broker's closed-loop handshake peak, just measured, and the
 # storm at ten times it; prints the peak and sets STORM_RATE.
+# The peak run's whole result stays in $RUN/peak.json (its CPU figures go
+# into the storm's result: a generator-bound peak is no peak).
 storm_peak() {
-    local out
-    out=$(timeout 60 taskset -c "$GEN_CPU" "$BIN" handshake --conns 32 --duration 3 --sources 64 \
-        "${extra[@]}" --pid "$BPID" 2>>"$RUN/bench.stderr") || return 1
-    jq -r '.results.per_s' <<<"$out"
+    timeout 60 taskset -c "$GEN_CPU" "$BIN" handshake --conns 32 --duration 3 --sources 64 \
+        "${extra[@]}" --pid "$BPID" 2>>"$RUN/bench.stderr" >"$RUN/peak.json" || return 1
+    jq -r '.results.per_s' "$RUN/peak.json"
+}
+
+# storm_verdict: the storm's result with its peak's figures, the ratios to
+# the peak, the CPU bound, and "refused" when the figure is the
+# generator's rather than the broker's: the generator near a whole core in
+# the peak or the storm, or arrivals that found no free client slot
+# leaving fewer than ten times the peak actually attempted.
+storm_verdict() {
+    jq -c --argjson p "$peak" --slurpfile pk "$RUN/peak.json" --arg bound "$STORM_BOUND" '
+        .results.peak_per_s = $p
+        | .results.peak_generator_util = $pk[0].cpu.generator_util
+        | .results.peak_broker_util = $pk[0].cpu.broker_util
+        | .results.broker_cpu_bound = (if $bound == "" then null else ($bound | tonumber) end)
+        | .results.completed_vs_peak = (if $p > 0 then .results.completed_per_s / $p else null end)
+        | .results.worst_second_vs_peak = (if $p > 0 then .results.completed_per_s_min / $p else null end)
+        | .results.started_vs_peak = (if $p > 0 then (.results.arrivals - .results.skipped_no_slot)
+              / .cpu.wall_s / $p else null end)
+        | .results.refused = ([
+              (if .cpu.generator_saturated then "generator saturated in the storm" else empty end),
+              (if ($pk[0].cpu.generator_util // 0) > 0.9 then "generator saturated in the peak" else empty end),
+              (if .results.started_vs_peak != null and .results.started_vs_peak < 9.5
+               then "arrivals started below 10x the peak (no free client slot)" else empty end)
+          ] | if length > 0 then join("; ") else null end)' <<<"$out"
 }
 
 wanted() { [[ -z ${BENCH_CASES:-} || " $BENCH_CASES " == *" $1 "* ]]; }
@@ -277,12 +352,23 @@ for rep in $(seq "$REPS"); do
             start_broker "$b" "$conf"
             peak=
             if [[ $scen == storm ]]; then
+                # Same bound for the peak and the storm (see cg_setup).
+                if [[ -z $CG && $STORM_CPU != 0 ]] && ! cg_setup "$STORM_CPU"; then
+                    note "warning: no cgroup CPU quota here: the storm runs unbounded (generator-bound on 2 cores)"
+                    STORM_CPU=0
+                fi
+                STORM_BOUND=
+                if [[ -n $CG ]]; then
+                    cg_add "$BPID"
+                    STORM_BOUND=$STORM_CPU
+                fi
                 peak=$(storm_peak) || peak=
                 if [[ -n $peak ]]; then
                     extra+=(--rate "$(awk -v p="$peak" 'BEGIN { printf "%.0f", 10 * p }')")
                 fi
                 stop_broker
                 start_broker "$b" "$conf"
+                [[ -z $CG ]] || cg_add "$BPID"
             fi
             # shellcheck disable=SC2086 # $args is a list of options
             if [[ $scen == storm && -z $peak ]]; then
@@ -293,9 +379,7 @@ for rep in $(seq "$REPS"); do
                 out=${out:-$(printf '{"case":"%s","broker":"%s","rep":%d,"error":"tern-bench failed"}' "$id" "$b" "$rep")}
             elif [[ -n $peak ]]; then
                 # Ratios to the peak measured just before, under the same load.
-                out=$(jq -c --argjson p "$peak" '.results.peak_per_s = $p
-                    | .results.completed_vs_peak = (if $p > 0 then .results.completed_per_s / $p else null end)
-                    | .results.worst_second_vs_peak = (if $p > 0 then .results.completed_per_s_min / $p else null end)' <<<"$out")
+                out=$(storm_verdict)
             fi
             printf '%s\n' "$out" >>"$RESULTS"
             stop_broker

@@ -18,7 +18,7 @@ static const char usage[] =
     "  latency    --pairs publisher/subscriber pairs at --rate msg/s each\n"
     "  fanout     1 publisher at --rate to --subs subscribers\n"
     "  flood      --pairs pairs publishing as fast as the broker takes it\n"
-    "  storm      new clients arriving at --rate/s (open loop, up to --conns attempts at\n"
+    "  storm      new clients arriving at --rate/s (open loop, up to --conns attempts open at\n"
     "             once, each held --hold s after CONNACK) beside --bystanders clients\n"
     "             timing their own messages; handshake rates, timeouts, resets, drops\n"
     "options (defaults in brackets):\n"

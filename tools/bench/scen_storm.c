@@ -14,10 +14,13 @@
  * already-connected clients while the broker is under the storm.
  *
  * Open loop matters: a closed loop (the `handshake` scenario) slows down
- * with the broker and so can never overload it. Attempts in progress are
- * capped by --conns (hundreds in parallel, as many as the machine's ports
- * and memory allow); an arrival finding no free slot is counted as skipped,
- * so the offered rate actually reached is in the output.
+ * with the broker and so can never overload it. Attempts with a socket
+ * open are capped by --conns (hundreds in parallel, as many as the
+ * process's file descriptors allow); a client waiting to retry holds no
+ * socket and does not count against it, so a storm's offered rate is not
+ * cut by retries waiting out their delay. An arrival finding no free slot
+ * is counted as skipped, so the offered rate actually reached is in the
+ * output.
  *
  * Two threads: the storm's, whose TLS work scales with the handshakes
  * the broker completes, not with the attempts it drops (one core does
@@ -74,7 +77,7 @@ typedef struct storm {
     size_t ndev;
     size_t *free;       /* stack of free storm slots */
     size_t nfree;
-    size_t trying;      /* DEV_TRY + DEV_WAIT: attempts in progress */
+    size_t trying;      /* DEV_TRY: attempts with a socket open (<= --conns) */
     size_t nbys;
     uint32_t next_idx;  /* client id suffix: unique for every attempt */
     bool running;       /* arrivals on */
@@ -89,12 +92,21 @@ typedef struct storm {
 
 /* ---- one client --------------------------------------------------------- */
 
+/* Every change of a client's mode goes through here: it keeps the count of
+ * open attempts that --conns caps. */
+static void set_mode(storm *s, storm_dev *d, uint8_t mode)
+{
+    if (d->mode == DEV_TRY)
+        s->trying--;
+    if (mode == DEV_TRY)
+        s->trying++;
+    d->mode = mode;
+}
+
 static void slot_free(storm *s, storm_dev *d)
 {
     conn_close(&d->c);
-    if (d->mode == DEV_TRY || d->mode == DEV_WAIT)
-        s->trying--;
-    d->mode = DEV_FREE;
+    set_mode(s, d, DEV_FREE);
     s->free[s->nfree++] = (size_t)(d - s->dev);
 }
 
@@ -103,7 +115,7 @@ static int dev_try(storm *s, storm_dev *d, uint64_t now)
     d->c.idx = s->next_idx++;
     d->tries++;
     s->n.attempts++;
-    d->mode = DEV_TRY;
+    set_mode(s, d, DEV_TRY);
     d->deadline = now + (uint64_t)(s->o->connect_timeout * 1e9);
     if (conn_start(&d->c) != 0) {
         s->n.tcp_refused++; /* a local failure to even send the SYN */
@@ -119,7 +131,7 @@ static void attempt_failed(storm *s, storm_dev *d, uint64_t now)
     if (d->tries <= s->o->retries && s->running) {
         /* Jitter of +-25% so retries do not arrive in lock-step. */
         double j = 0.75 + 0.5 * (double)((d->c.idx * 2654435761u) % 1000u) / 1000.0;
-        d->mode = DEV_WAIT;
+        set_mode(s, d, DEV_WAIT);
         d->deadline = now + (uint64_t)(s->o->retry_delay * j * 1e9);
         s->n.retries++;
         return;
@@ -173,7 +185,6 @@ static void arrival(storm *s, uint64_t now)
     storm_dev *d = &s->dev[s->free[--s->nfree]];
     d->tries = 0;
     d->t_first = now;
-    s->trying++;
     if (dev_try(s, d, now) != 0)
         attempt_failed(s, d, now);
 }
@@ -189,8 +200,7 @@ static void completed(storm *s, storm_dev *d, uint64_t now)
         if (sec < s->nsec)
             s->per_s[sec]++;
     }
-    s->trying--;
-    d->mode = DEV_HOLD;
+    set_mode(s, d, DEV_HOLD);
     d->deadline = now + (uint64_t)(s->o->hold * 1e9);
 }
 
@@ -416,7 +426,7 @@ static void check_deadlines(storm *s, uint64_t now)
                 break;
             }
             d->c.out_len += 2;
-            d->mode = DEV_PING;
+            set_mode(s, d, DEV_PING);
             d->deadline = now + (uint64_t)(s->o->connect_timeout * 1e9);
             if (conn_flush(&d->c) < 0)
                 dev_broken(s, d, now, false);
@@ -470,10 +480,13 @@ static int storm_init(storm *s, const bench_opts *o, size_t nbys, bool storm_slo
     snprintf(s->run.id_prefix, sizeof s->run.id_prefix, "t%s%08x-", tagc, tag);
     /* Clients holding their connection after CONNACK need slots too: up to
      * --hold plus a ping's time of completions at the offered rate (capped:
-     * no broker here completes more than a few thousand a second). */
+     * no broker here completes more than a few thousand a second); so do
+     * clients waiting to retry (no socket): each arrival waits at most
+     * --retries delays of up to 1.25 --retry-delay. */
     double held = (o->rate < 4000 ? o->rate : 4000) * (o->hold + 1.0) + 64;
+    double waiting = o->rate * o->retries * o->retry_delay * 1.25 + 64;
     s->nbys = nbys;
-    s->ndev = s->nbys + (storm_slots ? o->conns + (size_t)held : 0);
+    s->ndev = s->nbys + (storm_slots ? o->conns + (size_t)held + (size_t)waiting : 0);
     s->nsec = (size_t)o->duration + 1;
     s->dev = calloc(s->ndev + 1, sizeof *s->dev);
     s->free = calloc(s->ndev + 1, sizeof *s->free);
