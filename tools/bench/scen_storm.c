@@ -544,10 +544,12 @@ static void report(storm *s, const cpu_sample *a, const cpu_sample *b)
      * minimum whether it ever collapsed. The first second is left out
      * (the backlog of the first arrivals is still being worked). */
     size_t full = (size_t)wall, from = full > 2 ? 1 : 0;
-    uint64_t sorted[4096];
+    uint64_t sorted[4096], in_window = 0;
     size_t k = 0;
     for (size_t i = from; i < full && k < 4096; i++)
         sorted[k++] = s->per_s[i];
+    for (size_t i = 0; i < s->nsec; i++)
+        in_window += s->per_s[i];
     qsort(sorted, k, sizeof sorted[0], cmp_u64);
     json j;
     json_begin(&j);
@@ -560,9 +562,18 @@ static void report(storm *s, const cpu_sample *a, const cpu_sample *b)
     json_u64(&j, "retries", n->retries);
     json_u64(&j, "completed", n->completed);
     json_u64(&j, "completed_first_try", n->completed_first_try);
-    json_f64(&j, "completed_per_s", (double)n->completed / wall);
+    /* The rate counts what completed during the storm only: clients that
+     * complete while the last ones drain would flatter it. */
+    json_f64(&j, "completed_per_s", (double)in_window / wall);
     json_u64(&j, "completed_per_s_median", k ? sorted[k / 2] : 0);
     json_u64(&j, "completed_per_s_min", k ? sorted[0] : 0);
+    json_obj(&j, "completed_by_second");
+    for (size_t i = 0; i < full && i < s->nsec; i++) {
+        char key[24];
+        snprintf(key, sizeof key, "%zu", i);
+        json_u64(&j, key, s->per_s[i]);
+    }
+    json_end(&j);
     json_u64(&j, "gave_up", n->gave_up);
     json_u64(&j, "tcp_timeouts", n->tcp_timeouts);
     json_u64(&j, "tcp_refused_or_reset", n->tcp_refused);
