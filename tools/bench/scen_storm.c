@@ -592,9 +592,10 @@ static void report(storm *s, const cpu_sample *a, const cpu_sample *b)
     json_u64(&j, "lost", n->bys_lost);
     json_end(&j);
     json_latency(&j, "bystander_latency", &s->bys_lat);
-    if (a->has_broker && n->completed)
+    /* The CPU sample spans the storm, so per handshake completed in it. */
+    if (a->has_broker && in_window)
         json_f64(&j, "broker_cpu_ms_per_completed",
-                 (b->broker_s - a->broker_s) * 1e3 / (double)n->completed);
+                 (b->broker_s - a->broker_s) * 1e3 / (double)in_window);
     json_end(&j);
     json_cpu(&j, a, b, 1);
     (void)json_finish(&j, stdout);
