@@ -55,6 +55,7 @@ typedef struct storm_dev {
     uint8_t mode;
     uint8_t tries;      /* attempts made for this client */
     bool has_out;       /* bystander: a message is on its way */
+    bool answered;      /* this attempt: the broker sent TLS bytes (its first flight) */
     uint64_t deadline;  /* ns: of the attempt, the hold, the ping or the retry */
     uint64_t t_first;   /* ns: the client's first attempt */
     uint64_t t_sent;    /* bystander: when its message went out */
@@ -65,6 +66,11 @@ typedef struct storm_dev {
 typedef struct storm_counts {
     uint64_t arrivals, skipped, attempts, retries, completed, completed_first_try;
     uint64_t gave_up, tcp_timeouts, tcp_refused, hs_timeouts, hs_failed, connack_refused;
+    /* hs_timeouts split by how far the broker got: never answered (queued
+     * in Linux's backlog or not yet served: cost it nothing), answered
+     * mid-handshake (its key exchange and signature were wasted), or TLS
+     * done and CONNACK late (the whole handshake wasted). */
+    uint64_t hs_timeouts_unanswered, hs_timeouts_answered, connack_timeouts;
     uint64_t dropped_after_connack, ping_timeouts, disconnected;
     uint64_t bys_sent, bys_received, bys_lost, bys_late;
 } storm_counts;
@@ -114,6 +120,7 @@ static int dev_try(storm *s, storm_dev *d, uint64_t now)
 {
     d->c.idx = s->next_idx++;
     d->tries++;
+    d->answered = false;
     s->n.attempts++;
     set_mode(s, d, DEV_TRY);
     d->deadline = now + (uint64_t)(s->o->connect_timeout * 1e9);
@@ -152,6 +159,12 @@ static void dev_broken(storm *s, storm_dev *d, uint64_t now, bool timeout)
                 s->n.tcp_refused++;
         } else if (timeout) {
             s->n.hs_timeouts++;
+            if (d->c.state != ST_TLS)
+                s->n.connack_timeouts++;
+            else if (d->answered)
+                s->n.hs_timeouts_answered++;
+            else
+                s->n.hs_timeouts_unanswered++;
         } else {
             s->n.hs_failed++;
         }
@@ -370,6 +383,8 @@ static void on_event(storm *s, storm_dev *d, uint32_t ev, uint64_t now)
     }
     if (c->state == ST_TLS) {
         uint32_t want = 0;
+        if (ev & EPOLLIN)
+            d->answered = true;
         int h = tls_handshake(c->tls, &want);
         if (h < 0 || (h == 0 && conn_watch(c, want == EPOLLOUT) != 0) ||
             (h == 1 && (conn_watch(c, false) != 0 || conn_send_connect(c) != 0)))
@@ -578,6 +593,9 @@ static void report(storm *s, const cpu_sample *a, const cpu_sample *b)
     json_u64(&j, "tcp_timeouts", n->tcp_timeouts);
     json_u64(&j, "tcp_refused_or_reset", n->tcp_refused);
     json_u64(&j, "handshake_timeouts", n->hs_timeouts);
+    json_u64(&j, "handshake_timeouts_unanswered", n->hs_timeouts_unanswered);
+    json_u64(&j, "handshake_timeouts_answered", n->hs_timeouts_answered);
+    json_u64(&j, "connack_timeouts", n->connack_timeouts);
     json_u64(&j, "handshake_failed", n->hs_failed);
     json_u64(&j, "connack_refused", n->connack_refused);
     json_u64(&j, "dropped_after_connack", n->dropped_after_connack);
