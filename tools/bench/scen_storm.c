@@ -67,9 +67,11 @@ typedef struct storm_counts {
     uint64_t arrivals, skipped, attempts, retries, completed, completed_first_try;
     uint64_t gave_up, tcp_timeouts, tcp_refused, hs_timeouts, hs_failed, connack_refused;
     /* hs_timeouts split by how far the broker got: never answered (queued
-     * in Linux's backlog or not yet served: cost it nothing), answered
-     * mid-handshake (its key exchange and signature were wasted), or TLS
-     * done and CONNACK late (the whole handshake wasted). */
+     * in Linux's backlog or not yet served: cost it nothing), answered but
+     * the client's side unfinished, or the client's side done (in TLS 1.3
+     * right after the broker's first flight) and CONNACK late: the
+     * broker's key exchange and signature, perhaps its verification of
+     * the client too, were wasted. */
     uint64_t hs_timeouts_unanswered, hs_timeouts_answered, connack_timeouts;
     uint64_t dropped_after_connack, ping_timeouts, disconnected;
     uint64_t bys_sent, bys_received, bys_lost, bys_late;
