@@ -215,7 +215,9 @@ static bool add_entry(broker_passwd *pw, const parser *p, const char *user, size
 
 static bool parse_line(broker_passwd *pw, const parser *p, const char *s, const char *end)
 {
-    if (end > s && end[-1] == '\r')
+    /* A CRLF file, or blanks an editor left at the end (Mosquitto trims
+     * them too). */
+    while (end > s && (end[-1] == '\r' || end[-1] == ' ' || end[-1] == '\t'))
         end--;
     if (s == end || s[0] == '#')
         return true;

@@ -46,7 +46,8 @@ static bool refused(const char *text, const char *line, const char *what)
 TEST(passwd_parses_mosquitto_passwd_lines_comments_blank_and_crlf)
 {
     char err[256];
-    broker_passwd *p = parse("# made by mosquitto_passwd\n\n" ALICE "\r\n" BOB "\n", err, sizeof err);
+    broker_passwd *p =
+        parse("# made by mosquitto_passwd\n\n" ALICE "\r\n" BOB " \t\n", err, sizeof err);
     CHECK(p != NULL);
     CHECK_EQ(broker_passwd_count(p), 2);
     broker_passwd_free(p);
