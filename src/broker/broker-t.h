@@ -67,6 +67,9 @@ struct broker {
     uint64_t wall_base_ms;
     uint64_t wall_at_now;
     broker_acl *acl;          /* owned; NULL = no ACL */
+    struct broker_passwd *passwd; /* owned; NULL = no password file */
+    broker_pbkdf2_fn pbkdf2;  /* broker_config.pbkdf2 */
+    bool allow_plaintext_passwords;
     bool durable;             /* journal records and gate acknowledgements */
     bool restoring;           /* broker_restore_*: no records */
     journal jr;

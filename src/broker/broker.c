@@ -14,6 +14,7 @@
 #include "broker/journal.h"
 #include "broker/limits_default.h"
 #include "broker/mem.h"
+#include "broker/passwd.h"
 #include "broker/persist.h"
 #include "broker/session.h"
 #include "broker/sys.h"
@@ -101,6 +102,8 @@ broker *broker_create(const broker_config *cfg, uint64_t now_ms)
     b->hash_key[0] = cfg->hash_key[0];
     b->hash_key[1] = cfg->hash_key[1];
     b->allow_anonymous = cfg->allow_anonymous;
+    b->pbkdf2 = cfg->pbkdf2;
+    b->allow_plaintext_passwords = cfg->allow_plaintext_passwords;
     b->sys_public = cfg->sys_public;
     b->retain_disabled = cfg->retain_disabled;
     b->shared_subs_disabled = cfg->shared_subs_disabled;
@@ -175,6 +178,7 @@ void broker_destroy(broker *b)
     bk_mem_free(b, b->version);
     bk_mem_free(b, b->holds); /* empty by now: every connection ended */
     broker_acl_free(b->acl);
+    broker_passwd_free(b->passwd);
     bk_journal_free(b);
     if (b->restore)
         broker_restore_done(b);
@@ -218,6 +222,7 @@ broker_conn *broker_open(broker *b, void *ctx, const broker_conn_info *info, uin
                                                            : b->lim.max_out_bytes * 2;
     if (info) {
         c->is_operator = info->is_operator;
+        c->secure = info->secure;
         c->peer = bk_mem_strdup(b, info->peer);
         c->identity = bk_mem_strdup(b, info->identity);
         if ((info->peer && !c->peer) || (info->identity && !c->identity)) {
@@ -247,6 +252,10 @@ void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms)
 {
     if (c->state == CONN_NEW) {
         bk_conn_end(b, c, false, "no CONNECT in time", now_ms);
+        return;
+    }
+    if (c->state == CONN_REFUSING) {
+        bk_conn_refusal_due(b, c);
         return;
     }
     if (c->state != CONN_ACTIVE || c->keepalive_s == 0)
@@ -374,6 +383,12 @@ void broker_get_stats(const broker *b, broker_stats *out)
 {
     *out = b->stats;
     out->clients_total = b->sessions.count;
+}
+
+void broker_set_passwd(broker *b, broker_passwd *p)
+{
+    broker_passwd_free(b->passwd);
+    b->passwd = p;
 }
 
 void broker_set_acl(broker *b, broker_acl *acl)

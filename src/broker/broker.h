@@ -126,6 +126,13 @@ typedef struct broker_limits {
     uint32_t receive_maximum;
 } broker_limits;
 
+/* PBKDF2-HMAC-SHA512 of pw under salt, `iterations` rounds, into
+ * out[0..out_len): the password file's hash (passwd.h), which the core
+ * does not implement itself. False on failure. */
+typedef bool (*broker_pbkdf2_fn)(const uint8_t *pw, size_t pw_len, const uint8_t *salt,
+                                 size_t salt_len, uint32_t iterations, uint8_t *out,
+                                 size_t out_len);
+
 typedef struct broker_config {
     broker_limits limits;
     broker_allocator allocator;
@@ -134,6 +141,11 @@ typedef struct broker_config {
     broker_log_level log_level;
     const char *version;           /* published in $SYS/broker/version; copied */
     bool allow_anonymous;          /* plaintext listeners: accept CONNECT without identity */
+    /* Password checks (passwd.h, broker_set_passwd): the hash, and whether
+     * a password may be checked when it came over a plaintext listener
+     * (off: such a CONNECT is refused, the password unchecked). */
+    broker_pbkdf2_fn pbkdf2;       /* NULL: every password check fails */
+    bool allow_plaintext_passwords;
     bool sys_public;               /* everyone may read $SYS, not only operators */
     bool durable;                  /* produce store records and hold acknowledgements
                                       until they are committed: see journal.h */
@@ -161,6 +173,7 @@ typedef struct broker_conn_info {
     const char *peer;       /* "address:port" for logs, may be NULL */
     const char *identity;   /* verified TLS identity, NULL on plaintext */
     bool is_operator;       /* identity carries the operator role */
+    bool secure;            /* the transport is encrypted (TLS): passwords may cross it */
 } broker_conn_info;
 
 /* Create a broker; NULL on allocation failure or invalid config. */
@@ -285,6 +298,7 @@ typedef struct broker_stats {
     uint64_t topics_refused;      /* PUBLISH and will topics beyond the levels or length limit
                                      (the connection was closed) */
     uint64_t sessions_refused;    /* CONNECTs refused at limits.max_sessions_per_identity */
+    uint64_t auth_failed;         /* CONNECTs refused for their user name or password */
     /* MQTT 5.0 publish path. */
     uint64_t msgs_expired;        /* copies of messages dropped unsent: their Message Expiry
                                      Interval passed first [MQTT-3.3.2-5] */

@@ -27,6 +27,8 @@ typedef enum conn_state {
     CONN_NEW = 0,     /* waiting for CONNECT */
     CONN_ACTIVE,      /* CONNECT accepted */
     CONN_CLOSING,     /* ended: flushing output, then the platform closes */
+    CONN_REFUSING,    /* CONNECT failed its password check: the refusal waits on the
+                         wheel (AUTH_FAIL_DELAY_MS), input is discarded */
 } conn_state;
 
 /* Every idle client holds one of these, so it is kept to 240 bytes: with
@@ -91,6 +93,7 @@ struct broker_conn {
     bool in_dirty : 1;
     bool in_wheel : 1;
     bool is_operator : 1;
+    bool secure : 1;                    /* TLS transport (broker_conn_info.secure) */
     bool in_ackw : 1;                   /* on the list of connections waiting for commits */
     bool wire_wait : 1;                 /* its session has entries waiting for a commit */
     bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */

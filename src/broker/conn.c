@@ -15,6 +15,7 @@
 #include "broker/deliver.h"
 #include "broker/flow.h"
 #include "broker/ident.h"
+#include "broker/login.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
 #include "broker/persist.h"
@@ -132,6 +133,12 @@ static void refuse(broker *b, broker_conn *c, unsigned code311, uint8_t rc5, con
     else if (code311 != REFUSE_SILENT)
         send_connack(b, c, false, (uint8_t)code311, NULL);
     bk_conn_end(b, c, false, why, b->now_ms);
+}
+
+void bk_conn_refusal_due(broker *b, broker_conn *c)
+{
+    refuse(b, c, MQTT_CONNACK_BAD_CREDENTIALS, MQTT_RC_BAD_USERNAME_OR_PASSWORD,
+           "bad user name or password");
 }
 
 bool bk_send_simple(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
@@ -354,6 +361,20 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
         id = (const uint8_t *)auto_id;
         id_len = strlen(auto_id);
         c->connack_assigned_id = v5;
+    }
+    bk_login_refusal lr;
+    switch (bk_login(b, c, conn_name(c), cp, &lr)) {
+    case BK_LOGIN_PASS:
+        break;
+    case BK_LOGIN_REFUSE:
+        refuse(b, c, lr.code311, lr.rc5, lr.why);
+        return;
+    case BK_LOGIN_REFUSE_LATER:
+        /* Not now: a guesser waits for each answer (login.h), and the
+         * loop goes on meanwhile; bk_conn_refusal_due answers. */
+        c->state = CONN_REFUSING;
+        bk_wheel_set(&b->wheel, c, b->now_ms + AUTH_FAIL_DELAY_MS);
+        return;
     }
     if (!c->identity && !b->allow_anonymous) {
         refuse(b, c, MQTT_CONNACK_NOT_AUTHORIZED, MQTT_RC_NOT_AUTHORIZED,
@@ -828,8 +849,8 @@ size_t broker_input(broker *b, broker_conn *c, const uint8_t *data, size_t len, 
     pk_result r;
 
     b->now_ms = now_ms;
-    if (c->state == CONN_CLOSING)
-        return len; /* ending: input is discarded */
+    if (c->state == CONN_CLOSING || c->state == CONN_REFUSING)
+        return len; /* ending, or its refusal is waiting: input is discarded */
     if (broker_input_paused(c))
         return 0;
     c->last_rx_ms = now_ms;

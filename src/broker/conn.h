@@ -35,6 +35,9 @@ void bk_conn_end_reason(broker *b, broker_conn *c, uint8_t reason, bool fire_wil
 /* c's wheel deadline passed (wheel.c calls it): CONNECT or keepalive
  * timeout, or file it again. */
 void bk_conn_timeout(broker *b, broker_conn *c, uint64_t now_ms);
+/* A CONNECT that failed its password check (CONN_REFUSING) has waited
+ * its delay (login.h): send the refusal (CONNACK 4 / 0x86) and end c. */
+void bk_conn_refusal_due(broker *b, broker_conn *c);
 /* Low-level acknowledgement writer: PUBACK/PUBREC/PUBREL/PUBCOMP/UNSUBACK,
  * PINGRESP, and a held CONNACK (packet_id = session present << 8 | code).
  * False on allocation failure. */

@@ -136,6 +136,7 @@ int bk_con_status(bk_con_req *r)
     jw_u64(w, "total", s.clients_total);
     jw_u64(w, "maximum", s.clients_maximum);
     jw_u64(w, "sessions_refused", s.sessions_refused);
+    jw_u64(w, "auth_failed", s.auth_failed);
     jw_end(w);
     jw_obj(w, "messages");
     jw_u64(w, "received", s.msgs_received);

@@ -26,6 +26,7 @@ typedef enum bk_log_kind {
     BK_LOGK_SESSIONS,         /* a CONNECT refused: max_sessions_per_identity */
     BK_LOGK_BAD_PAYLOAD,      /* MQTT 5.0: a payload not UTF-8 as its indicator says */
     BK_LOGK_OVER_CLIENT_MAX,  /* MQTT 5.0: a message above a client's Maximum Packet Size */
+    BK_LOGK_AUTH,             /* a CONNECT refused for its user name or password */
     BK_LOGK_COUNT
 } bk_log_kind;
 

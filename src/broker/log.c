@@ -37,6 +37,7 @@ static const char *const kind_name[BK_LOGK_COUNT] = {
     [BK_LOGK_SESSIONS] = "session refused (max_sessions_per_identity)",
     [BK_LOGK_BAD_PAYLOAD] = "payload not UTF-8 as its format indicator says",
     [BK_LOGK_OVER_CLIENT_MAX] = "message above a client's maximum packet size",
+    [BK_LOGK_AUTH] = "user name or password refused",
 };
 
 static bool level_on(const broker *b, broker_log_level level)

@@ -174,6 +174,8 @@ void bk_sys_publish(broker *b, uint64_t now_ms)
     put_u64(b, "$SYS/broker/publish/topics_refused", s.topics_refused);
     /* CONNECTs refused at limits.max_sessions_per_identity. */
     put_u64(b, "$SYS/broker/clients/sessions_refused", s.sessions_refused);
+    /* CONNECTs refused for their user name or password (login.h). */
+    put_u64(b, "$SYS/broker/clients/auth_failed", s.auth_failed);
     put_u64(b, "$SYS/broker/connections/protocol_errors", s.protocol_errors);
     put_u64(b, "$SYS/broker/connections/packets_too_large", s.packets_too_large);
     put_load(b, "$SYS/broker/load/publish/received/1min", st->load_received);

@@ -62,6 +62,9 @@ const key_def tern_config_keys[] = {
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
+    {"auth.password_file", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, password_file)},
+    {"auth.allow_plaintext_passwords", KIND_BOOL, 0, 0,
+     offsetof(tern_config, allow_plaintext_passwords)},
     {"sys.public", KIND_BOOL, 0, 0, offsetof(tern_config, sys_public)},
     {"listener.tls", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_tls)},
     TLS_TEXT("cert", KIND_PATH, cert),
@@ -1018,6 +1021,7 @@ void tern_config_to_broker(const tern_config *cfg, broker_config *out)
     l->sys_interval_s = cfg->sys_interval_s == 0 ? UINT32_MAX : cfg->sys_interval_s;
     out->log_level = cfg->log_level;
     out->allow_anonymous = cfg->allow_anonymous;
+    out->allow_plaintext_passwords = cfg->allow_plaintext_passwords;
     out->sys_public = cfg->sys_public;
     out->retain_disabled = !cfg->retain_available;
     out->shared_subs_disabled = !cfg->shared_subscriptions;

@@ -178,6 +178,7 @@ typedef struct tern_config {
     tern_listen_addr listener_tls;   /* family NONE = no TLS listener */
     tern_config_tls tls;
     char acl_file[TERN_CONFIG_PATH_MAX]; /* "" = no ACL file */
+    char password_file[TERN_CONFIG_PATH_MAX]; /* "" = none: user names/passwords refused */
     char store_path[TERN_CONFIG_PATH_MAX]; /* "" = no persistence (memory only) */
     tern_config_store_sync store_sync;
     uint32_t store_backup_interval_s;      /* 0 = backups on demand only */
@@ -191,6 +192,7 @@ typedef struct tern_config {
     uint32_t session_expiry_s; /* 0 = kept forever */
     uint32_t sys_interval_s;   /* 0 = $SYS updates off */
     bool allow_anonymous;
+    bool allow_plaintext_passwords; /* passwords checked on plaintext listeners too */
     bool sys_public;           /* every client may read $SYS (development) */
     bool retain_available;     /* mqtt.retain_available: retained messages served */
     bool shared_subscriptions; /* mqtt.shared_subscriptions: $share/GROUP/FILTER served */

@@ -252,7 +252,7 @@ static bool open_tls(conn_server *s, conn *c, uint64_t now)
 bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
-    broker_conn_info info = {peer, NULL, false};
+    broker_conn_info info = {peer, NULL, false, false};
 
     c->want_read = 1;
     if (tls)

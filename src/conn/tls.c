@@ -97,6 +97,7 @@ static bool handshake_done(conn_server *s, conn *c, uint64_t now)
     info.peer = peer;
     info.identity = identity;
     info.is_operator = tern_tls_is_operator(c->tls);
+    info.secure = true;
     c->bc = broker_open(s->b, c, &info, now);
     if (c->bc == NULL) {
         s->stats.refused++;

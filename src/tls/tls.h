@@ -264,4 +264,11 @@ bool tern_tls_alert_refuses_certificate(int code);
 typedef time_t (*tern_tls_clock_fn)(time_t *t);
 void tern_tls_set_clock(tern_tls_clock_fn fn);
 
+/* PBKDF2-HMAC-SHA512 (wolfCrypt's): the core's broker_pbkdf2_fn for
+ * password files (broker/passwd.h). False on failure, and always in a
+ * build without PBKDF2 (the unikernel's, which refuses
+ * auth.password_file). */
+bool tern_tls_pbkdf2_sha512(const uint8_t *pw, size_t pw_len, const uint8_t *salt,
+                            size_t salt_len, uint32_t iterations, uint8_t *out, size_t out_len);
+
 #endif

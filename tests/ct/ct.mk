@@ -13,7 +13,7 @@
 CT_OUT      := $(BUILD)/ct
 CT_TEST_SRC := $(sort $(wildcard tests/ct/*.c))
 CT_CODE_SRC := src/platform/kernel/rng/sha256.c src/platform/kernel/rng/drbg.c \
-               src/broker/hash.c
+               src/broker/hash.c src/broker/ctcmp.c
 CT_CFLAGS   := -O2 -g -fno-omit-frame-pointer
 CT_OBJ      := $(patsubst %.c,$(CT_OUT)/%.o,$(CT_TEST_SRC) $(CT_CODE_SRC))
 

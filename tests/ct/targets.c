@@ -15,6 +15,15 @@
  *   siphash-key       the core's table hash (broker/hash.c) under a
  *                     secret key: the key is what stops hash flooding,
  *                     and its hashes decide bucket placement
+ *   passwd-key-compare
+ *                     the password file's comparison of a derived key
+ *                     (broker/ctcmp.c, broker_ct_equal) with the stored
+ *                     one, 64 bytes; fixed class: the stored key itself,
+ *                     so a leaky compare would run longest there
+ *   control-leaky-key-compare
+ *                     the same 64-byte comparison returning at the first
+ *                     difference: must be flagged (the passwd target's
+ *                     own leaky control, at its length)
  *   control-leaky-memcmp
  *                     a byte-at-a-time compare that returns at the first
  *                     difference, of a secret 32-byte token against a
@@ -33,6 +42,7 @@
 #include "targets.h"
 
 #include "broker/hash.h"
+#include "broker/passwd.h"
 #include "platform/kernel/rng/drbg.h"
 #include "platform/kernel/rng/sha256.h"
 
@@ -124,6 +134,27 @@ static void run_leaky(const uint8_t *in)
     (void)keep;
 }
 
+/* A stored derived key (any fixed value does). */
+static const uint8_t stored_key[BROKER_PASSWD_KEY_LEN] =
+    "tern ct stored PBKDF2-SHA512 derived key of sixty-four bytes...";
+
+static void fixed_stored_key(uint8_t *in, size_t len)
+{
+    memcpy(in, stored_key, len < sizeof stored_key ? len : sizeof stored_key);
+}
+
+static void run_passwd_compare(const uint8_t *in)
+{
+    volatile bool keep = broker_ct_equal(in, stored_key, sizeof stored_key);
+    (void)keep;
+}
+
+static void run_leaky_key(const uint8_t *in)
+{
+    volatile int keep = leaky_equal(in, stored_key, sizeof stored_key);
+    (void)keep;
+}
+
 static void run_ct_compare(const uint8_t *in)
 {
     volatile int keep = ct_equal(in, reference, TOKEN);
@@ -136,6 +167,8 @@ const struct ct_target ct_targets[] = {
     {"drbg-generate", 64, NULL, run_drbg_generate, 0},
     {"drbg-instantiate", 48, NULL, run_drbg_instantiate, 0},
     {"siphash-key", 16, NULL, run_siphash, 0},
+    {"passwd-key-compare", BROKER_PASSWD_KEY_LEN, fixed_stored_key, run_passwd_compare, 0},
+    {"control-leaky-key-compare", BROKER_PASSWD_KEY_LEN, fixed_stored_key, run_leaky_key, 1},
     {"control-leaky-memcmp", TOKEN, fixed_reference, run_leaky, 1},
     {"control-ct-compare", TOKEN, fixed_reference, run_ct_compare, 0},
 };

@@ -25,6 +25,16 @@ TEST(kconfcheck_accepts_tls_and_plain)
                    "tls.key = b\ntls.client_ca = c\nacl.file = d\n", err, sizeof err), 0);
 }
 
+TEST(kconfcheck_refuses_a_password_file_naming_the_line)
+{
+    char err[256];
+    CHECK_EQ(check("config_version = 1\nlistener.tls = 0.0.0.0:8883\ntls.cert = a\n"
+                   "tls.key = b\ntls.client_ca = c\nauth.password_file = pw\n", err, sizeof err),
+             -1);
+    CHECK(strncmp(err, "t.conf:6: auth.password_file: the unikernel does not check passwords",
+                  68) == 0);
+}
+
 TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
 {
     char err[256];

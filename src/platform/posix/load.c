@@ -1,5 +1,5 @@
 /*
- * load.c - reading the ACL file and the TLS files named in the
+ * load.c - reading the ACL file, the password file and the TLS files named in the
  * configuration, and building what the core and the TLS adapter need from
  * them. Private keys are wiped from memory as soon as wolfSSL has its own
  * copy.
@@ -15,6 +15,7 @@
 
 enum {
     ACL_MAX_BYTES = 16 * 1024 * 1024,
+    PASSWD_MAX_BYTES = 16 * 1024 * 1024,
     PEM_MAX_BYTES = 1024 * 1024,
 };
 
@@ -69,6 +70,28 @@ bool tern_load_acl(const tern_config *cfg, const char *config_path, broker_acl *
     /* read_named resolved it already; again for the parser's messages. */
     (void)tern_path_resolve(config_path, cfg->acl_file, path, sizeof path);
     *out = broker_acl_parse(&plain_malloc, path, text, len, err, err_size);
+    free(text);
+    return *out != NULL;
+}
+
+bool tern_load_passwd(const tern_config *cfg, const char *config_path, broker_passwd **out,
+                      char *err, size_t err_size)
+{
+    static const broker_allocator plain_malloc = {NULL, NULL, NULL, NULL};
+    char path[TERN_CONFIG_PATH_MAX * 2];
+    char *text = NULL;
+    size_t len = 0;
+
+    *out = NULL;
+    if (cfg->password_file[0] == '\0')
+        return true;
+    if (!read_named(cfg, config_path, "auth.password_file", cfg->password_file, PASSWD_MAX_BYTES,
+                    &text, &len, err, err_size))
+        return false;
+    (void)tern_path_resolve(config_path, cfg->password_file, path, sizeof path);
+    *out = broker_passwd_parse(&plain_malloc, path, text, len, err, err_size);
+    /* The file's hashes are secrets of a kind: no copy left behind. */
+    memset(text, 0, len);
     free(text);
     return *out != NULL;
 }
@@ -145,8 +168,10 @@ bool tern_assets_load(const tern_config *cfg, const char *config_path, tern_asse
                       char *err, size_t err_size)
 {
     out->acl = NULL;
+    out->passwd = NULL;
     out->tls = NULL;
     if (tern_load_acl(cfg, config_path, &out->acl, err, err_size) &&
+        tern_load_passwd(cfg, config_path, &out->passwd, err, err_size) &&
         tern_load_tls(cfg, config_path, &out->tls, err, err_size))
         return true;
     tern_assets_free(out);
@@ -157,7 +182,9 @@ void tern_assets_free(tern_assets *a)
 {
     if (a->acl != NULL)
         broker_acl_free(a->acl);
+    broker_passwd_free(a->passwd);
     tern_tls_server_release(a->tls);
     a->acl = NULL;
+    a->passwd = NULL;
     a->tls = NULL;
 }

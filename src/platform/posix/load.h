@@ -1,6 +1,7 @@
 /*
  * load.h - what the daemon reads besides its configuration file: the ACL
- * file (acl.file) and the TLS certificates and keys (tls.*), turned into
+ * file (acl.file), the password file (auth.password_file) and the TLS
+ * certificates and keys (tls.*), turned into
  * the objects the core and the TLS adapter use. The same functions serve
  * the start (an error stops the daemon, exit status 2; --check reports it)
  * and SIGHUP (an error is logged and the running ACL or certificates stay).
@@ -14,6 +15,7 @@
 #include <stddef.h>
 
 #include "broker/acl.h"
+#include "broker/passwd.h"
 #include "config/config.h"
 #include "tls/tls.h"
 
@@ -22,6 +24,7 @@
 
 typedef struct tern_assets {
     broker_acl *acl;      /* owned; NULL without acl.file */
+    broker_passwd *passwd; /* owned; NULL without auth.password_file */
     tern_tls_server *tls; /* owned reference; NULL without listener.tls */
 } tern_assets;
 
@@ -30,6 +33,10 @@ typedef struct tern_assets {
  * error). */
 bool tern_load_acl(const tern_config *cfg, const char *config_path, broker_acl **out, char *err,
                    size_t err_size);
+
+/* Parse auth.password_file, as tern_load_acl does acl.file. */
+bool tern_load_passwd(const tern_config *cfg, const char *config_path, broker_passwd **out,
+                      char *err, size_t err_size);
 
 /* Build the TLS server context from tls.*. True with *out NULL when there is
  * no listener.tls. On failure err says which file and what is wrong. */

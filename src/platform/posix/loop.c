@@ -51,13 +51,14 @@ static uint64_t clock_us(void)
 
 /* ---- signals ------------------------------------------------------------ */
 
-/* SIGHUP: read the ACL file and the TLS files again. A file that fails to
+/* SIGHUP: read the ACL file, the password file and the TLS files again. A file that fails to
  * load leaves what is running in place; connections keep the certificates
  * they were accepted with, new ones get the new context. */
 static void reload(tern_loop *l)
 {
     char err[TERN_LOAD_ERR_SIZE];
     broker_acl *acl = NULL;
+    broker_passwd *pw = NULL;
     tern_tls_server *tls = NULL;
 
     if (l->cfg.acl_file[0] != '\0') {
@@ -66,6 +67,16 @@ static void reload(tern_loop *l)
             tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: ACL reloaded from %s", l->cfg.acl_file);
         } else {
             tern_logf(l->log, BROKER_LOG_ERROR, "SIGHUP: keeping the previous ACL: %s", err);
+        }
+    }
+    if (l->cfg.password_file[0] != '\0') {
+        if (tern_load_passwd(&l->cfg, l->config_path, &pw, err, sizeof err)) {
+            tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: password file reloaded from %s (%zu users)",
+                      l->cfg.password_file, broker_passwd_count(pw));
+            broker_set_passwd(l->b, pw); /* the core owns it now */
+        } else {
+            tern_logf(l->log, BROKER_LOG_ERROR, "SIGHUP: keeping the previous password file: %s",
+                      err);
         }
     }
     if (l->tls) {
@@ -77,8 +88,9 @@ static void reload(tern_loop *l)
                       err);
         }
     }
-    if (l->cfg.acl_file[0] == '\0' && !l->tls)
-        tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: nothing to reload (no acl.file, no TLS)");
+    if (l->cfg.acl_file[0] == '\0' && l->cfg.password_file[0] == '\0' && !l->tls)
+        tern_logf(l->log, BROKER_LOG_INFO,
+                  "SIGHUP: nothing to reload (no acl.file, no auth.password_file, no TLS)");
 }
 
 static void signal_event(tern_loop *l)
@@ -280,6 +292,7 @@ static bool create_core(tern_loop *l, tern_assets *assets)
     bcfg.log_ctx = l->log;
     bcfg.version = TERN_VERSION;
     bcfg.durable = l->cfg.store_path[0] != '\0';
+    bcfg.pbkdf2 = tern_tls_pbkdf2_sha512;
     /* A random key for the core's hash tables (hash flooding). */
     if (getrandom(bcfg.hash_key, sizeof bcfg.hash_key, 0) != (ssize_t)sizeof bcfg.hash_key) {
         tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));
@@ -297,6 +310,12 @@ static bool create_core(tern_loop *l, tern_assets *assets)
         broker_set_acl(l->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
         tern_logf(l->log, BROKER_LOG_INFO, "ACL loaded from %s", l->cfg.acl_file);
+    }
+    if (assets->passwd != NULL) {
+        tern_logf(l->log, BROKER_LOG_INFO, "password file loaded from %s (%zu users)",
+                  l->cfg.password_file, broker_passwd_count(assets->passwd));
+        broker_set_passwd(l->b, assets->passwd); /* the core owns it now */
+        assets->passwd = NULL;
     }
     return true;
 }

@@ -101,7 +101,7 @@ static void tune_malloc(void)
 int main(int argc, char **argv)
 {
     char err[TERN_CONFIG_ERR_SIZE + TERN_LOAD_ERR_SIZE];
-    tern_assets assets = {NULL, NULL};
+    tern_assets assets = {NULL, NULL, NULL};
     tern_config cfg;
     tern_cli cli;
 
