@@ -39,6 +39,12 @@
 #     handshake"). A handshake draws three blocks (server random, X25519 key,
 #     ECDSA nonce), one getrandom call each. getentropy refuses more than 256
 #     bytes at once: such a request fails, it is never served weakly.
+#   ECDSA verifications of certificate       -DHAVE_PK_CALLBACKS: wolfSSL
+#     signatures by a configured CA            asks src/tls/sigcache.c
+#     remembered, so a client certificate      (wolfSSL_CTX_SetEccVerifyCb)
+#     seen again costs no second verify          for every ECDSA verify, which
+#     (docs/PERFORMANCE.md "The cost of a        answers from its cache or
+#     handshake")                                verifies with wolfCrypt.
 #   Deliberately NOT -DKEEP_PEER_CERT: it keeps a copy of the peer's
 #     certificate (a 1.1 KB WOLFSSL_X509 inside every WOLFSSL plus the DER)
 #     for the life of each connection, ~1.6 KB of a ~5 KB idle mTLS
@@ -60,7 +66,7 @@ WOLFSSL_CONFIGURE_FLAGS=(
     --disable-dh --disable-oldtls --disable-examples
     --disable-hashdrbg
 )
-WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_SECRET_CALLBACK -DCUSTOM_RAND_GENERATE_BLOCK=getentropy"
+WOLFSSL_CPPFLAGS="-DWOLFSSL_ALT_NAMES -DWOLFSSL_ALWAYS_VERIFY_CB -DHAVE_SECRET_CALLBACK -DHAVE_PK_CALLBACKS -DCUSTOM_RAND_GENERATE_BLOCK=getentropy"
 WOLFSSL_CFLAGS="-O2 -g -fPIE -fstack-protector-strong"
 # The declaration of getentropy for random.c (C sources only: assembly is
 # compiled with the configure-time CFLAGS).

@@ -98,6 +98,7 @@ static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx)
     wolfSSL_SetIOReadCtx(c->ssl, c);
     wolfSSL_SetIOWriteCtx(c->ssl, c);
     wolfSSL_SetCertCbCtx(c->ssl, c); /* the verify callback's store->userCtx */
+    wolfSSL_SetEccVerifyCtx(c->ssl, c); /* server side: sigcache.c's tls_ecc_verify */
     c->state = TERN_TLS_HANDSHAKING;
     c->peer_alert = -1;
     return c;

@@ -36,12 +36,43 @@ uint8_t *tls_queue_extend(tls_queue *q, size_t n);
 void tls_queue_drop_tail(tls_queue *q, size_t n);
 void tls_queue_free(tls_queue *q);
 
+/* Remembered certificate signatures (sigcache.c): slots in the table, each
+ * a 32-byte tag, so TLS_SIGCACHE_SLOTS * 32 bytes per server context (64 KB;
+ * a reload builds a new, empty one). Enough for a fleet of this many
+ * distinct client certificates to reconnect without the CA's verify. */
+#define TLS_SIGCACHE_SLOTS 2048
+#define TLS_SIGCACHE_TAG 32
+
+typedef struct tls_sigcache {
+    uint8_t (*tags)[TLS_SIGCACHE_TAG]; /* owned, TLS_SIGCACHE_SLOTS; all zero = empty */
+    uint8_t salt[32];                  /* random per context: keys the tags */
+    uint64_t hits, misses;             /* lookups answered from memory, and not */
+} tls_sigcache;
+
+/* Empty table with a fresh salt; false when out of memory or randomness. */
+bool tls_sigcache_init(tls_sigcache *sc);
+void tls_sigcache_free(tls_sigcache *sc);
+/* Does sig (DER ECDSA) verify digest under key_der (SubjectPublicKeyInfo)?
+ * Returns 0 with *result 1 or 0, or a wolfCrypt error (bad key, memory).
+ * Answers from the table when these exact bytes verified before; stores
+ * only what verified. */
+int tls_sigcache_verify(tls_sigcache *sc, const uint8_t *sig, unsigned sig_len,
+                        const uint8_t *digest, unsigned digest_len, const uint8_t *key_der,
+                        unsigned key_len, int *result);
+/* wolfSSL's ECDSA verify callback for server contexts (ctx: the connection):
+ * certificate signatures through the connection's server's table, the
+ * CertificateVerify always computed. */
+int tls_ecc_verify(WOLFSSL *ssl, const unsigned char *sig, unsigned int sig_len,
+                   const unsigned char *digest, unsigned int digest_len,
+                   const unsigned char *key_der, unsigned int key_len, int *result, void *ctx);
+
 struct tern_tls_server {
     WOLFSSL_CTX *ctx;                  /* owned; trusts client and operator CAs */
     WOLFSSL_CERT_MANAGER *operator_cm; /* owned; operator CAs only; NULL = none */
     char *operators;                   /* owned: identities, each NUL-terminated, back
                                           to back; NULL when none */
     size_t operators_len;              /* bytes of operators, NULs included */
+    tls_sigcache sigcache;             /* client certificate signatures that verified */
     tern_tls_identity_source identity;
     bool require_client_cert;
     unsigned refs;                     /* creator + one per connection */

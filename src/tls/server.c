@@ -175,6 +175,7 @@ static void server_free(tern_tls_server *s)
         wolfSSL_CTX_free(s->ctx);
     if (s->operator_cm != NULL)
         wolfSSL_CertManagerFree(s->operator_cm);
+    tls_sigcache_free(&s->sigcache);
     free(s->operators);
     free(s);
     tls_library_down();
@@ -203,6 +204,14 @@ tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char 
     if (s->ctx == NULL || !load_identity(s, cfg, err, err_size) ||
         !load_cas(s, cfg, err, err_size))
         goto fail;
+    if (!tls_sigcache_init(&s->sigcache)) {
+        tls_message(err, err_size, "TLS: ", "out of memory", 0);
+        goto fail;
+    }
+    /* Every ECDSA verification of a handshake goes through sigcache.c: the
+     * client certificate's signature by its CA is remembered, the
+     * CertificateVerify is always computed. */
+    wolfSSL_CTX_SetEccVerifyCb(s->ctx, tls_ecc_verify);
     if (!tls_operators_set(s, cfg->operators, cfg->failed ? "" : "operators: ", err, err_size)) {
         (void)about(cfg, TERN_TLS_INPUT_OPERATORS, "");
         goto fail;

@@ -82,6 +82,9 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 /* TLS 1.3 traffic secrets handed to src/tls/, which runs the record layer
  * itself after the handshake and frees the WOLFSSL object. */
 #define HAVE_SECRET_CALLBACK
+/* Every ECDSA verification of a handshake handed to src/tls/sigcache.c,
+ * which remembers client certificate signatures that verified. */
+#define HAVE_PK_CALLBACKS
 #define WOLFSSL_ASN_TEMPLATE
 /* Certificates made at run time for the diagnostics' handshake measurement
  * (src/diag/handshake_pki.c; never used to serve): +15 KB of kernel text
