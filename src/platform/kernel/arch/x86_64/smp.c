@@ -262,8 +262,8 @@ _Noreturn void smp_ap_entry(struct percpu *c);
 _Noreturn void smp_ap_entry(struct percpu *c)
 {
     write_cr3(kernel_cr3);
+    trap_init_cpu(c->id, c->ist_top); /* reloads %gs: the GS base after it */
     wrmsr(MSR_GS_BASE, (uint64_t)c);
-    trap_init_cpu(c->id, c->ist_top);
     paging_cpu_init();
     lapic_ap_init();
     atomic_store_explicit(&c->state, CPU_ONLINE, memory_order_release);
