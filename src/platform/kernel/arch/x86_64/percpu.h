@@ -38,7 +38,8 @@ struct percpu {
                                  * (ONLINE, STOPPED) or by CPU 0 (STARTING) */
     uint64_t stack_top;         /* its main stack (APs: from stack_alloc) */
     uint64_t ist_top[SMP_IST_STACKS]; /* double fault, page fault, NMI, #MC */
-    struct kthread *current;    /* the kernel thread it runs, NULL: its main loop */
+    struct kthread *current;    /* reserved: the kernel thread it runs. Not kept yet:
+                                 * threads run on CPU 0 only, kthread.c tracks them */
     volatile uint64_t ticks;    /* its local APIC timer's interrupts */
 };
 
