@@ -15,6 +15,7 @@
 #                   row names a test that exists) and the checker's own tests
 #   make unit       unit tests under ASan+UBSan
 #   make ct-test    the constant-time tests (tests/ct/, dudect-style, about 10 s)
+#   make tsan-test  the cross-core rings' stress test under ThreadSanitizer (tests/tsan/)
 #   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
 #                   SQLite (codec, core, config, kernel-host, platform helpers) under
 #                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
@@ -144,6 +145,7 @@ include tests/fuzz/fuzz.mk
 include tests/sim/sim.mk
 include tests/powercut/powercut.mk
 include tests/ct/ct.mk
+include tests/tsan/tsan.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
@@ -207,6 +209,7 @@ test: check-tree setup deps
 	$(MAKE) --no-print-directory all $(BUILD)/asan/ternd $(BUILD)/asan/unit-tests
 	$(MAKE) --no-print-directory unit
 	$(MAKE) --no-print-directory ct-test
+	$(MAKE) --no-print-directory tsan-test
 	BUILD=$(BUILD) scripts/check-core-symbols.sh
 	$(MAKE) --no-print-directory fuzz-replay
 	$(MAKE) --no-print-directory tdisk-test

@@ -15,6 +15,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         (no tests)
   test_boot.py          PVH and ISO (SeaBIOS, OVMF, with the screen) boots,
                         boot modes, the heap self-test
+  test_smp.py           application processors: -smp 1, 2 (PVH, SeaBIOS,
+                        OVMF) and 4 (PVH) with roles and mTLS, an AP fault
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
   test_kaslr.py         randomised placement: two boots' bases differ (test
@@ -117,6 +119,7 @@ import test_mqtt5
 import test_net
 import test_pci_acpi
 import test_scrub
+import test_smp
 import test_sntp
 import test_store
 import test_store_disk
@@ -133,7 +136,7 @@ MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag
            test_mqtt5, test_net, test_faults, test_kaslr, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
-           test_console, test_sntp, test_storm)
+           test_console, test_sntp, test_storm, test_smp)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -17,6 +17,7 @@
 #include "arch/x86_64/cpufeat.h"
 #include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/simd.h"
+#include "arch/x86_64/smp.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/timer.h"
 #include "arch/x86_64/trap.h"
@@ -202,7 +203,7 @@ static const squeue_store *open_store(const tern_config *cfg)
  * kernel thread has run yet (the store and telemetry threads are created
  * later, by open_store; the test build's thread self-test finishes its
  * thread); an interrupt handler runs to completion before kmain resumes,
- * and there is one CPU. The main loop is no such place: the store's
+ * and the application processors are not started yet (smp_start follows). The main loop is no such place: the store's
  * thread is parked there inside protected frames. So when the DRBG is not
  * seeded by then (a machine with only the jitter source, slower than
  * RNG_WAIT_MS), the early guard stays for this boot and the log says so.
@@ -324,6 +325,7 @@ static _Noreturn void kmain(void)
             virtio_rng_init(&pci_devices[i]);
     rng_init(RNG_WAIT_MS);
     reseed_stack_guard(); /* only here: see the function */
+    smp_start(&boot); /* after the reseed: see reseed_stack_guard */
 #ifdef TERN_TEST_HOOKS
     char guard_arg[8]; /* the canary check still fires with the new guard */
     if (bootinfo_arg(&boot, "tern.test.guard", guard_arg, sizeof guard_arg) &&
@@ -471,6 +473,7 @@ _Noreturn __attribute__((no_stack_protector)) void kmain_early(uint32_t kind, ui
     kaslr_describe(kaslr_line, sizeof kaslr_line);
     kprintf("tern: kaslr: %s\n", kaslr_line);
     trap_init_early();
+    smp_boot_cpu_init(); /* its struct percpu: before anything may panic */
     bootinfo_parse(&boot, (int)kind, info_phys);
     pmm_init(&boot);
     uint64_t paging_t0 = rdtsc();

@@ -6,11 +6,16 @@
  * to a page table) - then the
  * machine waits and resets. A fault inside the report goes straight to
  * reset, so a broken console cannot cause a fault loop.
+ * With several CPUs, the first to fail stops the others (an NMI, which
+ * halts them: smp.c) before it reports; the report goes to every console
+ * (kprintf writes serial and screen) and names the CPU. A CPU that fails
+ * while another is reporting halts quietly.
  */
 #include "panic.h"
 
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/smp.h"
 #include "arch/x86_64/trap.h"
 #include "console.h"
 #include "mm/paging.h"
@@ -23,9 +28,10 @@
 #define TERN_FATAL_HOLD_MS 60000
 #endif
 
-/* Set by the first fatal error; a second one (a fault while reporting)
- * resets at once. Boot-CPU state, the only writer is the fatal path. */
-static volatile int fatal_in_progress;
+/* The CPU reporting (+1; 0: none yet), set by the first fatal error; a
+ * second one on that CPU (a fault while reporting) resets at once. The
+ * only writer is the CPU that won smp_stop_others. */
+static volatile unsigned reporter;
 
 static const char *const exception_names[32] = {
     "divide error (#DE)", "debug (#DB)", "non-maskable interrupt (NMI)",
@@ -70,15 +76,28 @@ static _Noreturn void hold_and_reset(void)
 static void enter_fatal(void)
 {
     irq_disable();
-    if (fatal_in_progress)
-        cpu_reset();
-    fatal_in_progress = 1;
+    unsigned me = smp_cpu_id();
+    if (!smp_stop_others()) {
+        if (reporter == me + 1)
+            cpu_reset();
+        smp_halt_stopped(); /* another CPU is reporting */
+    }
+    reporter = me + 1;
+}
+
+/* After the first line: where it happened, when there is more than one CPU. */
+static void say_cpu(void)
+{
+    if (smp_online() > 1)
+        kprintf("*** tern: on CPU %u; %u other CPU(s) stopped\n", smp_cpu_id(),
+                smp_stopped_count());
 }
 
 _Noreturn void panic(const char *msg)
 {
     enter_fatal();
     kprintf("\n*** tern: FATAL: %s\n", msg);
+    say_cpu();
     hold_and_reset();
 }
 
@@ -107,12 +126,16 @@ static void dump_registers(const struct trap_frame *tf)
 
 _Noreturn void fatal_trap(const struct trap_frame *tf)
 {
+    /* The stop NMI from the CPU reporting a fatal error: halt here. */
+    if (tf->vector == VEC_NMI && smp_stopping())
+        smp_halt_stopped();
     enter_fatal();
     kprintf("\n*** tern: FATAL: CPU exception: %s\n", exception_names[tf->vector & 31]);
     if (tf->vector == VEC_PAGE_FAULT)
         kprintf("*** tern: cause: %s\n", page_fault_cause(read_cr2(), tf->error));
     else if (tf->vector == 8)
         kprintf("*** tern: cause: a fault while handling a fault\n");
+    say_cpu();
 #ifdef TERN_DEBUG
     dump_registers(tf);
 #endif

@@ -20,6 +20,7 @@
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/kaslr.h"
 #include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/smp.h"
 #include "mm/pmm.h"
 #include "panic.h"
 
@@ -52,6 +53,10 @@ static uint64_t window_rflags;
  * through it). Nests. */
 static void window_open(void)
 {
+    /* Only CPU 0 edits: why no TLB shootdown is needed yet is argued in
+     * arch/x86_64/smp.c; an edit elsewhere would break that argument. */
+    if (smp_cpu_id() != 0)
+        panic("paging: a page-table edit on an application processor (no TLB shootdown yet)");
     if (window_depth++)
         return;
     uint64_t f, cr0;
@@ -76,8 +81,8 @@ static int pat_wc;
 
 /* The power-on PAT with entry 1 changed from write-through to
  * write-combining: WB, WC, UC-, UC, WB, WT, UC-, UC. Nothing maps with PWT
- * alone before this, so no mapping changes type under the CPU. Other
- * CPUs must load the same value when SMP arrives. */
+ * alone before this, so no mapping changes type under the CPU. Every
+ * other CPU loads the same value (paging_cpu_init) before it runs. */
 #define PAT_VALUE 0x0007040600070106ull
 #define MSR_PAT 0x277
 
@@ -366,4 +371,13 @@ void paging_init(const struct boot_info *bi)
     __asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
     __asm__ volatile("mov %0, %%cr4" : : "r"(cr4 | (1 << 7)));
     write_cr3(virt_to_phys(pml4));
+}
+
+void paging_cpu_init(void)
+{
+    if (pat_wc)
+        wrmsr(MSR_PAT, PAT_VALUE);
+    uint64_t cr4;
+    __asm__ volatile("mov %%cr4, %0" : "=r"(cr4));
+    __asm__ volatile("mov %0, %%cr4" : : "r"(cr4 | (1 << 7)));
 }

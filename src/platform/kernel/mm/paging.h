@@ -25,6 +25,9 @@ enum {
  * image by section (text RX, rodata R, data/bss RW), RAM at DMAP_BASE (RW),
  * nothing at low addresses. */
 void paging_init(const struct boot_info *bi);
+/* On an application processor, once on the kernel's tables: the boot
+ * CPU's PAT and global pages, as paging_init set them on CPU 0. */
+void paging_cpu_init(void);
 /* Map [va, va+len) to [pa, pa+len) with 4 KiB pages; both page-aligned. */
 void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags);
 /* Remove 4 KiB mappings (leaves page table pages in place). */

@@ -3,26 +3,34 @@
  * legacy 8259 PICs masked, its timer measured against the TSC and run
  * periodically. The tick wakes the main loop from hlt so timers (lwIP's,
  * the broker's) are serviced even when no device interrupts arrive.
+ * Application processors (smp.c) enable theirs with the boot CPU's
+ * measurement (one timer input clock for all), count their own ticks in
+ * their struct percpu, and send IPIs through the command register.
  */
 #include "arch/x86_64/timer.h"
 
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/lapic.h"
+#include "arch/x86_64/percpu.h"
 #include "arch/x86_64/trap.h"
 #include "mm/paging.h"
 #include "panic.h"
 
 enum {
-    REG_ID = 0x20, REG_EOI = 0xB0, REG_SVR = 0xF0, REG_LVT_TIMER = 0x320,
+    REG_ID = 0x20, REG_EOI = 0xB0, REG_SVR = 0xF0, REG_ICR_LO = 0x300, REG_ICR_HI = 0x310,
+    REG_LVT_TIMER = 0x320, ICR_PENDING = 1 << 12,
+    ICR_NMI_OTHERS = 0xC4400, /* shorthand all-but-self, NMI, level assert */
     REG_TIMER_INIT = 0x380, REG_TIMER_CUR = 0x390, REG_TIMER_DIV = 0x3E0,
     LVT_MASKED = 1 << 16, LVT_PERIODIC = 1 << 17,
     APIC_BASE_ENABLE = 1 << 11,
 };
 
-/* Boot-CPU APIC state. */
+/* Boot-CPU APIC state (the mapping serves every CPU: each sees its own
+ * APIC at the same address); written by CPU 0 before any AP starts. */
 static volatile uint32_t *lapic;
 static volatile uint64_t ticks;
 static uint64_t timer_hz;
+static uint32_t timer_count;
 
 static uint32_t rd(unsigned reg) { return lapic[reg / 4]; }
 static void wr(unsigned reg, uint32_t v) { lapic[reg / 4] = v; }
@@ -30,7 +38,10 @@ static void wr(unsigned reg, uint32_t v) { lapic[reg / 4] = v; }
 static void on_tick(struct trap_frame *tf)
 {
     (void)tf;
-    ticks++;
+    if (this_cpu()->id == 0)
+        ticks++; /* the clock's tick: CPU 0's alone */
+    else
+        this_cpu()->ticks++;
     wr(REG_EOI, 0);
 }
 
@@ -64,7 +75,36 @@ void lapic_timer_init(uint64_t tsc_hz, unsigned hz)
 
     trap_set_handler(VEC_APIC_TIMER, on_tick);
     wr(REG_LVT_TIMER, LVT_PERIODIC | VEC_APIC_TIMER);
-    wr(REG_TIMER_INIT, (uint32_t)(timer_hz / hz));
+    timer_count = (uint32_t)(timer_hz / hz);
+    wr(REG_TIMER_INIT, timer_count);
+}
+
+void lapic_ap_init(void)
+{
+    wrmsr(MSR_APIC_BASE, rdmsr(MSR_APIC_BASE) | APIC_BASE_ENABLE);
+    wr(REG_SVR, 0x100 | VEC_SPURIOUS);
+    wr(REG_TIMER_DIV, 0x3);
+    wr(REG_LVT_TIMER, LVT_PERIODIC | VEC_APIC_TIMER);
+    wr(REG_TIMER_INIT, timer_count);
+}
+
+static void icr_send(uint32_t hi, uint32_t lo)
+{
+    for (int i = 0; i < 1000000 && (rd(REG_ICR_LO) & ICR_PENDING); i++)
+        cpu_relax();
+    wr(REG_ICR_HI, hi);
+    wr(REG_ICR_LO, lo); /* this write sends it */
+}
+
+void lapic_send_ipi(uint32_t apic_id, uint32_t icr)
+{
+    icr_send(apic_id << 24, icr);
+}
+
+void lapic_send_ipi_others_nmi(void)
+{
+    if (lapic)
+        icr_send(0, ICR_NMI_OTHERS);
 }
 
 uint64_t lapic_ticks(void) { return ticks; }

@@ -3,13 +3,14 @@
  * 64-bit code/data segments and the TSS; the TSS names the interrupt stacks
  * (IST) used for faults that can happen when the current stack is unusable
  * (double fault, page fault - a stack overflow into a guard page is one -
- * NMI, machine check). Exceptions are always fatal in tern (there is no user
+ * NMI, machine check); one GDT and TSS per CPU, one IDT for all. Exceptions are always fatal in tern (there is no user
  * mode and no demand paging), so they go to fatal_trap(); vectors >= 32 go to
  * the registered handler.
  */
 #include "arch/x86_64/trap.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/percpu.h"
 #include "panic.h"
 
 #include <stddef.h>
@@ -42,9 +43,15 @@ struct __attribute__((packed)) table_ptr {
 
 enum { SEL_CODE = 0x08, SEL_DATA = 0x10, SEL_TSS = 0x18 };
 
-/* Boot-CPU structures (per-CPU copies come with SMP). */
-static struct tss boot_tss;
-static uint64_t boot_gdt[5];
+/* Per-CPU descriptor tables (GDT and TSS; entry 0 is the boot CPU's),
+ * each written by CPU 0 or its own CPU before it loads them; the IDT and
+ * the handlers are shared, written by CPU 0 only. */
+struct cpu_desc {
+    struct tss tss;
+    uint64_t gdt[5];
+};
+static struct cpu_desc desc[SMP_MAX_CPUS];
+#define boot_tss (desc[0].tss)
 static struct idt_gate idt[256];
 static irq_handler handlers[256];
 
@@ -63,19 +70,21 @@ static void set_gate(unsigned v, unsigned ist)
     };
 }
 
-void trap_init_early(void)
+/* Build CPU id's GDT and TSS and load them, with the shared IDT. */
+static void load_tables(unsigned id)
 {
-    uint64_t t = (uint64_t)&boot_tss;
-    boot_tss.iomap_base = sizeof boot_tss; /* no I/O permission bitmap */
-    boot_gdt[0] = 0;
-    boot_gdt[1] = 0x00209A0000000000ull; /* 64-bit code, ring 0 */
-    boot_gdt[2] = 0x0000920000000000ull; /* data */
+    struct cpu_desc *d = &desc[id];
+    uint64_t t = (uint64_t)&d->tss;
+    d->tss.iomap_base = sizeof d->tss; /* no I/O permission bitmap */
+    d->gdt[0] = 0;
+    d->gdt[1] = 0x00209A0000000000ull; /* 64-bit code, ring 0 */
+    d->gdt[2] = 0x0000920000000000ull; /* data */
     /* 16-byte TSS descriptor: limit, base, type 9 (available 64-bit TSS). */
-    boot_gdt[3] = (sizeof boot_tss - 1) | ((t & 0xFFFFFF) << 16) | (0x89ull << 40) |
-                  ((t >> 24) & 0xFF) << 56;
-    boot_gdt[4] = t >> 32;
+    d->gdt[3] = (sizeof d->tss - 1) | ((t & 0xFFFFFF) << 16) | (0x89ull << 40) |
+                ((t >> 24) & 0xFF) << 56;
+    d->gdt[4] = t >> 32;
 
-    struct table_ptr g = { sizeof boot_gdt - 1, (uint64_t)boot_gdt };
+    struct table_ptr g = { sizeof d->gdt - 1, (uint64_t)d->gdt };
     __asm__ volatile("lgdt %0\n\t"
                      "pushq %1\n\t"
                      "leaq 1f(%%rip), %%rax\n\t"
@@ -92,11 +101,25 @@ void trap_init_early(void)
                      :
                      : "m"(g), "i"(SEL_CODE), "r"(SEL_DATA), "r"(SEL_TSS)
                      : "rax", "memory");
-
-    for (unsigned v = 0; v < 256; v++)
-        set_gate(v, 0);
     struct table_ptr i = { sizeof idt - 1, (uint64_t)idt };
     __asm__ volatile("lidt %0" : : "m"(i));
+}
+
+void trap_init_early(void)
+{
+    for (unsigned v = 0; v < 256; v++)
+        set_gate(v, 0);
+    load_tables(0);
+}
+
+void trap_init_cpu(unsigned id, const uint64_t ist_top[4])
+{
+    if (id == 0 || id >= SMP_MAX_CPUS)
+        panic("trap_init_cpu: bad CPU id");
+    /* The gates already name IST slots 1..4 (trap_set_ist on CPU 0). */
+    for (unsigned i = 0; i < 4; i++)
+        desc[id].tss.ist[i] = ist_top[i];
+    load_tables(id);
 }
 
 void trap_set_ist(unsigned vector, unsigned ist, uint64_t stack_top)

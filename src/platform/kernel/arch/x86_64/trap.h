@@ -16,6 +16,7 @@ struct trap_frame {
 };
 
 enum {
+    VEC_NMI = 2,
     VEC_PAGE_FAULT = 14,
     VEC_IRQ_BASE = 32,         /* first vector for device and timer interrupts */
     VEC_APIC_TIMER = 48,
@@ -28,6 +29,10 @@ typedef void (*irq_handler)(struct trap_frame *tf);
 
 /* Load the GDT, TSS and IDT on this CPU; every vector on the current stack. */
 void trap_init_early(void);
+/* An application processor's own GDT and TSS (its IST stacks for the
+ * double fault, page fault, NMI and machine check: ist_top[0..3]) and the
+ * shared IDT, loaded on that CPU. */
+void trap_init_cpu(unsigned id, const uint64_t ist_top[4]);
 /* Give vector its own interrupt stack (IST slot 1..7) whose top is stack_top. */
 void trap_set_ist(unsigned vector, unsigned ist, uint64_t stack_top);
 /* Route vector (>= VEC_IRQ_BASE) to handler. */

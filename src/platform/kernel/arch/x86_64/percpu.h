@@ -1,0 +1,53 @@
+/*
+ * percpu.h - each CPU's own data, reached through its GS base: the struct
+ * percpu below, one per CPU in smp.c's table, with the GS base MSR of
+ * each CPU pointing at its own (self first, so this_cpu() is one load).
+ * What a CPU is for (its role), its stacks (guarded, mm/stack.c) and the
+ * kernel thread it runs live here; the descriptor tables (GDT, TSS) are
+ * per CPU in trap.c, indexed by id. Set for the boot CPU first thing in
+ * kmain_early (smp_boot_cpu_init), for each AP by smp_ap_entry.
+ */
+#ifndef TERN_ARCH_PERCPU_H
+#define TERN_ARCH_PERCPU_H
+
+#include <stdint.h>
+
+enum { SMP_MAX_CPUS = 64, SMP_IST_STACKS = 4 };
+
+enum cpu_role {
+    CPU_ROLE_BOOT,      /* CPU 0: network and broker, as on one CPU */
+    CPU_ROLE_STORAGE,   /* CPU 1: reserved for the storage core; parked today */
+    CPU_ROLE_NETWORK,   /* CPUs 2..: network, idle until the multi-core broker */
+};
+
+enum cpu_state {
+    CPU_ABSENT,         /* no such CPU, or not started */
+    CPU_STARTING,       /* INIT-SIPI-SIPI sent, not yet in smp_ap_entry */
+    CPU_ONLINE,         /* running its role (parked, for the APs today) */
+    CPU_STOPPED,        /* halted by a fatal error elsewhere */
+};
+
+struct kthread;
+
+struct percpu {
+    struct percpu *self;        /* at %gs:0: this_cpu() */
+    unsigned id;                /* 0 = boot CPU, then in MADT order */
+    uint32_t apic_id;
+    enum cpu_role role;
+    _Atomic int state;          /* enum cpu_state; written by the CPU itself
+                                 * (ONLINE, STOPPED) or by CPU 0 (STARTING) */
+    uint64_t stack_top;         /* its main stack (APs: from stack_alloc) */
+    uint64_t ist_top[SMP_IST_STACKS]; /* double fault, page fault, NMI, #MC */
+    struct kthread *current;    /* reserved: the kernel thread it runs. Not kept yet:
+                                 * threads run on CPU 0 only, kthread.c tracks them */
+    volatile uint64_t ticks;    /* its local APIC timer's interrupts */
+};
+
+static inline struct percpu *this_cpu(void)
+{
+    struct percpu *p;
+    __asm__ volatile("movq %%gs:0, %0" : "=r"(p));
+    return p;
+}
+
+#endif

@@ -1,0 +1,306 @@
+/*
+ * smp.c - bringing up the application processors (issue 18).
+ *
+ * The CPUs are the MADT's enabled local APIC and x2APIC entries (acpi/
+ * madt.c parses it); online-capable ones are counted and left off (no
+ * hot-plug here), as are x2APIC ids above 254 (this kernel drives the
+ * APIC in xAPIC mode, whose IPIs carry 8-bit ids). Each AP is started in
+ * turn with INIT, SIPI, SIPI through trampoline.S copied to a free page
+ * below 1 MiB; it arrives in smp_ap_entry on its own guarded stack with
+ * its own IST fault stacks, GDT and TSS (trap.c), the shared IDT, its
+ * GS base on its struct percpu, the boot CPU's PAT, and its own local
+ * APIC timer; then it parks in its role (percpu.h). An AP that does not
+ * come up within AP_WAIT_MS is named in the boot log and left out.
+ *
+ * Page tables: the trampoline uses its own small PML4 (below 4 GiB, as
+ * 32-bit code needs) whose higher half is the kernel's top-level entries
+ * copied, so it shares every kernel mapping with KASLR's slide; the AP
+ * loads the kernel's CR3 itself once in the higher half.
+ *
+ * Whether the page-table edits after boot (mm/paging.c's CR0.WP window)
+ * need a TLB shootdown: not today, and paging.c refuses an edit on any
+ * CPU but 0 (paging_check_cpu), so it cannot start needing one unnoticed.
+ * The reasoning: only CPU 0 edits; an edit that adds a mapping needs no
+ * flush anywhere (a CPU caches no not-present entry, Intel SDM vol. 3
+ * 4.10.2.3); the edits that remove or change one (vm_unmap of the ACPI
+ * scratch page and the MMIO windows' short-lived mappings) touch
+ * addresses only CPU 0 ever uses, and an AP today runs only its parked
+ * loop, the timer and NMI handlers, and the fatal path, none of which
+ * reaches such an address even speculatively. When the storage core runs
+ * real work on CPU 1, paging needs the lock and an invalidation IPI; the
+ * check above is what will say so.
+ */
+#include "arch/x86_64/smp.h"
+
+#include "acpi/acpi.h"
+#include "acpi/madt.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/lapic.h"
+#include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/percpu.h"
+#include "arch/x86_64/trap.h"
+#include "clock.h"
+#include "console.h"
+#include "mm/kmalloc.h"
+#include "mm/paging.h"
+#include "mm/stack.h"
+#include "panic.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+enum {
+    AP_STACK_PAGES = 8,         /* 32 KiB: parked today, room for the storage core */
+    AP_IST_PAGES = 4,           /* 16 KiB each, as the boot CPU's */
+    AP_WAIT_MS = 1000,          /* per AP, generous for TCG */
+    STOP_WAIT_MS = 100,         /* for the others to halt on the fatal NMI */
+    TRAMPOLINE_PAGES = 4,       /* code and parameters, PML4, PDPT, PD */
+    LOW_LIMIT = 0x9F000,        /* below the EBDA; the SIPI page must be < 1 MiB */
+    MSR_GS_BASE = 0xC0000101,
+    ICR_INIT = 0x4500,          /* INIT, level assert */
+    ICR_STARTUP = 0x4600,       /* start-up IPI; low byte = page number */
+};
+
+extern const char trampoline_start[], trampoline_end[], trampoline_params[];
+
+struct trampoline_params {
+    uint64_t cr3, stack, percpu, entry;
+};
+
+/* The per-CPU table and the boot structures of the bring-up, written by
+ * CPU 0 before each AP starts (each AP then writes only its own entry's
+ * state). stopping is the one field every CPU may write (fatal path). */
+static struct percpu cpus[SMP_MAX_CPUS];
+static unsigned ncpus = 1, nonline = 1;
+static uint64_t kernel_cr3;
+static int boot_ready;
+static _Atomic int stopping;
+static _Atomic unsigned stopped;
+#ifdef TERN_TEST_HOOKS
+static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
+#endif
+
+static const char *role_text(enum cpu_role r)
+{
+    switch (r) {
+    case CPU_ROLE_BOOT:
+        return "network and broker";
+    case CPU_ROLE_STORAGE:
+        return "storage (reserved for the storage core; parked: storage still runs on CPU 0)";
+    case CPU_ROLE_NETWORK:
+        return "network (idle until the multi-core broker lands)";
+    }
+    return "?";
+}
+
+void smp_boot_cpu_init(void)
+{
+    struct percpu *c = &cpus[0];
+    c->self = c;
+    c->id = 0;
+    c->role = CPU_ROLE_BOOT;
+    atomic_store(&c->state, CPU_ONLINE);
+    wrmsr(MSR_GS_BASE, (uint64_t)c);
+    boot_ready = 1;
+}
+
+unsigned smp_cpu_id(void) { return boot_ready ? this_cpu()->id : 0; }
+unsigned smp_online(void) { return nonline; }
+int smp_stopping(void) { return atomic_load(&stopping); }
+
+/* A free run of TRAMPOLINE_PAGES pages below LOW_LIMIT from the memory map
+ * (the frame allocator never hands out the first 1 MiB), or 0. */
+static uint64_t find_low_pages(const struct boot_info *bi)
+{
+    uint64_t best = 0;
+    for (unsigned i = 0; i < bi->nregions; i++) {
+        const struct mem_region *r = &bi->regions[i];
+        if (r->type != MEM_USABLE)
+            continue;
+        uint64_t start = (r->base + PAGE_SIZE - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+        uint64_t end = (r->base + r->len) & ~(uint64_t)(PAGE_SIZE - 1);
+        if (start < 0x1000)
+            start = 0x1000; /* page 0: real-mode IVT, and the null guard */
+        if (end > LOW_LIMIT)
+            end = LOW_LIMIT;
+        if (end > start && end - start >= TRAMPOLINE_PAGES * PAGE_SIZE) {
+            uint64_t at = end - TRAMPOLINE_PAGES * PAGE_SIZE;
+            if (at > best)
+                best = at;
+        }
+    }
+    return best;
+}
+
+/* Copy the blob and its page tables to pa (afresh for every AP: the blob
+ * patches itself as it runs). */
+static void trampoline_prepare(uint64_t pa, const struct percpu *c)
+{
+    uint8_t *page = phys_to_virt(pa);
+    size_t len = (size_t)(trampoline_end - trampoline_start);
+    memcpy(page, trampoline_start, len);
+    uint64_t *pml4 = phys_to_virt(pa + PAGE_SIZE);
+    uint64_t *pdpt = phys_to_virt(pa + 2 * PAGE_SIZE);
+    uint64_t *pd = phys_to_virt(pa + 3 * PAGE_SIZE);
+    memset(pml4, 0, 3 * PAGE_SIZE);
+    const uint64_t *kpml4 = phys_to_virt(kernel_cr3 & 0x000ffffffffff000ull);
+    for (unsigned i = 256; i < 512; i++)
+        pml4[i] = kpml4[i];
+    pml4[0] = (pa + 2 * PAGE_SIZE) | 3;
+    pdpt[0] = (pa + 3 * PAGE_SIZE) | 3;
+    pd[0] = 0x83; /* 0..2 MiB, present, writable, 2 MiB page: the trampoline runs here */
+    struct trampoline_params *p =
+        (struct trampoline_params *)(page + (trampoline_params - trampoline_start));
+    p->cr3 = pa + PAGE_SIZE;
+    p->stack = c->stack_top;
+    p->percpu = (uint64_t)c;
+    extern _Noreturn void smp_ap_entry(struct percpu *c);
+    p->entry = (uint64_t)smp_ap_entry;
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static int wait_online(const struct percpu *c, uint64_t until_ns)
+{
+    while (clock_mono_ns() < until_ns) {
+        if (atomic_load_explicit(&c->state, memory_order_acquire) == CPU_ONLINE)
+            return 1;
+        cpu_relax();
+    }
+    return atomic_load_explicit(&c->state, memory_order_acquire) == CPU_ONLINE;
+}
+
+static int start_ap(uint64_t tramp, struct percpu *c)
+{
+    c->stack_top = stack_alloc(AP_STACK_PAGES);
+    for (unsigned i = 0; i < SMP_IST_STACKS; i++)
+        c->ist_top[i] = stack_alloc(AP_IST_PAGES);
+    trampoline_prepare(tramp, c);
+    atomic_store_explicit(&c->state, CPU_STARTING, memory_order_release);
+    /* Intel SDM vol. 3 8.4.4.1: INIT, 10 ms, SIPI, 200 us, SIPI. The
+     * second SIPI is skipped once the AP is already on its way. */
+    lapic_send_ipi(c->apic_id, ICR_INIT);
+    delay_ms(10);
+    unsigned vec = (unsigned)(tramp >> 12);
+    lapic_send_ipi(c->apic_id, ICR_STARTUP | vec);
+    if (wait_online(c, clock_mono_ns() + 200000))
+        return 1;
+    lapic_send_ipi(c->apic_id, ICR_STARTUP | vec);
+    return wait_online(c, clock_mono_ns() + (uint64_t)AP_WAIT_MS * 1000000);
+}
+
+void smp_start(const struct boot_info *bi)
+{
+    kernel_cr3 = read_cr3();
+    cpus[0].apic_id = lapic_id();
+    uint8_t *buf = kmalloc(MADT_MAX_LEN);
+    struct madt_info *m = kmalloc(sizeof *m);
+    const char *err = "no memory for the table";
+    long len = buf && m ? acpi_table("APIC", buf, MADT_MAX_LEN, &err) : -1;
+    if (len >= 0 && madt_parse(buf, (size_t)len, m, &err) < 0)
+        len = -1;
+    if (len < 0) {
+        kprintf("tern: smp: no usable ACPI MADT (%s): CPU 0 only\n", err ? err : "?");
+        kfree(buf);
+        kfree(m);
+        return;
+    }
+#ifdef TERN_TEST_HOOKS
+    char arg[8];
+    if (bootinfo_arg(bi, "tern.test.apfault", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
+        fault_on_cpu = (unsigned)(arg[0] - '0');
+#endif
+    uint64_t tramp = find_low_pages(bi);
+    kprintf("tern: smp: MADT lists %u enabled CPU(s), %u online-capable (not started: no "
+            "hot-plug), %u disabled; trampoline page %#llx\n",
+            m->cpus_enabled, m->cpus_online_capable, m->cpus_disabled,
+            (unsigned long long)tramp);
+    for (unsigned i = 0; i < m->ncpus; i++) {
+        const struct madt_cpu *mc = &m->cpu[i];
+        if (!mc->enabled || mc->apic_id == cpus[0].apic_id)
+            continue;
+        if (mc->apic_id > 254) {
+            kprintf("tern: smp: CPU with APIC id %u not started: above xAPIC's 254\n",
+                    mc->apic_id);
+            continue;
+        }
+        if (ncpus >= SMP_MAX_CPUS) {
+            kprintf("tern: smp: CPU with APIC id %u not started: more than %u CPUs\n",
+                    mc->apic_id, SMP_MAX_CPUS);
+            continue;
+        }
+        if (!tramp) {
+            kprintf("tern: smp: APIC id %u not started: no free page below 1 MiB for the "
+                    "trampoline\n", mc->apic_id);
+            continue;
+        }
+        struct percpu *c = &cpus[ncpus];
+        c->self = c;
+        c->id = ncpus;
+        c->apic_id = mc->apic_id;
+        c->role = ncpus == 1 ? CPU_ROLE_STORAGE : CPU_ROLE_NETWORK;
+        if (start_ap(tramp, c)) {
+            ncpus++;
+            nonline++;
+        } else {
+            kprintf("tern: smp: CPU with APIC id %u did not come up within %u ms; going on "
+                    "without it\n", c->apic_id, AP_WAIT_MS);
+            memset(c, 0, sizeof *c); /* its stacks stay allocated: it may yet run */
+        }
+    }
+    kfree(buf);
+    kfree(m);
+    for (unsigned i = 0; i < ncpus; i++)
+        kprintf("tern: smp: CPU %u (APIC id %u): %s\n", i, cpus[i].apic_id,
+                role_text(cpus[i].role));
+    kprintf("tern: smp: %u CPU(s) online\n", nonline);
+}
+
+/* Where an AP's trampoline jumps, on its own stack, interrupts off. Its
+ * page tables still are the trampoline's: the kernel's first. */
+_Noreturn void smp_ap_entry(struct percpu *c);
+_Noreturn void smp_ap_entry(struct percpu *c)
+{
+    write_cr3(kernel_cr3);
+    trap_init_cpu(c->id, c->ist_top); /* reloads %gs: the GS base after it */
+    wrmsr(MSR_GS_BASE, (uint64_t)c);
+    paging_cpu_init();
+    lapic_ap_init();
+    atomic_store_explicit(&c->state, CPU_ONLINE, memory_order_release);
+#ifdef TERN_TEST_HOOKS
+    if (fault_on_cpu && fault_on_cpu == c->id) {
+        delay_ms(200); /* let CPU 0 log the roles first */
+        uintptr_t bad = 8;
+        __asm__ volatile("" : "+r"(bad)); /* hide the constant from the compiler */
+        *(volatile uint64_t *)bad = 1; /* a null-pointer write: the fatal path on an AP */
+    }
+#endif
+    /* Parked: its role has no work yet. The timer wakes it; an NMI from
+     * a fatal error elsewhere stops it (panic.c). */
+    for (;;)
+        cpu_idle();
+}
+
+int smp_stop_others(void)
+{
+    int expected = 0;
+    if (!atomic_compare_exchange_strong(&stopping, &expected, 1))
+        return 0;
+    if (nonline > 1) {
+        lapic_send_ipi_others_nmi();
+        uint64_t until = clock_mono_ns() + (uint64_t)STOP_WAIT_MS * 1000000;
+        while (atomic_load(&stopped) + 1 < nonline && clock_mono_ns() < until)
+            cpu_relax();
+    }
+    return 1;
+}
+
+_Noreturn void smp_halt_stopped(void)
+{
+    if (boot_ready)
+        atomic_store(&this_cpu()->state, CPU_STOPPED);
+    atomic_fetch_add(&stopped, 1);
+    cpu_halt_forever();
+}
+
+unsigned smp_stopped_count(void) { return atomic_load(&stopped); }

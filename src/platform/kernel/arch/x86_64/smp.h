@@ -1,0 +1,35 @@
+/*
+ * smp.h - the application processors: found in the ACPI MADT, started with
+ * INIT-SIPI-SIPI through trampoline.S, each given its role (percpu.h), and
+ * stopped all at once by a fatal error on any of them. See smp.c.
+ */
+#ifndef TERN_ARCH_SMP_H
+#define TERN_ARCH_SMP_H
+
+#include "bootinfo.h"
+
+#include <stdint.h>
+
+/* The boot CPU's struct percpu and GS base: first thing in kmain_early,
+ * after the descriptor tables and before anything that may panic. */
+void smp_boot_cpu_init(void);
+/* Start every enabled CPU the MADT lists (after paging, the local APIC
+ * timer and acpi_init); log each one's role, or why it did not come up.
+ * The machine goes on with those that did. */
+void smp_start(const struct boot_info *bi);
+/* CPUs running (1 before smp_start). */
+unsigned smp_online(void);
+/* The fatal path: stop every other CPU (an NMI to all but this one) and
+ * wait briefly for them to say so. 1 if this CPU is the first to call it,
+ * 0 if another CPU already is reporting (the caller then halts quietly). */
+int smp_stop_others(void);
+/* 1 when a stop is in progress (an NMI then halts its CPU). */
+int smp_stopping(void);
+/* This CPU's id (0 before smp_boot_cpu_init). */
+unsigned smp_cpu_id(void);
+/* A CPU told to stop (or losing the race to report): count it, halt. */
+_Noreturn void smp_halt_stopped(void);
+/* CPUs halted by smp_halt_stopped so far. */
+unsigned smp_stopped_count(void);
+
+#endif

@@ -1,0 +1,20 @@
+# tests/tsan/tsan.mk - the cross-core rings' stress test under
+# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c). Included from the
+# top-level Makefile, which provides CSTD, WARN, INC, BUILD and Q.
+#
+#   make tsan-test   build and run it (part of make test; tens of seconds
+#                    on a loaded 2-core machine)
+#
+# halt_on_error: the first race TSan reports fails the run (exit 66).
+
+TSAN_OUT    := $(BUILD)/tsan
+TSAN_CFLAGS := -O1 -g -fsanitize=thread -fno-omit-frame-pointer -pthread
+
+$(TSAN_OUT)/ring-stress: tests/tsan/ring_stress.c src/ring/spsc.h src/ring/mpsc.h
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  CC-TSAN $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) $< -o $@
+
+.PHONY: tsan-test
+tsan-test: $(TSAN_OUT)/ring-stress
+	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/ring-stress
