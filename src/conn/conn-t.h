@@ -39,29 +39,43 @@ typedef enum conn_timer_list {
     CONN_TIMER_LINGER,    /* the core wants it closed: CONN_LINGER_MS */
     CONN_TIMER_INPUT,     /* waiting for the input budget: CONN_INPUT_WAIT_MS */
 } conn_timer_list;
+_Static_assert(CONN_TIMER_INPUT <= 3, "conn.timer holds a conn_timer_list in two bits");
 
+/*
+ * Every connection embeds one (the kernel's in a 128-byte heap block with
+ * its own 40 bytes: _Static_assert below), so it is kept at 88 bytes:
+ * flags are one-bit fields, the deadline keeps the clock's low 32 bits
+ * (deadlines are seconds away; compared wrap-safe, server.c), and the
+ * QoS 0 drain measurement, which only a backed-up connection needs, is a
+ * block of its own allocated while its output is backed up.
+ */
 struct conn {
     /* The connection's parts, owned. */
     broker_conn *bc;     /* the core's side; NULL while a TLS handshake runs */
     tern_tls_conn *tls;  /* TLS session; NULL on plaintext */
     uint8_t *pending;    /* plaintext the core has not taken yet, NULL if none */
+    conn_drain *drain;   /* how fast it takes output while backed up (the QoS 0
+                            bound, drain.h); NULL while output keeps up */
     uint32_t pending_off, pending_len;
 
     /* List membership: ready (work without a new transport event: input
      * left over, a budget ran out) and one deadline list. */
     conn_link ready_link, timer_link;
-    uint64_t deadline_ms; /* of the timer list holding it */
-    uint8_t on_ready;     /* bool */
-    uint8_t timer;        /* conn_timer_list */
+    uint32_t deadline;    /* of the timer list holding it: ms, the clock's low 32 bits */
+
+    uint32_t peer_hash;   /* keyed hash of the peer's address, while handshaking */
+    uint32_t held;        /* input bytes counted against the server's budget */
 
     /* State. */
-    uint8_t want_read, want_write; /* interest last given to the transport */
-    uint8_t input_blocked;         /* the core paused input: not reading */
-    uint8_t peer_eof;              /* the peer finished sending (EOF or close_notify) */
-    uint32_t peer_hash;            /* keyed hash of the peer's address, while handshaking */
-    uint32_t held;                 /* input bytes counted against the server's budget */
-    conn_drain drain;              /* how fast it takes output: the QoS 0 bound (drain.h) */
+    bool on_ready : 1;
+    unsigned timer : 2;   /* conn_timer_list */
+    bool want_read : 1, want_write : 1; /* interest last given to the transport */
+    bool input_blocked : 1;             /* the core paused input: not reading */
+    bool peer_eof : 1;    /* the peer finished sending (EOF or close_notify) */
 };
+#define CONN_SIZE_MAX 88u /* see above: the kernel's kconn is 40 + this */
+_Static_assert(sizeof(struct conn) <= CONN_SIZE_MAX,
+               "struct conn outgrew the size kconn's heap class allows");
 
 /* Counters, for logs and the platform's own reports. */
 typedef struct conn_stats {

@@ -102,7 +102,7 @@ static bool input_wait(conn_server *s, conn *c, uint64_t now)
               "buffered (limits.max_input_bytes), until it frees up",
               c->held, s->input_held);
     conni_ready_remove(s, c);
-    conni_timer_set(s, c, CONN_TIMER_INPUT, now + CONN_INPUT_WAIT_MS);
+    conni_timer_set(s, c, CONN_TIMER_INPUT, now);
     return conni_update_interest(s, c, now);
 }
 

@@ -70,7 +70,8 @@ struct conn_server {
      * of one owing a summary (UINT64_MAX: none), the last turn's time. */
     bk_log_window logw[CONN_LOGK_COUNT];
     uint64_t log_deadline;
-    uint64_t now_ms;
+    uint64_t now_ms;          /* the latest time a turn or a timer was set at: deadlines
+                                 (32 bits in each conn) are read back around it */
 };
 
 /* The TLS half (tls.c): the generic code calls these only for
@@ -110,9 +111,10 @@ void conni_free(conn_server *s, void *p);
 /* The ready list (idempotent). */
 void conni_ready_add(conn_server *s, conn *c);
 void conni_ready_remove(conn_server *s, conn *c);
-/* The deadline lists: c goes to the tail of `which` (every member gets
- * the same delay, so the tail is the latest), or leaves its list. */
-void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t deadline);
+/* The deadline lists: c goes to the tail of `which`, due the list's delay
+ * after now (every member gets the same delay, so the tail is the latest),
+ * or leaves its list. */
+void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t now);
 void conni_timer_clear(conn_server *s, conn *c);
 /* peers.c: handshakes per address. The table (NULL without a limit). */
 bool conni_peers_init(conn_server *s);

@@ -18,6 +18,8 @@
  */
 #include "conn/internal.h"
 
+#include <string.h>
+
 size_t conn_out_pending(const conn_server *s, const conn *c)
 {
     return (c->bc != NULL ? broker_out_pending(c->bc) : 0) +
@@ -36,7 +38,8 @@ bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_
         return conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
     *taken = (size_t)n;
-    conn_drain_wrote(&c->drain, (size_t)n);
+    if (c->drain != NULL)
+        conn_drain_wrote(c->drain, (size_t)n);
     return true;
 }
 
@@ -69,6 +72,34 @@ static void core_consume(conn_server *s, conn *c, size_t n)
 
 static const conni_source core_output = {core_peek, core_consume};
 
+/* How fast it takes its output bounds how long QoS 0 waits (drain.h).
+ * The measurement's block exists only while output is backed up, so a
+ * connection that keeps up (nearly every idle one) does not carry it.
+ * Without memory for it the connection keeps the bound it had (or none:
+ * limits.max_out_bytes still bounds it). */
+static void drain_update(conn_server *s, conn *c, uint64_t now)
+{
+    size_t pending = conn_out_pending(s, c);
+    uint32_t before, limit;
+
+    if (c->drain == NULL) {
+        if (pending == 0)
+            return;
+        c->drain = conni_alloc(s, sizeof *c->drain);
+        if (c->drain == NULL)
+            return;
+        memset(c->drain, 0, sizeof *c->drain);
+    }
+    before = c->drain->limit;
+    limit = conn_drain_update(c->drain, pending, now);
+    if (limit != before)
+        broker_set_qos0_out_max(c->bc, limit);
+    if (pending == 0) { /* it kept up: the measurement ended (limit 0) */
+        conni_free(s, c->drain);
+        c->drain = NULL;
+    }
+}
+
 bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 {
     bool alive = c->tls != NULL ? s->tls_ops->flush(s, c, now)
@@ -76,14 +107,8 @@ bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 
     if (alive && s->io->push != NULL)
         s->io->push(s->io_ctx, c);
-    /* How fast it takes its output bounds how long QoS 0 waits (drain.h). */
-    if (alive && c->bc != NULL) {
-        uint32_t before = c->drain.limit;
-        uint32_t limit = conn_drain_update(&c->drain, conn_out_pending(s, c), now);
-
-        if (limit != before)
-            broker_set_qos0_out_max(c->bc, limit);
-    }
+    if (alive && c->bc != NULL)
+        drain_update(s, c, now);
     return alive;
 }
 
@@ -120,7 +145,7 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
             conni_drop_input(s, c);
             conni_account(s, c, broker_input_held(c->bc));
             conni_ready_remove(s, c);
-            conni_timer_set(s, c, CONN_TIMER_LINGER, now + CONN_LINGER_MS);
+            conni_timer_set(s, c, CONN_TIMER_LINGER, now);
         }
         return conni_update_interest(s, c, now);
     }
@@ -161,6 +186,8 @@ static void release(conn_server *s, conn *c)
     if (c->tls != NULL)
         s->tls_ops->free(c->tls);
     c->tls = NULL;
+    conni_free(s, c->drain);
+    c->drain = NULL;
     conni_drop_input(s, c);
 }
 
@@ -245,7 +272,7 @@ static bool open_tls(conn_server *s, conn *c, uint64_t now)
         conni_log(s, BROKER_LOG_WARN, "refused %s: out of memory for TLS", peer);
         return false;
     }
-    conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now + s->handshake_timeout_ms);
+    conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now);
     return true;
 }
 

@@ -155,11 +155,40 @@ void conni_timer_clear(conn_server *s, conn *c)
     }
 }
 
-void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t deadline)
+/* A list's delay: one per list, so each list stays in deadline order. */
+static uint64_t timer_delay(const conn_server *s, conn_timer_list which)
+{
+    return which == CONN_TIMER_HANDSHAKE ? s->handshake_timeout_ms
+           : which == CONN_TIMER_LINGER  ? CONN_LINGER_MS
+                                         : CONN_INPUT_WAIT_MS;
+}
+
+/* A connection keeps its deadline's low 32 bits (struct conn is kept
+ * small); every deadline is at most a list's delay (seconds) from the
+ * server's latest time, far inside the 2^31 ms a wrap-safe difference
+ * tells apart. */
+static uint64_t deadline_of(const conn_server *s, const conn *c)
+{
+    int32_t ahead = (int32_t)(c->deadline - (uint32_t)s->now_ms);
+
+    if (ahead < 0 && (uint64_t)-(int64_t)ahead > s->now_ms)
+        return 0;
+    return (uint64_t)((int64_t)s->now_ms + ahead);
+}
+
+/* Whether c's deadline has come at now. */
+static bool due(const conn *c, uint64_t now)
+{
+    return (int32_t)(c->deadline - (uint32_t)now) <= 0;
+}
+
+void conni_timer_set(conn_server *s, conn *c, conn_timer_list which, uint64_t now)
 {
     conni_timer_clear(s, c);
-    c->deadline_ms = deadline;
-    c->timer = (uint8_t)which;
+    if (now > s->now_ms)
+        s->now_ms = now;
+    c->deadline = (uint32_t)(now + timer_delay(s, which));
+    c->timer = (unsigned)which & 3u; /* conn_timer_list fits its two bits */
     list_push(s, timer_list(s, which), c);
     if (which == CONN_TIMER_HANDSHAKE)
         conni_peer_enter(s, c);
@@ -293,7 +322,7 @@ static void expire(conn_server *s, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
 
-    while (s->lingering.head != NULL && s->lingering.head->deadline_ms <= now) {
+    while (s->lingering.head != NULL && due(s->lingering.head, now)) {
         conn *c = s->lingering.head;
 
         conni_peer(s, c, peer);
@@ -302,9 +331,9 @@ static void expire(conn_server *s, uint64_t now)
         s->stats.linger_timeouts++;
         (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
-    while (s->input_wait.head != NULL && s->input_wait.head->deadline_ms <= now)
+    while (s->input_wait.head != NULL && due(s->input_wait.head, now))
         conni_input_expired(s, s->input_wait.head, now);
-    while (s->handshakes.head != NULL && s->handshakes.head->deadline_ms <= now) {
+    while (s->handshakes.head != NULL && due(s->handshakes.head, now)) {
         conn *c = s->handshakes.head;
 
         if (conni_log_admit(s, CONN_LOGK_TLS_TIMEOUT, BROKER_LOG_INFO, now)) {
@@ -386,12 +415,12 @@ uint64_t conn_next_deadline(const conn_server *s)
 
     if (s->ready.count > 0)
         return 0;
-    if (s->lingering.head != NULL && s->lingering.head->deadline_ms < d)
-        d = s->lingering.head->deadline_ms;
-    if (s->handshakes.head != NULL && s->handshakes.head->deadline_ms < d)
-        d = s->handshakes.head->deadline_ms;
-    if (s->input_wait.head != NULL && s->input_wait.head->deadline_ms < d)
-        d = s->input_wait.head->deadline_ms;
+    if (s->lingering.head != NULL && deadline_of(s, s->lingering.head) < d)
+        d = deadline_of(s, s->lingering.head);
+    if (s->handshakes.head != NULL && deadline_of(s, s->handshakes.head) < d)
+        d = deadline_of(s, s->handshakes.head);
+    if (s->input_wait.head != NULL && deadline_of(s, s->input_wait.head) < d)
+        d = deadline_of(s, s->input_wait.head);
     if (s->log_deadline < d)
         d = s->log_deadline;
     /* While CPU pressure lowered the handshake bound, the window's end may

@@ -17,12 +17,13 @@
 #include "tls/tls.h"
 
 /* A byte queue that owns its buffer only while it holds bytes, so an idle
- * connection's queues cost nothing but their zeroed fields. */
+ * connection's queues cost nothing but their zeroed fields (16 bytes: the
+ * buffer's capacity is kept in front of the buffer, queue.c). */
 typedef struct tls_queue {
     uint8_t *buf; /* owned; NULL when empty */
     uint32_t off; /* first unconsumed byte */
-    uint32_t len; /* unconsumed bytes from off */
-    uint32_t cap; /* a queue holds under 4 GiB: appending more fails */
+    uint32_t len; /* unconsumed bytes from off; a queue holds under 4 GiB:
+                     appending more fails */
 } tls_queue;
 
 bool tls_queue_append(tls_queue *q, const uint8_t *data, size_t len);
@@ -83,18 +84,24 @@ struct tern_tls_client {
     unsigned refs;
 };
 
-/* Every idle connection holds one: kept to 128 bytes (a kernel heap size
- * class; the record layer's state is another 208). */
+/* Every idle connection holds one, kept to 128 bytes (a kernel heap size
+ * class, _Static_assert below), and on the server side after the handover
+ * the record layer's keys packed by suite (TLS_CONN_KEYS_AES128 for
+ * AES-128-GCM, another 128-byte block). */
 struct tern_tls_conn {
     WOLFSSL *ssl;              /* owned; NULL once the record layer took over */
     tern_tls_server *server;   /* reference held; NULL on the client side */
     union {
-        tls_rec *rec;            /* server side (server != NULL), owned: TLS 1.3's
-                                    traffic secrets caught during the handshake, then
-                                    the record layer's state (live once ssl is NULL);
-                                    NULL otherwise */
+        uint8_t *keys;           /* server side (server != NULL), owned: during the
+                                    handshake TLS 1.3's traffic secrets as caught
+                                    (TLS_CONN_SECRETS bytes: the read one, then the
+                                    write one); once ssl is NULL the record layer's
+                                    keys (tls_conn_keys_size(suite) bytes: per
+                                    direction, read first, its traffic secret, key and
+                                    IV, each as long as the suite's); NULL otherwise */
         tern_tls_client *client; /* client side (server == NULL): reference held */
     };
+    uint64_t seq_rd, seq_wr;   /* record layer: the next records' sequence numbers */
     tls_queue in;              /* ciphertext received but not yet read */
     tls_queue out;             /* ciphertext waiting for the transport */
     tls_queue plain;           /* record layer: plaintext decrypted but not yet read
@@ -108,9 +115,24 @@ struct tern_tls_conn {
     uint8_t state;             /* tern_tls_state */
     uint8_t failure;           /* tern_tls_failure; the first reason wins */
     uint8_t secrets;           /* handshake: bit 0 read, bit 1 write secret caught */
+    uint8_t suite;             /* tls_rec_suite once the record layer took over, else
+                                  TLS_REC_NONE */
     bool is_operator;
     bool close_sent;           /* record layer: close_notify queued */
 };
+_Static_assert(sizeof(struct tern_tls_conn) <= 128,
+               "struct tern_tls_conn outgrew the 128-byte kernel heap class");
+
+enum {
+    TLS_CONN_SECRETS = 2 * TLS_REC_SECRET_MAX, /* the handshake's caught secrets */
+    TLS_CONN_KEYS_AES128 = 2 * (32 + 16 + TLS_REC_IV), /* 120: a 128-byte class */
+};
+
+/* Bytes of the packed keys of a suite (struct tern_tls_conn's keys). */
+size_t tls_conn_keys_size(tls_rec_suite s);
+/* A handed-over server connection's record state, unpacked into r (the
+ * caller wipes it with tls_rec_wipe). Also for tests. */
+void tls_conn_rec_load(const tern_tls_conn *c, tls_rec *r);
 
 /* A context with tern's versions, suites, groups, no resumption and the
  * memory I/O callbacks below. NULL with a message on failure. */

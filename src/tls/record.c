@@ -46,7 +46,7 @@ size_t tls_rec_secret_len(tls_rec_suite s)
     return s == TLS_REC_AES256_GCM_SHA384 ? 48 : 32;
 }
 
-static size_t key_len(tls_rec_suite s)
+size_t tls_rec_key_len(tls_rec_suite s)
 {
     return s == TLS_REC_AES128_GCM_SHA256 ? 16 : 32;
 }
@@ -81,7 +81,7 @@ static bool expand_label(tls_rec_suite s, const uint8_t *secret, const char *lab
 static bool derive(tls_rec_dir *d, tls_rec_suite s)
 {
     d->seq = 0;
-    return expand_label(s, d->secret, "key", d->key, key_len(s)) &&
+    return expand_label(s, d->secret, "key", d->key, tls_rec_key_len(s)) &&
            expand_label(s, d->secret, "iv", d->iv, TLS_REC_IV);
 }
 
@@ -139,7 +139,7 @@ static int aead(const tls_rec_dir *d, tls_rec_suite s, bool seal, const uint8_t 
 
         rc = wc_AesInit(&aes, NULL, INVALID_DEVID);
         if (rc == 0) {
-            rc = wc_AesGcmSetKey(&aes, d->key, (word32)key_len(s));
+            rc = wc_AesGcmSetKey(&aes, d->key, (word32)tls_rec_key_len(s));
             if (rc == 0 && seal)
                 rc = wc_AesGcmEncrypt(&aes, out, in, (word32)len, nonce, TLS_REC_IV, tag,
                                       TLS_REC_TAG, aad, TLS_REC_HEADER);

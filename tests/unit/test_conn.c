@@ -187,13 +187,17 @@ TEST(conn_close_during_a_flush_lingers_until_the_output_is_taken)
     free(a);
 }
 
-TEST(conn_linger_expires_when_the_output_is_never_taken)
+/* A connection keeps its deadline's low 32 bits (conn-t.h): starting at
+ * `start` ms, the linger deadline must come exactly CONN_LINGER_MS later. */
+static void linger_expires_from(uint64_t start)
 {
     cworld w;
     fake_link *a = cw_link();
     fake_link *links[] = {a};
     conn_stats st;
     CHECK(a && cw_init(&w, NULL, NULL, NULL));
+    if (start > w.now)
+        w.now = start;
     CHECK(conn_open(w.cs, &a->c, false, w.now));
     cw_put_connect(a, "stuck", NULL);
     cw_put_subscribe(a, "big");
@@ -214,6 +218,16 @@ TEST(conn_linger_expires_when_the_output_is_never_taken)
     CHECK_EQ(st.linger_timeouts, 1);
     cw_free(&w, links, 1);
     free(a);
+}
+
+TEST(conn_linger_expires_when_the_output_is_never_taken)
+{
+    linger_expires_from(0);
+}
+
+TEST(conn_linger_deadline_across_the_32_bit_clock_wrap_expires_on_time)
+{
+    linger_expires_from(UINT32_MAX - CONN_LINGER_MS / 2); /* due after 2^32 ms */
 }
 
 TEST(conn_paused_input_is_not_read_until_output_drains)
@@ -391,12 +405,16 @@ TEST(conn_slow_reader_gets_qos0_bounded_in_time_not_in_bytes)
     /* What waits is the floor's worth (about 16 KiB), not everything. */
     CHECK(broker_out_pending(conn_core(&s->c)) <= CONN_QOS0_OUT_MIN + 200);
     CHECK(s->down.len - start <= 100 * 1000);
+    /* The measurement's block exists while output is backed up ... */
+    CHECK(s->c.drain != NULL);
+    CHECK(p->c.drain == NULL);
     /* It catches up: output drains, the bound ends, nothing more dropped. */
     uint64_t dropped = st.publish_dropped;
     s->room = SIZE_MAX;
     w.now += 10;
     (void)conn_writable(w.cs, &s->c, w.now);
     CHECK_EQ(broker_out_pending(conn_core(&s->c)), 0);
+    CHECK(s->c.drain == NULL); /* ... and is freed once it drained */
     int before = cw_count(fake_bytes_data(&s->down), s->down.len, MQTT_PUBLISH, NULL);
     for (int i = 0; i < 400; i++)
         cw_put_publish(p, "t", 100, 'q');

@@ -53,11 +53,10 @@ struct kserver {
 /* One per connection, so it is kept small: the work list is singly
  * linked (a FIFO, see tcp.c), flags are one-bit fields, and the
  * peer-close deadline keeps the clock's low 32 bits (it is 2 s away,
- * compared wrap-safe). Its own fields take 40 bytes; the connection
- * layer's `conn` (112 bytes since the QoS 0 drain measurement, drain.h)
- * puts it in the 256-byte heap class. Back to 128 needs `conn` at 88
- * again (PERFORMANCE.md "Idle mutual-TLS connections"). */
-#define KCONN_MAX_SIZE 256u
+ * compared wrap-safe). Its own fields take 40 bytes and the connection
+ * layer's `conn` at most CONN_SIZE_MAX (88, conn-t.h): the 128-byte heap
+ * class (PERFORMANCE.md "Idle mutual-TLS connections"). */
+#define KCONN_MAX_SIZE 128u
 
 struct kconn {
     struct kconn *work_next;    /* work list, while on_work */
