@@ -22,6 +22,8 @@ typedef struct conn_server conn_server;
 /* How a TLS session is run over a connection (src/conn/tls.c). Builds
  * without the TLS adapter (the simulator, the fuzzers) have none. */
 typedef struct conn_tls_ops conn_tls_ops;
+/* A WebSocket connection's state (src/conn/ws.c), NULL on the others. */
+typedef struct conn_ws conn_ws;
 
 typedef struct conn_link {
     conn *prev, *next;
@@ -44,6 +46,7 @@ struct conn {
     /* The connection's parts, owned. */
     broker_conn *bc;     /* the core's side; NULL while a TLS handshake runs */
     tern_tls_conn *tls;  /* TLS session; NULL on plaintext */
+    conn_ws *ws;         /* WebSocket state; NULL on plain MQTT */
     uint8_t *pending;    /* plaintext the core has not taken yet, NULL if none */
     uint32_t pending_off, pending_len;
 
@@ -110,6 +113,11 @@ typedef struct conn_server_config {
      * core's unfinished packets and input it has not taken yet. While it
      * is spent, connections holding the most are not read. 0 = no limit. */
     uint64_t max_input_bytes;
+    /* WebSocket listeners (ws.h): SHA-1 for the accept key (conn_ws_sha1
+     * where wolfCrypt is linked; NULL: WebSocket connections refused) and
+     * the bytes one WebSocket message may carry (limits.max_packet_size). */
+    bool (*ws_sha1)(const uint8_t *data, size_t n, uint8_t out[20]);
+    uint32_t ws_max_message;
     broker_allocator allocator;    /* NULL members: malloc/realloc/free */
     broker_log_fn log;             /* may be NULL */
     void *log_ctx;

@@ -20,8 +20,11 @@
 
 size_t conn_out_pending(const conn_server *s, const conn *c)
 {
-    return (c->bc != NULL ? broker_out_pending(c->bc) : 0) +
-           (c->tls != NULL ? s->tls_ops->out_pending(c->tls) : 0);
+    size_t core = c->bc != NULL ? broker_out_pending(c->bc) : 0;
+
+    if (c->ws != NULL)
+        core = conni_ws_pending(c, core);
+    return core + (c->tls != NULL ? s->tls_ops->out_pending(c->tls) : 0);
 }
 
 bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_t *taken,
@@ -69,10 +72,15 @@ static void core_consume(conn_server *s, conn *c, size_t n)
 
 static const conni_source core_output = {core_peek, core_consume};
 
+const conni_source *conni_plain_source(const conn *c)
+{
+    return c->ws != NULL ? &conni_ws_output : &core_output;
+}
+
 bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 {
     bool alive = c->tls != NULL ? s->tls_ops->flush(s, c, now)
-                                : c->bc == NULL || conni_write_all(s, c, &core_output, now);
+                                : c->bc == NULL || conni_write_all(s, c, conni_plain_source(c), now);
 
     if (alive && s->io->push != NULL)
         s->io->push(s->io_ctx, c);
@@ -90,7 +98,7 @@ bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 bool conni_update_interest(conn_server *s, conn *c, uint64_t now)
 {
     bool r = !c->input_blocked && c->timer != CONN_TIMER_LINGER &&
-             c->timer != CONN_TIMER_INPUT && !c->peer_eof;
+             c->timer != CONN_TIMER_INPUT && !c->peer_eof && !conni_ws_closing(c);
     bool w = conn_out_pending(s, c) > 0;
     char peer[CONN_PEER_TEXT];
 
@@ -110,7 +118,7 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
 
-    if (broker_wants_close(c->bc)) {
+    if (broker_wants_close(c->bc) || conni_ws_closing(c)) {
         if (conn_out_pending(s, c) == 0) {
             if (c->tls != NULL && !s->tls_ops->goodbye(s, c, now))
                 return false;
@@ -161,6 +169,7 @@ static void release(conn_server *s, conn *c)
     if (c->tls != NULL)
         s->tls_ops->free(c->tls);
     c->tls = NULL;
+    conni_ws_free(s, c);
     conni_drop_input(s, c);
 }
 
