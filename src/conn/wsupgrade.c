@@ -131,6 +131,9 @@ ws_upgrade_result ws_upgrade_parse(const uint8_t *req, size_t len, size_t max, w
         if (colon == NULL || colon == l || is_ows(colon[-1]))
             return bad(u, "malformed header line");
         size_t nlen = (size_t)(colon - l), vo = nlen + 1, ve = n;
+        for (size_t k = 0; k < nlen; k++)
+            if (l[k] <= ' ' || l[k] >= 0x7F)
+                return bad(u, "malformed header line");
         while (vo < ve && is_ows(l[vo]))
             vo++;
         while (ve > vo && is_ows(l[ve - 1]))
