@@ -649,7 +649,7 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
             if (key_lines[i] != 0 && strncmp(tern_config_keys[i].name, "tls.", 4) == 0) {
                 msg_begin(m, file, key_lines[i]);
                 msg_str(m, tern_config_keys[i].name);
-                msg_str(m, " is set but there is no listener.tls (or listener.wss) to use it");
+                msg_str(m, " is set but there is no listener.tls or listener.wss to use it");
                 return false;
             }
         }
