@@ -177,6 +177,9 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now);
  * (an answer, a pong, a close). */
 bool conni_ws_input(conn_server *s, conn *c, uint8_t *data, size_t len, size_t *mqtt,
                     bool *flush);
+/* The core closes an upgraded c: queue a close frame (1000) unless one
+ * is queued already; true when it queued one. */
+bool conni_ws_goodbye(conn *c);
 /* A close (or a 400) is queued: read no more, end once it is out. */
 bool conni_ws_closing(const conn *c);
 /* Plaintext bytes still to leave, given the core's pending output. */

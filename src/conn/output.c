@@ -119,6 +119,9 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
     char peer[CONN_PEER_TEXT];
 
     if (broker_wants_close(c->bc) || conni_ws_closing(c)) {
+        /* A WebSocket peer is told with a close frame first. */
+        if (conn_out_pending(s, c) == 0 && conni_ws_goodbye(c) && !conni_write_out(s, c, now))
+            return false;
         if (conn_out_pending(s, c) == 0) {
             if (c->tls != NULL && !s->tls_ops->goodbye(s, c, now))
                 return false;

@@ -10,7 +10,8 @@
  * else (its header promised the bytes); then queued control output (the
  * 101/400 answer, a pong, a close); then a new data frame. After a close
  * is queued no data follows, and the connection ends once the close is
- * out (conni_after_flush).
+ * out (conni_after_flush). When the core closes an upgraded connection
+ * (DISCONNECT, a protocol error) a close frame (1000) goes out first.
  */
 #include "conn/internal.h"
 #include "conn/ws.h"
@@ -126,6 +127,16 @@ static void queue_close(conn_ws *ws, unsigned code, const char *reason)
         memcpy(p + 2, reason, n);
     queue_control(ws, WS_OP_CLOSE, p, n + 2);
     ws->closing = 1;
+}
+
+bool conni_ws_goodbye(conn *c)
+{
+    conn_ws *ws = c->ws;
+
+    if (ws == NULL || ws->closing || ws->req != NULL)
+        return false;
+    queue_close(ws, WS_CLOSE_NORMAL, NULL);
+    return true;
 }
 
 /* Answer the opening request in ws->req: 101, or 400 and close. Bytes of

@@ -294,3 +294,13 @@ def test_wss_without_a_client_certificate_is_refused(tls):
         c.upgrade()
         c.send(frame(rm.connect("nocert")))
         c.read_mqtt()
+
+
+def test_broker_side_close_sends_a_close_frame_first(broker):
+    # After DISCONNECT the core closes the connection: the WebSocket peer
+    # gets a close frame (1000) before the end, not a bare TCP close.
+    b = ws_broker(broker)
+    c = mqtt_client(b.ws_port, "ws-bye")
+    c.send(frame(rm.disconnect()))
+    assert c.read_close() == 1000
+    c.close()
