@@ -59,7 +59,7 @@ ASAN_LDFLAGS := -fsanitize=address,undefined
 # Portable, I/O-free code: the codec, the config parser, the broker core and
 # the connection layer (its TLS half, src/conn/tls.c, links with the TLS
 # adapter in src/tls/tls.mk, so builds without wolfSSL can use the rest).
-CONN_TLS_SRC := src/conn/tls.c
+CONN_TLS_SRC := src/conn/tls.c src/conn/ws_sha1.c
 CORE_SRC  := $(sort $(wildcard src/mqtt/*.c src/config/*.c src/broker/*.c src/json/*.c src/time/*.c) \
                     $(filter-out $(CONN_TLS_SRC),$(wildcard src/conn/*.c)))
 # The kernel's disk layout (GPT, superblocks, regions) is portable: unit

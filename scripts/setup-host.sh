@@ -28,7 +28,8 @@ set -euo pipefail
 #            (MQTT.js for the 5.0 tests: npm ci in tests/integration/js,
 #            see install_mqttjs below; npm only when no npm is on PATH,
 #            since a NodeSource nodejs brings its own and conflicts with
-#            Debian's)
+#            Debian's), chromium (headless: MQTT.js's browser bundle over
+#            listener.ws, tests/integration/test_websocket_browser.py)
 #   bench:   jq (reads the load generator's JSON lines), iproute2 (ss: free
 #            ports), util-linux (taskset: CPU pinning), valgrind
 #            (scripts/callgrind.sh: instructions per message)
@@ -42,7 +43,7 @@ PACKAGES=(
     dpkg-dev autoconf automake libtool tcl xz-utils
     debian-archive-keyring ca-certificates
     openssl mosquitto mosquitto-clients
-    python3 python3-paho-mqtt python3-pytest
+    python3 python3-paho-mqtt python3-pytest chromium
     qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf gdisk fdisk
     jq iproute2 util-linux valgrind
 )

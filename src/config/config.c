@@ -67,6 +67,8 @@ const key_def tern_config_keys[] = {
      offsetof(tern_config, allow_plaintext_passwords)},
     {"sys.public", KIND_BOOL, 0, 0, offsetof(tern_config, sys_public)},
     {"listener.tls", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_tls)},
+    {"listener.ws", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_ws)},
+    {"listener.wss", KIND_LISTEN, 0, 0, offsetof(tern_config, listener_wss)},
     TLS_TEXT("cert", KIND_PATH, cert),
     TLS_TEXT("key", KIND_PATH, key),
     TLS_TEXT("client_ca", KIND_PATH, client_ca),
@@ -639,14 +641,18 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
                       msgbuf *m)
 {
     static const char *const needed[] = {"tls.cert", "tls.key"};
-    size_t listener_line = line_of(key_lines, "listener.tls");
+    /* listener.wss runs the same TLS (same certificates, same identity
+     * rules) as listener.tls. */
+    bool tls = cfg->listener_tls.family != TERN_ADDR_NONE;
+    const char *listener = tls ? "listener.tls" : "listener.wss";
+    size_t listener_line = line_of(key_lines, listener);
 
-    if (cfg->listener_tls.family == TERN_ADDR_NONE) {
+    if (!tls && cfg->listener_wss.family == TERN_ADDR_NONE) {
         for (size_t i = 0; i < KEY_COUNT; i++) {
             if (key_lines[i] != 0 && strncmp(tern_config_keys[i].name, "tls.", 4) == 0) {
                 msg_begin(m, file, key_lines[i]);
                 msg_str(m, tern_config_keys[i].name);
-                msg_str(m, " is set but there is no listener.tls to use it");
+                msg_str(m, " is set but there is no listener.tls or listener.wss to use it");
                 return false;
             }
         }
@@ -655,7 +661,8 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
     for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
         if (line_of(key_lines, needed[i]) == 0) {
             msg_begin(m, file, listener_line);
-            msg_str(m, "listener.tls needs ");
+            msg_str(m, listener);
+            msg_str(m, " needs ");
             msg_str(m, needed[i]);
             return false;
         }
@@ -663,7 +670,8 @@ static bool check_tls(const tern_config *cfg, const size_t *key_lines, const cha
     if (cfg->tls.require_client_cert && cfg->tls.client_ca[0] == '\0' &&
         cfg->tls.operator_ca[0] == '\0') {
         msg_begin(m, file, listener_line);
-        msg_str(m, "listener.tls needs tls.client_ca (the CAs of accepted clients) while "
+        msg_str(m, listener);
+        msg_str(m, " needs tls.client_ca (the CAs of accepted clients) while "
                    "tls.require_client_cert = true");
         return false;
     }
@@ -913,6 +921,8 @@ void tern_config_defaults(tern_config *cfg)
     cfg->time.max_step_s = TERN_TIME_MAX_STEP_S_DEFAULT;
     cfg->time.resync_interval_s = TERN_TIME_RESYNC_S_DEFAULT;
     cfg->listener_tls.family = TERN_ADDR_NONE;
+    cfg->listener_ws.family = TERN_ADDR_NONE;
+    cfg->listener_wss.family = TERN_ADDR_NONE;
     cfg->tls.identity = TERN_IDENTITY_CN;
     cfg->tls.min_version = TERN_CONFIG_TLS_1_3;
     cfg->tls.require_client_cert = true;

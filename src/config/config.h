@@ -176,6 +176,8 @@ typedef struct tern_config {
     uint32_t version;
     tern_listen_addr listener_plain; /* family NONE = no plaintext listener */
     tern_listen_addr listener_tls;   /* family NONE = no TLS listener */
+    tern_listen_addr listener_ws;    /* family NONE = no WebSocket listener */
+    tern_listen_addr listener_wss;   /* family NONE = no WebSocket-over-TLS listener */
     tern_config_tls tls;
     char acl_file[TERN_CONFIG_PATH_MAX]; /* "" = no ACL file */
     char password_file[TERN_CONFIG_PATH_MAX]; /* "" = none: user names/passwords refused */

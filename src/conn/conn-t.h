@@ -22,6 +22,8 @@ typedef struct conn_server conn_server;
 /* How a TLS session is run over a connection (src/conn/tls.c). Builds
  * without the TLS adapter (the simulator, the fuzzers) have none. */
 typedef struct conn_tls_ops conn_tls_ops;
+/* A WebSocket connection's state (src/conn/ws.c), NULL on the others. */
+typedef struct conn_ws conn_ws;
 
 typedef struct conn_link {
     conn *prev, *next;
@@ -47,15 +49,24 @@ _Static_assert(CONN_TIMER_INPUT <= 3, "conn.timer holds a conn_timer_list in two
  * flags are one-bit fields, the deadline keeps the clock's low 32 bits
  * (deadlines are seconds away; compared wrap-safe, server.c), and the
  * QoS 0 drain measurement, which only a backed-up connection needs, is a
- * block of its own allocated while its output is backed up.
+ * block of its own allocated while its output is backed up, sharing its
+ * pointer with the WebSocket state (which carries its own measurement).
  */
 struct conn {
     /* The connection's parts, owned. */
     broker_conn *bc;     /* the core's side; NULL while a TLS handshake runs */
     tern_tls_conn *tls;  /* TLS session; NULL on plaintext */
     uint8_t *pending;    /* plaintext the core has not taken yet, NULL if none */
-    conn_drain *drain;   /* how fast it takes output while backed up (the QoS 0
-                            bound, drain.h); NULL while output keeps up */
+    /* Side state, one pointer for two kinds (is_ws says which): on a
+     * WebSocket connection its block (ws.c), which embeds its drain
+     * measurement; on others the drain measurement (how fast it takes
+     * output while backed up: the QoS 0 bound, drain.h), a block of its
+     * own while output is backed up, NULL while it keeps up. Read through
+     * conni_ws() and conni_drain(). */
+    union {
+        conn_ws *ws;
+        conn_drain *drain;
+    } side;
     uint32_t pending_off, pending_len;
 
     /* List membership: ready (work without a new transport event: input
@@ -72,6 +83,8 @@ struct conn {
     bool want_read : 1, want_write : 1; /* interest last given to the transport */
     bool input_blocked : 1;             /* the core paused input: not reading */
     bool peer_eof : 1;    /* the peer finished sending (EOF or close_notify) */
+    bool is_ws : 1;       /* side is a WebSocket block */
+    bool ws_draining : 1; /* ... whose drain measurement is running */
 };
 #define CONN_SIZE_MAX 88u /* see above: the kernel's kconn is 40 + this */
 _Static_assert(sizeof(struct conn) <= CONN_SIZE_MAX,
@@ -124,6 +137,11 @@ typedef struct conn_server_config {
      * core's unfinished packets and input it has not taken yet. While it
      * is spent, connections holding the most are not read. 0 = no limit. */
     uint64_t max_input_bytes;
+    /* WebSocket listeners (ws.h): SHA-1 for the accept key (conn_ws_sha1
+     * where wolfCrypt is linked; NULL: WebSocket connections refused) and
+     * the bytes one WebSocket message may carry (limits.max_packet_size). */
+    bool (*ws_sha1)(const uint8_t *data, size_t n, uint8_t out[20]);
+    uint32_t ws_max_message;
     broker_allocator allocator;    /* NULL members: malloc/realloc/free */
     broker_log_fn log;             /* may be NULL */
     void *log_ctx;

@@ -154,15 +154,22 @@ static bool keep(conn_server *s, conn *c, const uint8_t *data, size_t off, size_
     return true;
 }
 
-bool conni_deliver(conn_server *s, conn *c, const uint8_t *data, size_t len, uint64_t now)
+bool conni_deliver(conn_server *s, conn *c, uint8_t *data, size_t len, uint64_t now)
 {
+    bool flush = false;
+
+    if (c->is_ws && !conni_ws_input(s, c, data, len, &len, &flush))
+        return false;
+
     size_t taken = len == 0 ? 0 : broker_input(s->b, c->bc, data, len, now);
     bool alive = taken >= len || broker_wants_close(c->bc) ||
                  keep(s, c, data, taken, len - taken, now);
 
     if (alive)
         conni_account(s, c, held_by(c));
-    return alive;
+    /* A WebSocket answer, pong or close leaves now, not with the core's
+     * next output. */
+    return alive && (!flush || conn_flush(s, c, now));
 }
 
 /* One broker_input call for the pending plaintext. */

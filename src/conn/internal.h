@@ -8,6 +8,7 @@
  *   output.c  writing, interest, the linger/close policy, ending
  *   tls.c     the TLS half: handshake, identity, decryption, encryption
  *   peers.c   handshakes per peer address
+ *   ws.c      the WebSocket layer: opening request, frames in and out
  */
 #ifndef TERN_CONN_INTERNAL_H
 #define TERN_CONN_INTERNAL_H
@@ -50,6 +51,8 @@ struct conn_server {
     conn_list input_wait;        /* waiting for the input budget, deadline order */
     uint8_t *rbuf;               /* CONN_READ_BUF_SIZE: every read lands here */
     uint8_t *pbuf;               /* CONN_READ_BUF_SIZE: decrypted input; NULL without TLS */
+    bool (*ws_sha1)(const uint8_t *data, size_t n, uint8_t out[20]); /* NULL: no WebSocket */
+    uint32_t ws_max_message;     /* bytes of one WebSocket message */
     conn_stats stats;
     /* Handshakes running per peer address: open addressing on the keyed
      * hash of the address (0 = empty slot), linear probing. */
@@ -130,8 +133,9 @@ void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT]);
 
 /* input.c */
 /* Plaintext for the core; what it does not take is kept in c->pending
- * (data may be s->rbuf: then a large leftover adopts the buffer). */
-bool conni_deliver(conn_server *s, conn *c, const uint8_t *data, size_t len, uint64_t now);
+ * (data is s->rbuf or s->pbuf: a large leftover adopts the buffer; a
+ * WebSocket connection's frames are decoded in place there first). */
+bool conni_deliver(conn_server *s, conn *c, uint8_t *data, size_t len, uint64_t now);
 /* Input waiting inside the layer (pending plaintext, records in TLS). */
 bool conni_has_input(const conn_server *s, const conn *c);
 /* Forget input the core has not taken (the connection is closing). */
@@ -163,8 +167,32 @@ bool conni_update_interest(conn_server *s, conn *c, uint64_t now);
  * fires the will unless DISCONNECT came), free its parts, close the
  * transport. Returns false, for `return conni_end(...)`. */
 bool conni_end(conn_server *s, conn *c, conn_close_how how, uint64_t now);
+/* The source of c's plaintext output: the core's, framed on WebSocket. */
+const conni_source *conni_plain_source(const conn *c);
 /* After output was written: close or linger when the core wants it,
  * release paused input once output drained. */
 bool conni_after_flush(conn_server *s, conn *c, uint64_t now);
+
+/* ws.c: WebSocket connections (c->is_ws set). */
+static inline conn_ws *conni_ws(const conn *c)
+{
+    return c->is_ws ? c->side.ws : NULL;
+}
+/* The drain measurement embedded in a WebSocket connection's block. */
+conn_drain *conni_ws_drain(conn *c);
+/* Frames (or the opening request) in data[0..len) decoded in place: the
+ * MQTT bytes are data[0..*mqtt); *flush when control output was queued
+ * (an answer, a pong, a close). */
+bool conni_ws_input(conn_server *s, conn *c, uint8_t *data, size_t len, size_t *mqtt,
+                    bool *flush);
+/* The core closes an upgraded c: queue a close frame (1000) unless one
+ * is queued already; true when it queued one. */
+bool conni_ws_goodbye(conn *c);
+/* A close (or a 400) is queued: read no more, end once it is out. */
+bool conni_ws_closing(const conn *c);
+/* Plaintext bytes still to leave, given the core's pending output. */
+size_t conni_ws_pending(const conn *c, size_t core);
+extern const conni_source conni_ws_output;
+void conni_ws_free(conn_server *s, conn *c);
 
 #endif

@@ -20,10 +20,48 @@
 
 #include <string.h>
 
+/* c's drain measurement while one runs (conn.side), else NULL. */
+static conn_drain *drain_of(conn *c)
+{
+    if (c->is_ws)
+        return c->ws_draining ? conni_ws_drain(c) : NULL;
+    return c->side.drain;
+}
+
+/* Start measuring (output backed up): NULL without memory. */
+static conn_drain *drain_start(conn_server *s, conn *c)
+{
+    conn_drain *d;
+
+    if (c->is_ws) {
+        d = conni_ws_drain(c);
+        c->ws_draining = true;
+    } else {
+        d = conni_alloc(s, sizeof *d);
+        c->side.drain = d;
+    }
+    if (d != NULL)
+        memset(d, 0, sizeof *d);
+    return d;
+}
+
+static void drain_stop(conn_server *s, conn *c)
+{
+    if (c->is_ws) {
+        c->ws_draining = false;
+    } else {
+        conni_free(s, c->side.drain);
+        c->side.drain = NULL;
+    }
+}
+
 size_t conn_out_pending(const conn_server *s, const conn *c)
 {
-    return (c->bc != NULL ? broker_out_pending(c->bc) : 0) +
-           (c->tls != NULL ? s->tls_ops->out_pending(c->tls) : 0);
+    size_t core = c->bc != NULL ? broker_out_pending(c->bc) : 0;
+
+    if (c->is_ws)
+        core = conni_ws_pending(c, core);
+    return core + (c->tls != NULL ? s->tls_ops->out_pending(c->tls) : 0);
 }
 
 bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_t *taken,
@@ -38,8 +76,10 @@ bool conni_write(conn_server *s, conn *c, const uint8_t *data, size_t len, size_
         return conni_end(s, c, CONN_CLOSE_ABORT, now);
     }
     *taken = (size_t)n;
-    if (c->drain != NULL)
-        conn_drain_wrote(c->drain, (size_t)n);
+    conn_drain *d = drain_of(c);
+
+    if (d != NULL)
+        conn_drain_wrote(d, (size_t)n);
     return true;
 }
 
@@ -82,28 +122,32 @@ static void drain_update(conn_server *s, conn *c, uint64_t now)
     size_t pending = conn_out_pending(s, c);
     uint32_t before, limit;
 
-    if (c->drain == NULL) {
+    conn_drain *d = drain_of(c);
+
+    if (d == NULL) {
         if (pending == 0)
             return;
-        c->drain = conni_alloc(s, sizeof *c->drain);
-        if (c->drain == NULL)
+        d = drain_start(s, c);
+        if (d == NULL)
             return;
-        memset(c->drain, 0, sizeof *c->drain);
     }
-    before = c->drain->limit;
-    limit = conn_drain_update(c->drain, pending, now);
+    before = d->limit;
+    limit = conn_drain_update(d, pending, now);
     if (limit != before)
         broker_set_qos0_out_max(c->bc, limit);
-    if (pending == 0) { /* it kept up: the measurement ended (limit 0) */
-        conni_free(s, c->drain);
-        c->drain = NULL;
-    }
+    if (pending == 0) /* it kept up: the measurement ended (limit 0) */
+        drain_stop(s, c);
+}
+
+const conni_source *conni_plain_source(const conn *c)
+{
+    return c->is_ws ? &conni_ws_output : &core_output;
 }
 
 bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 {
     bool alive = c->tls != NULL ? s->tls_ops->flush(s, c, now)
-                                : c->bc == NULL || conni_write_all(s, c, &core_output, now);
+                                : c->bc == NULL || conni_write_all(s, c, conni_plain_source(c), now);
 
     if (alive && s->io->push != NULL)
         s->io->push(s->io_ctx, c);
@@ -115,7 +159,7 @@ bool conni_write_out(conn_server *s, conn *c, uint64_t now)
 bool conni_update_interest(conn_server *s, conn *c, uint64_t now)
 {
     bool r = !c->input_blocked && c->timer != CONN_TIMER_LINGER &&
-             c->timer != CONN_TIMER_INPUT && !c->peer_eof;
+             c->timer != CONN_TIMER_INPUT && !c->peer_eof && !conni_ws_closing(c);
     bool w = conn_out_pending(s, c) > 0;
     char peer[CONN_PEER_TEXT];
 
@@ -135,7 +179,10 @@ bool conni_after_flush(conn_server *s, conn *c, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
 
-    if (broker_wants_close(c->bc)) {
+    if (broker_wants_close(c->bc) || conni_ws_closing(c)) {
+        /* A WebSocket peer is told with a close frame first. */
+        if (conn_out_pending(s, c) == 0 && conni_ws_goodbye(c) && !conni_write_out(s, c, now))
+            return false;
         if (conn_out_pending(s, c) == 0) {
             if (c->tls != NULL && !s->tls_ops->goodbye(s, c, now))
                 return false;
@@ -186,8 +233,9 @@ static void release(conn_server *s, conn *c)
     if (c->tls != NULL)
         s->tls_ops->free(c->tls);
     c->tls = NULL;
-    conni_free(s, c->drain);
-    c->drain = NULL;
+    if (!c->is_ws)
+        drain_stop(s, c);
+    conni_ws_free(s, c);
     conni_drop_input(s, c);
 }
 

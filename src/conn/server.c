@@ -233,6 +233,8 @@ conn_server *conn_server_create(const conn_server_config *cfg)
     s->hs_cap = cfg->max_handshakes;
     s->max_per_address = cfg->max_handshakes_per_address;
     s->max_input = cfg->max_input_bytes;
+    s->ws_sha1 = cfg->ws_sha1;
+    s->ws_max_message = cfg->ws_max_message;
     s->hash_key[0] = cfg->hash_key[0];
     s->hash_key[1] = cfg->hash_key[1];
     s->rbuf = conni_alloc(s, CONN_READ_BUF_SIZE);

@@ -172,6 +172,8 @@ static bool tls_input(conn_server *s, conn *c, const uint8_t *in, size_t n, uint
 
 static bool tls_flush(conn_server *s, conn *c, uint64_t now)
 {
+    const conni_source *src = conni_plain_source(c); /* framed on WebSocket */
+
     if (!send_queued(s, c, now))
         return false;
     if (c->bc == NULL || tern_tls_out_pending(c->tls) > 0)
@@ -183,7 +185,7 @@ static bool tls_flush(conn_server *s, conn *c, uint64_t now)
 
         if (queued >= CONN_TLS_OUT_HIGH || queued >= room)
             break;
-        out = broker_out_peek(c->bc, &len);
+        out = src->peek(s, c, &len);
         if (len == 0)
             break;
         n = len;
@@ -193,7 +195,7 @@ static bool tls_flush(conn_server *s, conn *c, uint64_t now)
             n = room - queued;
         if (!tern_tls_write(c->tls, out, n))
             return failed(s, c, false, now);
-        broker_out_consume(s->b, c->bc, n); /* the core refills from the session's queue */
+        src->consume(s, c, n); /* the core refills from the session's queue */
     }
     return send_queued(s, c, now);
 }

@@ -137,4 +137,30 @@
 #define CONN_PEER_TEXT 64u
 #endif
 
+/* WebSocket (src/conn/ws.c). The opening request (its headers) may be at
+ * most this long: browsers send a few hundred bytes to a broker; a buffer
+ * of this size exists only while the request arrives. */
+#ifndef CONN_WS_REQUEST_MAX
+#define CONN_WS_REQUEST_MAX 4096u
+#endif
+
+/* Frames one WebSocket message may be split into: a client fragmenting a
+ * large message into 4 KiB frames still fits a 16 MiB packet, while a
+ * storm of tiny fragments is refused (close 1008). */
+#ifndef CONN_WS_MAX_FRAGMENTS
+#define CONN_WS_MAX_FRAGMENTS 4096u
+#endif
+
+/* Payload of one server data frame at most: the core's output is framed
+ * as it leaves, a frame per contiguous piece up to this. */
+#ifndef CONN_WS_FRAME_OUT_MAX
+#define CONN_WS_FRAME_OUT_MAX (64u * 1024u)
+#endif
+
+/* Control frames and the opening answer wait here until sent: a pong and
+ * a close (2 + 125 bytes each), or the 101/400 answer. */
+#ifndef CONN_WS_CTRL_OUT
+#define CONN_WS_CTRL_OUT 256u
+#endif
+
 #endif

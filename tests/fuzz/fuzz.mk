@@ -7,7 +7,8 @@
 # VFS's region headers), tdisk (tern-disk's image detection and region
 # header reading; the telemetry journal's head, segment and record reader),
 # payload (the installer's payload parser), json (src/json's reader and
-# writer: console requests come from the network). Included from the top-level
+# writer: console requests come from the network), ws (the WebSocket frame codec
+# and opening-request parser, src/conn/ws*.c). Included from the top-level
 # Makefile, which provides
 # CORE_SRC, CSTD, WARN, INC and BUILD.
 #
@@ -24,7 +25,7 @@
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload json
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload json ws
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -103,6 +104,7 @@ endif
 	    [ $$t = disk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    [ $$t = tdisk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    [ $$t = payload ] && dict=$(FUZZ_DIR)/payload.dict; \
+	    [ $$t = ws ] && dict=$(FUZZ_DIR)/ws.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

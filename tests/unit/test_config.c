@@ -709,8 +709,28 @@ TEST(config_tls_settings_without_a_tls_listener_are_refused)
     CHECK(rejects("config_version = 1\nlistener.plain = 127.0.0.1:1883\n"
                   "tls.identity = san-dns\n",
                   err));
-    CHECK(strcmp(err, "t.conf:3: tls.identity is set but there is no listener.tls to use it") ==
-          0);
+    CHECK(strcmp(err, "t.conf:3: tls.identity is set but there is no listener.tls or "
+                      "listener.wss to use it") == 0);
+}
+
+/* listener.wss runs listener.tls's TLS: the same keys, the same rules,
+ * with or without listener.tls beside it. */
+TEST(config_wss_listener_shares_the_tls_keys_and_rules)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(rejects("config_version = 1\nlistener.wss = 0.0.0.0:8081\n", err));
+    CHECK(strcmp(err, "t.conf:2: listener.wss needs tls.cert") == 0);
+    CHECK(rejects("config_version = 1\nlistener.wss = 0.0.0.0:8081\ntls.cert = s.crt\n"
+                  "tls.key = s.key\n", err));
+    CHECK(strstr(err, "t.conf:2: listener.wss needs tls.client_ca") == err);
+    CHECK(parse_text("config_version = 1\nlistener.wss = 0.0.0.0:8081\ntls.cert = s.crt\n"
+                     "tls.key = s.key\ntls.client_ca = ca.pem\nlistener.ws = 127.0.0.1:8080\n",
+                     &cfg, err));
+    CHECK_EQ(cfg.listener_wss.port, 8081);
+    CHECK_EQ(cfg.listener_ws.port, 8080);
+    CHECK_EQ(cfg.listener_tls.family, TERN_ADDR_NONE);
 }
 
 TEST(config_paths_longer_than_the_limit_are_refused)

@@ -406,15 +406,15 @@ TEST(conn_slow_reader_gets_qos0_bounded_in_time_not_in_bytes)
     CHECK(broker_out_pending(conn_core(&s->c)) <= CONN_QOS0_OUT_MIN + 200);
     CHECK(s->down.len - start <= 100 * 1000);
     /* The measurement's block exists while output is backed up ... */
-    CHECK(s->c.drain != NULL);
-    CHECK(p->c.drain == NULL);
+    CHECK(s->c.side.drain != NULL);
+    CHECK(p->c.side.drain == NULL);
     /* It catches up: output drains, the bound ends, nothing more dropped. */
     uint64_t dropped = st.publish_dropped;
     s->room = SIZE_MAX;
     w.now += 10;
     (void)conn_writable(w.cs, &s->c, w.now);
     CHECK_EQ(broker_out_pending(conn_core(&s->c)), 0);
-    CHECK(s->c.drain == NULL); /* ... and is freed once it drained */
+    CHECK(s->c.side.drain == NULL); /* ... and is freed once it drained */
     int before = cw_count(fake_bytes_data(&s->down), s->down.len, MQTT_PUBLISH, NULL);
     for (int i = 0; i < 400; i++)
         cw_put_publish(p, "t", 100, 'q');

@@ -53,6 +53,15 @@ int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_
                  name, tern_config_line(cfg, "auth.password_file"));
         return -1;
     }
+    /* WebSocket is served by the daemon only so far: refused, not ignored. */
+    if (cfg->listener_ws.family != TERN_ADDR_NONE || cfg->listener_wss.family != TERN_ADDR_NONE) {
+        const char *key = cfg->listener_ws.family != TERN_ADDR_NONE ? "listener.ws"
+                                                                    : "listener.wss";
+
+        snprintf(err, err_size, "%s:%zu: %s: the unikernel does not serve WebSocket yet", name,
+                 tern_config_line(cfg, key), key);
+        return -1;
+    }
     if (cfg->listener_plain.family == TERN_ADDR_NONE &&
         cfg->listener_tls.family == TERN_ADDR_NONE)
         what = "no listener: nothing to serve";

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "platform/posix/loop_internal.h"
+#include "conn/ws.h"
 #include "platform/posix/net.h"
 #include "version.h"
 
@@ -140,7 +141,8 @@ static void pause_accepting(tern_loop *l, int err, uint64_t now)
     tern_loop_set_accepting(l, false);
 }
 
-static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, bool tls, uint64_t now)
+static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const listener *ls,
+                     uint64_t now)
 {
     char peer_text[TERN_NET_ADDR_TEXT];
     struct epoll_event ev;
@@ -173,7 +175,8 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, bool tls
         return;
     }
     k->events = EPOLLIN;
-    if (!conn_open(l->cs, &k->c, tls, now)) { /* the layer said why */
+    if (!(ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
+                 : conn_open(l->cs, &k->c, ls->tls, now))) { /* the layer said why */
         free(k);
         (void)close(fd); /* nothing was ever written to it; leaves the epoll set */
         return;
@@ -196,7 +199,7 @@ void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)
         fd = accept4(ls->fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
         if (fd >= 0) {
-            add_conn(l, fd, (const struct sockaddr *)&ss, ls->tls, now);
+            add_conn(l, fd, (const struct sockaddr *)&ss, ls, now);
             continue;
         }
         switch (errno) {
@@ -217,7 +220,7 @@ void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)
     }
 }
 
-bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
+bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls, bool ws)
 {
     char err[160], name[TERN_NET_ADDR_TEXT];
     listener *ls = &l->listeners[l->nlisteners];
@@ -225,6 +228,7 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
 
     ls->kind = TERN_HANDLE_LISTENER;
     ls->tls = tls;
+    ls->ws = ws;
     ls->held = false;
     ls->armed = true;
     /* TLS: from the smallest backlog, grown as handshakes complete
@@ -245,7 +249,8 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls)
     }
     if (tern_net_local_name(ls->fd, name, sizeof name) != 0)
         strcpy(name, "?");
-    tern_logf(l->log, BROKER_LOG_INFO, "tern %s listening on %s (%s)", TERN_VERSION, name,
-              tls ? (l->cfg.tls.require_client_cert ? "mutual TLS" : "TLS") : "plaintext");
+    tern_logf(l->log, BROKER_LOG_INFO, "tern %s listening on %s (%s%s)", TERN_VERSION, name,
+              tls ? (l->cfg.tls.require_client_cert ? "mutual TLS" : "TLS") : "plaintext",
+              ws ? ", WebSocket" : "");
     return true;
 }

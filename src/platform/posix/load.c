@@ -114,7 +114,7 @@ bool tern_load_tls(const tern_config *cfg, const char *config_path, tern_tls_ser
     bool ok = false;
 
     *out = NULL;
-    if (cfg->listener_tls.family == TERN_ADDR_NONE)
+    if (cfg->listener_tls.family == TERN_ADDR_NONE && cfg->listener_wss.family == TERN_ADDR_NONE)
         return true;
     for (size_t i = 0; i < 4; i++) {
         if (values[i][0] != '\0' && !read_named(cfg, config_path, keys[i], values[i],

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn/ws.h"
 #include "platform/posix/console_ops.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/signals.h"
@@ -336,6 +337,8 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.max_handshakes = l->cfg.limits.max_handshakes;
     cc.max_handshakes_per_address = l->cfg.limits.max_handshakes_per_address;
     cc.max_input_bytes = l->cfg.limits.max_input_bytes;
+    cc.ws_sha1 = conn_ws_sha1;
+    cc.ws_max_message = l->cfg.limits.max_packet_size;
     /* A random key for the per-address table (as for the core's). */
     if (getrandom(cc.hash_key, sizeof cc.hash_key, 0) != (ssize_t)sizeof cc.hash_key) {
         tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));
@@ -399,9 +402,16 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
         !tern_loop_store_open(l))
         goto fail;
     if (cfg->listener_plain.family != TERN_ADDR_NONE &&
-        !tern_loop_add_listener(l, &cfg->listener_plain, false))
+        !tern_loop_add_listener(l, &cfg->listener_plain, false, false))
         goto fail;
-    if (l->tls && !tern_loop_add_listener(l, &cfg->listener_tls, true))
+    if (cfg->listener_tls.family != TERN_ADDR_NONE &&
+        !tern_loop_add_listener(l, &cfg->listener_tls, true, false))
+        goto fail;
+    if (cfg->listener_ws.family != TERN_ADDR_NONE &&
+        !tern_loop_add_listener(l, &cfg->listener_ws, false, true))
+        goto fail;
+    if (cfg->listener_wss.family != TERN_ADDR_NONE &&
+        !tern_loop_add_listener(l, &cfg->listener_wss, true, true))
         goto fail;
     tern_assets_free(assets); /* whatever was not taken */
     return l;

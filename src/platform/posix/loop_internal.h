@@ -46,12 +46,13 @@ enum {
     ACCEPT_PAUSE_MS = 100,            /* out of descriptors/memory: retry after */
     ACCEPT_WARN_MS = 10000,           /* at most one such warning this often */
     FD_SLACK = 64,                    /* descriptors besides connections */
-    MAX_LISTENERS = 2,                /* plaintext and TLS */
+    MAX_LISTENERS = 4,                /* plaintext, TLS, WebSocket, WebSocket over TLS */
 };
 
 typedef struct listener {
     uint8_t kind; /* TERN_HANDLE_LISTENER; first, like every epoll handle */
     bool tls;     /* connections get a TLS session */
+    bool ws;      /* connections speak WebSocket (ws, or wss with tls) */
     int fd;       /* owned; -1 when closed */
     bool held;    /* out of epoll: no room for a new connection (accept.c) */
     int backlog;  /* as last given to listen() */
@@ -97,7 +98,7 @@ struct tern_loop {
 uint64_t tern_loop_now_ms(void);
 
 /* accept.c */
-bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls);
+bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls, bool ws);
 void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now);
 void tern_loop_set_accepting(tern_loop *l, bool on);
 /* End of a turn: re-arm listeners held for want of room that has come

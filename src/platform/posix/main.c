@@ -42,7 +42,8 @@ static bool load_config(const char *path, tern_config *cfg, tern_assets *assets,
     if (!tern_config_parse(cfg, path, text, len, err, err_size))
         goto done;
     if (cfg->listener_plain.family == TERN_ADDR_NONE &&
-        cfg->listener_tls.family == TERN_ADDR_NONE) {
+        cfg->listener_tls.family == TERN_ADDR_NONE && cfg->listener_ws.family == TERN_ADDR_NONE &&
+        cfg->listener_wss.family == TERN_ADDR_NONE) {
         if (snprintf(err, err_size,
                      "%s: no listener configured (set listener.tls or listener.plain)", path) < 0)
             err[0] = '\0';

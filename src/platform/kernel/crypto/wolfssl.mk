@@ -41,10 +41,11 @@ $(KWOLF_DIR)/%.c $(KWOLF_DIR)/%.S:
 endif
 
 # The adapter, the kernel's crypto glue and the diagnostics' crypto
-# measurements (src/diag/crypto*.c, handshake*.c) include wolfSSL headers.
+# measurements (src/diag/crypto*.c, handshake*.c) and the WebSocket accept
+# key's SHA-1 (src/conn/ws_sha1.c) include wolfSSL headers.
 KWOLF_USERS := $(foreach v,prod test debug,$(KBUILD)/$(v)/src/tls/%.o \
                  $(KBUILD)/$(v)/$(KDIR)/crypto/%.o $(KBUILD)/$(v)/src/diag/crypto%.o \
-                 $(KBUILD)/$(v)/src/diag/handshake%.o)
+                 $(KBUILD)/$(v)/src/diag/handshake%.o $(KBUILD)/$(v)/src/conn/ws_sha1.o)
 $(KWOLF_USERS): KERNEL_CFLAGS += $(KWOLF_INC)
 
 define KWOLF_VARIANT
