@@ -3,8 +3,7 @@
  * server context has already done for the certificates clients sent, so a
  * client that comes back (a reconnect, a storm after an outage) costs no
  * second P-256 verify of its certificate by the CA. (docs/PERFORMANCE.md
- * "The cost of a handshake", SECURITY.md, the ADR draft in the wip-hs3
- * report.)
+ * "The cost of a handshake", docs/SECURITY.md S29, ADR-053.)
  *
  * wolfSSL (built with HAVE_PK_CALLBACKS) hands every ECDSA verification of
  * a handshake to tls_ecc_verify(): the signatures of the peer's certificates
