@@ -86,12 +86,18 @@ DIAG_LAYOUT_SRC := src/diag/layout.c src/diag/layout_draw.c
 ASAN_UNIT  := $(call obj,asan,$(UNIT_SRC) $(KDISK_SRC) $(DIAG_LAYOUT_SRC)) \
               $(filter-out %/main.o,$(ASAN_POSIX))
 
-$(BUILD)/rel/%.o: %.c
+# wolfSSL's build options (options.h) reach the objects through -isystem,
+# which -MMD leaves out of the .d files: after deps/fetch.sh points
+# build/deps at a wolfSSL built with other options (struct layouts), every
+# object is rebuilt. $(wildcard) keeps make unit-core free of deps.
+WOLF_OPTIONS := $(wildcard $(BUILD)/deps/wolfssl/include/wolfssl/options.h)
+
+$(BUILD)/rel/%.o: %.c $(WOLF_OPTIONS)
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  CC      $<")
 	$(Q)$(CC) $(CSTD) $(WARN) $(REL_CFLAGS) $(INC) -MMD -MP -c $< -o $@
 
-$(BUILD)/asan/%.o: %.c
+$(BUILD)/asan/%.o: %.c $(WOLF_OPTIONS)
 	@mkdir -p $(@D)
 	$(if $(Q),@echo "  CC-ASAN $<")
 	$(Q)$(CC) $(CSTD) $(WARN) $(ASAN_CFLAGS) $(INC) -MMD -MP -c $< -o $@

@@ -80,8 +80,14 @@ include $(KDIR)/store/sqlite.mk
 $(LWIP_DIR)/%.c:
 	@echo "lwIP sources missing ($(LWIP_DIR)): run make deps" >&2; exit 1
 
+# Every object also depends on the kernel's wolfSSL configuration: the
+# files that include wolfSSL's headers (crypto/wolfssl.mk, KWOLF_USERS)
+# reach crypto/user_settings.h through a system include directory, which
+# -MMD leaves out of the .d files, and a changed option (a struct's
+# layout) must not leave them built against the old one. It rarely
+# changes, so all are rebuilt rather than a list kept.
 define KERNEL_VARIANT
-$(KBUILD)/$(1)/%.o: %.c
+$(KBUILD)/$(1)/%.o: %.c $(KDIR)/crypto/user_settings.h
 	@mkdir -p $$(@D)
 	$$(if $$(Q),@echo "  KCC     $$< ($(1))")
 	$$(Q)$$(CC) $$(KERNEL_CFLAGS) $$(KVAR_$(1)) -MMD -MP -c $$< -o $$@
