@@ -20,7 +20,7 @@
 #   MOSQUITTO=/usr/sbin/mosquitto
 #   TERND=path           measure this ternd instead of building build/rel/ternd
 #   BENCH_STORM_CPU=F    the storm case bounds the broker to F of one core
-#                        (a cgroup CPU quota, ~10 ms period; default 0.08; 0: no
+#                        (a cgroup CPU quota, ~10 ms period; default 0.05; 0: no
 #                        bound) for its peak and its storm alike, so that ten
 #                        times the bounded peak is within the generator's
 #                        means (see "Handshake storms" in docs/PERFORMANCE.md)
@@ -39,7 +39,7 @@ GEN_CPU=${BENCH_GEN_CPU:-1}
 PORT_PLAIN=${BENCH_PORT_PLAIN:-21883}
 PORT_TLS=${BENCH_PORT_TLS:-28883}
 BROKERS=${BENCH_BROKERS:-"tern mosquitto"}
-STORM_CPU=${BENCH_STORM_CPU:-0.08}
+STORM_CPU=${BENCH_STORM_CPU:-0.05}
 if [[ $QUICK == 1 ]]; then
     REPS=${BENCH_REPS:-1}; D=${BENCH_DURATION:-2}
     IDLE_PLAIN=1000; IDLE_TLS=300; DRAIN=1
@@ -170,12 +170,14 @@ stop_broker() {
 # broker (peak and storm alike) in a cgroup with a CPU quota: cgroup v2's
 # cpu.max where the cpu controller is there, else v1's cfs quota. The
 # quota's period is 10 ms (longer where the quota would be under the
-# kernel's 1 ms minimum: 12.5 ms at 0.08), so a throttled broker waits
-# milliseconds, not the default 100 ms period's tens of them. The default 0.08 of a core: at
-# ten times the bounded peak (~250/s here) clients make ~2.5 attempts each
-# of up to 2 s, ~12,500 sockets open at once, inside tern-bench's --conns
-# 15000 (its descriptor limit here is 20,000); 0.1 ran out of slots on a
-# loaded machine.
+# kernel's 1 ms minimum: 20 ms at 0.05), so a throttled broker waits
+# milliseconds, not the default 100 ms period's tens of them. The default
+# 0.05 of a core: at ten times the bounded peak (~190/s here since client
+# certificate signatures are remembered, ADR-053) clients make ~2.5
+# attempts each of up to 2 s, ~9,500 sockets open at once, inside
+# tern-bench's --conns 15000 (its descriptor limit here is 20,000, which
+# root cannot raise in this container); 0.08 (peak ~310/s) ran out of
+# slots.
 CG=
 CG_PERIOD_US=10000
 cg_cleanup() {

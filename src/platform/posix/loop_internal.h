@@ -38,10 +38,13 @@ enum {
      * completed in the last one, within these bounds. A longer queue only
      * holds clients past their connect timeout, so under a storm most of
      * what it held would be taken after its client had left; past it Linux
-     * drops SYNs and clients retransmit them later. */
+     * drops SYNs and clients retransmit them later. 250 ms, not 500:
+     * a client that waited half a second here and then behind the
+     * running handshakes (tunables.h, CONN_HANDSHAKE_TARGET_MS) often
+     * timed out before its CONNACK. */
     LISTEN_BACKLOG_TLS = 256,
     LISTEN_BACKLOG_TLS_MIN = 32,
-    LISTEN_WAIT_MS = 500,
+    LISTEN_WAIT_MS = 250,
     ACCEPT_PER_TURN = LISTEN_BACKLOG, /* one backlog's worth, then serve others */
     ACCEPT_PAUSE_MS = 100,            /* out of descriptors/memory: retry after */
     ACCEPT_WARN_MS = 10000,           /* at most one such warning this often */
