@@ -39,7 +39,9 @@ set -euo pipefail
 #            sfdisk reads it back for tern-build-image --keep-data)
 #   release: minisign (signs and verifies SHA256SUMS), lintian (checks the
 #            .deb), debootstrap (the Debian 12 root the .deb is installed
-#            into), binutils (strip); dpkg-dev above builds the .deb
+#            into), binutils (strip), faketime (grub-mkrescue stamps the
+#            ISO with the current time: tools/image/mkiso.sh); dpkg-dev
+#            above builds the .deb
 #            (make release, make release-check: docs/RELEASING.md)
 PACKAGES=(
     gcc make libc6-dev clang libclang-rt-14-dev libpng-dev
@@ -49,7 +51,7 @@ PACKAGES=(
     python3 python3-paho-mqtt python3-pytest
     qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf gdisk fdisk
     jq iproute2 util-linux valgrind
-    minisign lintian debootstrap binutils
+    minisign lintian debootstrap binutils faketime
 )
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 

@@ -5,11 +5,16 @@ depths, each running `make release` with one throwaway minisign key.
 The builds take most of the time (each compiles the daemon, the tools and
 the unikernel from nothing); they run once per session and every test
 reads their output. TERN_RELEASE_JOBS sets make's -j for each (default 2).
+
+TERN_RELEASE_DIR=DIR (with TERN_RELEASE_PUB=the public key that signed it)
+runs the tests that need one release on DIR instead, without building; the
+comparison of two builds then fails, since there is only one.
 """
 import os
 import shutil
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +34,8 @@ def git_head():
 @pytest.fixture(scope="session")
 def minisign_key(tmp_path_factory):
     """A throwaway key pair without a password (-W): (secret, public)."""
+    if os.environ.get("TERN_RELEASE_DIR"):
+        return None, os.environ["TERN_RELEASE_PUB"]
     if shutil.which("minisign") is None:
         pytest.fail("minisign missing: scripts/setup-host.sh installs it")
     d = tmp_path_factory.mktemp("minisign")
@@ -40,6 +47,8 @@ def minisign_key(tmp_path_factory):
 @pytest.fixture(scope="session")
 def releases(tmp_path_factory, minisign_key):
     """Two release directories from two clean clones of HEAD: [(path, seconds)]."""
+    if os.environ.get("TERN_RELEASE_DIR"):
+        return [(Path(os.environ["TERN_RELEASE_DIR"]), 0.0)]
     commit = git_head()
     base = tmp_path_factory.mktemp("release")
     # Different names and depths: a build path leaking into an artifact

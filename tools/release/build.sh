@@ -98,10 +98,12 @@ done
 echo /etc/tern/tern.conf >"$deb/DEBIAN/conffiles"
 chmod 644 "$deb/DEBIAN/conffiles"
 # Depends: what the binary's dynamic links need (dpkg-shlibdeps reads a
-# debian/control; a throwaway one in the staging directory).
+# debian/control; a throwaway one in the staging directory), and adduser
+# for the postinst.
 mkdir -p "$work/stage/shlibs/debian"
 printf 'Source: ternd\n\nPackage: ternd\nArchitecture: amd64\n' >"$work/stage/shlibs/debian/control"
-shlibs=$(cd "$work/stage/shlibs" && dpkg-shlibdeps -O "$(readlink -f "$deb/usr/sbin/ternd")" 2>/dev/null |
+ternd_abs=$(readlink -f "$deb/usr/sbin/ternd")
+shlibs=$(cd "$work/stage/shlibs" && dpkg-shlibdeps -O "$ternd_abs" |
     sed -n 's/^shlibs:Depends=//p')
 [[ -n $shlibs ]] || die "dpkg-shlibdeps found no dependencies for ternd"
 # Installed-Size in KiB, counted from the files (not du: that depends on
@@ -127,6 +129,9 @@ Description: MQTT broker over mutually authenticated TLS
  certificates are configured (see /usr/share/doc/ternd/README.Debian).
 EOF
 chmod 644 "$deb/DEBIAN/control"
+(cd "$deb" && find . -path ./DEBIAN -prune -o -path ./etc -prune -o -type f -printf '%P\n' | sort |
+    xargs md5sum >DEBIAN/md5sums)
+chmod 644 "$deb/DEBIAN/md5sums"
 find "$deb" -exec touch -h -d "@$SOURCE_DATE_EPOCH" {} +
 debfile=$out/ternd_${debversion}_amd64.deb
 dpkg-deb --root-owner-group -Zxz --build "$deb" "$debfile" >/dev/null
