@@ -62,8 +62,9 @@ if [ -n "${TERN_IMAGE_SEED:-}" ]; then
     frozen=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%Y-%m-%d %H:%M:%S')
     rescue() { TZ=UTC faketime -f "$frozen" grub-mkrescue "$@"; }
 fi
-if ! SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0} \
-        rescue -o "$out.tmp" "$root" >"$root.log" 2>&1; then
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}
+export SOURCE_DATE_EPOCH
+if ! rescue -o "$out.tmp" "$root" >"$root.log" 2>&1; then
     cat "$root.log" >&2
     rm -f "$out.tmp"
     exit 1
