@@ -15,11 +15,13 @@
 #                      not part of make test)
 #
 # The release's objects are built with TERN_RELEASE=1 in their own tree
-# (build/release-work): -ffile-prefix-map removes the checkout's path from
-# the debug information, so clones in different directories agree.
+# (build/release-work): -ffile-prefix-map maps the checkout's path to "."
+# in the debug information, and -Wa,--debug-prefix-map does the same for
+# the assembler's line tables (the .S files and LTO's output): with only
+# the first, two clones differed in .debug_line_str by that one path.
 
 ifdef TERN_RELEASE
-CC += -ffile-prefix-map=$(CURDIR)/=
+CC += -ffile-prefix-map=$(CURDIR)=. -Wa,--debug-prefix-map=$(CURDIR)=.
 endif
 
 .PHONY: release release-check
