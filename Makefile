@@ -21,6 +21,10 @@
 #                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.
 #   make integration  integration tests (real clients) against the ASan daemon
 #   make deps       fetch, verify and build the pinned Debian source packages
+#   make release    signed reproducible release artifacts in build/release
+#                   (MINISIGN_KEY=PATH signs; tools/release/release.mk)
+#   make release-check  two clean builds compared byte for byte, the .deb
+#                   installed in a Debian 12 chroot (tests/release; slow)
 #   make setup      install the host packages the build and tests need, and
 #                   MQTT.js (npm ci) for the MQTT 5.0 integration tests
 #
@@ -152,6 +156,7 @@ include tests/sim/sim.mk
 include tests/powercut/powercut.mk
 include tests/ct/ct.mk
 include tests/tsan/tsan.mk
+include tools/release/release.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 

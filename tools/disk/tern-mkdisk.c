@@ -14,6 +14,10 @@
  *       the GPT are lost. --esp defaults to 64M; 0 means no ESP.
  *       --bios-boot (default 0: none) puts a BIOS boot partition for
  *       GRUB's core.img in front of the ESP (the image builder's disks).
+ *       --guid-seed HEX (128 hex digits, 64 bytes) replaces the random
+ *       bytes the disk's and partitions' GUIDs are made from: release
+ *       builds derive it from the version and commit so two builds of one
+ *       commit give the same image (docs/RELEASING.md).
  *   tern-mkdisk --show [--logical-block 512|4096] IMAGE
  *       print the GPT, the data partition and its layout (or why it is
  *       refused) without writing; exit 0 when usable or blank.
@@ -97,10 +101,28 @@ static int parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
+/* 128 hex digits -> 64 bytes; -1 for anything else. */
+static int parse_seed(const char *s, uint8_t out[64])
+{
+    if (strlen(s) != 128)
+        return -1;
+    for (size_t i = 0; i < 128; i++) {
+        char c = s[i];
+        int v = c >= '0' && c <= '9' ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+        if (v < 0)
+            return -1;
+        out[i / 2] = (uint8_t)(i % 2 ? out[i / 2] | v : v << 4);
+    }
+    return 0;
+}
+
 static void usage(void)
 {
     fprintf(stderr, "usage: tern-mkdisk [--size SIZE] [--bios-boot SIZE] [--esp SIZE]\n"
-                    "                   [--logical-block 512|4096]\n"
+                    "                   [--logical-block 512|4096] [--guid-seed HEX128]\n"
                     "                   [--physical-block BYTES] IMAGE\n"
                     "       tern-mkdisk --show [--logical-block 512|4096] IMAGE\n");
     exit(2);
@@ -171,13 +193,16 @@ static int zero_range(int fd, uint64_t off, uint64_t len)
     return 0;
 }
 
-static int make(struct file_disk *f, uint64_t bios, uint64_t esp)
+/* seed: the GUIDs' 64 bytes (--guid-seed), or NULL for random ones. */
+static int make(struct file_disk *f, uint64_t bios, uint64_t esp, const uint8_t *seed)
 {
     struct kdisk_report rep;
     uint8_t random[64];
     static struct klayout l;
     static const uint8_t unused[16];
-    if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random) {
+    if (seed)
+        memcpy(random, seed, sizeof random);
+    else if (getrandom(random, sizeof random, 0) != (ssize_t)sizeof random) {
         fprintf(stderr, "%s: getrandom: %s\n", f->img.path, strerror(errno));
         return 1;
     }
@@ -213,7 +238,8 @@ static int make(struct file_disk *f, uint64_t bios, uint64_t esp)
 int main(int argc, char **argv)
 {
     uint64_t size = 0, bios = 0, esp = 64ull * MIB, logical = 512, physical = 0;
-    int do_show = 0, have_size = 0;
+    int do_show = 0, have_size = 0, have_seed = 0;
+    uint8_t seed[64];
     const char *path = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -231,13 +257,19 @@ int main(int argc, char **argv)
             have_size |= val == &size;
         } else if (!strcmp(a, "--show")) {
             do_show = 1;
+        } else if (!strcmp(a, "--guid-seed")) {
+            if (i + 1 >= argc || parse_seed(argv[++i], seed)) {
+                fprintf(stderr, "tern-mkdisk: --guid-seed needs 128 hex digits (64 bytes)\n");
+                usage();
+            }
+            have_seed = 1;
         } else if (a[0] == '-' || path) {
             usage();
         } else {
             path = a;
         }
     }
-    if (!path || (do_show && have_size))
+    if (!path || (do_show && (have_size || have_seed)))
         usage();
     if (logical != 512 && logical != 4096) {
         fprintf(stderr, "tern-mkdisk: --logical-block must be 512 or 4096\n");
@@ -287,7 +319,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", path, rep.error);
         return 1;
     }
-    int rc = do_show ? show(&f) : make(&f, bios, esp);
+    int rc = do_show ? show(&f) : make(&f, bios, esp, have_seed ? seed : NULL);
     free(io);
     if (close(fd) && !rc) {
         fprintf(stderr, "%s: %s\n", path, strerror(errno));

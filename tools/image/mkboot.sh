@@ -48,7 +48,14 @@ bios_sectors=2048
 esp_sectors=131072        # 64 MiB
 
 # FAT volume id: random per build; GRUB searches for it.
-volid=$(od -An -N4 -tx4 /dev/urandom | tr -d ' \n' | tr 'a-f' 'A-F')
+# The ESP's FAT volume id: random, or with TERN_IMAGE_SEED (release builds,
+# tools/release) derived from it, so a rebuild of one commit gives the same
+# bytes (mtools takes its timestamps from SOURCE_DATE_EPOCH).
+if [ -n "${TERN_IMAGE_SEED:-}" ]; then
+    volid=$(printf '%s esp-volume-id' "$TERN_IMAGE_SEED" | sha256sum | cut -c1-8 | tr 'a-f' 'A-F')
+else
+    volid=$(od -An -N4 -tx4 /dev/urandom | tr -d ' \n' | tr 'a-f' 'A-F')
+fi
 fsuuid=$(printf '%s-%s' "$(echo "$volid" | cut -c1-4)" "$(echo "$volid" | cut -c5-8)")
 echo "$fsuuid" >"$work/volid"
 

@@ -91,7 +91,14 @@ if [ $keep -eq 1 ] && [ -e "$out" ]; then
     target=$out
 else
     rm -f "$out.tmp"
-    "$mkdisk" --size "${size_mib}M" --bios-boot 1M --esp 64M "$out.tmp" >/dev/null
+    # TERN_IMAGE_SEED (release builds): the GPT's GUIDs from it, not random.
+    seed=
+    if [ -n "${TERN_IMAGE_SEED:-}" ]; then
+        seed="--guid-seed $(printf '%s gpt-a' "$TERN_IMAGE_SEED" | sha256sum | cut -c1-64)$(
+            printf '%s gpt-b' "$TERN_IMAGE_SEED" | sha256sum | cut -c1-64)"
+    fi
+    # shellcheck disable=SC2086 # $seed is empty or two words
+    "$mkdisk" --size "${size_mib}M" --bios-boot 1M --esp 64M $seed "$out.tmp" >/dev/null
     if [ "$(shape "$out.tmp")" != "$(want_shape "$out.tmp")" ]; then
         echo "mkdisk: $mkdisk wrote partitions other than this script's offsets" >&2
         exit 1

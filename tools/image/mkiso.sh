@@ -44,9 +44,27 @@ cp "$bundle" "$root/boot/tern.bundle"
     "$root.boot/esp.img"
 rm -rf "$root.boot"
 mkdir -p "$(dirname "$out")"
-# Quiet unless it fails; SOURCE_DATE_EPOCH keeps the image reproducible.
+# Quiet unless it fails; SOURCE_DATE_EPOCH keeps xorriso's dates fixed.
+# grub-mkrescue (2.06) ignores it: it stamps the ISO's volume uuid, which
+# its embedded GRUB searches for and xorriso turns into the GPT's GUIDs,
+# with the current time. Release builds (TERN_IMAGE_SEED set,
+# tools/release) run it under faketime frozen at SOURCE_DATE_EPOCH (-f: the
+# time stands still; without -f it starts there and runs) so two
+# builds give the same bytes.
 # The ISO holds the server's private key: readable by its owner only.
-if ! SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0} grub-mkrescue -o "$out.tmp" "$root" >"$root.log" 2>&1; then
+rescue() { grub-mkrescue "$@"; }
+if [ -n "${TERN_IMAGE_SEED:-}" ]; then
+    [ -n "${SOURCE_DATE_EPOCH:-}" ] || { echo "mkiso: TERN_IMAGE_SEED needs SOURCE_DATE_EPOCH" >&2; exit 2; }
+    command -v faketime >/dev/null 2>&1 || {
+        echo "mkiso: faketime missing (apt-get install faketime)" >&2
+        exit 1
+    }
+    frozen=$(date -u -d "@$SOURCE_DATE_EPOCH" '+%Y-%m-%d %H:%M:%S')
+    rescue() { TZ=UTC faketime -f "$frozen" grub-mkrescue "$@"; }
+fi
+SOURCE_DATE_EPOCH=${SOURCE_DATE_EPOCH:-0}
+export SOURCE_DATE_EPOCH
+if ! rescue -o "$out.tmp" "$root" >"$root.log" 2>&1; then
     cat "$root.log" >&2
     rm -f "$out.tmp"
     exit 1
