@@ -6,7 +6,9 @@ wss and ws ports. MQTT.js (tests/integration/js/ws.js) over wss:// with
 the dev client certificate: QoS 0/1/2, a retained message, a will and a
 message larger than one server frame; a raw client whose unmasked frame
 gets close 1002 while another raw client on the same listener goes on;
-a raw client over ws:// gets its CONNACK.
+a raw client over ws:// gets its CONNACK; stalled handshakes on the wss
+port meet the per-address handshake limit at the SYN gate while ws is
+still served.
 """
 import base64
 import json
@@ -28,12 +30,42 @@ auth.allow_anonymous = true
 tls.cert = pki/server.crt
 tls.key = pki/server.key
 tls.client_ca = pki/ca.crt
-tls.handshake_timeout = 5
+tls.handshake_timeout = 10
 acl.file = tern.acl
+limits.max_handshakes_per_address = 3
 """
 JS_DIR = os.path.join(REPO, "tests", "integration", "js")
 BIG = 100000  # more than one 64 KiB server frame
 PINGREQ, PINGRESP = b"\xc0\x00", b"\xd0\x00"
+HALF_HELLO = b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"  # a stalled ClientHello
+
+
+def syn_gate(wss, ws):
+    """Handshakes on the wss port count against the TLS handshake budget
+    (limits.max_handshakes_per_address = 3: a fourth stalled one's SYN is
+    dropped: no answer, no reset), ws connections do not (a client over
+    ws is served meanwhile)."""
+    stalled = []
+    try:
+        for _ in range(4):
+            s = socket.create_connection(("127.0.0.1", wss), timeout=20)
+            s.sendall(HALF_HELLO)
+            stalled.append(s)
+        stalled[-1].settimeout(3)
+        try:
+            data = stalled[-1].recv(1)
+            raise Failure(f"fourth wss handshake from one address answered or closed: {data!r}")
+        except socket.timeout:
+            pass
+        except ConnectionResetError:
+            raise Failure("fourth wss handshake from one address was reset, not dropped")
+        plain = WsClient(ws)
+        plain.upgrade()
+        plain.mqtt(mqtt_connect_packet("ws-during-stall"), b"\x20\x02\x00\x00")
+        plain.sock.close()
+    finally:
+        for s in stalled:
+            s.close()
 
 
 def frame(payload, op=2, masked=True):
@@ -184,7 +216,12 @@ def ws_test(kernel, build):
                     plain.upgrade()
                     plain.mqtt(mqtt_connect_packet("ws-plain"), b"\x20\x02\x00\x00")
                     good.mqtt(PINGREQ, PINGRESP)
-                    notes.append(f"ws ok; clients {time.monotonic() - t0:.1f} s")
+                    notes.append("ws ok")
+                    good.sock.close()
+                    plain.sock.close()
+                    syn_gate(wss, ws)
+                    notes.append("fourth stalled wss handshake: SYN dropped; ws served "
+                                 f"meanwhile; clients {time.monotonic() - t0:.1f} s")
                 except OSError as e:
                     raise Failure(f"{e!r} after: {'; '.join(notes)}; serial output ends:\n" +
                                   show(vm.text()[-3000:]))
