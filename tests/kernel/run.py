@@ -79,6 +79,10 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_storm.py         a handshake storm at ten times the guest's closed-loop
                         peak (tern-bench): completions, bystanders' latency,
                         no drops after CONNACK, SYNs dropped rather than reset
+  test_ws.py            MQTT over WebSocket: MQTT.js over wss with a client
+                        certificate (QoS 0/1/2, retained, will, a message over
+                        frames), an unmasked frame closing only its own
+                        connection (1002), a client over ws
   test_console.py       the operator console over mutual TLS: every command
                         by an operator (Paho MQTTv5, mosquitto), each
                         refused for a non-operator (no answer, nothing done)
@@ -128,6 +132,7 @@ import test_store_full
 import test_store_restore
 import test_storm
 import test_tele
+import test_ws
 
 # The order tests are started and reported in: after the quick boots, the
 # longest (mqtt-mtls, about a minute under TCG) starts early so that it
@@ -136,7 +141,7 @@ MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag
            test_mqtt5, test_net, test_faults, test_kaslr, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
-           test_console, test_sntp, test_storm, test_smp)
+           test_console, test_sntp, test_storm, test_smp, test_ws)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

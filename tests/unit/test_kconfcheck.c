@@ -50,15 +50,26 @@ TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
     CHECK(strstr(err, "listener.tls") != NULL);
 }
 
-TEST(kconfcheck_refuses_websocket_listeners)
+TEST(kconfcheck_accepts_websocket_listeners)
 {
     char err[256];
     CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\n"
-                   "listener.ws = 0.0.0.0:8080\n", err, sizeof err), -1);
-    CHECK(strcmp(err, "t.conf:3: listener.ws: the unikernel does not serve WebSocket yet") == 0);
+                   "listener.ws = 0.0.0.0:8080\n", err, sizeof err), 0);
+    /* listener.wss alone: the kernel serves it with the TLS keys. */
     CHECK_EQ(check("config_version = 1\nlistener.wss = 0.0.0.0:8081\ntls.cert = a\n"
-                   "tls.key = b\ntls.client_ca = c\n", err, sizeof err), -1);
-    CHECK(strstr(err, "t.conf:2: listener.wss:") == err);
+                   "tls.key = b\ntls.client_ca = c\n", err, sizeof err), 0);
+    CHECK_EQ(check("config_version = 1\nlistener.ws = 0.0.0.0:8080\n", err, sizeof err), 0);
+}
+
+TEST(kconfcheck_refuses_an_ipv6_websocket_listener_by_its_key)
+{
+    char err[256];
+    CHECK_EQ(check("config_version = 1\nlistener.ws = [::]:8080\n", err, sizeof err), -1);
+    CHECK(strcmp(err, "t.conf: listener.ws: the unikernel has IPv4 only") == 0);
+    CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\n"
+                   "listener.wss = [::1]:8081\ntls.cert = a\ntls.key = b\n"
+                   "tls.client_ca = c\n", err, sizeof err), -1);
+    CHECK(strcmp(err, "t.conf: listener.wss: the unikernel has IPv4 only") == 0);
 }
 
 TEST(kconfcheck_accepts_the_kernels_store_keys)

@@ -149,14 +149,17 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
             refuse(err);
         kprintf("tern: config: ACL %s loaded\n", cfg->acl_file);
     }
-    if (cfg->listener_tls.family == TERN_ADDR_NONE)
+    /* listener.wss runs the same TLS as listener.tls (same certificates,
+     * same identity rules): either one needs the context. */
+    bool tls = cfg->listener_tls.family != TERN_ADDR_NONE;
+    if (!tls && cfg->listener_wss.family == TERN_ADDR_NONE)
         return;
     if (!wallclock_valid()) {
         /* Without a date no certificate can be checked (ADR-025). */
         wallclock_describe(msg, sizeof msg);
         char why[sizeof msg + 96];
-        snprintf(why, sizeof why, "%s: listener.tls: %s; certificates cannot be checked",
-                 config_name, msg);
+        snprintf(why, sizeof why, "%s: %s: %s; certificates cannot be checked", config_name,
+                 tls ? "listener.tls" : "listener.wss", msg);
         refuse(why);
     }
     tern_tls_server_config sc;

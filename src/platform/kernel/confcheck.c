@@ -53,22 +53,25 @@ int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_
                  name, tern_config_line(cfg, "auth.password_file"));
         return -1;
     }
-    /* WebSocket is served by the daemon only so far: refused, not ignored. */
-    if (cfg->listener_ws.family != TERN_ADDR_NONE || cfg->listener_wss.family != TERN_ADDR_NONE) {
-        const char *key = cfg->listener_ws.family != TERN_ADDR_NONE ? "listener.ws"
-                                                                    : "listener.wss";
-
-        snprintf(err, err_size, "%s:%zu: %s: the unikernel does not serve WebSocket yet", name,
-                 tern_config_line(cfg, key), key);
-        return -1;
+    /* Every listener kind is served (WebSocket too, through the same
+     * layer: serve.c); lwIP is built for IPv4 only. */
+    const struct {
+        const tern_listen_addr *la;
+        const char *ipv6;
+    } listeners[] = {
+        { &cfg->listener_plain, "listener.plain: the unikernel has IPv4 only" },
+        { &cfg->listener_tls, "listener.tls: the unikernel has IPv4 only" },
+        { &cfg->listener_ws, "listener.ws: the unikernel has IPv4 only" },
+        { &cfg->listener_wss, "listener.wss: the unikernel has IPv4 only" },
+    };
+    bool any = false;
+    for (size_t i = 0; i < sizeof listeners / sizeof listeners[0] && !what; i++) {
+        any |= listeners[i].la->family != TERN_ADDR_NONE;
+        if (listeners[i].la->family == TERN_ADDR_IPV6)
+            what = listeners[i].ipv6;
     }
-    if (cfg->listener_plain.family == TERN_ADDR_NONE &&
-        cfg->listener_tls.family == TERN_ADDR_NONE)
+    if (!what && !any)
         what = "no listener: nothing to serve";
-    else if (cfg->listener_plain.family == TERN_ADDR_IPV6)
-        what = "listener.plain: the unikernel has IPv4 only";
-    else if (cfg->listener_tls.family == TERN_ADDR_IPV6)
-        what = "listener.tls: the unikernel has IPv4 only";
     if (what) {
         snprintf(err, err_size, "%s: %s", name, what);
         return -1;

@@ -1,7 +1,8 @@
 /*
  * serve.c - the kernel's broker: creates the core (src/broker) and the
  * connection layer (src/conn) from the parsed configuration, listens with
- * lwIP on the mutual-TLS port and/or the plaintext one, and runs one turn
+ * lwIP on each configured port (mutual TLS, plaintext, WebSocket,
+ * WebSocket over TLS: the same layer, conn/ws.h), and runs one turn
  * per main-loop iteration, as the Linux daemon's epoll loop does:
  *
  *   1. the layer serves leftover input and delayed handshakes;
@@ -33,6 +34,7 @@
 #include "clock.h"
 #include "broker/acl.h"
 #include "config/config.h"
+#include "conn/ws.h"
 #include "console.h"
 #include "mm/kmalloc.h"
 #include "net/net.h"
@@ -143,11 +145,13 @@ static struct tcp_pcb *listen_on(struct kserver *s, const tern_listen_addr *la,
 static void stop(struct kserver *s)
 {
     net_set_rx_gate(NULL, NULL);
-    if (s->listener)
-        tcp_close(s->listener);
-    if (s->tls_listener)
-        tcp_close(s->tls_listener);
-    s->listener = s->tls_listener = NULL;
+    struct tcp_pcb **ls[] = { &s->listener, &s->tls_listener, &s->ws_listener,
+                              &s->wss_listener };
+    for (size_t i = 0; i < sizeof ls / sizeof ls[0]; i++) {
+        if (*ls[i])
+            tcp_close(*ls[i]);
+        *ls[i] = NULL;
+    }
     conn_server_destroy(s->cs); /* releases the TLS context */
     s->cs = NULL;
     broker_destroy(s->b); /* frees the ACL it was given */
@@ -229,6 +233,9 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         .max_handshakes_per_address = cfg->limits.max_handshakes_per_address,
         .max_input_bytes = cfg->limits.max_input_bytes,
         .hash_key = {0, 0},
+        /* WebSocket (listener.ws, listener.wss): as the daemon gives them. */
+        .ws_sha1 = conn_ws_sha1,
+        .ws_max_message = cfg->limits.max_packet_size,
         .allocator = bc.allocator, .log = core_log, .log_ctx = s, .log_level = bc.log_level,
     };
     assets->tls = NULL;
@@ -246,21 +253,28 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     (void)rng_bytes(flow_key, sizeof flow_key);
     syn_table_init(&s->refused_flows, flow_key);
     s->max_conns = cfg->limits.max_connections;
-    if (cfg->listener_tls.family != TERN_ADDR_NONE) {
-        s->tls_listener = listen_on(s, &cfg->listener_tls, kconn_accept_tls);
-        if (!s->tls_listener) {
+    /* One lwIP listener per configured port; each kind differs only in
+     * its accept callback (TLS or not, WebSocket or not). */
+    const struct {
+        const tern_listen_addr *la;
+        tcp_accept_fn accept;
+        struct tcp_pcb **pcb;
+        uint16_t *port;
+    } kinds[] = {
+        { &cfg->listener_tls, kconn_accept_tls, &s->tls_listener, &s->tls_port },
+        { &cfg->listener_plain, kconn_accept, &s->listener, &s->port },
+        { &cfg->listener_wss, kconn_accept_wss, &s->wss_listener, &s->wss_port },
+        { &cfg->listener_ws, kconn_accept_ws, &s->ws_listener, &s->ws_port },
+    };
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        if (kinds[i].la->family == TERN_ADDR_NONE)
+            continue;
+        *kinds[i].pcb = listen_on(s, kinds[i].la, kinds[i].accept);
+        if (!*kinds[i].pcb) {
             stop(s);
             return -1;
         }
-        s->tls_port = s->tls_listener->local_port; /* port 0 in the config: lwIP chose */
-    }
-    if (cfg->listener_plain.family != TERN_ADDR_NONE) {
-        s->listener = listen_on(s, &cfg->listener_plain, kconn_accept);
-        if (!s->listener) {
-            stop(s);
-            return -1;
-        }
-        s->port = s->listener->local_port;
+        *kinds[i].port = (*kinds[i].pcb)->local_port; /* port 0 in the config: lwIP chose */
     }
     net_set_rx_gate(kconn_syn_gate, s); /* SYNs the listeners would not serve: dropped */
     return 0;
@@ -311,15 +325,33 @@ void kserve_describe(char *buf, size_t n)
     }
     conn_stats cst;
     conn_server_get_stats(s->cs, &cst);
-    char tls[40] = "", plain[40] = "";
-    if (s->tls_listener)
-        snprintf(tls, sizeof tls, "mutual TLS port %u", s->tls_port);
-    if (s->listener)
-        snprintf(plain, sizeof plain, "plaintext port %u", s->port);
+    /* "mutual TLS port 8883, plaintext port 1883, ws port 8080, wss port
+     * 8081" (the listeners by their keys; the tests read these names). */
+    char ports[160] = "";
+    const struct {
+        const struct tcp_pcb *pcb;
+        const char *what;
+        uint16_t port;
+    } kinds[] = {
+        { s->tls_listener, "mutual TLS", s->tls_port },
+        { s->listener, "plaintext", s->port },
+        { s->ws_listener, "ws", s->ws_port },
+        { s->wss_listener, "wss", s->wss_port },
+    };
+    size_t used = 0;
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0] && used < sizeof ports; i++) {
+        if (!kinds[i].pcb)
+            continue;
+        int w = snprintf(ports + used, sizeof ports - used, "%s%s port %u", used ? ", " : "",
+                         kinds[i].what, kinds[i].port);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
     snprintf(buf, n,
-             "%s%s%s, %u connections (%llu accepted, %llu refused, %llu aborted, %llu SYNs "
+             "%s, %u connections (%llu accepted, %llu refused, %llu aborted, %llu SYNs "
              "dropped; TLS %llu ok, %llu failed, %llu timed out), heap %llu bytes",
-             tls, tls[0] && plain[0] ? ", " : "", plain, s->nconns,
+             ports, s->nconns,
              (unsigned long long)s->accepted, (unsigned long long)s->refused,
              (unsigned long long)s->aborted, (unsigned long long)s->syns_dropped,
              (unsigned long long)cst.handshakes_ok,

@@ -1,7 +1,8 @@
 /*
  * serve.h - the broker core (src/broker) served over lwIP's raw TCP API
- * through the connection layer (src/conn): a mutual-TLS listener and/or a
- * plaintext one, driven from the kernel's main loop.
+ * through the connection layer (src/conn): any of a mutual-TLS, a
+ * plaintext, a WebSocket and a WebSocket-over-TLS listener, driven from
+ * the kernel's main loop.
  */
 #ifndef TERN_KSERVE_SERVE_H
 #define TERN_KSERVE_SERVE_H

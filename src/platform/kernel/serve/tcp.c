@@ -34,6 +34,7 @@
 #include "serve/tcp.h"
 
 #include "clock.h"
+#include "conn/ws.h"
 #include "mm/kmalloc.h"
 
 #include "lwip/tcp.h"
@@ -159,7 +160,7 @@ static void detach(struct tcp_pcb *pcb)
     tcp_poll(pcb, NULL, 0);
 }
 
-static err_t accept_one(struct kserver *s, struct tcp_pcb *pcb, err_t err, bool tls)
+static err_t accept_one(struct kserver *s, struct tcp_pcb *pcb, err_t err, bool tls, bool ws)
 {
     if (err != ERR_OK || !pcb)
         return ERR_VAL;
@@ -170,7 +171,10 @@ static err_t accept_one(struct kserver *s, struct tcp_pcb *pcb, err_t err, bool 
     }
     kc->srv = s;
     kc->pcb = pcb;
-    if (!conn_open(s->cs, &kc->c, tls, now_ms())) { /* the layer said why */
+    /* A WebSocket listener's connection gets the layer's WebSocket
+     * block; everything after is the same calls (conn/ws.h). */
+    if (!(ws ? conn_open_ws(s->cs, &kc->c, tls, now_ms())
+             : conn_open(s->cs, &kc->c, tls, now_ms()))) { /* the layer said why */
         kfree(kc);
         s->refused++;
         return ERR_MEM;
@@ -201,13 +205,25 @@ static uint32_t half_open(const struct tcp_pcb *l)
  * now? O(1): counters and one hash lookup. */
 static bool syn_room(struct kserver *s, bool tls, const uint8_t src[4])
 {
-    uint32_t pending = half_open(s->listener) + half_open(s->tls_listener);
+    /* TLS handshakes lwIP is still completing, on either TLS listener:
+     * they share the layer's handshake budget. */
+    uint32_t tls_pending = half_open(s->tls_listener) + half_open(s->wss_listener);
+    uint32_t pending = half_open(s->listener) + half_open(s->ws_listener) + tls_pending;
     uint32_t used = s->nconns + pending;
     if (used >= s->max_conns || used + PCB_RESERVE >= MEMP_NUM_TCP_PCB)
         return false;
     if (!tls)
         return true;
-    return conn_handshake_room_from(s->cs, src, 4) > half_open(s->tls_listener);
+    return conn_handshake_room_from(s->cs, src, 4) > tls_pending;
+}
+
+/* Is port one of our listeners'? *tls says whether a TLS handshake
+ * follows there (listener.tls, listener.wss: they count against the
+ * handshake budget; listener.plain and listener.ws do not). */
+static bool our_port(const struct kserver *s, uint16_t port, bool *tls)
+{
+    *tls = (s->tls_listener && port == s->tls_port) || (s->wss_listener && port == s->wss_port);
+    return *tls || (s->listener && port == s->port) || (s->ws_listener && port == s->ws_port);
 }
 
 bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len)
@@ -216,8 +232,8 @@ bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len)
     syn_flow f;
     if (!syn_parse(frame, len, &f))
         return true;
-    bool tls = s->tls_listener && f.dport == s->tls_port;
-    if (!tls && !(s->listener && f.dport == s->port))
+    bool tls;
+    if (!our_port(s, f.dport, &tls))
         return true; /* not a listener of ours: lwIP answers as it does */
     uint64_t now = now_ms();
     if (!syn_table_has(&s->refused_flows, &f, now)) {
@@ -232,12 +248,22 @@ bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len)
 
 err_t kconn_accept(void *arg, struct tcp_pcb *pcb, err_t err)
 {
-    return accept_one(arg, pcb, err, false);
+    return accept_one(arg, pcb, err, false, false);
 }
 
 err_t kconn_accept_tls(void *arg, struct tcp_pcb *pcb, err_t err)
 {
-    return accept_one(arg, pcb, err, true);
+    return accept_one(arg, pcb, err, true, false);
+}
+
+err_t kconn_accept_ws(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    return accept_one(arg, pcb, err, false, true);
+}
+
+err_t kconn_accept_wss(void *arg, struct tcp_pcb *pcb, err_t err)
+{
+    return accept_one(arg, pcb, err, true, true);
 }
 
 /* ---- the transport ------------------------------------------------------ */

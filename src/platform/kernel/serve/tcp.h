@@ -39,7 +39,9 @@ struct kserver {
     conn_server *cs;                     /* the connection layer */
     struct tcp_pcb *listener;            /* plaintext, or NULL */
     struct tcp_pcb *tls_listener;        /* mutual TLS, or NULL */
-    uint16_t port, tls_port;
+    struct tcp_pcb *ws_listener;         /* WebSocket, or NULL */
+    struct tcp_pcb *wss_listener;        /* WebSocket over TLS, or NULL */
+    uint16_t port, tls_port, ws_port, wss_port;
     struct kconn_list work;              /* connections lwIP reported something for */
     uint32_t nconns;                     /* struct kconn alive, closing included */
     uint64_t accepted, refused, aborted;
@@ -82,15 +84,17 @@ _Static_assert(sizeof(struct kconn) <= KCONN_MAX_SIZE,
 /* The TCP transport (context: the kserver). */
 extern const conn_transport kconn_transport;
 
-/* lwIP accept callbacks for the plaintext and TLS listeners (arg: the
- * server). */
+/* lwIP accept callbacks for the plaintext, TLS, WebSocket and WebSocket
+ * over TLS listeners (arg: the server). */
 err_t kconn_accept(void *arg, struct tcp_pcb *pcb, err_t err);
+err_t kconn_accept_tls(void *arg, struct tcp_pcb *pcb, err_t err);
+err_t kconn_accept_ws(void *arg, struct tcp_pcb *pcb, err_t err);
+err_t kconn_accept_wss(void *arg, struct tcp_pcb *pcb, err_t err);
 /* The SYN admission (a net_rx_gate, ctx the server): a new connection's
  * SYN to a listener is dropped unanswered when it would not be served
  * (limits.max_connections, handshake room, the pcb pool), and its flow
  * remembered so its retransmitted SYNs are dropped again cheaply. */
 bool kconn_syn_gate(void *ctx, const uint8_t *frame, uint32_t len);
-err_t kconn_accept_tls(void *arg, struct tcp_pcb *pcb, err_t err);
 /* Take the first connection off the work list (NULL if empty); it may be
  * one freed while queued, which kconn_service then releases. */
 struct kconn *kconn_work_pop(struct kserver *s);
