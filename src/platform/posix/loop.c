@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,11 +147,37 @@ static int wait_timeout(const tern_loop *l, uint64_t now)
 
     if (l->accept_paused && l->accept_resume_ms < deadline)
         deadline = l->accept_resume_ms;
+    if (tern_heaptrim_deadline(&l->trim) < deadline)
+        deadline = tern_heaptrim_deadline(&l->trim);
     if (deadline == UINT64_MAX)
         return -1;
     if (deadline <= now)
         return 0;
     return deadline - now > INT_MAX ? INT_MAX : (int)(deadline - now);
+}
+
+/* End of a turn: give the heap's free pages back to the system once a
+ * burst of handshakes or closes is over (heaptrim.h says why). The counter
+ * moves with every handshake that ends (its tens of kilobytes freed) and
+ * every connection closed; the trim runs only on a turn that had no events,
+ * so never during a flood, and takes a few milliseconds at most (logged at
+ * debug level). */
+static void trim_heap(tern_loop *l, bool idle_turn, uint64_t now)
+{
+    conn_stats st;
+    uint64_t t0;
+
+    conn_server_get_stats(l->cs, &st);
+    tern_heaptrim_note(&l->trim,
+                       st.handshakes_ok + st.handshakes_failed + st.handshake_timeouts +
+                           st.handshakes_abandoned + l->closes,
+                       now);
+    if (!tern_heaptrim_due(&l->trim, idle_turn, now))
+        return;
+    t0 = clock_us();
+    (void)malloc_trim(0);
+    tern_logf(l->log, BROKER_LOG_DEBUG, "heap trimmed in %llu us (%zu connections)",
+              (unsigned long long)(clock_us() - t0), l->nconns);
 }
 
 static const char *signal_name(int sig)
@@ -235,6 +262,7 @@ int tern_loop_run(tern_loop *l)
         conn_turn_end(l->cs, now);
         tern_loop_accept_refresh(l, now); /* slots the turn freed */
         tern_loop_store_submit(l); /* last: closes above may add records */
+        trim_heap(l, n == 0, now);
     }
     wind_down(l);
     return rc;
@@ -372,6 +400,7 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     l->ep = -1;
     l->sig.kind = TERN_HANDLE_SIGNAL;
     l->sig.fd = -1;
+    tern_heaptrim_init(&l->trim, tern_loop_now_ms());
 
     fd_limit = raise_fd_limit(log);
     /* Connections still in their TLS handshake have descriptors of their

@@ -25,6 +25,7 @@
 #include "broker/broker.h"
 #include "config/config.h"
 #include "conn/conn.h"
+#include "platform/posix/heaptrim.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
 #include "platform/posix/sock.h"
@@ -88,6 +89,8 @@ struct tern_loop {
     tern_sock **by_fd;          /* owned table; owns the connections it points to */
     size_t by_fd_len;
     size_t nconns;
+    uint64_t closes;            /* connections closed so far (heaptrim.h) */
+    tern_heaptrim trim;         /* when to give freed heap back (loop.c) */
     int stop_signal;            /* 0 while serving */
     /* The turn's epoll batch, while it is handled: a connection closed
      * during the turn takes its events still waiting here with it
