@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text/base64.h"
+
 typedef struct pw_entry {
     uint8_t *user; /* owned, user_len bytes */
     size_t user_len;
@@ -67,21 +69,6 @@ size_t broker_passwd_count(const broker_passwd *p)
 /* RFC 4648 base64 (with padding, as mosquitto_passwd writes it) into out
  * (cap bytes). Returns the decoded length, or -1: a character outside the
  * alphabet, bad padding, or more than cap bytes. */
-static int b64val(char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
-
 static long b64_decode(const char *s, size_t len, uint8_t *out, size_t cap)
 {
     if (len == 0 || len % 4 != 0)
@@ -100,7 +87,7 @@ static long b64_decode(const char *s, size_t len, uint8_t *out, size_t cap)
             int d;
             if (c == '=' && i + 4 == len && k >= 4 - pad)
                 d = 0;
-            else if ((d = b64val(c)) < 0)
+            else if ((d = base64_value(c)) < 0)
                 return -1;
             v = v << 6 | (uint32_t)d;
         }

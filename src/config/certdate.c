@@ -8,23 +8,10 @@
 
 #include <string.h>
 
+#include "text/base64.h"
+
 static const char begin[] = "-----BEGIN CERTIFICATE-----";
 static const char end[] = "-----END CERTIFICATE-----";
-
-static int b64(uint8_t c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    if (c == '+')
-        return 62;
-    if (c == '/')
-        return 63;
-    return -1;
-}
 
 static const uint8_t *find(const uint8_t *p, size_t n, const char *s)
 {
@@ -55,7 +42,7 @@ static long decode(const uint8_t *pem, size_t len, uint8_t *der, size_t cap)
             pad++;
             continue;
         }
-        int v = b64(*p);
+        int v = base64_value(*p);
         if (v < 0 || pad)
             return -1;
         acc = acc << 6 | (uint32_t)v;

@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+#include "text/base64.h"
 
 static int lower(int ch)
 {
@@ -60,9 +60,9 @@ static bool key_valid(const uint8_t *v, size_t n)
     if (n != WS_KEY_TEXT || v[22] != '=' || v[23] != '=')
         return false;
     for (size_t i = 0; i < 22; i++)
-        if (v[i] == 0 || strchr(b64, v[i]) == NULL)
+        if (base64_value(v[i]) < 0)
             return false;
-    return ((strchr(b64, v[21]) - b64) & 0x0F) == 0;
+    return (base64_value(v[21]) & 0x0F) == 0;
 }
 
 static ws_upgrade_result bad(ws_upgrade *u, const char *why)
@@ -196,10 +196,10 @@ bool ws_accept_value(const char key[WS_KEY_TEXT + 1], ws_sha1_fn sha1,
     for (size_t i = 0; i < 21; i += 3) { /* 20 bytes: 6 full groups and one of 2 */
         uint32_t v = (uint32_t)d[i] << 16 | (uint32_t)d[i + 1] << 8 |
                      (i + 2 < 20 ? d[i + 2] : 0u);
-        out[o++] = b64[v >> 18 & 63];
-        out[o++] = b64[v >> 12 & 63];
-        out[o++] = b64[v >> 6 & 63];
-        out[o++] = i + 2 < 20 ? b64[v & 63] : '=';
+        out[o++] = base64_alphabet[v >> 18 & 63];
+        out[o++] = base64_alphabet[v >> 12 & 63];
+        out[o++] = base64_alphabet[v >> 6 & 63];
+        out[o++] = i + 2 < 20 ? base64_alphabet[v & 63] : '=';
     }
     out[WS_ACCEPT_TEXT] = '\0';
     return o == WS_ACCEPT_TEXT;
