@@ -7,7 +7,7 @@ bytes), the configurations and the development PKI the broker tests boot
 with (and boot bundles made by the image builder), screen readback (QMP
 screendump read with the kernel's own font), QMP quit, and the runner: the
 test registry collected from the test modules, -k selection, parallel jobs
-and the timing report.
+(with exclusive tests run alone) and the timing report.
 """
 import argparse
 import concurrent.futures
@@ -539,6 +539,49 @@ class Screen:
 
 # ---- the runner -----------------------------------------------------------
 
+class _Turns:
+    """Who may run: any number of ordinary tests at once, or one exclusive
+    test alone. A test that measures a rate against a rate it measured
+    earlier in the same run (the storm's completed handshakes against its
+    closed-loop peak) needs the host's CPUs to be the same in both
+    phases; with another QEMU guest starting, booting or idling beside
+    it, the two phases see different machines and the ratio measures the
+    neighbour. An exclusive test waiting keeps new ordinary tests from
+    starting, so it is not starved."""
+
+    def __init__(self):
+        self.cv = threading.Condition()
+        self.running = 0
+        self.alone = False
+        self.waiting = 0
+
+    def run(self, check, exclusive):
+        with self.cv:
+            if exclusive:
+                self.waiting += 1
+                self.cv.wait_for(lambda: self.running == 0 and not self.alone)
+                self.waiting -= 1
+                self.alone = True
+            else:
+                self.cv.wait_for(lambda: not self.alone and self.waiting == 0)
+                self.running += 1
+        try:
+            return check()
+        finally:
+            with self.cv:
+                if exclusive:
+                    self.alone = False
+                else:
+                    self.running -= 1
+                self.cv.notify_all()
+
+
+def exclusive(check):
+    """Mark a test's check to run with no other test beside it (_Turns)."""
+    check.exclusive = True
+    return check
+
+
 def collect(modules, build):
     """name -> check (a function returning a note or raising Failure; None:
     skipped), from each module's cases(build), in module order."""
@@ -563,7 +606,9 @@ def main(modules):
     failed = 0
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
-        futures = {n: pool.submit(f) for n, f in selected.items() if f}
+        turns = _Turns()
+        futures = {n: pool.submit(turns.run, f, getattr(f, "exclusive", False))
+                   for n, f in selected.items() if f}
         for name in selected:
             if selected[name] is None:
                 print(f"SKIP {name} ({OVMF} missing: apt-get install ovmf)")
