@@ -322,6 +322,8 @@ typedef struct broker_layer_stats {
     uint64_t input_waits;             /* connections not read: limits.max_input_bytes spent */
     uint64_t input_closes;            /* ... closed because it stayed spent */
     uint64_t input_bytes;             /* input buffered now, across connections */
+    uint64_t ws_refused;              /* WebSocket opening requests answered 400 */
+    uint64_t ws_errors;               /* WebSocket connections closed for a framing error */
 } broker_layer_stats;
 
 /* The layer's counters now: it reports them before each broker_tick that

@@ -176,6 +176,8 @@ int bk_con_status(bk_con_req *r)
         jw_u64(w, "input_waits", ls->input_waits);
         jw_u64(w, "input_closes", ls->input_closes);
         jw_u64(w, "input_bytes", ls->input_bytes);
+        jw_u64(w, "websocket_refused", ls->ws_refused);
+        jw_u64(w, "websocket_errors", ls->ws_errors);
     }
     jw_end(w);
     jw_obj(w, "memory");

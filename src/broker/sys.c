@@ -128,6 +128,8 @@ static void sys_publish_layer(broker *b)
     put_u64(b, "$SYS/broker/connections/input_waits", ls.input_waits);
     put_u64(b, "$SYS/broker/connections/input_closes", ls.input_closes);
     put_u64(b, "$SYS/broker/connections/input_bytes", ls.input_bytes);
+    put_u64(b, "$SYS/broker/connections/websocket_refused", ls.ws_refused);
+    put_u64(b, "$SYS/broker/connections/websocket_errors", ls.ws_errors);
 }
 
 void bk_sys_publish(broker *b, uint64_t now_ms)

@@ -110,6 +110,8 @@ typedef struct conn_stats {
     uint64_t input_waits;       /* connections not read for a while: input budget spent */
     uint64_t input_closes;      /* ... and closed because the budget stayed spent */
     uint64_t input_held;        /* input bytes buffered now, across connections */
+    uint64_t ws_refused;        /* WebSocket opening requests answered 400 */
+    uint64_t ws_errors;         /* WebSocket connections closed for a framing error */
 } conn_stats;
 
 typedef struct conn_server_config {

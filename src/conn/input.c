@@ -42,11 +42,12 @@ void conni_drop_input(conn_server *s, conn *c)
     c->pending_off = c->pending_len = 0;
 }
 
-/* What c holds now: the core's unfinished packet and input the core has
- * not taken. */
+/* What c holds now: the core's unfinished packet, input the core has
+ * not taken, and a WebSocket opening request still arriving. */
 static size_t held_by(const conn *c)
 {
-    return (c->bc != NULL ? broker_input_held(c->bc) : 0) + c->pending_len;
+    return (c->bc != NULL ? broker_input_held(c->bc) : 0) + c->pending_len +
+           conni_ws_request_held(c);
 }
 
 static uint64_t low_water(const conn_server *s)

@@ -192,6 +192,10 @@ bool conni_ws_goodbye(conn *c);
 bool conni_ws_closing(const conn *c);
 /* Plaintext bytes still to leave, given the core's pending output. */
 size_t conni_ws_pending(const conn *c, size_t core);
+/* Bytes of an unanswered opening request held (0 once answered, or for a
+ * connection that is not WebSocket): input like any other, counted
+ * against limits.max_input_bytes. */
+size_t conni_ws_request_held(const conn *c);
 extern const conni_source conni_ws_output;
 void conni_ws_free(conn_server *s, conn *c);
 

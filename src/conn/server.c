@@ -363,6 +363,8 @@ static void report_stats(conn_server *s)
         .input_waits = s->stats.input_waits,
         .input_closes = s->stats.input_closes,
         .input_bytes = s->input_held,
+        .ws_refused = s->stats.ws_refused,
+        .ws_errors = s->stats.ws_errors,
     };
 
     broker_set_layer_stats(s->b, &ls);

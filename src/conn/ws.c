@@ -109,6 +109,13 @@ size_t conni_ws_pending(const conn *c, size_t core)
     return own + (ws->closing ? ws->frame_left : core);
 }
 
+size_t conni_ws_request_held(const conn *c)
+{
+    const conn_ws *ws = conni_ws(c);
+
+    return ws != NULL && ws->req != NULL ? ws->req_len : 0;
+}
+
 /* Queue a control frame (opcode, payload p[0..n), n <= 125). A pong is
  * dropped while other control output waits (RFC 6455 5.5.3: answering the
  * latest ping only is allowed; the peer keeps pinging if it cares). */
@@ -182,6 +189,7 @@ static void opening(conn_server *s, conn *c, const uint8_t *data, size_t len, si
         conni_log(s, BROKER_LOG_DEBUG, "WebSocket client %s: upgraded (mqtt)", peer);
     } else {
         n = ws_upgrade_refuse(&u, (char *)ws->ctrl, sizeof ws->ctrl);
+        s->stats.ws_refused++;
         ws->closing = 1;
         ws->dec.done = 1;
         conni_log(s, BROKER_LOG_DEBUG, "WebSocket client %s: bad opening request: %s; closing",
@@ -231,6 +239,7 @@ bool conni_ws_input(conn_server *s, conn *c, uint8_t *data, size_t len, size_t *
             break;
         }
         case WS_EV_ERROR:
+            s->stats.ws_errors++;
             conni_peer(s, c, peer);
             conni_log(s, BROKER_LOG_DEBUG, "WebSocket client %s: %s; closing (%u)", peer,
                       ws->dec.why, (unsigned)ws->dec.close_code);

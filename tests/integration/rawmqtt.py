@@ -723,3 +723,24 @@ class RawClient:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def sys_shows(host, port, topic, want, timeout=5):
+    """Whether the $SYS topic shows `want` (bytes) within timeout: it is
+    republished every sys.interval, so a changed counter shows up on a
+    later refresh."""
+    c = RawClient(host, port)
+    try:
+        assert c.connect(client_id="sys-reader").return_code == 0
+        c.send(subscribe(1, [(topic, 0)]))
+        c.expect(SUBACK)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if c.expect(PUBLISH, timeout=deadline - time.monotonic()).payload == want:
+                    return True
+            except TimeoutError:
+                break
+        return False
+    finally:
+        c.close()

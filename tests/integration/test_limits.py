@@ -313,26 +313,6 @@ def test_connection_without_connect_is_closed_after_connect_timeout(broker):
 # A message the broker cannot deliver under its own bounds (issue 16 item 7).
 
 
-def _sys_reaches(b, topic, want, timeout=5):
-    """Whether the $SYS topic shows `want` within timeout (refreshed every
-    sys.interval)."""
-    c = R.RawClient(b.host, b.port)
-    try:
-        assert c.connect(client_id="sys-reader").return_code == 0
-        c.send(R.subscribe(1, [(topic, 0)]))
-        c.expect(R.SUBACK)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            try:
-                if c.expect(R.PUBLISH, timeout=deadline - time.monotonic()).payload == want:
-                    return True
-            except TimeoutError:
-                break
-        return False
-    finally:
-        c.close()
-
-
 @pytest.mark.tern_only
 def test_a_100_mb_qos1_publish_is_refused_not_acknowledged_and_lost(broker, tmp_path):
     """With the default limits, a 100 MB retained QoS 1 PUBLISH from
@@ -370,7 +350,7 @@ def test_a_100_mb_qos1_publish_is_refused_not_acknowledged_and_lost(broker, tmp_
     assert late.messages == []
     late.disconnect()
     sub.disconnect()
-    assert _sys_reaches(b, "$SYS/broker/connections/packets_too_large", b"1")
+    assert R.sys_shows(b.host, b.port, "$SYS/broker/connections/packets_too_large", b"1")
 
 
 @pytest.mark.tern_only

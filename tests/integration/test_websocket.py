@@ -247,6 +247,34 @@ def test_malformed_frames_close_only_their_connection(broker, name, data, code):
     assert b.alive()
 
 
+def test_refusals_and_framing_errors_are_counted_on_sys(broker):
+    b = ws_broker(broker, sys_interval=1)
+    s = socket.create_connection((HOST, b.ws_port), timeout=5)
+    s.sendall(request(protocol=None))
+    assert s.recv(4096).startswith(b"HTTP/1.1 400 ")
+    s.close()
+    bad = mqtt_client(b.ws_port, "ws-counted")
+    bad.send(frame(b"hello", op=1))
+    assert bad.read_close() == 1003
+    bad.close()
+    assert rm.sys_shows(b.host, b.port, "$SYS/broker/connections/websocket_refused", b"1")
+    assert rm.sys_shows(b.host, b.port, "$SYS/broker/connections/websocket_errors", b"1")
+
+
+def test_an_unanswered_opening_request_counts_as_buffered_input(broker):
+    """The request's buffer is input held for a client that has not even
+    sent MQTT yet: limits.max_input_bytes must see it."""
+    b = ws_broker(broker, sys_interval=1)
+    socks = []
+    for _ in range(2):
+        s = socket.create_connection((HOST, b.ws_port), timeout=5)
+        s.sendall(request(extra="X-Pad: " + "a" * 2000 + "\r\n")[:1000])
+        socks.append(s)
+    assert rm.sys_shows(b.host, b.port, "$SYS/broker/connections/input_bytes", b"%d" % 2000)
+    for s in socks:
+        s.close()
+
+
 def _node(args):
     ok, why = mqttjs_available()
     if not ok:
