@@ -12,11 +12,11 @@
  *   kept     TLS 1.3 + 1.2 server and client, ECDHE with X25519 and P-256,
  *            ECDSA P-256 certificates, AES-GCM (AES-NI), ChaCha20-Poly1305,
  *            SHA-256/384/512 (SHA-1 only for certificate key identifiers),
- *            HKDF, the fast P-256 code (SP, x86_64 assembly) and the Intel
+ *            HKDF, PBKDF2 (password files), the fast P-256 code (SP, x86_64 assembly) and the Intel
  *            assembly with run-time CPUID dispatch; certificate generation
  *            (the diagnostics' handshake measurement makes its own
  *            certificates: src/diag/handshake_pki.c)
- *   dropped  RSA, DH, DSA, MD5, P-384 and other curves, SHA-3, PSK, session
+ *   dropped  RSA, DH, DSA, MD5, P-384 and other curves, SHA-3, PSK, PKCS#12, session
  *            cache, file system, sockets, threads, error strings
  *
  * Platform hooks: random bytes come from the kernel's HMAC_DRBG
@@ -111,7 +111,10 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 #define NO_MD5
 #define NO_RC4
 #define NO_DES3
-#define NO_PWDBASED
+/* PBKDF2 (pwdbased.c) for the password file's $7$ hashes (auth.password_file,
+ * src/tls/kdf.c); nothing else of pwdbased: no PKCS#12, no PBKDF1. */
+#define NO_PKCS12
+#define NO_PBKDF1
 #define WOLFSSL_NO_SHAKE128
 #define WOLFSSL_NO_SHAKE256
 
