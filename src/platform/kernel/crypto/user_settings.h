@@ -112,7 +112,12 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 #define NO_RC4
 #define NO_DES3
 /* PBKDF2 (pwdbased.c) for the password file's $7$ hashes (auth.password_file,
- * src/tls/kdf.c); nothing else of pwdbased: no PKCS#12, no PBKDF1. */
+ * src/tls/kdf.c); nothing else of pwdbased: no PKCS#12, no PBKDF1. +7.1 KB
+ * of kernel text (wolfSSL 5.7.2): pwdbased.c 1.8 KB, and asn.c +4.5 KB and
+ * wc_encrypt.c +0.8 KB of encrypted PKCS#8 key support that comes on with
+ * PBKDF2 and that nothing calls (the kernel loads no encrypted keys);
+ * NO_PKCS8 would drop it, but it gates other PKCS#8 code too, and which of
+ * that the server key's loading needs has not been checked. */
 #define NO_PKCS12
 #define NO_PBKDF1
 #define WOLFSSL_NO_SHAKE128
