@@ -3,16 +3,18 @@ written by Debian's mosquitto_passwd travels in the boot bundle; over the
 guest's TLS listener, with no client certificate required, the right
 password connects and the user name is the ACL identity, a wrong password
 and an unknown user are refused after the core's delay (and logged and
-counted), a certificate holder still connects, and a password over the
-plaintext listener is refused. A bad file halts the kernel naming file and
+counted), a certificate holder still connects, config-show lists the
+file by its hash, and a password over the plaintext listener is refused. A bad file halts the kernel naming file and
 line, and the image builder refuses it first. The unikernel has no reload:
 its bundle is the RAM copy the loader made (docs/DECISIONS.md ADR-055).
 """
+import hashlib
+import json
 import os
 import subprocess
 import time
 
-from clients import mosq, sys_value
+from clients import Sub, mosq, sys_value
 from harness import (BANNER, MTLS_CONF, READY, Failure, Pki, free_port, make_bundle, module_vm,
                      scratch, show, write_file)
 
@@ -95,6 +97,24 @@ def login_test(kernel, build):
                 mosq("mosquitto_pub", tport, "-t", "test/cert", "-m", "m",
                      tls=pki.args("dev-client"))
                 notes.append("certificate holder in")
+                # config-show names the file the image carries, by its hash.
+                op = pki.args("dev-operator")
+                answers = Sub(tport, ["$SYS/console/response/dev-operator"], tls=op)
+                try:
+                    answers.synced()
+                    mosq("mosquitto_pub", tport, "-t", "$SYS/console/request", "-q", "1",
+                         "-m", json.dumps({"command": "config-show"}), tls=op)
+                    answers.wait(lambda ls: any('"config-show"' in l for l in ls), 20,
+                                 "config-show answer")
+                finally:
+                    answers.stop()
+                out = next(l for l in answers.lines if '"config-show"' in l).split(" ", 3)[3]
+                files = {f["key"]: f for f in json.loads(out).get("files", [])}
+                with open(os.path.join(tmp, "users.pw"), "rb") as f:
+                    digest = hashlib.sha256(f.read()).hexdigest()
+                if files.get("auth.password_file", {}).get("sha256") != digest:
+                    raise Failure(f"config-show files: {files} in {out[:3000]}")
+                notes.append("config-show lists it")
                 r, _ = pub("alice", "secret", port=pport, args=())
                 if r.returncode == 0 or b"not authori" not in r.stderr.lower():
                     raise Failure("password on plaintext not refused: " + show(r.stderr))

@@ -6,9 +6,9 @@
  * parsed with the same strict parser as the Linux daemon; what this kernel
  * cannot honour yet is refused (confcheck.c), and so is a configuration
  * whose certificate, key, CA, ACL or password file is not in the bundle,
- * or fails to load. A refusal prints the reason on the console and halts (no reset
- * loop): the kernel never serves with a configuration it did not fully
- * understand.
+ * or fails to load. A refusal prints the reason on the console and halts
+ * (no reset loop): the kernel never serves with a configuration it did not
+ * fully understand.
  */
 #include "bootconf.h"
 

@@ -1,8 +1,8 @@
 /*
  * bootconf.h - the broker's configuration baked into the image (SPEC A6):
  * the boot module, either a bundle (bundle.h: the configuration and the
- * certificates, keys, CAs, ACL and password file it names) or a lone configuration file,
- * parsed with the daemon's parser (src/config).
+ * certificates, keys, CAs, ACL and password file it names) or a lone
+ * configuration file, parsed with the daemon's parser (src/config).
  */
 #ifndef TERN_BOOTCONF_H
 #define TERN_BOOTCONF_H
@@ -40,8 +40,8 @@ struct bootconf_assets {
  * wolfSSL is set up and the RNG seeded. A bad certificate, key, CA bundle,
  * ACL or password file is reported with the reason (for the two text
  * files, "FILE:LINE: why", as the daemon says it) and the kernel halts,
- * like a refused configuration. The private
- * key's bytes are wiped from the bundle once wolfSSL holds its copy.
+ * like a refused configuration. The private key's bytes are wiped from the
+ * bundle once wolfSSL holds its copy.
  */
 void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out);
 

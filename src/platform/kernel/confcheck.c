@@ -8,7 +8,8 @@
 #include <stdio.h>
 
 static const char *const file_keys[CONF_FILE_COUNT] = {
-    "tls.cert", "tls.key", "tls.client_ca", "tls.operator_ca", "acl.file", "auth.password_file",
+    "tls.cert", "tls.key", "tls.client_ca", "tls.operator_ca", "acl.file",
+    "auth.password_file",
 };
 
 const char *conf_file_key(unsigned i)
