@@ -32,7 +32,8 @@ BANNER = b"tern: booting"
 # The whole line: a test that stops reading at its start may cut it short.
 READY = re.compile(rb"tern: ready \(boot (\w+)[^\n]*\n")
 KAT_PASSED = rb"tern: crypto self-tests passed in [\d.]+ ms: sha-256 hmac-drbg aes-128-gcm " \
-             rb"aes-256-gcm chacha20-poly1305 x25519 ecdh-p256 ecdsa-p256-verify ecdsa-p256-sign"
+             rb"aes-256-gcm chacha20-poly1305 x25519 ecdh-p256 ecdsa-p256-verify ecdsa-p256-sign " \
+             rb"pbkdf2-sha512"
 
 
 class Failure(Exception):

@@ -83,6 +83,10 @@ tests live in modules grouped by subject, each opening with what it tests:
                         certificate (QoS 0/1/2, retained, will, a message over
                         frames), an unmasked frame closing only its own
                         connection (1002), a client over ws
+  test_passwd.py        password files (mosquitto_passwd) in the bundle: right
+                        password in with the user name as ACL identity, wrong
+                        and unknown refused after a second, a password over
+                        plaintext refused; a bad file halts naming its line
   test_console.py       the operator console over mutual TLS: every command
                         by an operator (Paho MQTTv5, mosquitto), each
                         refused for a non-operator (no answer, nothing done)
@@ -121,6 +125,7 @@ import test_kaslr
 import test_kvfs
 import test_mqtt5
 import test_net
+import test_passwd
 import test_pci_acpi
 import test_scrub
 import test_smp
@@ -141,7 +146,7 @@ MODULES = (test_boot, test_broker_mtls, test_store_disk, test_install, test_diag
            test_mqtt5, test_net, test_faults, test_kaslr, test_halloc, test_pci_acpi, test_crypto, test_config, test_disk,
            test_disk_image, test_disk_readonly, test_disk_size, test_kvfs, test_store, test_diag_hw,
            test_store_full, test_store_restore, test_tele, test_scrub, test_store_grow, test_diag_disk,
-           test_console, test_sntp, test_storm, test_smp, test_ws)
+           test_console, test_sntp, test_storm, test_smp, test_ws, test_passwd)
 
 if __name__ == "__main__":
     sys.exit(harness.main(MODULES))

@@ -89,6 +89,7 @@ def cases(b):
         "crypto-kat-fail-gcm-asm": kat_fail_test(b.test_elf, "aes-128-gcm", "max"),
         "crypto-kat-fail-chacha-asm": kat_fail_test(b.test_elf, "chacha20-poly1305", "max"),
         "crypto-kat-fail-ecdh": kat_fail_test(b.test_elf, "ecdh-p256"),
+        "crypto-kat-fail-pbkdf2": kat_fail_test(b.test_elf, "pbkdf2-sha512"),
         "rng-jitter-only": jitter_only_test(b.elf),
         "crypto-cryptobench": cryptobench_test(b.test_elf, 300),
     }

@@ -25,14 +25,12 @@ TEST(kconfcheck_accepts_tls_and_plain)
                    "tls.key = b\ntls.client_ca = c\nacl.file = d\n", err, sizeof err), 0);
 }
 
-TEST(kconfcheck_refuses_a_password_file_naming_the_line)
+TEST(kconfcheck_accepts_a_password_file)
 {
     char err[256];
     CHECK_EQ(check("config_version = 1\nlistener.tls = 0.0.0.0:8883\ntls.cert = a\n"
                    "tls.key = b\ntls.client_ca = c\nauth.password_file = pw\n", err, sizeof err),
-             -1);
-    CHECK(strncmp(err, "t.conf:6: auth.password_file: the unikernel does not check passwords",
-                  68) == 0);
+             0);
 }
 
 TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
@@ -88,7 +86,8 @@ TEST(kconfcheck_lists_the_named_files)
     char err[256];
     static const char text[] = "config_version = 1\nlistener.tls = 0.0.0.0:8883\n"
                                "tls.cert = pki/s.crt\ntls.key = pki/s.key\n"
-                               "tls.client_ca = pki/ca.crt\nacl.file = my acl\n";
+                               "tls.client_ca = pki/ca.crt\nacl.file = my acl\n"
+                               "auth.password_file = users.pw\n";
     CHECK(tern_config_parse(&cfg, "t.conf", text, sizeof text - 1, err, sizeof err));
     CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_CERT), "pki/s.crt") == 0);
     CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_KEY), "pki/s.key") == 0);
@@ -96,5 +95,8 @@ TEST(kconfcheck_lists_the_named_files)
     CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_TLS_OPERATOR_CA), "") == 0);
     CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_ACL), "my acl") == 0);
     CHECK(strcmp(conf_file_key(CONF_FILE_ACL), "acl.file") == 0);
+    /* The password file travels in the bundle like the ACL. */
+    CHECK(strcmp(conf_file_value(&cfg, CONF_FILE_PASSWD), "users.pw") == 0);
+    CHECK(strcmp(conf_file_key(CONF_FILE_PASSWD), "auth.password_file") == 0);
     CHECK(strcmp(conf_file_key(CONF_FILE_COUNT), "") == 0);
 }

@@ -8,9 +8,9 @@
  *
  * Checks, in order, each stopping with one "WHERE: message" line on stderr
  * and exit status 2: the configuration (the daemon's parser), what the
- * unikernel supports of it (src/platform/kernel/confcheck.c), the ACL and
- * the TLS files (the daemon's loader: certificates parse, the key matches,
- * CAs load). Paths in the configuration are resolved as the daemon does
+ * unikernel supports of it (src/platform/kernel/confcheck.c), the ACL, the
+ * password file and the TLS files (the daemon's loader: certificates
+ * parse, the key matches, CAs load). Paths in the configuration are resolved as the daemon does
  * (relative to the configuration's directory) and stored in the bundle
  * under the name the configuration spells, which is where the kernel looks
  * them up. The output is parsed back before it is kept.

@@ -5,10 +5,10 @@
  * plaintext-only set-ups, a lone configuration file. The configuration is
  * parsed with the same strict parser as the Linux daemon; what this kernel
  * cannot honour yet is refused (confcheck.c), and so is a configuration
- * whose certificate, key, CA or ACL file is not in the bundle, or fails to
- * load. A refusal prints the reason on the console and halts (no reset
- * loop): the kernel never serves with a configuration it did not fully
- * understand.
+ * whose certificate, key, CA, ACL or password file is not in the bundle,
+ * or fails to load. A refusal prints the reason on the console and halts
+ * (no reset loop): the kernel never serves with a configuration it did not
+ * fully understand.
  */
 #include "bootconf.h"
 
@@ -139,6 +139,7 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
     char msg[TERN_CONFIG_ERR_SIZE + TERN_TLS_ERR_SIZE];
     out->tls = NULL;
     out->acl = NULL;
+    out->passwd = NULL;
     out->cert_not_after = 0;
     if (cfg->acl_file[0]) {
         tern_tls_bytes acl = file_bytes(cfg, CONF_FILE_ACL);
@@ -148,6 +149,21 @@ void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out)
         if (!out->acl)
             refuse(err);
         kprintf("tern: config: ACL %s loaded\n", cfg->acl_file);
+    }
+    if (cfg->password_file[0]) {
+        /* The image's copy stays: it is in RAM for the kernel's life
+         * anyway (the table holds the same hashes), and config-show
+         * reports its SHA-256 so an operator can tell which file the
+         * image carries. */
+        tern_tls_bytes pw = file_bytes(cfg, CONF_FILE_PASSWD);
+        char err[TERN_CONFIG_ERR_SIZE];
+        out->passwd = broker_passwd_parse(&(broker_allocator){NULL, NULL, NULL, NULL},
+                                          cfg->password_file, (const char *)pw.data, pw.len,
+                                          err, sizeof err);
+        if (!out->passwd)
+            refuse(err);
+        kprintf("tern: config: password file %s loaded (%zu users)\n", cfg->password_file,
+                broker_passwd_count(out->passwd));
     }
     /* listener.wss runs the same TLS as listener.tls (same certificates,
      * same identity rules): either one needs the context. */

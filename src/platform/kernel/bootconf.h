@@ -1,14 +1,15 @@
 /*
  * bootconf.h - the broker's configuration baked into the image (SPEC A6):
  * the boot module, either a bundle (bundle.h: the configuration and the
- * certificates, keys, CAs and ACL it names) or a lone configuration file,
- * parsed with the daemon's parser (src/config).
+ * certificates, keys, CAs, ACL and password file it names) or a lone
+ * configuration file, parsed with the daemon's parser (src/config).
  */
 #ifndef TERN_BOOTCONF_H
 #define TERN_BOOTCONF_H
 
 #include "bootinfo.h"
 #include "broker/acl.h"
+#include "broker/passwd.h"
 #include "config/config.h"
 #include "tls/tls.h"
 
@@ -29,15 +30,18 @@ int bootconf_load(struct boot_info *bi, tern_config *cfg);
 struct bootconf_assets {
     tern_tls_server *tls; /* NULL without listener.tls */
     broker_acl *acl;      /* NULL without acl.file */
+    broker_passwd *passwd; /* NULL without auth.password_file */
     int64_t cert_not_after; /* the server certificate's notAfter, s since 1970; 0 unknown */
 };
 
 /*
- * Build the TLS server context (certificate, key, CAs) and the ACL from the
- * bundle's files, after bootconf_load and once wolfSSL is set up and the
- * RNG seeded. A bad certificate, key, CA bundle or ACL is reported with the
- * reason and the kernel halts, like a refused configuration. The private
- * key's bytes are wiped from the bundle once wolfSSL holds its copy.
+ * Build the TLS server context (certificate, key, CAs), the ACL and the
+ * password table from the bundle's files, after bootconf_load and once
+ * wolfSSL is set up and the RNG seeded. A bad certificate, key, CA bundle,
+ * ACL or password file is reported with the reason (for the two text
+ * files, "FILE:LINE: why", as the daemon says it) and the kernel halts,
+ * like a refused configuration. The private key's bytes are wiped from the
+ * bundle once wolfSSL holds its copy.
  */
 void bootconf_assets(const tern_config *cfg, struct bootconf_assets *out);
 

@@ -1,8 +1,8 @@
 /*
  * bundle.h - the image's boot bundle (SPEC A6, ADR-026): the configuration
- * and every file it names (certificates, keys, CAs, the ACL) in one boot
- * module, so GRUB (module2) and QEMU's PVH loader (-initrd, one module)
- * carry the same thing. tools/image/bundle.c writes it.
+ * and every file it names (certificates, keys, CAs, the ACL, the password
+ * file) in one boot module, so GRUB (module2) and QEMU's PVH loader
+ * (-initrd, one module) carry the same thing. tools/image/bundle.c writes it.
  *
  * Format, version 1: text headers, raw bodies, nothing implicit.
  *

@@ -9,6 +9,7 @@
 
 static const char *const file_keys[CONF_FILE_COUNT] = {
     "tls.cert", "tls.key", "tls.client_ca", "tls.operator_ca", "acl.file",
+    "auth.password_file",
 };
 
 const char *conf_file_key(unsigned i)
@@ -29,6 +30,8 @@ const char *conf_file_value(const tern_config *cfg, unsigned i)
         return cfg->tls.operator_ca;
     case CONF_FILE_ACL:
         return cfg->acl_file;
+    case CONF_FILE_PASSWD:
+        return cfg->password_file;
     default:
         return "";
     }
@@ -42,15 +45,6 @@ int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_
                  "%s:%zu: store.path: the unikernel keeps its store on a disk partition, not "
                  "in a file: remove store.path and choose the disk with store.disk",
                  name, tern_config_line(cfg, "store.path"));
-        return -1;
-    }
-    if (cfg->password_file[0]) {
-        /* The kernel's wolfCrypt is built without PBKDF2 (NO_PWDBASED in
-         * crypto/user_settings.h) and nothing bundles the file yet. */
-        snprintf(err, err_size,
-                 "%s:%zu: auth.password_file: the unikernel does not check passwords yet "
-                 "(clients authenticate with certificates there): remove auth.password_file",
-                 name, tern_config_line(cfg, "auth.password_file"));
         return -1;
     }
     /* Every listener kind is served (WebSocket too, through the same

@@ -13,7 +13,7 @@
 
 /* The files a configuration names, by key, in one order for everyone. */
 enum { CONF_FILE_TLS_CERT, CONF_FILE_TLS_KEY, CONF_FILE_TLS_CLIENT_CA,
-       CONF_FILE_TLS_OPERATOR_CA, CONF_FILE_ACL, CONF_FILE_COUNT };
+       CONF_FILE_TLS_OPERATOR_CA, CONF_FILE_ACL, CONF_FILE_PASSWD, CONF_FILE_COUNT };
 /* Key name and value ("" when not set) of file i. */
 const char *conf_file_key(unsigned i);
 const char *conf_file_value(const tern_config *cfg, unsigned i);

@@ -363,9 +363,9 @@ static _Noreturn void kmain(void)
 #endif
     if (mode == MODE_INSTALL)
         install_run(&boot, &config); /* does not return: powers off or halts */
-    struct bootconf_assets assets = {NULL, NULL, 0};
+    struct bootconf_assets assets = {NULL, NULL, NULL, 0};
     if (serve)
-        bootconf_assets(&config, &assets); /* halts on a bad certificate or ACL */
+        bootconf_assets(&config, &assets); /* halts on a bad certificate, ACL or password file */
 
     int net = net_init(pci_devices, pci_count < PCI_MAX_DEVICES ? pci_count : PCI_MAX_DEVICES,
                        serve ? &config.net : NULL);

@@ -22,6 +22,9 @@
  *                      (wc_ecc_shared_secret, as TLS's P-256 key share)
  *   ecdsa-p256-verify  a known signature verifies, a tampered one does not
  *   ecdsa-p256-sign    sign with a known key and the DRBG, verify that
+ *   pbkdf2-sha512      wolfCrypt's PBKDF2-HMAC-SHA512 (password files'
+ *                      $7$ hashes, src/tls/kdf.c): the known key from a
+ *                      mosquitto_passwd line's password and salt, 2 rounds
  *
  * Portable (no kernel headers, includes relative to this file) so the host
  * unit tests run the same file against the hosted wolfSSL build
@@ -36,6 +39,8 @@
 #include <wolfssl/wolfcrypt/chacha20_poly1305.h>
 #include <wolfssl/wolfcrypt/curve25519.h>
 #include <wolfssl/wolfcrypt/ecc.h>
+#include <wolfssl/wolfcrypt/hash.h>
+#include <wolfssl/wolfcrypt/pwdbased.h>
 #include <wolfssl/wolfcrypt/random.h>
 #include <wolfssl/wolfcrypt/sha256.h>
 
@@ -341,6 +346,20 @@ static const char *kat_ecdsa_sign(int corrupt)
     return NULL;
 }
 
+static const char *kat_pbkdf2(int corrupt)
+{
+    uint8_t want[sizeof kat_pbkdf2_key], got[sizeof kat_pbkdf2_key];
+
+    expect(want, kat_pbkdf2_key, sizeof want, corrupt);
+    if (wc_PBKDF2(got, (const byte *)kat_pbkdf2_password, (int)strlen(kat_pbkdf2_password),
+                  kat_pbkdf2_salt, (int)sizeof kat_pbkdf2_salt, (int)kat_pbkdf2_rounds,
+                  (int)sizeof got, WC_SHA512) != 0)
+        return "derivation failed to run";
+    if (memcmp(got, want, sizeof got) != 0)
+        return "wrong derived key";
+    return NULL;
+}
+
 static const struct {
     const char *name;
     const char *(*run)(int corrupt);
@@ -354,6 +373,7 @@ static const struct {
     {"ecdh-p256", kat_ecdh},
     {"ecdsa-p256-verify", kat_ecdsa_verify},
     {"ecdsa-p256-sign", kat_ecdsa_sign},
+    {"pbkdf2-sha512", kat_pbkdf2},
 };
 
 int kat_run_all(const char *corrupt, kat_report_fn report, void *ctx)

@@ -1,8 +1,9 @@
 /*
  * kat.h - crypto known-answer self-tests run at every boot (SPEC B5),
  * through the code TLS uses: wolfCrypt's SHA-256, AES-GCM,
- * ChaCha20-Poly1305, X25519, P-256 ECDH and ECDSA P-256, and the kernel's
- * own SHA-256 and HMAC_DRBG that feed every random byte (kat.c). The broker does not serve when one fails
+ * ChaCha20-Poly1305, X25519, P-256 ECDH, ECDSA P-256 and PBKDF2-SHA512
+ * (password files), and the kernel's own SHA-256 and HMAC_DRBG that feed
+ * every random byte (kat.c). The broker does not serve when one fails
  * (boot.c).
  */
 #ifndef TERN_CRYPTO_KAT_H

@@ -12,12 +12,14 @@
  *   kept     TLS 1.3 + 1.2 server and client, ECDHE with X25519 and P-256,
  *            ECDSA P-256 certificates, AES-GCM (AES-NI), ChaCha20-Poly1305,
  *            SHA-256/384/512 (SHA-1 only for certificate key identifiers),
- *            HKDF, the fast P-256 code (SP, x86_64 assembly) and the Intel
- *            assembly with run-time CPUID dispatch; certificate generation
+ *            HKDF, PBKDF2 (password files), the fast P-256 code (SP,
+ *            x86_64 assembly) and the Intel assembly with run-time CPUID
+ *            dispatch; certificate generation
  *            (the diagnostics' handshake measurement makes its own
  *            certificates: src/diag/handshake_pki.c)
- *   dropped  RSA, DH, DSA, MD5, P-384 and other curves, SHA-3, PSK, session
- *            cache, file system, sockets, threads, error strings
+ *   dropped  RSA, DH, DSA, MD5, P-384 and other curves, SHA-3, PSK,
+ *            PKCS#12, session cache, file system, sockets, threads, error
+ *            strings
  *
  * Platform hooks: random bytes come from the kernel's HMAC_DRBG
  * (crypto/random.c, CUSTOM_RAND_GENERATE_BLOCK: wolfSSL keeps no DRBG of
@@ -111,7 +113,15 @@ int tern_crypto_random_block(unsigned char *out, unsigned int size);
 #define NO_MD5
 #define NO_RC4
 #define NO_DES3
-#define NO_PWDBASED
+/* PBKDF2 (pwdbased.c) for the password file's $7$ hashes (auth.password_file,
+ * src/tls/kdf.c); no PKCS#12. +7.1 KB of kernel text (wolfSSL 5.7.2):
+ * pwdbased.c 1.8 KB (PBKDF2, and PBKDF1, which PKCS#8 support, on by
+ * default, switches on whatever NO_PBKDF1 says), and asn.c +4.5 KB and
+ * wc_encrypt.c +0.8 KB of encrypted PKCS#8 key support that comes on with
+ * PBKDF2 and that nothing calls (the kernel loads no encrypted keys).
+ * NO_PKCS8 would drop those, but it gates other PKCS#8 code too, and which
+ * of that the server key's loading needs has not been checked. */
+#define NO_PKCS12
 #define WOLFSSL_NO_SHAKE128
 #define WOLFSSL_NO_SHAKE256
 

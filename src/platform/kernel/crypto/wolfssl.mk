@@ -15,7 +15,7 @@ KWOLF_DIR := $(BUILD)/deps/wolfssl/src
 KWOLF_C   := $(addprefix $(KWOLF_DIR)/src/,internal.c keys.c ssl.c tls.c tls13.c wolfio.c) \
              $(addprefix $(KWOLF_DIR)/wolfcrypt/src/,aes.c asn.c chacha.c chacha20_poly1305.c \
                coding.c cpuid.c curve25519.c ecc.c error.c hash.c hmac.c kdf.c logging.c \
-               memory.c poly1305.c random.c sha.c sha256.c sha512.c signature.c sp_int.c \
+               memory.c poly1305.c pwdbased.c random.c sha.c sha256.c sha512.c signature.c sp_int.c \
                sp_x86_64.c wc_encrypt.c wc_port.c wolfmath.c)
 KWOLF_S   := $(addprefix $(KWOLF_DIR)/wolfcrypt/src/,aes_asm.S aes_gcm_asm.S chacha_asm.S \
                fe_x25519_asm.S poly1305_asm.S sha256_asm.S sha512_asm.S sp_x86_64_asm.S)

@@ -188,6 +188,7 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
     bc.version = TERN_VERSION " (unikernel)";
     bc.memory_used = heap_used;
     bc.durable = durable != NULL; /* hold acknowledgements for their commits */
+    bc.pbkdf2 = tern_tls_pbkdf2_sha512; /* auth.password_file's $7$ hashes */
     /* A random key for the core's hash tables (hash flooding); without a
      * seeded DRBG (plaintext test builds) the tables still work, unkeyed. */
     if (rng_bytes(bc.hash_key, sizeof bc.hash_key) != 0)
@@ -200,14 +201,20 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
         tern_tls_server_release(assets->tls);
         if (assets->acl)
             broker_acl_free(assets->acl);
+        broker_passwd_free(assets->passwd);
         assets->tls = NULL;
         assets->acl = NULL;
+        assets->passwd = NULL;
         return -1;
     }
     kconsole_install(s->b, cfg, s); /* the operator console's kernel ops */
     if (assets->acl) {
         broker_set_acl(s->b, assets->acl); /* the core owns it now */
         assets->acl = NULL;
+    }
+    if (assets->passwd) {
+        broker_set_passwd(s->b, assets->passwd); /* the core owns it now */
+        assets->passwd = NULL;
     }
     /* The date (wallclock.h: the RTC at boot, advanced by the monotonic
      * clock that also gives now_ms) before the store restores: MQTT 5.0
