@@ -439,15 +439,17 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
         tern_logf(log, BROKER_LOG_ERROR, "epoll_create1: %s", strerror(errno));
         goto fail;
     }
+    if (!add_signals(l))
+        goto fail;
     /* workers = 1: this thread does everything (no I/O threads); N >= 2:
-     * N I/O threads around it (ADR-061). */
+     * N I/O threads around it (ADR-061). Started after add_signals, so
+     * they inherit its blocked signals and SIGTERM reaches the signalfd. */
     if (cfg->workers >= 2) {
         if (!tern_loop_workers_start(l, cfg->workers))
             goto fail;
         tern_logf(log, BROKER_LOG_INFO, "%u I/O threads beside the core thread", cfg->workers);
     }
-    if (!add_signals(l) || !create_core(l, assets) || !create_conn_server(l, assets) ||
-        !tern_loop_store_open(l))
+    if (!create_core(l, assets) || !create_conn_server(l, assets) || !tern_loop_store_open(l))
         goto fail;
     if (cfg->listener_plain.family != TERN_ADDR_NONE &&
         !tern_loop_add_listener(l, &cfg->listener_plain, false, false))
