@@ -229,6 +229,8 @@ void tern_loop_wsock_turn(tern_loop *l, uint64_t now)
 {
     size_t n = l->wready_len;
 
+    if (n == 0)
+        return;
     /* Served in order; what they add (and what stays ready) goes after. */
     for (size_t i = 0; i < n; i++) {
         tern_wconn *w = l->wready[i];
@@ -240,7 +242,8 @@ void tern_loop_wsock_turn(tern_loop *l, uint64_t now)
         }
     }
     /* Those added meanwhile and those still ready stay, in order. */
-    memmove(l->wready, l->wready + n, (l->wready_len - n) * sizeof l->wready[0]);
+    if (l->wready_len > n)
+        memmove(l->wready, l->wready + n, (l->wready_len - n) * sizeof l->wready[0]);
     l->wready_len -= n;
 }
 
