@@ -1,9 +1,12 @@
 # tests/tsan/tsan.mk - the cross-core rings' stress test under
-# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c). Included from the
+# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c), and the daemon's
+# I/O threads under it (tests/tsan/workers_run.sh). Included from the
 # top-level Makefile, which provides CSTD, WARN, INC, BUILD and Q.
 #
-#   make tsan-test   build and run it (part of make test; tens of seconds
-#                    on a loaded 2-core machine)
+#   make tsan-test   build and run both (part of make test; the rings take
+#                    tens of seconds on a loaded 2-core machine, the TSan
+#                    ternd a full build the first time and about a minute)
+#   make tsan-workers  only the daemon's
 #
 # halt_on_error: the first race TSan reports fails the run (exit 66).
 
