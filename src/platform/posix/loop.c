@@ -247,7 +247,13 @@ int tern_loop_run(tern_loop *l)
 
     while (l->stop_signal == 0) {
         uint64_t now = tern_loop_now_ms();
-        int n = epoll_wait(l->ep, events, MAX_EVENTS, wait_timeout(l, now));
+        int timeout = wait_timeout(l, now), n;
+
+        if (timeout != 0 && l->nworkers > 0 && !tern_loop_workers_may_sleep(l))
+            timeout = 0; /* an I/O thread's message is waiting */
+        n = epoll_wait(l->ep, events, MAX_EVENTS, timeout);
+        if (l->nworkers > 0)
+            tern_loop_workers_awake(l);
 
         if (n < 0) {
             if (errno == EINTR)
@@ -265,6 +271,8 @@ int tern_loop_run(tern_loop *l)
         tern_loop_wsock_turn(l, now); /* I/O threads' connections still ready */
         while (l->next_event < n)
             dispatch(l, &events[l->next_event++], now);
+        if (l->nworkers > 0) /* sent without a wake-up while this thread was awake */
+            tern_loop_workers_poll(l, now);
         l->nevents = 0; /* the batch is done: closes below have nothing to clear */
         if (l->accept_paused && now >= l->accept_resume_ms)
             tern_loop_set_accepting(l, true);

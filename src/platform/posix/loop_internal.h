@@ -142,6 +142,12 @@ bool tern_loop_wsock_open(tern_loop *l, tern_sock *k);
 void tern_loop_wsock_release(tern_loop *l, tern_sock *k, bool graceful);
 /* An I/O thread's eventfd is readable: its messages, then the ready list. */
 void tern_loop_worker_event(tern_loop *l, void *handle, uint64_t now);
+/* Each turn: the threads' messages, whether or not a wake-up came. */
+void tern_loop_workers_poll(tern_loop *l, uint64_t now);
+/* Before epoll_wait may block: false when messages wait (do not block);
+ * after it, tern_loop_workers_awake. */
+bool tern_loop_workers_may_sleep(tern_loop *l);
+void tern_loop_workers_awake(tern_loop *l);
 /* Serve the ready list (each turn: level-triggered leftovers). */
 void tern_loop_wsock_turn(tern_loop *l, uint64_t now);
 bool tern_loop_wsock_pending(const tern_loop *l);

@@ -26,11 +26,22 @@
 enum { IO_EVENTS = 256, IO_READ_SIZE = 64 * 1024, IO_IOV = 16 };
 
 /* One direction: the ring, the consumer's eventfd, the producer's
- * overflow list (messages the full ring did not take, in order). */
+ * overflow list (messages the full ring did not take, in order).
+ *
+ * Wake-ups: the eventfd is written only while the consumer sleeps (or is
+ * about to), so two busy threads exchange messages without a system call.
+ * The consumer sets `sleeping`, then (after a full fence) looks into the
+ * ring; the producer pushes, then (after a full fence) takes `sleeping`
+ * back with an exchange and writes the eventfd if it was set. With the
+ * fences on both sides (Dekker's pattern) at least one of them sees the
+ * other: the consumer finds the message, or the producer finds it asleep.
+ * An awake consumer therefore drains its ring every turn, event or not. */
 typedef struct chan {
     struct spsc_ring ring;
     void **slots;
     int efd;
+    _Atomic bool sleeping;            /* consumer sets, producer takes */
+    tern_wmsg *held;                  /* consumer's: popped while checking for work */
     tern_wmsg *over_head, *over_tail; /* producer's */
     bool pushed;                      /* producer's: wake the consumer at flush */
 } chan;
@@ -68,6 +79,7 @@ static bool chan_init(chan *ch)
     if (ch->slots == NULL || ch->efd < 0)
         return false;
     (void)spsc_init(&ch->ring, ch->slots, TERN_WORKER_RING_SLOTS);
+    atomic_init(&ch->sleeping, false);
     return true;
 }
 
@@ -97,8 +109,10 @@ static bool chan_flush(chan *ch)
         uint64_t one = 1;
 
         ch->pushed = false;
+        atomic_thread_fence(memory_order_seq_cst);
         /* Fails only when the counter is near overflow: it is set anyway. */
-        (void)!write(ch->efd, &one, sizeof one);
+        if (atomic_exchange(&ch->sleeping, false))
+            (void)!write(ch->efd, &one, sizeof one);
     }
     return ch->over_head != NULL;
 }
@@ -107,7 +121,35 @@ static tern_wmsg *chan_take(chan *ch)
 {
     void *m;
 
+    if (ch->held != NULL) {
+        m = ch->held;
+        ch->held = NULL;
+        return m;
+    }
     return spsc_pop(&ch->ring, &m) ? m : NULL;
+}
+
+/* Consumer, before it blocks: false when a message is already waiting
+ * (then it must not block); true: the producer's next flush wakes it. */
+static bool chan_may_sleep(chan *ch)
+{
+    void *m;
+
+    if (ch->held != NULL)
+        return false;
+    atomic_store(&ch->sleeping, true);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (spsc_pop(&ch->ring, &m)) {
+        ch->held = m;
+        atomic_store(&ch->sleeping, false);
+        return false;
+    }
+    return true;
+}
+
+static void chan_awake(chan *ch)
+{
+    atomic_store(&ch->sleeping, false);
 }
 
 static void chan_ack(chan *ch)
@@ -122,7 +164,7 @@ static void chan_free(chan *ch, void (*free_owner)(void *owner))
 {
     tern_wmsg *m;
 
-    while ((m = chan_take(ch)) != NULL || (m = ch->over_head) != NULL) {
+    while ((m = chan_take(ch)) != NULL || (m = ch->over_head) != NULL) { /* held first */
         if (m == ch->over_head)
             ch->over_head = m->next;
         if (m->kind == TERN_WM_FREED && free_owner != NULL) {
@@ -170,6 +212,16 @@ bool tern_worker_flush(tern_worker *wk)
 void tern_worker_ack(tern_worker *wk)
 {
     chan_ack(&wk->to_core);
+}
+
+bool tern_worker_may_sleep(tern_worker *wk)
+{
+    return chan_may_sleep(&wk->to_core);
+}
+
+void tern_worker_awake(tern_worker *wk)
+{
+    chan_awake(&wk->to_core);
 }
 
 void *tern_worker_handle(tern_worker *wk)
@@ -470,24 +522,27 @@ static void *io_main(void *arg)
         int timeout = -1, n;
         uint64_t now = now_ms();
 
+        tern_wmsg *m;
+
         if (wk->to_core.over_head != NULL)
             timeout = TERN_WORKER_RETRY_MS;
         else if (next != UINT64_MAX)
             timeout = next <= now ? 0 : (int)(next - now > INT_MAX ? INT_MAX : next - now);
+        if (timeout != 0 && !chan_may_sleep(&wk->to_io))
+            timeout = 0;
         n = epoll_wait(wk->ep, events, IO_EVENTS, timeout);
+        chan_awake(&wk->to_io);
         if (n < 0 && errno != EINTR)
             tern_panic(__FILE__, __LINE__, "I/O thread: epoll_wait failed");
         for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL) {
-                tern_wmsg *m;
-
+            if (events[i].data.ptr == NULL)
                 chan_ack(&wk->to_io);
-                while ((m = chan_take(&wk->to_io)) != NULL)
-                    core_message(wk, m);
-            } else {
+            else
                 sock_event(wk, events[i].data.ptr, events[i].events);
-            }
         }
+        /* Every turn: messages come without a wake-up while awake. */
+        while ((m = chan_take(&wk->to_io)) != NULL)
+            core_message(wk, m);
         expire(wk, now_ms(), &next);
         release_finished(wk);
         (void)chan_flush(&wk->to_core);

@@ -7,7 +7,8 @@
  *
  * Between the core thread and each I/O thread: one SPSC ring of message
  * pointers each way (src/ring/spsc.h) and an eventfd each way, written
- * once per turn by a producer that queued something. One connection's
+ * at the end of a producer's turn that queued something, and only while
+ * the consumer sleeps (worker.c, chan). One connection's
  * bytes travel one FIFO ring each way, so their order is the socket's.
  *
  * Flow control, per connection and direction, is a byte credit
@@ -115,5 +116,11 @@ tern_wmsg *tern_worker_take(tern_worker *wk);
 bool tern_worker_flush(tern_worker *wk);
 /* Core thread: clear the eventfd before taking messages. */
 void tern_worker_ack(tern_worker *wk);
+/* Core thread, before epoll_wait may block: false when a message from
+ * this thread waits already (do not block); after it, tern_worker_awake.
+ * While awake the core thread takes messages every turn (no wake-up is
+ * sent to an awake thread). */
+bool tern_worker_may_sleep(tern_worker *wk);
+void tern_worker_awake(tern_worker *wk);
 
 #endif

@@ -257,15 +257,43 @@ static void free_owner(void *owner)
     free(owner);
 }
 
+static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now);
+
 void tern_loop_worker_event(tern_loop *l, void *handle, uint64_t now)
 {
-    tern_worker *wk = handle;
-    tern_wmsg *m;
+    tern_worker_ack(handle);
+    take_messages(l, handle, now);
+}
 
-    tern_worker_ack(wk);
+void tern_loop_workers_poll(tern_loop *l, uint64_t now)
+{
+    for (size_t i = 0; i < l->nworkers; i++)
+        take_messages(l, l->workers[i], now);
+}
+
+bool tern_loop_workers_may_sleep(tern_loop *l)
+{
+    for (size_t i = 0; i < l->nworkers; i++)
+        if (!tern_worker_may_sleep(l->workers[i]))
+            return false;
+    return true;
+}
+
+void tern_loop_workers_awake(tern_loop *l)
+{
+    for (size_t i = 0; i < l->nworkers; i++)
+        tern_worker_awake(l->workers[i]);
+}
+
+static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
+{
+    tern_wmsg *m;
+    bool any = false;
+
     while ((m = tern_worker_take(wk)) != NULL) {
         tern_wconn *w = m->w;
 
+        any = true;
         if (m->kind == TERN_WM_FREED) {
             free_input(w);
             free_owner(w->owner);
@@ -302,7 +330,8 @@ void tern_loop_worker_event(tern_loop *l, void *handle, uint64_t now)
         free(m);
         ready_add(l, w);
     }
-    tern_loop_wsock_turn(l, now);
+    if (any)
+        tern_loop_wsock_turn(l, now);
 }
 
 bool tern_loop_workers_start(tern_loop *l, unsigned n)
