@@ -180,3 +180,14 @@ def test_existing_module_passes_with_io_threads(module, workers):
     r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", module],
                        cwd=HERE, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-2000:]
+
+
+@pytest.mark.parametrize("value", ["0", "65", "two"])
+def test_workers_out_of_range_is_refused_with_the_key_named(tmp_path, value):
+    conf = tmp_path / "w.conf"
+    conf.write_text("config_version = 1\nlistener.plain = 127.0.0.1:1883\nworkers = %s\n" % value)
+    from conftest import TERN_BIN
+    r = subprocess.run([TERN_BIN, "--check", "-c", str(conf)], capture_output=True, text=True,
+                       timeout=30)
+    assert r.returncode != 0
+    assert "workers" in r.stderr + r.stdout and "1..64" in r.stderr + r.stdout, r.stderr
