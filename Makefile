@@ -15,7 +15,9 @@
 #                   row names a test that exists) and the checker's own tests
 #   make unit       unit tests under ASan+UBSan
 #   make ct-test    the constant-time tests (tests/ct/, dudect-style, about 10 s)
-#   make tsan-test  the cross-core rings' stress test under ThreadSanitizer (tests/tsan/)
+#   make tsan-test  the cross-core rings' stress test under ThreadSanitizer (tests/tsan/),
+#                   and the daemon's I/O threads under it (make tsan-workers: a TSan
+#                   ternd at workers = 2 and 4 driven by tern-bench)
 #   make unit-core  the fast inner loop: the unit tests that need neither wolfSSL nor
 #                   SQLite (codec, core, config, kernel-host, platform helpers) under
 #                   ASan+UBSan; never builds or fetches dependencies. Add -j2 for speed.

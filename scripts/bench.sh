@@ -15,6 +15,8 @@
 #   BENCH_CASES="a b"    only these cases (ids as in the table)
 #   BENCH_BROKERS="tern mosquitto"
 #   BENCH_BROKER_CPU=0 BENCH_GEN_CPU=1
+#   BENCH_BROKER_CPUS_W2=0,1  the CPUs the broker may use in the "-w2" cases
+#                        (tern with workers = 2; Mosquitto as configured)
 #   BENCH_PORT_PLAIN=21883 BENCH_PORT_TLS=28883
 #   BENCH_NO_REPORT=1    do not touch docs/PERFORMANCE.md
 #   MOSQUITTO=/usr/sbin/mosquitto
@@ -35,6 +37,7 @@ TERND=${TERND:-$BUILD/rel/ternd}
 MOSQ=${MOSQUITTO:-/usr/sbin/mosquitto}
 QUICK=${BENCH_QUICK:-0}
 BROKER_CPU=${BENCH_BROKER_CPU:-0}
+BROKER_CPUS_W2=${BENCH_BROKER_CPUS_W2:-0,1}
 GEN_CPU=${BENCH_GEN_CPU:-1}
 PORT_PLAIN=${BENCH_PORT_PLAIN:-21883}
 PORT_TLS=${BENCH_PORT_TLS:-28883}
@@ -154,6 +157,15 @@ EOF
 
 sed '/^max_inflight_messages\|^max_queued/d' "$RUN/mosquitto.conf" >"$RUN/mosquitto-default.conf"
 
+# The "-w2" cases (issue 18, ADR-061): tern with two I/O threads beside
+# its core thread, each broker allowed BROKER_CPUS_W2 (Mosquitto, single
+# threaded, as configured). Older ternd builds lack the key: skipped.
+cp "$RUN/mosquitto.conf" "$RUN/mosquitto-w2.conf"
+cp "$RUN/tern.conf" "$RUN/tern-w2.conf"
+printf 'workers = 2\n' >>"$RUN/tern-w2.conf"
+TERN_W2=1
+"$TERND" --check -c "$RUN/tern-w2.conf" >/dev/null 2>&1 || TERN_W2=0
+
 # --- brokers -----------------------------------------------------------------
 BPID=
 stop_broker() {
@@ -221,10 +233,11 @@ trap 'stop_broker; cg_cleanup' EXIT
 # start_broker NAME [CONF]: CONF is "default" for the brokers' own window
 # and queue defaults, else the equivalent limits.
 start_broker() {
-    local name=$1 i conf=${2:+-$2}
+    local name=$1 i conf=${2:+-$2} cpus=$BROKER_CPU
+    [[ $conf == -w2 ]] && cpus=$BROKER_CPUS_W2
     case $name in
-    tern) taskset -c "$BROKER_CPU" "$TERND" -c "$RUN/tern$conf.conf" >>"$RUN/tern.log" 2>&1 & ;;
-    mosquitto) taskset -c "$BROKER_CPU" "$MOSQ" -c "$RUN/mosquitto$conf.conf" >>"$RUN/mosquitto.log" 2>&1 & ;;
+    tern) taskset -c "$cpus" "$TERND" -c "$RUN/tern$conf.conf" >>"$RUN/tern.log" 2>&1 & ;;
+    mosquitto) taskset -c "$cpus" "$MOSQ" -c "$RUN/mosquitto$conf.conf" >>"$RUN/mosquitto.log" 2>&1 & ;;
     *) die "unknown broker $name" ;;
     esac
     BPID=$!
@@ -255,6 +268,11 @@ CASES=(
     "flood-q1-64-v5|flood|plain|--mqtt 5 --pairs 16 --qos 1 --size 64 --duration $D --drain $DRAIN"
     "flood-q0-1k|flood|plain|--pairs 16 --qos 0 --size 1024 --duration $D --drain $DRAIN"
     "flood-mtls-q0-64|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN"
+    # Issue 18: the same at workers = 2, the broker allowed two CPUs (the
+    # generator shares one of them: see BROKER_CPUS_W2).
+    "flood-q0-64-w2|flood|plain|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN|w2"
+    "flood-mtls-q0-64-w2|flood|mtls|--pairs 16 --qos 0 --size 64 --duration $D --drain $DRAIN|w2"
+    "handshake-mtls-w2|handshake|mtls|--conns 32 --duration $D|w2"
     "flood-q1-default|flood|plain|--pairs 4 --qos 1 --size 64 --window 100 --ack batch --duration $D --drain $DRAIN|default"
     "rtt50-q1|flood|plain|--pairs 1 --qos 1 --size 64 --window 100 --ack batch --rtt-ms 50 --duration $D --drain $DRAIN|default"
     # Open-loop overload: publishers at twice what their (slow) subscribers
@@ -338,6 +356,11 @@ for rep in $(seq "$REPS"); do
         for b in "${order[@]}"; do
             if [[ $b == tern && $transport == mtls && $TERN_TLS == 0 ]]; then
                 printf '{"case":"%s","broker":"tern","rep":%d,"skipped":"ternd has no TLS listener yet"}\n' \
+                    "$id" "$rep" >>"$RESULTS"
+                continue
+            fi
+            if [[ $b == tern && $conf == w2 && $TERN_W2 == 0 ]]; then
+                printf '{"case":"%s","broker":"tern","rep":%d,"skipped":"ternd has no workers key yet"}\n' \
                     "$id" "$rep" >>"$RESULTS"
                 continue
             fi

@@ -61,6 +61,7 @@ const key_def tern_config_keys[] = {
     {"mqtt.shared_subscriptions", KIND_BOOL, 0, 0, offsetof(tern_config, shared_subscriptions)},
     {"session.expiry", KIND_UINT, 0, UINT32_MAX, offsetof(tern_config, session_expiry_s)},
     {"sys.interval", KIND_UINT, 0, 86400, offsetof(tern_config, sys_interval_s)},
+    {"workers", KIND_UINT, 1, TERN_WORKERS_MAX, offsetof(tern_config, workers)},
     {"auth.allow_anonymous", KIND_BOOL, 0, 0, offsetof(tern_config, allow_anonymous)},
     {"auth.password_file", KIND_PATH, 0, TERN_CONFIG_PATH_MAX, offsetof(tern_config, password_file)},
     {"auth.allow_plaintext_passwords", KIND_BOOL, 0, 0,
@@ -908,6 +909,7 @@ void tern_config_defaults(tern_config *cfg)
     cfg->shared_subscriptions = true;
     cfg->session_expiry_s = 0; /* forever, as in the core */
     cfg->sys_interval_s = TERN_DEFAULT_SYS_INTERVAL_S;
+    cfg->workers = TERN_WORKERS_DEFAULT;
     cfg->allow_anonymous = false;
     cfg->sys_public = false;
     cfg->store_path[0] = '\0'; /* no persistence */

@@ -29,6 +29,9 @@
 
 /* Most keys a release knows (the parser tracks each with one bit). */
 #define TERN_CONFIG_KEYS_MAX 64u
+/* workers: the default, and the most I/O threads the daemon starts. */
+#define TERN_WORKERS_DEFAULT 1u
+#define TERN_WORKERS_MAX 64u
 
 typedef enum tern_addr_family {
     TERN_ADDR_NONE = 0, /* listener not configured */
@@ -193,6 +196,9 @@ typedef struct tern_config {
     tern_config_limits limits;
     uint32_t session_expiry_s; /* 0 = kept forever */
     uint32_t sys_interval_s;   /* 0 = $SYS updates off */
+    uint32_t workers;          /* the daemon's network threads: 1 = one thread for
+                                  everything; N >= 2: N I/O threads beside the core
+                                  thread (ADR-061). The unikernel ignores it. */
     bool allow_anonymous;
     bool allow_plaintext_passwords; /* passwords checked on plaintext listeners too */
     bool sys_public;           /* every client may read $SYS (development) */

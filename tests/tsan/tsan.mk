@@ -1,9 +1,12 @@
 # tests/tsan/tsan.mk - the cross-core rings' stress test under
-# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c). Included from the
+# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c), and the daemon's
+# I/O threads under it (tests/tsan/workers_run.sh). Included from the
 # top-level Makefile, which provides CSTD, WARN, INC, BUILD and Q.
 #
-#   make tsan-test   build and run it (part of make test; tens of seconds
-#                    on a loaded 2-core machine)
+#   make tsan-test   build and run both (part of make test; the rings take
+#                    tens of seconds on a loaded 2-core machine, the TSan
+#                    ternd a full build the first time and about a minute)
+#   make tsan-workers  only the daemon's
 #
 # halt_on_error: the first race TSan reports fails the run (exit 66).
 
@@ -18,3 +21,31 @@ $(TSAN_OUT)/ring-stress: tests/tsan/ring_stress.c src/ring/spsc.h src/ring/mpsc.
 .PHONY: tsan-test
 tsan-test: $(TSAN_OUT)/ring-stress
 	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/ring-stress
+
+# The daemon's threaded loop (workers = N, ADR-061) under ThreadSanitizer:
+# the whole ternd built with -fsanitize=thread (wolfSSL and SQLite are
+# prebuilt and not instrumented; each is used by one thread only), then
+# tests/tsan/workers_run.sh drives it with tern-bench (plaintext QoS 1
+# and QoS 0 floods, mutual-TLS flood and handshakes, at workers = 2 and
+# 4) and shuts it down with clients connected; any TSan report fails.
+TSAN_TERND_SRC := $(CORE_SRC) $(POSIX_SRC) $(TLS_SRC) $(STORE_SRC)
+TSAN_TERND_OBJ := $(call obj,tsan,$(TSAN_TERND_SRC))
+$(call obj,tsan,$(TLS_SRC)): INC += $(WOLFSSL_CPPFLAGS)
+$(call obj,tsan,$(STORE_SRC)): INC += $(SQLITE_CPPFLAGS)
+$(call obj,tsan,$(STORE_SRC)): | $(SQLITE_LIBS)
+$(call obj,tsan,$(TLS_SRC)): $(WOLFSSL_LIBS)
+
+$(BUILD)/tsan/%.o: %.c $(WOLF_OPTIONS)
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  CC-TSAN $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) -MMD -MP -c $< -o $@
+
+$(TSAN_OUT)/ternd: $(TSAN_TERND_OBJ) $(WOLFSSL_LIBS) $(SQLITE_LIBS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(TSAN_CFLAGS) $^ -o $@
+
+.PHONY: tsan-workers
+tsan-workers: $(TSAN_OUT)/ternd $(BUILD)/rel/tern-bench
+	tests/tsan/workers_run.sh $(TSAN_OUT)/ternd $(BUILD)/rel/tern-bench
+
+tsan-test: tsan-workers

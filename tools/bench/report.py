@@ -110,6 +110,11 @@ DESCR = {
     "flood-q1-64-v5": "flood, MQTT 5.0, 16 pairs, QoS 1, 64 B, window 64",
     "flood-q0-1k": "flood, 16 pairs, QoS 0, 1 KiB",
     "flood-mtls-q0-64": "flood over mutual TLS, 16 pairs, QoS 0, 64 B",
+    "flood-q0-64-w2": "flood, 16 pairs, QoS 0, 64 B; tern at workers = 2, brokers allowed CPUs 0-1",
+    "flood-mtls-q0-64-w2": "flood over mutual TLS, 16 pairs, QoS 0, 64 B; tern at workers = 2, "
+                           "brokers allowed CPUs 0-1",
+    "handshake-mtls-w2": "handshake, mutual TLS 1.3, 32 in parallel; tern at workers = 2, "
+                         "brokers allowed CPUs 0-1",
     "flood-q1-default": "flood, 4 pairs, QoS 1, 64 B, publishers 100 unacknowledged, "
                         "batch acks, both brokers' default window and queue",
     "rtt50-q1": "1 pair, QoS 1, 64 B, subscriber behind a 50 ms round trip, batch acks, "

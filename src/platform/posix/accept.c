@@ -165,6 +165,21 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     }
     k->kind = TERN_HANDLE_CONN;
     k->fd = fd;
+    if (l->nworkers > 0) { /* the socket goes to an I/O thread (wsock.c) */
+        if (!tern_loop_wsock_open(l, k)) {
+            free(k);
+            (void)close(fd);
+            return;
+        }
+        if (!(ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
+                     : conn_open(l->cs, &k->c, ls->tls, now))) {
+            tern_loop_wsock_release(l, k, false); /* its thread closes it */
+            return;
+        }
+        l->by_fd[fd] = k;
+        l->nconns++;
+        return;
+    }
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
     ev.data.ptr = k;

@@ -30,6 +30,7 @@
 #include "platform/posix/console_ops.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/signals.h"
+#include "platform/posix/worker.h"
 #include "version.h"
 
 uint64_t tern_loop_now_ms(void)
@@ -134,6 +135,9 @@ static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
     case TERN_HANDLE_STORE:
         tern_loop_store_event(l);
         break;
+    case TERN_HANDLE_WORKER:
+        tern_loop_worker_event(l, ev->data.ptr, now);
+        break;
     default:
         tern_panic(__FILE__, __LINE__, "epoll event with an unknown handle");
     }
@@ -144,6 +148,11 @@ static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
 static int wait_timeout(const tern_loop *l, uint64_t now)
 {
     uint64_t deadline = conn_next_deadline(l->cs);
+
+    if (tern_loop_wsock_pending(l))
+        return 0; /* connections of I/O threads with an event to serve */
+    if (l->workers_waiting && now + TERN_WORKER_RETRY_MS < deadline)
+        deadline = now + TERN_WORKER_RETRY_MS;
 
     if (l->accept_paused && l->accept_resume_ms < deadline)
         deadline = l->accept_resume_ms;
@@ -228,6 +237,7 @@ static void wind_down(tern_loop *l)
         if (k != NULL && conn_out_pending(l->cs, &k->c) > 0)
             (void)conn_flush(l->cs, &k->c, now);
     }
+    l->workers_waiting = tern_loop_workers_flush(l);
 }
 
 int tern_loop_run(tern_loop *l)
@@ -237,7 +247,13 @@ int tern_loop_run(tern_loop *l)
 
     while (l->stop_signal == 0) {
         uint64_t now = tern_loop_now_ms();
-        int n = epoll_wait(l->ep, events, MAX_EVENTS, wait_timeout(l, now));
+        int timeout = wait_timeout(l, now), n;
+
+        if (timeout != 0 && l->nworkers > 0 && !tern_loop_workers_may_sleep(l))
+            timeout = 0; /* an I/O thread's message is waiting */
+        n = epoll_wait(l->ep, events, MAX_EVENTS, timeout);
+        if (l->nworkers > 0)
+            tern_loop_workers_awake(l);
 
         if (n < 0) {
             if (errno == EINTR)
@@ -252,8 +268,11 @@ int tern_loop_run(tern_loop *l)
         l->nevents = n;
         l->next_event = 0;
         conn_turn_begin(l->cs, now);
+        tern_loop_wsock_turn(l, now); /* I/O threads' connections still ready */
         while (l->next_event < n)
             dispatch(l, &events[l->next_event++], now);
+        if (l->nworkers > 0) /* sent without a wake-up while this thread was awake */
+            tern_loop_workers_poll(l, now);
         l->nevents = 0; /* the batch is done: closes below have nothing to clear */
         if (l->accept_paused && now >= l->accept_resume_ms)
             tern_loop_set_accepting(l, true);
@@ -262,6 +281,7 @@ int tern_loop_run(tern_loop *l)
         conn_turn_end(l->cs, now);
         tern_loop_accept_refresh(l, now); /* slots the turn freed */
         tern_loop_store_submit(l); /* last: closes above may add records */
+        l->workers_waiting = tern_loop_workers_flush(l); /* the turn's output and closes */
         trim_heap(l, n == 0, now);
     }
     wind_down(l);
@@ -355,7 +375,7 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
 
     memset(&cc, 0, sizeof cc);
     cc.b = l->b;
-    cc.io = &tern_sock_transport;
+    cc.io = l->nworkers > 0 ? &tern_wsock_transport : &tern_sock_transport;
     cc.io_ctx = l;
     cc.tls_ops = &conn_tls;
     cc.tls = assets->tls; /* the layer holds the reference now */
@@ -427,8 +447,17 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
         tern_logf(log, BROKER_LOG_ERROR, "epoll_create1: %s", strerror(errno));
         goto fail;
     }
-    if (!add_signals(l) || !create_core(l, assets) || !create_conn_server(l, assets) ||
-        !tern_loop_store_open(l))
+    if (!add_signals(l))
+        goto fail;
+    /* workers = 1: this thread does everything (no I/O threads); N >= 2:
+     * N I/O threads around it (ADR-061). Started after add_signals, so
+     * they inherit its blocked signals and SIGTERM reaches the signalfd. */
+    if (cfg->workers >= 2) {
+        if (!tern_loop_workers_start(l, cfg->workers))
+            goto fail;
+        tern_logf(log, BROKER_LOG_INFO, "%u I/O threads beside the core thread", cfg->workers);
+    }
+    if (!create_core(l, assets) || !create_conn_server(l, assets) || !tern_loop_store_open(l))
         goto fail;
     if (cfg->listener_plain.family != TERN_ADDR_NONE &&
         !tern_loop_add_listener(l, &cfg->listener_plain, false, false))
@@ -460,12 +489,16 @@ void tern_loop_destroy(tern_loop *l)
     for (size_t fd = 0; l->by_fd != NULL && fd < l->by_fd_len; fd++) {
         tern_sock *k = l->by_fd[fd];
 
-        if (k != NULL) {
+        if (k != NULL && k->w != NULL) {
+            conn_drop(l->cs, &k->c);
+            tern_loop_wsock_release(l, k, true); /* its thread sends what it holds, once */
+        } else if (k != NULL) {
             (void)close(k->fd); /* output already flushed as far as it goes */
             conn_drop(l->cs, &k->c);
             free(k);
         }
     }
+    tern_loop_workers_stop(l); /* frees the records the threads give back */
     for (size_t i = 0; i < l->nlisteners; i++)
         (void)close(l->listeners[i].fd);
     tern_loop_store_close(l); /* before the core: it owns the batches */

@@ -8,6 +8,8 @@
  *   sock.c        the socket transport under the connection layer
  *                 (src/conn), and socket events
  *   loop_store.c  durable storage: the store thread's side of the turn
+ *   wsock.c       with I/O threads (workers >= 2, worker.c): the transport
+ *                 over their rings, and their messages
  *
  * Everything about a connection that is not its socket (TLS, handshakes,
  * pending input, linger and close) is the connection layer's.
@@ -99,6 +101,12 @@ struct tern_loop {
     int nevents, next_event;
     struct tern_storeq *store;  /* owned; NULL without store.path */
     uint64_t wall_clock_ms;     /* core time the core was last told the wall clock */
+    /* I/O threads (wsock.c, worker.h); none with workers = 1. */
+    struct tern_worker **workers;
+    size_t nworkers, next_worker;
+    struct tern_wconn **wready; /* connections with an event to serve (level) */
+    size_t wready_len, wready_cap;
+    bool workers_waiting;       /* messages wait for ring room: retry soon */
 };
 
 uint64_t tern_loop_now_ms(void);
@@ -113,6 +121,36 @@ void tern_loop_accept_refresh(tern_loop *l, uint64_t now);
 
 /* sock.c: a connection's socket reported events. */
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now);
+
+/* sock.c: transport calls the socket and the ring transport share. */
+void tern_sock_ack_now(void *ctx, conn *c);
+void tern_sock_peer(void *ctx, const conn *c, char *buf, size_t n);
+size_t tern_sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap);
+
+/* wsock.c: connections on I/O threads */
+extern const conn_transport tern_wsock_transport;
+bool tern_loop_workers_start(tern_loop *l, unsigned n);
+/* End of a turn: push queued messages, wake the threads; true while some
+ * wait for ring room. */
+bool tern_loop_workers_flush(tern_loop *l);
+/* Every connection released first; frees what the threads give back. */
+void tern_loop_workers_stop(tern_loop *l);
+/* A new connection (k->fd accepted) to an I/O thread: false, no memory. */
+bool tern_loop_wsock_open(tern_loop *l, tern_sock *k);
+/* Give k's socket back to its I/O thread to close (the record is freed
+ * when it answers). */
+void tern_loop_wsock_release(tern_loop *l, tern_sock *k, bool graceful);
+/* An I/O thread's eventfd is readable: its messages, then the ready list. */
+void tern_loop_worker_event(tern_loop *l, void *handle, uint64_t now);
+/* Each turn: the threads' messages, whether or not a wake-up came. */
+void tern_loop_workers_poll(tern_loop *l, uint64_t now);
+/* Before epoll_wait may block: false when messages wait (do not block);
+ * after it, tern_loop_workers_awake. */
+bool tern_loop_workers_may_sleep(tern_loop *l);
+void tern_loop_workers_awake(tern_loop *l);
+/* Serve the ready list (each turn: level-triggered leftovers). */
+void tern_loop_wsock_turn(tern_loop *l, uint64_t now);
+bool tern_loop_wsock_pending(const tern_loop *l);
 
 /* loop_store.c: durable storage (storeq.h); all no-ops without store.path */
 /* Open, check and load the store into l->b and watch its eventfd. */

@@ -61,7 +61,7 @@ static long sock_write(void *ctx, conn *c, const uint8_t *data, size_t len)
 
 /* TCP_QUICKACK sends an acknowledgement that is due at once (and leaves
  * delayed acknowledgements on for later: Linux falls back by itself). */
-static void sock_ack_now(void *ctx, conn *c)
+void tern_sock_ack_now(void *ctx, conn *c)
 {
     tern_loop *l = ctx;
     int one = 1;
@@ -112,7 +112,7 @@ static void sock_close(void *ctx, conn *c, conn_close_how how)
     free(k);
 }
 
-static void sock_peer(void *ctx, const conn *c, char *buf, size_t n)
+void tern_sock_peer(void *ctx, const conn *c, char *buf, size_t n)
 {
     const tern_sock *k = tern_sock_of((conn *)c);
     struct sockaddr_storage ss;
@@ -123,7 +123,7 @@ static void sock_peer(void *ctx, const conn *c, char *buf, size_t n)
         tern_net_format((const struct sockaddr *)&ss, buf, n);
 }
 
-static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
+size_t tern_sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
 {
     const tern_sock *k = tern_sock_of((conn *)c);
     struct sockaddr_storage ss;
@@ -147,9 +147,9 @@ static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
  * no write_room, no push. */
 const conn_transport tern_sock_transport = {
     .read = sock_read,          .short_read_drains = true,
-    .write = sock_write,        .ack_now = sock_ack_now,
+    .write = sock_write,        .ack_now = tern_sock_ack_now,
     .interest = sock_interest,  .close = sock_close,
-    .peer = sock_peer,          .peer_addr = sock_peer_addr,
+    .peer = tern_sock_peer,         .peer_addr = tern_sock_peer_addr,
 };
 
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now)

@@ -23,12 +23,14 @@ typedef enum tern_handle_kind {
     TERN_HANDLE_SIGNAL,
     TERN_HANDLE_CONN,
     TERN_HANDLE_STORE, /* the store thread's completion eventfd (storeq.h) */
+    TERN_HANDLE_WORKER, /* an I/O thread's eventfd to the core thread (worker.h) */
 } tern_handle_kind;
 
 typedef struct tern_sock {
     uint8_t kind;    /* TERN_HANDLE_CONN; must stay the first member */
     int fd;          /* owned */
     uint32_t events; /* epoll interest currently registered */
+    struct tern_wconn *w; /* with I/O threads (worker.h): the socket is theirs */
     conn c;          /* the connection layer's part */
 } tern_sock;
 

@@ -1,0 +1,611 @@
+/*
+ * worker.c - one I/O thread of the daemon (worker.h): its rings to and
+ * from the core thread, and its loop over its sockets (recv within the
+ * input credit, send of queued output, linger and close).
+ */
+#define _GNU_SOURCE
+
+#include "platform/posix/worker.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "conn/tunables.h"
+#include "platform/posix/sock.h" /* TERN_HANDLE_WORKER */
+#include "ring/spsc.h"
+
+enum { IO_EVENTS = 256, IO_READ_SIZE = 64 * 1024, IO_IOV = 16 };
+
+/* One direction: the ring, the consumer's eventfd, the producer's
+ * overflow list (messages the full ring did not take, in order).
+ *
+ * Wake-ups: the eventfd is written only while the consumer sleeps (or is
+ * about to), so two busy threads exchange messages without a system call.
+ * The consumer sets `sleeping`, then (after a full fence) looks into the
+ * ring; the producer pushes, then (after a full fence) takes `sleeping`
+ * back with an exchange and writes the eventfd if it was set. With the
+ * fences on both sides (Dekker's pattern) at least one of them sees the
+ * other: the consumer finds the message, or the producer finds it asleep.
+ * An awake consumer therefore drains its ring every turn, event or not. */
+typedef struct chan {
+    struct spsc_ring ring;
+    void **slots;
+    int efd;
+    _Atomic bool sleeping;            /* consumer sets, producer takes */
+    tern_wmsg *held;                  /* consumer's: popped while checking for work */
+    tern_wmsg *over_head, *over_tail; /* producer's */
+    bool pushed;                      /* producer's: wake the consumer at flush */
+} chan;
+
+struct tern_worker {
+    uint8_t kind;       /* TERN_HANDLE_WORKER (the core thread's epoll); first */
+    unsigned index;
+    tern_log *log;
+    chan to_io, to_core;
+    pthread_t thread;
+    bool started;
+    /* The I/O thread's. */
+    int ep;
+    size_t live;        /* connections between NEW and FREED */
+    bool stop;
+    tern_wconn *lingering;
+    tern_wconn *finished; /* closed this turn: FREED goes at its end, after the batch */
+    uint8_t buf[IO_READ_SIZE];
+};
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+
+    (void)clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* ---- channels ------------------------------------------------------------ */
+
+static bool chan_init(chan *ch)
+{
+    ch->slots = calloc(TERN_WORKER_RING_SLOTS, sizeof ch->slots[0]);
+    ch->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (ch->slots == NULL || ch->efd < 0)
+        return false;
+    (void)spsc_init(&ch->ring, ch->slots, TERN_WORKER_RING_SLOTS);
+    atomic_init(&ch->sleeping, false);
+    return true;
+}
+
+static void chan_send(chan *ch, tern_wmsg *m)
+{
+    m->next = NULL;
+    ch->pushed = true;
+    if (ch->over_head == NULL && spsc_push(&ch->ring, m))
+        return;
+    if (ch->over_tail != NULL)
+        ch->over_tail->next = m;
+    else
+        ch->over_head = m;
+    ch->over_tail = m;
+}
+
+/* Producer, end of its turn: the overflow into the ring, one wake-up.
+ * True while messages still wait. */
+static bool chan_flush(chan *ch)
+{
+    while (ch->over_head != NULL && spsc_push(&ch->ring, ch->over_head)) {
+        ch->over_head = ch->over_head->next;
+        if (ch->over_head == NULL)
+            ch->over_tail = NULL;
+    }
+    if (ch->pushed) {
+        uint64_t one = 1;
+
+        ch->pushed = false;
+        atomic_thread_fence(memory_order_seq_cst);
+        /* Fails only when the counter is near overflow: it is set anyway. */
+        if (atomic_exchange(&ch->sleeping, false))
+            (void)!write(ch->efd, &one, sizeof one);
+    }
+    return ch->over_head != NULL;
+}
+
+static tern_wmsg *chan_take(chan *ch)
+{
+    void *m;
+
+    if (ch->held != NULL) {
+        m = ch->held;
+        ch->held = NULL;
+        return m;
+    }
+    return spsc_pop(&ch->ring, &m) ? m : NULL;
+}
+
+/* Consumer, before it blocks: false when a message is already waiting
+ * (then it must not block); true: the producer's next flush wakes it. */
+static bool chan_may_sleep(chan *ch)
+{
+    void *m;
+
+    if (ch->held != NULL)
+        return false;
+    atomic_store(&ch->sleeping, true);
+    atomic_thread_fence(memory_order_seq_cst);
+    if (spsc_pop(&ch->ring, &m)) {
+        ch->held = m;
+        atomic_store(&ch->sleeping, false);
+        return false;
+    }
+    return true;
+}
+
+static void chan_awake(chan *ch)
+{
+    atomic_store(&ch->sleeping, false);
+}
+
+static void chan_ack(chan *ch)
+{
+    uint64_t v;
+
+    (void)!read(ch->efd, &v, sizeof v);
+}
+
+/* After the threads are gone: everything still queued either way. */
+static void chan_free(chan *ch, void (*free_owner)(void *owner))
+{
+    tern_wmsg *m;
+
+    while ((m = chan_take(ch)) != NULL || (m = ch->over_head) != NULL) { /* held first */
+        if (m == ch->over_head)
+            ch->over_head = m->next;
+        if (m->kind == TERN_WM_FREED && free_owner != NULL) {
+            free_owner(m->w->owner);
+            free(m->w);
+        }
+        free(m);
+    }
+    free(ch->slots);
+    if (ch->efd >= 0)
+        (void)close(ch->efd);
+}
+
+tern_wmsg *tern_wmsg_new(tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data, size_t len)
+{
+    tern_wmsg *m = malloc(sizeof *m + len);
+
+    if (m == NULL)
+        return NULL;
+    m->next = NULL;
+    m->w = w;
+    m->len = (uint32_t)len;
+    m->off = 0;
+    m->kind = (uint8_t)kind;
+    if (len > 0)
+        memcpy(m->data, data, len);
+    return m;
+}
+
+void tern_worker_post(tern_worker *wk, tern_wmsg *m)
+{
+    chan_send(&wk->to_io, m);
+}
+
+tern_wmsg *tern_worker_take(tern_worker *wk)
+{
+    return chan_take(&wk->to_core);
+}
+
+bool tern_worker_flush(tern_worker *wk)
+{
+    return chan_flush(&wk->to_io);
+}
+
+void tern_worker_ack(tern_worker *wk)
+{
+    chan_ack(&wk->to_core);
+}
+
+bool tern_worker_may_sleep(tern_worker *wk)
+{
+    return chan_may_sleep(&wk->to_core);
+}
+
+void tern_worker_awake(tern_worker *wk)
+{
+    chan_awake(&wk->to_core);
+}
+
+void *tern_worker_handle(tern_worker *wk)
+{
+    return wk;
+}
+
+int tern_worker_fd(const tern_worker *wk)
+{
+    return wk->to_core.efd;
+}
+
+/* ---- the I/O thread's sockets ------------------------------------------- */
+
+static void post(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
+                 size_t len)
+{
+    tern_wmsg *m = tern_wmsg_new(w, kind, data, len);
+
+    if (m == NULL) /* no memory for a message: the process cannot go on safely */
+        tern_panic(__FILE__, __LINE__, "out of memory in an I/O thread");
+    chan_send(&wk->to_core, m);
+}
+
+static void set_events(tern_worker *wk, tern_wconn *w, uint32_t want)
+{
+    struct epoll_event ev;
+
+    if (!w->in_epoll || want == w->events)
+        return;
+    memset(&ev, 0, sizeof ev);
+    ev.events = want;
+    ev.data.ptr = w;
+    if (epoll_ctl(wk->ep, EPOLL_CTL_MOD, w->fd, &ev) != 0)
+        tern_logf(wk->log, BROKER_LOG_WARN, "I/O thread %u: epoll_ctl: %s", wk->index,
+                  strerror(errno));
+    w->events = want;
+}
+
+static void free_out(tern_wconn *w)
+{
+    while (w->out_head != NULL) {
+        tern_wmsg *m = w->out_head;
+
+        w->out_head = m->next;
+        free(m);
+    }
+    w->out_tail = NULL;
+}
+
+/* Close the socket; the connection goes back to the core thread at the
+ * end of the turn (release_finished), since events of this turn's batch
+ * may still name it. */
+static void finish(tern_worker *wk, tern_wconn *w)
+{
+    free_out(w);
+    (void)close(w->fd); /* also leaves the epoll set */
+    w->in_epoll = false;
+    w->done_io = true;
+    wk->live--;
+    w->linger_next = wk->finished;
+    wk->finished = w;
+}
+
+static void release_finished(tern_worker *wk)
+{
+    while (wk->finished != NULL) {
+        tern_wconn *w = wk->finished;
+
+        wk->finished = w->linger_next;
+        post(wk, w, TERN_WM_FREED, NULL, 0);
+    }
+}
+
+/* Credit back to the core thread: the bytes left the process. */
+static void sent(tern_worker *wk, tern_wconn *w, size_t n)
+{
+    (void)atomic_fetch_sub(&w->out_used, (uint32_t)n);
+    if (atomic_exchange(&w->core_waits, false))
+        post(wk, w, TERN_WM_ROOM, NULL, 0);
+}
+
+/* Send queued output while the socket takes it. False when it failed. */
+static bool send_out(tern_worker *wk, tern_wconn *w)
+{
+    while (w->out_head != NULL && !w->failed) {
+        struct iovec iov[IO_IOV];
+        int n = 0;
+        ssize_t r;
+
+        for (tern_wmsg *m = w->out_head; m != NULL && n < IO_IOV; m = m->next, n++) {
+            iov[n].iov_base = m->data + m->off;
+            iov[n].iov_len = m->len - m->off;
+        }
+        struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)n};
+        r = sendmsg(w->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                break;
+            w->failed = true;
+            free_out(w);
+            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+            return false;
+        }
+        sent(wk, w, (size_t)r);
+        for (size_t left = (size_t)r; left > 0;) {
+            tern_wmsg *m = w->out_head;
+            size_t here = m->len - m->off;
+
+            if (left < here) {
+                m->off += (uint32_t)left;
+                break;
+            }
+            left -= here;
+            w->out_head = m->next;
+            if (w->out_head == NULL)
+                w->out_tail = NULL;
+            free(m);
+        }
+    }
+    return !w->failed;
+}
+
+/* The interest the connection needs now. */
+static void update(tern_worker *wk, tern_wconn *w)
+{
+    uint32_t want = 0;
+
+    if (!w->eof_io && !w->failed && !w->lingering &&
+        atomic_load(&w->in_used) < TERN_WORKER_IN_CREDIT)
+        want |= EPOLLIN;
+    if (w->out_head != NULL && !w->failed)
+        want |= EPOLLOUT;
+    set_events(wk, w, want);
+}
+
+static void do_read(tern_worker *wk, tern_wconn *w)
+{
+    while (!w->eof_io && !w->failed && !w->lingering) {
+        uint32_t used = atomic_load(&w->in_used);
+        size_t cap;
+        ssize_t n;
+
+        if (used >= TERN_WORKER_IN_CREDIT) {
+            atomic_store(&w->io_waits, true);
+            if (atomic_load(&w->in_used) >= TERN_WORKER_IN_CREDIT)
+                break; /* RESUME comes when the core thread takes some */
+            continue;
+        }
+        cap = TERN_WORKER_IN_CREDIT - used;
+        if (cap > sizeof wk->buf)
+            cap = sizeof wk->buf;
+        n = recv(w->fd, wk->buf, cap, 0);
+        if (n > 0) {
+            (void)atomic_fetch_add(&w->in_used, (uint32_t)n);
+            post(wk, w, TERN_WM_IN, wk->buf, (size_t)n);
+            if ((size_t)n < cap)
+                break; /* a socket's short read: drained for now */
+        } else if (n == 0) {
+            w->eof_io = true;
+            post(wk, w, TERN_WM_EOF, NULL, 0);
+        } else if (errno == EINTR) {
+            continue;
+        } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+            break;
+        } else {
+            w->failed = true;
+            free_out(w);
+            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+        }
+    }
+}
+
+static void sock_event(tern_worker *wk, tern_wconn *w, uint32_t events)
+{
+    if (w->done_io)
+        return; /* closed earlier in this turn */
+    if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))
+        do_read(wk, w);
+    if ((events & EPOLLOUT) || (events & (EPOLLHUP | EPOLLERR)))
+        (void)send_out(wk, w);
+    if ((events & (EPOLLHUP | EPOLLERR)) && !w->failed) {
+        /* Gone both ways: what could be read within the credit was; the
+         * layer hears of the hang-up after it. Out of the epoll set, or
+         * level-triggered HUP would wake the thread again and again. */
+        w->failed = true;
+        free_out(w);
+        post(wk, w, TERN_WM_HUP, NULL, 0);
+    }
+    if (w->failed && w->in_epoll) {
+        (void)epoll_ctl(wk->ep, EPOLL_CTL_DEL, w->fd, NULL);
+        w->in_epoll = false;
+    }
+    if (w->lingering && (w->out_head == NULL || w->failed)) {
+        w->lingering = false; /* taken off the linger list by expire() */
+        w->linger_deadline = 0;
+        return;
+    }
+    update(wk, w);
+}
+
+static void linger_add(tern_worker *wk, tern_wconn *w)
+{
+    w->lingering = true;
+    w->linger_deadline = now_ms() + CONN_LINGER_MS;
+    w->linger_next = wk->lingering;
+    wk->lingering = w;
+    update(wk, w);
+}
+
+/* Lingering connections whose output left, failed or ran out of time
+ * (or all of them, at shutdown). Earliest deadline in *next. */
+static void expire(tern_worker *wk, uint64_t now, uint64_t *next)
+{
+    tern_wconn **pp = &wk->lingering;
+
+    *next = UINT64_MAX;
+    while (*pp != NULL) {
+        tern_wconn *w = *pp;
+
+        if (!w->lingering || w->out_head == NULL || w->failed || wk->stop ||
+            now >= w->linger_deadline) {
+            *pp = w->linger_next;
+            finish(wk, w);
+            continue;
+        }
+        if (w->linger_deadline < *next)
+            *next = w->linger_deadline;
+        pp = &w->linger_next;
+    }
+}
+
+static void core_message(tern_worker *wk, tern_wmsg *m)
+{
+    tern_wconn *w = m->w;
+    struct epoll_event ev;
+
+    switch (m->kind) {
+    case TERN_WM_NEW:
+        wk->live++;
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.ptr = w;
+        if (epoll_ctl(wk->ep, EPOLL_CTL_ADD, w->fd, &ev) == 0) {
+            w->in_epoll = true;
+            w->events = EPOLLIN;
+        } else {
+            w->failed = true;
+            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+        }
+        break;
+    case TERN_WM_DATA:
+        if (w->failed) {
+            sent(wk, w, m->len); /* nowhere to go: the credit comes back */
+            break;
+        }
+        if (w->out_tail != NULL)
+            w->out_tail->next = m;
+        else
+            w->out_head = m;
+        w->out_tail = m;
+        m->next = NULL;
+        (void)send_out(wk, w);
+        update(wk, w);
+        return; /* m is queued, not freed */
+    case TERN_WM_CLOSE:
+        (void)send_out(wk, w);
+        if (w->out_head == NULL || w->failed || wk->stop)
+            finish(wk, w);
+        else
+            linger_add(wk, w);
+        break;
+    case TERN_WM_ABORT:
+        finish(wk, w);
+        break;
+    case TERN_WM_RESUME:
+        atomic_store(&w->io_waits, false);
+        update(wk, w);
+        break;
+    case TERN_WM_STOP:
+        wk->stop = true;
+        break;
+    default:
+        tern_panic(__FILE__, __LINE__, "I/O thread: unknown message");
+    }
+    free(m);
+}
+
+static void *io_main(void *arg)
+{
+    tern_worker *wk = arg;
+    struct epoll_event events[IO_EVENTS];
+    uint64_t next = UINT64_MAX;
+
+    while (!(wk->stop && wk->live == 0)) {
+        int timeout = -1, n;
+        uint64_t now = now_ms();
+
+        tern_wmsg *m;
+
+        if (wk->to_core.over_head != NULL)
+            timeout = TERN_WORKER_RETRY_MS;
+        else if (next != UINT64_MAX)
+            timeout = next <= now ? 0 : (int)(next - now > INT_MAX ? INT_MAX : next - now);
+        if (timeout != 0 && !chan_may_sleep(&wk->to_io))
+            timeout = 0;
+        n = epoll_wait(wk->ep, events, IO_EVENTS, timeout);
+        chan_awake(&wk->to_io);
+        if (n < 0 && errno != EINTR)
+            tern_panic(__FILE__, __LINE__, "I/O thread: epoll_wait failed");
+        for (int i = 0; i < n; i++) {
+            if (events[i].data.ptr == NULL)
+                chan_ack(&wk->to_io);
+            else
+                sock_event(wk, events[i].data.ptr, events[i].events);
+        }
+        /* Every turn: messages come without a wake-up while awake. */
+        while ((m = chan_take(&wk->to_io)) != NULL)
+            core_message(wk, m);
+        expire(wk, now_ms(), &next);
+        release_finished(wk);
+        (void)chan_flush(&wk->to_core);
+    }
+    /* What the full ring did not take stays in the overflow list:
+     * tern_worker_stop frees it after the join. */
+    return NULL;
+}
+
+tern_worker *tern_worker_start(unsigned index, tern_log *log)
+{
+    tern_worker *wk = calloc(1, sizeof *wk);
+    struct epoll_event ev;
+
+    if (wk == NULL) {
+        tern_logf(log, BROKER_LOG_ERROR, "out of memory");
+        return NULL;
+    }
+    wk->kind = TERN_HANDLE_WORKER;
+    wk->index = index;
+    wk->log = log;
+    wk->to_io.efd = wk->to_core.efd = -1;
+    wk->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (!chan_init(&wk->to_io) || !chan_init(&wk->to_core) || wk->ep < 0) {
+        tern_logf(log, BROKER_LOG_ERROR, "I/O thread %u: %s", index, strerror(errno));
+        goto fail;
+    }
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.ptr = NULL; /* the core thread's messages */
+    if (epoll_ctl(wk->ep, EPOLL_CTL_ADD, wk->to_io.efd, &ev) != 0) {
+        tern_logf(log, BROKER_LOG_ERROR, "I/O thread %u: epoll_ctl: %s", index, strerror(errno));
+        goto fail;
+    }
+    if (pthread_create(&wk->thread, NULL, io_main, wk) != 0) {
+        tern_logf(log, BROKER_LOG_ERROR, "I/O thread %u: cannot start it", index);
+        goto fail;
+    }
+    wk->started = true;
+    return wk;
+
+fail:
+    tern_worker_stop(wk, NULL);
+    return NULL;
+}
+
+void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *owner))
+{
+    if (wk == NULL)
+        return;
+    if (wk->started) {
+        tern_wmsg *m = tern_wmsg_new(NULL, TERN_WM_STOP, NULL, 0);
+
+        if (m == NULL)
+            tern_panic(__FILE__, __LINE__, "out of memory stopping an I/O thread");
+        chan_send(&wk->to_io, m);
+        while (chan_flush(&wk->to_io))
+            (void)usleep(1000);
+        (void)pthread_join(wk->thread, NULL);
+    }
+    chan_free(&wk->to_io, NULL);
+    chan_free(&wk->to_core, free_owner);
+    if (wk->ep >= 0)
+        (void)close(wk->ep);
+    free(wk);
+}

@@ -1,0 +1,126 @@
+/*
+ * worker.h - the daemon's I/O threads (`workers = N`, N >= 2; ADR-061):
+ * each owns the sockets of the connections given to it, their epoll
+ * interest, and every recv/send; the core thread keeps the core and the
+ * connection layer (TLS included, for now) and sees each connection as a
+ * byte stream through the transport in wsock.c.
+ *
+ * Between the core thread and each I/O thread: one SPSC ring of message
+ * pointers each way (src/ring/spsc.h) and an eventfd each way, written
+ * at the end of a producer's turn that queued something, and only while
+ * the consumer sleeps (worker.c, chan). One connection's
+ * bytes travel one FIFO ring each way, so their order is the socket's.
+ *
+ * Flow control, per connection and direction, is a byte credit
+ * (TERN_WORKER_IN_CREDIT, TERN_WORKER_OUT_CREDIT): the I/O thread reads a
+ * socket only while the core thread holds less than the input credit
+ * (beyond it TCP's window pushes back, as with one thread), and the core
+ * thread's write takes only what the output credit allows (a short write:
+ * the connection layer's back-pressure sees a slow reader). A side that
+ * stopped for want of credit raises a flag; the other side, having
+ * returned credit, clears it and sends a wake-up message (both sides use
+ * sequentially consistent operations on the counter and the flag, so a
+ * wake-up is never lost).
+ *
+ * Threading: a tern_wconn's fields are grouped by the thread that writes
+ * them; the atomics are the only ones both touch.
+ */
+#ifndef TERN_WORKER_H
+#define TERN_WORKER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "platform/posix/log.h"
+
+/* Tunables (one place). Input: four of the core's reads; output: what a
+ * socket's send buffer typically holds, twice. */
+#ifndef TERN_WORKER_IN_CREDIT
+#define TERN_WORKER_IN_CREDIT (256u * 1024u)
+#endif
+#ifndef TERN_WORKER_OUT_CREDIT
+#define TERN_WORKER_OUT_CREDIT (512u * 1024u)
+#endif
+/* Message pointers a ring holds; more wait in the producer's overflow
+ * list (in order) and are retried every TERN_WORKER_RETRY_MS. */
+#ifndef TERN_WORKER_RING_SLOTS
+#define TERN_WORKER_RING_SLOTS 16384u
+#endif
+#define TERN_WORKER_RETRY_MS 1
+
+typedef struct tern_worker tern_worker;
+typedef struct tern_wconn tern_wconn;
+
+typedef enum tern_wmsg_kind {
+    /* core thread -> I/O thread */
+    TERN_WM_NEW = 1, /* take the connection's socket */
+    TERN_WM_DATA,    /* bytes to send */
+    TERN_WM_CLOSE,   /* send what is queued (up to the linger), then close */
+    TERN_WM_ABORT,   /* close at once */
+    TERN_WM_RESUME,  /* input credit came back: read again */
+    TERN_WM_STOP,    /* shutdown: no lingering; end once every socket is closed */
+    /* I/O thread -> core thread */
+    TERN_WM_IN,      /* bytes read */
+    TERN_WM_EOF,     /* the peer finished sending */
+    TERN_WM_HUP,     /* hang-up or error (len 1: an error) */
+    TERN_WM_ROOM,    /* output credit came back */
+    TERN_WM_FREED,   /* the socket is closed: the connection's memory may go */
+} tern_wmsg_kind;
+
+typedef struct tern_wmsg {
+    struct tern_wmsg *next; /* in a list of the thread holding it */
+    tern_wconn *w;          /* NULL for STOP */
+    uint32_t len, off;      /* data[off..len) not yet used */
+    uint8_t kind;           /* tern_wmsg_kind */
+    uint8_t data[];
+} tern_wmsg;
+
+struct tern_wconn {
+    int fd;                 /* owned by the I/O thread from NEW until FREED */
+    tern_worker *wk;
+    void *owner;            /* the core thread's record (tern_sock) */
+    /* Both threads. */
+    _Atomic uint32_t in_used;   /* bytes read and not yet taken by the core thread */
+    _Atomic uint32_t out_used;  /* bytes written by the core thread and not yet sent */
+    _Atomic bool core_waits;    /* the core thread had a short write */
+    _Atomic bool io_waits;      /* the I/O thread stopped reading for want of credit */
+    /* Core thread only. */
+    tern_wmsg *in_head, *in_tail;
+    bool want_read, want_write, eof, hup, err, closing, on_ready;
+    /* I/O thread only. */
+    tern_wmsg *out_head, *out_tail;
+    uint32_t events;        /* epoll interest registered */
+    bool in_epoll, eof_io, failed, lingering, done_io;
+    uint64_t linger_deadline;
+    tern_wconn *linger_next;
+};
+
+/* Start an I/O thread; NULL (logged) on failure. */
+tern_worker *tern_worker_start(unsigned index, tern_log *log);
+/* Queue STOP, wait for the thread, free what is left in its rings (the
+ * FREED messages' connections through free_owner). NULL is fine. */
+void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *owner));
+/* The core thread's eventfd handle for this worker: its epoll data.ptr
+ * (starts with a tern_handle_kind byte) and descriptor. */
+void *tern_worker_handle(tern_worker *wk);
+int tern_worker_fd(const tern_worker *wk);
+/* Core thread: a message for the I/O thread (kept in order) / take the
+ * next one from it (NULL: none). */
+tern_wmsg *tern_wmsg_new(tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data, size_t len);
+void tern_worker_post(tern_worker *wk, tern_wmsg *m);
+tern_wmsg *tern_worker_take(tern_worker *wk);
+/* Core thread, end of its turn: push what waits, wake the thread. True
+ * when messages still wait (retry after TERN_WORKER_RETRY_MS). */
+bool tern_worker_flush(tern_worker *wk);
+/* Core thread: clear the eventfd before taking messages. */
+void tern_worker_ack(tern_worker *wk);
+/* Core thread, before epoll_wait may block: false when a message from
+ * this thread waits already (do not block); after it, tern_worker_awake.
+ * While awake the core thread takes messages every turn (no wake-up is
+ * sent to an awake thread). */
+bool tern_worker_may_sleep(tern_worker *wk);
+void tern_worker_awake(tern_worker *wk);
+
+#endif
