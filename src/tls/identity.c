@@ -174,8 +174,11 @@ static int san_type(tern_tls_identity_source src)
     return -1;
 }
 
+_Static_assert(KEYID_SIZE <= TLS_NAME_HASH, "TLS_NAME_HASH is shorter than wolfSSL's KEYID_SIZE");
+
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out)
+                                       tern_tls_identity_source src, char **out,
+                                       uint8_t issuer_hash[TLS_NAME_HASH])
 {
     /* DecodedCert is over a kilobyte: on the heap, for small kernel stacks. */
     DecodedCert *dc = NULL;
@@ -194,6 +197,10 @@ tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
     if (wc_ParseCert(dc, CERT_TYPE, NO_VERIFY, NULL) != 0) {
         result = TERN_TLS_FAIL_BAD_CERT;
         goto done;
+    }
+    if (issuer_hash != NULL) {
+        memset(issuer_hash, 0, TLS_NAME_HASH);
+        memcpy(issuer_hash, dc->issuerHash, KEYID_SIZE);
     }
     if (src == TERN_TLS_IDENTITY_CN) {
         tern_tls_failure f = subject_cn(dc, &name, &name_len);

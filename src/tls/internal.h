@@ -67,9 +67,30 @@ int tls_ecc_verify(WOLFSSL *ssl, const unsigned char *sig, unsigned int sig_len,
                    const unsigned char *digest, unsigned int digest_len,
                    const unsigned char *key_der, unsigned int key_len, int *result, void *ctx);
 
+/* The operator CAs' subject name hashes (opnames.c): a leaf whose issuer
+ * hash is none of them cannot verify against the operator manager, so the
+ * operator check skips its second parse. Hashes are wolfSSL's (KEYID_SIZE:
+ * SHA-1 or SHA-256 by build), zero-padded to TLS_NAME_HASH bytes. */
+#define TLS_NAME_HASH 32
+
+typedef struct tls_opnames {
+    uint8_t *hashes; /* owned; count * TLS_NAME_HASH bytes */
+    size_t count;
+    bool filter;     /* false: the bundle was not fully understood, ask every time */
+} tls_opnames;
+
+/* From the operator CA bundle (PEM); never fails: what it cannot read turns
+ * the filter off (every leaf is then asked about). */
+void tls_opnames_load(tls_opnames *o, const uint8_t *pem, size_t len);
+void tls_opnames_free(tls_opnames *o);
+/* Could a CA of the list have issued a leaf with this issuer name hash?
+ * True when the filter is off. */
+bool tls_opnames_may_issue(const tls_opnames *o, const uint8_t issuer_hash[TLS_NAME_HASH]);
+
 struct tern_tls_server {
     WOLFSSL_CTX *ctx;                  /* owned; trusts client and operator CAs */
     WOLFSSL_CERT_MANAGER *operator_cm; /* owned; operator CAs only; NULL = none */
+    tls_opnames operator_names;        /* the operator CAs' subjects, when operator_cm */
     char *operators;                   /* owned: identities, each NUL-terminated, back
                                           to back; NULL when none */
     size_t operators_len;              /* bytes of operators, NULs included */
@@ -151,14 +172,17 @@ void tls_conn_set_failure(tern_tls_conn *c, tern_tls_failure f, int error);
  * into the connection (its user context). */
 int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store);
 
-/* Identity of a DER certificate by the configured source. Returns
+/* Identity of a DER certificate by the configured source, and (when
+ * issuer_hash is not NULL) its issuer name hash as wolfSSL computes it
+ * (tls_opnames_may_issue), from the same parse. Returns
  * TERN_TLS_FAIL_NONE and a malloc'ed string in *out (caller frees), or
  * TERN_TLS_FAIL_NO_IDENTITY when the field is missing or unusable (empty,
  * not UTF-8, control characters, too long), AMBIGUOUS_IDENTITY when there
  * are two (two subject CNs, two SANs of the type), or OUT_OF_MEMORY /
  * BAD_CERT. */
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out);
+                                       tern_tls_identity_source src, char **out,
+                                       uint8_t issuer_hash[TLS_NAME_HASH]);
 
 /* Parse the comma-separated operators list into s. False with a message. */
 bool tls_operators_set(tern_tls_server *s, const char *list, const char *prefix, char *err,

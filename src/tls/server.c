@@ -160,6 +160,7 @@ static bool load_cas(tern_tls_server *s, const tern_tls_server_config *cfg, char
                         ca_load_problem(rc), rc);
             return false;
         }
+        tls_opnames_load(&s->operator_names, cfg->operator_ca.data, cfg->operator_ca.len);
     }
     if (cfg->require_client_cert && cfg->client_ca.len == 0 && cfg->operator_ca.len == 0) {
         tls_message(err, err_size, about(cfg, TERN_TLS_INPUT_CLIENT_CA, "client CA: "),
@@ -175,6 +176,7 @@ static void server_free(tern_tls_server *s)
         wolfSSL_CTX_free(s->ctx);
     if (s->operator_cm != NULL)
         wolfSSL_CertManagerFree(s->operator_cm);
+    tls_opnames_free(&s->operator_names);
     tls_sigcache_free(&s->sigcache);
     free(s->operators);
     free(s);

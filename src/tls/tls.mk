@@ -36,11 +36,12 @@ $(REL_TLS) $(ASAN_TLS): INC += $(WOLFSSL_CPPFLAGS)
 $(REL_TLS) $(ASAN_TLS): $(WOLFSSL_LIBS)
 
 # The identity tests make certificates at run time with wolfCrypt; the
-# record layer's and the signature cache's tests look inside the adapter
-# (tls/internal.h).
+# record layer's, the signature cache's and the operator names' tests look
+# inside the adapter (tls/internal.h).
 TLS_WOLFSSL_TESTS := $(BUILD)/asan/tests/unit/test_tls_identity.o \
                      $(BUILD)/asan/tests/unit/test_tls_record_layer.o \
-                     $(BUILD)/asan/tests/unit/test_tls_sigcache.o
+                     $(BUILD)/asan/tests/unit/test_tls_sigcache.o \
+                     $(BUILD)/asan/tests/unit/test_tls_opnames.o
 $(TLS_WOLFSSL_TESTS): INC += $(WOLFSSL_CPPFLAGS)
 $(TLS_WOLFSSL_TESTS): $(WOLFSSL_LIBS)
 

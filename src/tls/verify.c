@@ -11,9 +11,10 @@
  * connection.
  *
  * Operator role: the leaf is verified once more against a certificate
- * manager holding only the operator CAs. For ordinary clients this stops at
- * "no signer" without any signature check, so only operators pay for it.
- * Or the identity is listed in tls.operators.
+ * manager holding only the operator CAs, when its issuer's name is one of
+ * theirs (opnames.c: a leaf from another CA cannot verify there, and
+ * asking would parse it a second time). Or the identity is listed in
+ * tls.operators.
  */
 #include <stdlib.h>
 
@@ -25,6 +26,7 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store)
     const tern_tls_server *s;
     const WOLFSSL_BUFFER_INFO *leaf;
     tern_tls_failure f;
+    uint8_t issuer[TLS_NAME_HASH];
 
     if (c == NULL || c->server == NULL)
         return 0;
@@ -47,13 +49,14 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store)
     leaf = &store->certs[0];
     free(c->identity); /* a second leaf call must not leak the first answer */
     c->identity = NULL;
-    f = tls_identity_from_der(leaf->buffer, leaf->length, s->identity, &c->identity);
+    f = tls_identity_from_der(leaf->buffer, leaf->length, s->identity, &c->identity, issuer);
     if (f != TERN_TLS_FAIL_NONE) {
         tls_conn_set_failure(c, f, 0);
         return 0;
     }
     c->is_operator = tls_operator_listed(s, c->identity) ||
                      (s->operator_cm != NULL &&
+                      tls_opnames_may_issue(&s->operator_names, issuer) &&
                       wolfSSL_CertManagerVerifyBuffer(s->operator_cm, leaf->buffer,
                                                       (long)leaf->length,
                                                       WOLFSSL_FILETYPE_ASN1) == WOLFSSL_SUCCESS);
