@@ -38,6 +38,7 @@
 #include "arch/x86_64/lapic.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/percpu.h"
+#include "arch/x86_64/smp_selftest.h"
 #include "arch/x86_64/trap.h"
 #include "clock.h"
 #include "console.h"
@@ -79,6 +80,7 @@ static _Atomic int stopping;
 static _Atomic unsigned stopped;
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
+static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
 #endif
 
 static const char *role_text(enum cpu_role r)
@@ -209,6 +211,7 @@ void smp_start(const struct boot_info *bi)
     char arg[8];
     if (bootinfo_arg(bi, "tern.test.apfault", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         fault_on_cpu = (unsigned)(arg[0] - '0');
+    share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
 #endif
     uint64_t tramp = find_low_pages(bi);
     kprintf("tern: smp: MADT lists %u enabled CPU(s), %u online-capable (not started: no "
@@ -254,6 +257,9 @@ void smp_start(const struct boot_info *bi)
         kprintf("tern: smp: CPU %u (APIC id %u): %s\n", i, cpus[i].apic_id,
                 role_text(cpus[i].role));
     kprintf("tern: smp: %u CPU(s) online\n", nonline);
+#ifdef TERN_TEST_HOOKS
+    smp_selftest_boot(share_test);
+#endif
 }
 
 /* Where an AP's trampoline jumps, on its own stack, interrupts off. Its
@@ -277,8 +283,12 @@ _Noreturn void smp_ap_entry(struct percpu *c)
 #endif
     /* Parked: its role has no work yet. The timer wakes it; an NMI from
      * a fatal error elsewhere stops it (panic.c). */
-    for (;;)
+    for (;;) {
         cpu_idle();
+#ifdef TERN_TEST_HOOKS
+        smp_selftest_ap(c);
+#endif
+    }
 }
 
 int smp_stop_others(void)
