@@ -108,6 +108,7 @@ void smp_boot_cpu_init(void)
 }
 
 unsigned smp_cpu_id(void) { return boot_ready ? this_cpu()->id : 0; }
+struct percpu *smp_this_cpu(void) { return boot_ready ? this_cpu() : &cpus[0]; }
 unsigned smp_online(void) { return nonline; }
 int smp_stopping(void) { return atomic_load(&stopping); }
 
