@@ -25,7 +25,9 @@
  * 4.10.2.3); the edits that remove or change one (vm_unmap of the ACPI
  * scratch page and the MMIO windows' short-lived mappings) touch
  * addresses only CPU 0 ever uses, and an AP today runs only its parked
- * loop, the timer and NMI handlers, and the fatal path, none of which
+ * loop, the timer and NMI handlers, and the fatal path (and, in test
+ * builds, smp_selftest.c: the heap, which lives in the direct map, and
+ * the console, whose framebuffer mapping is never removed), none of which
  * reaches such an address even speculatively. When the storage core runs
  * real work on CPU 1, paging needs the lock and an invalidation IPI; the
  * check above is what will say so.
