@@ -8,6 +8,15 @@ names the CPU, and stops the machine. About 35 s in all under TCG with
 
 Broken on purpose once: with the stop NMI not sent (lapic.c), smp-ap-fault
 failed ("on CPU 1; 0 other CPU(s) stopped").
+
+smp-share-heap-console (test build, tern.test.smpshare=1, -smp 2): CPU 0
+and CPU 1 allocate, check and free heap objects and print console lines
+at the same time (arch/x86_64/smp_selftest.c); every object must come
+back intact, the heap's counters back where they were, and every console
+line whole (ADR-064's heap and console locks). Broken on purpose once each
+(2026-12-02): with the console lock not taken, it failed on lines mixed
+from the two CPUs; with kmalloc and kfree not taking the heap lock, the
+heap halted ("free-list pointer corrupted").
 """
 import os
 import re
@@ -113,6 +122,34 @@ def ap_fault(kernel):
     return check
 
 
+SHARE_LINE = re.compile(rb"tern: smptest: CPU ([01]) round (\d+) of 20000: a whole line from "
+                        rb"one CPU, never mixed with the other's\r?$")
+
+
+def share_heap_console(kernel):
+    def check():
+        took, out = run_vm(["-kernel", kernel, "-smp", "2", "-append", "tern.test.smpshare=1"],
+                           lambda o: b"counters back where they were" in o or
+                           b"smptest: FAIL" in o or b"FATAL" in o, 120, "the smptest result")
+        if b"smptest: FAIL" in out or b"FATAL" in out or b"every object intact" not in out:
+            raise Failure("the shared heap and console test failed:\n" + show(out))
+        # Every line that mentions the test is one of its whole lines (a
+        # line mixed with another CPU's matches neither pattern), and each
+        # CPU printed all of its 20.
+        seen = {b"0": 0, b"1": 0}
+        for line in out.split(b"\n"):
+            if b"smptest" not in line or b"heap and console shared" in line:
+                continue
+            m = SHARE_LINE.search(line)
+            if not m or not line.startswith(b"tern: smptest"):
+                raise Failure(f"a console line mixed from two CPUs: {line!r}\n" + show(out))
+            seen[m.group(1)] += 1
+        if seen != {b"0": 20, b"1": 20}:
+            raise Failure(f"console lines per CPU {seen}, want 20 each:\n" + show(out))
+        return f"{took:.1f} s, 20 whole lines from each CPU, heap intact"
+    return check
+
+
 def cases(b):
     return {
         "smp-pvh-1": one_cpu(b.elf),
@@ -122,4 +159,5 @@ def cases(b):
         "smp-ovmf-2-mtls": iso_mtls(b.dir, b.iso, 2, ["-bios", OVMF])
         if os.path.exists(OVMF) else None,
         "smp-ap-fault": ap_fault(b.test_elf),
+        "smp-share-heap-console": share_heap_console(b.test_elf),
     }

@@ -187,6 +187,7 @@ class KernelTarget:
         self.workdir = workdir
         self.bus = args.bus
         self.physical_block = args.physical_block
+        self.smp = args.smp
         pki = harness.Pki(args.build)
         conf = "\n".join(["config_version = 1",
                           "listener.tls = 0.0.0.0:8883",
@@ -234,7 +235,7 @@ class KernelTarget:
             self.elf, self.bundle,
             ["-nic", "user,model=virtio-net-pci,hostfwd=tcp:%s:%d-:8883"
              % (HOST, self.endpoint.port)],
-            extra=["-append", GUEST_APPEND] +
+            extra=["-append", GUEST_APPEND, "-smp", str(self.smp)] +
             nb.qemu_disk_args(self.server, bus, self.physical_block) +
             ["-qmp", "unix:%s,server=on,wait=off" % self.qmp_path])
         self.boots += 1
@@ -809,6 +810,8 @@ def main():
     ap.add_argument("--bus", choices=("virtio-blk", "virtio-scsi", "alternate"),
                     default="virtio-blk")
     ap.add_argument("--physical-block", type=int, default=4096)
+    ap.add_argument("--smp", type=int, default=1,
+                    help="the guest's CPUs (kernel target; issue 18: CPU 1 is the storage core's)")
     # 256 MiB: a 79 MiB database region. The load's retained topics reach
     # about 100,000 (16 MB of database) in 200 cycles, which a 64 MiB
     # disk's 17 MiB region barely holds.

@@ -1,9 +1,12 @@
-# tests/tsan/tsan.mk - the cross-core rings' stress test under
-# ThreadSanitizer (src/ring/, tests/tsan/ring_stress.c), and the daemon's
-# I/O threads under it (tests/tsan/workers_run.sh). Included from the
+# tests/tsan/tsan.mk - the cross-core primitives' stress tests under
+# ThreadSanitizer: the rings (src/ring/, tests/tsan/ring_stress.c), the
+# kernel's ticket spinlock (src/platform/kernel/arch/x86_64/spinlock.h,
+# tests/tsan/spin_stress.c) and the kernel heap behind it
+# (src/platform/kernel/mm/kmalloc.c, tests/tsan/heap_stress.c); and the
+# daemon's I/O threads (tests/tsan/workers_run.sh). Included from the
 # top-level Makefile, which provides CSTD, WARN, INC, BUILD and Q.
 #
-#   make tsan-test   build and run both (part of make test; the rings take
+#   make tsan-test   build and run them all (part of make test; the rings take
 #                    tens of seconds on a loaded 2-core machine, the TSan
 #                    ternd a full build the first time and about a minute)
 #   make tsan-workers  only the daemon's
@@ -18,9 +21,22 @@ $(TSAN_OUT)/ring-stress: tests/tsan/ring_stress.c src/ring/spsc.h src/ring/mpsc.
 	$(if $(Q),@echo "  CC-TSAN $<")
 	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) $< -o $@
 
+$(TSAN_OUT)/spin-stress: tests/tsan/spin_stress.c src/platform/kernel/arch/x86_64/spinlock.h
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  CC-TSAN $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) $< -o $@
+
+$(TSAN_OUT)/heap-stress: tests/tsan/heap_stress.c src/platform/kernel/mm/kmalloc.c \
+                         src/platform/kernel/mm/kmalloc.h src/platform/kernel/arch/x86_64/spinlock.h
+	@mkdir -p $(@D)
+	$(if $(Q),@echo "  CC-TSAN $<")
+	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) -Isrc/platform/kernel $< -o $@
+
 .PHONY: tsan-test
-tsan-test: $(TSAN_OUT)/ring-stress
+tsan-test: $(TSAN_OUT)/ring-stress $(TSAN_OUT)/spin-stress $(TSAN_OUT)/heap-stress
 	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/ring-stress
+	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/spin-stress
+	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/heap-stress
 
 # The daemon's threaded loop (workers = N, ADR-061) under ThreadSanitizer:
 # the whole ternd built with -fsanitize=thread (wolfSSL and SQLite are

@@ -3,20 +3,29 @@
  * always, and the loader's framebuffer when it handed over one tern can
  * draw on (dev/fb.c says which; anything else is named in the log and
  * left alone). Lines are formatted into a stack buffer first, so a
- * message is never interleaved with itself.
+ * message is never interleaved with itself; a ticket spinlock (taken with
+ * interrupts off, so a handler on the same CPU cannot deadlock on it)
+ * keeps two CPUs' lines from interleaving and their writes from racing
+ * on the UART and the framebuffer's cursor. The fatal report writes
+ * without it: by then every other CPU is halted, perhaps inside it.
  */
 #include "console.h"
 
 #include "dev/fb.h"
 #include "dev/fbcon.h"
 #include "dev/serial.h"
+#include "arch/x86_64/cpu.h"
+#include "arch/x86_64/smp.h"
+#include "arch/x86_64/spinlock.h"
 #include "mm/paging.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-/* Boot-CPU console state; the framebuffer joins once console_init_fb ran. */
+/* The console's state, shared by every CPU under lock; the framebuffer
+ * joins once console_init_fb ran. */
+static struct spinlock lock = SPINLOCK_INIT;
 static struct fbcon fbcon;
 static int fb_on;
 static const struct fb_info *fb_desc;
@@ -61,21 +70,51 @@ void console_init_fb(const struct boot_info *bi)
             f->height, fbcon.cols, fbcon.rows);
 }
 
+/* Take the console; returns what console_unlock needs. During a fatal
+ * stop the reporter must not wait for a CPU that the stop NMI halted
+ * while it held the lock, so nobody takes it then (the others are
+ * halted or about to be). */
+struct hold {
+    uint64_t flags;
+    int locked;
+};
+
+static struct hold console_lock(void)
+{
+    struct hold h = {irq_save(), !smp_stopping()};
+    if (h.locked)
+        spin_lock(&lock);
+    return h;
+}
+
+static void console_unlock(struct hold h)
+{
+    if (h.locked)
+        spin_unlock(&lock);
+    irq_restore(h.flags);
+}
+
 void console_write(const char *s, size_t n)
 {
+    struct hold h = console_lock();
     serial_write(s, n);
     if (fb_on)
         fbcon_write(&fbcon, s, n);
+    console_unlock(h);
 }
 
 uint32_t *console_fb_claim(const struct fb_info **info, size_t *stride)
 {
-    if (!fb_on)
-        return NULL;
-    fb_on = 0;
-    *info = fb_desc;
-    *stride = fbcon.stride;
-    return fbcon.pixels;
+    struct hold h = console_lock();
+    uint32_t *pixels = NULL;
+    if (fb_on) {
+        fb_on = 0;
+        *info = fb_desc;
+        *stride = fbcon.stride;
+        pixels = fbcon.pixels;
+    }
+    console_unlock(h);
+    return pixels;
 }
 
 void kprintf(const char *fmt, ...)

@@ -3,10 +3,16 @@
  * from the main context's stack to the thread's, a yield switches back:
  * arch/x86_64/switch.S saves and restores the callee-saved registers. There
  * is no run queue: the main loop decides whom to resume and when.
+ * Each CPU has its own main context: the running thread and the main
+ * context's saved stack pointer live in its struct percpu (percpu.h), so
+ * a CPU resumes and yields only its own threads (threads still run on
+ * CPU 0 only: ADR-064).
  */
 #include "kthread.h"
 
 #include "arch/x86_64/cpu.h"
+#include "arch/x86_64/percpu.h"
+#include "arch/x86_64/smp.h"
 #include "clock.h"
 #include "mm/kmalloc.h"
 #include "mm/stack.h"
@@ -37,10 +43,6 @@ struct kthread {
     struct kthread_stats stats;
 };
 
-/* Boot-CPU scheduler state: the main context's saved stack pointer while a
- * thread runs, and the running thread (NULL: the main context). */
-static uint64_t main_rsp;
-static struct kthread *running;
 
 struct kthread *kthread_create(const char *name, size_t stack_pages, kthread_fn fn, void *arg)
 {
@@ -66,10 +68,10 @@ struct kthread *kthread_create(const char *name, size_t stack_pages, kthread_fn 
 
 _Noreturn void kthread_entry(void)
 {
-    struct kthread *t = running;
+    struct kthread *t = smp_this_cpu()->current;
     t->fn(t->arg);
     t->finished = true;
-    kthread_switch(&t->rsp, main_rsp);
+    kthread_switch(&t->rsp, smp_this_cpu()->main_rsp);
     panic("a finished kernel thread was resumed");
 }
 
@@ -85,17 +87,18 @@ bool kthread_finished(const struct kthread *t)
 
 bool kthread_resume(struct kthread *t)
 {
-    if (running)
+    struct percpu *c = smp_this_cpu();
+    if (c->current)
         panic("kthread_resume called from a kernel thread");
     if (!kthread_ready(t))
         return false;
     t->wait = NULL;
     t->wait_arg = NULL;
-    running = t;
+    c->current = t;
     t->stats.resumes++;
     t->resumed_at_ns = clock_mono_ns();
-    kthread_switch(&main_rsp, t->rsp);
-    running = NULL;
+    kthread_switch(&c->main_rsp, t->rsp);
+    c->current = NULL;
     uint64_t ran = clock_mono_ns() - t->resumed_at_ns;
     if (ran > t->stats.longest_run_ns)
         t->stats.longest_run_ns = ran;
@@ -104,26 +107,28 @@ bool kthread_resume(struct kthread *t)
 
 struct kthread *kthread_current(void)
 {
-    return running;
+    return smp_this_cpu()->current;
 }
 
 void kthread_yield(void)
 {
-    struct kthread *t = running;
+    struct percpu *c = smp_this_cpu();
+    struct kthread *t = c->current;
     if (!t)
         panic("kthread_yield called on the main context");
-    kthread_switch(&t->rsp, main_rsp);
+    kthread_switch(&t->rsp, c->main_rsp);
 }
 
 void kthread_yield_after(uint64_t slice_ns)
 {
-    if (running && clock_mono_ns() - running->resumed_at_ns >= slice_ns)
+    struct kthread *t = kthread_current();
+    if (t && clock_mono_ns() - t->resumed_at_ns >= slice_ns)
         kthread_yield();
 }
 
 void kthread_wait_until(kthread_pred done, void *arg, int (*poll)(void))
 {
-    struct kthread *t = running;
+    struct kthread *t = kthread_current();
     if (t) {
         /* kthread_ready checks the condition before every resume. */
         while (!done(arg)) {

@@ -1,6 +1,7 @@
 /*
- * kthread.h - cooperative kernel threads on one CPU: the main loop (the
- * "main context", the stack kmain runs on) resumes a thread, the thread
+ * kthread.h - cooperative kernel threads, each CPU with its own: the main
+ * loop (the CPU's "main context", the stack it runs its loop on; kmain's on
+ * CPU 0) resumes a thread of that CPU, the thread
  * runs until it yields, and control comes back to the main loop right
  * after its kthread_resume(). Nothing preempts a thread: interrupt
  * handlers only set flags, so between two yields a thread owns the CPU

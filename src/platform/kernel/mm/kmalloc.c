@@ -25,10 +25,22 @@
  *   address (production reports carry none; debug builds add it).
  * An empty slab is zeroed and returned to the frame allocator unless it is
  * its class's last.
+ *
+ * One heap for every CPU, behind a ticket spinlock (arch/x86_64/
+ * spinlock.h): every public call takes it for its whole run, so the heap's
+ * lists, bitmaps, counters and secret are only ever touched by one CPU at
+ * a time, with the lock's acquire/release ordering between holders. Lock
+ * order: the heap's lock, then the frame allocator's (slab_new and the
+ * large objects take pages while holding it); nothing takes the heap's
+ * lock while holding the frame allocator's. A corruption report panics
+ * with the lock held: the fatal path stops the other CPUs and never
+ * allocates. Its cost on the flood path: docs/PERFORMANCE.md, "The heap
+ * lock".
  */
 #include "mm/kmalloc.h"
 
 #include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/spinlock.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -116,9 +128,10 @@ struct heap {
     size_t slab_count[CLASSES];
     struct kmalloc_stats stats;
     uint64_t secret;             /* free-list key; 0 until the first slab */
+    struct spinlock lock;        /* held by every public call (see the top) */
 };
 
-/* The heap of the boot CPU (per-CPU heaps later). */
+/* The kernel's one heap, shared by the CPUs under heap.lock. */
 static struct heap heap;
 
 /* Halt with a report: what was found and the object's size class (0: no
@@ -283,7 +296,8 @@ static void *alloc_large(size_t size)
     return (char *)s + HDR;
 }
 
-void *kmalloc(size_t size)
+/* kmalloc with heap.lock held. */
+static void *heap_alloc(size_t size)
 {
     if (size == 0)
         size = 1;
@@ -321,6 +335,14 @@ void *kmalloc(size_t size)
     return obj;
 }
 
+void *kmalloc(size_t size)
+{
+    spin_lock(&heap.lock);
+    void *p = heap_alloc(size);
+    spin_unlock(&heap.lock);
+    return p;
+}
+
 void *kzalloc(size_t size)
 {
     /* Every object is handed out zeroed (take_poisoned, alloc_large). */
@@ -334,7 +356,8 @@ void *kcalloc(size_t n, size_t size)
     return kzalloc(n * size);
 }
 
-size_t kmalloc_usable_size(const void *p)
+/* kmalloc_usable_size with heap.lock held. */
+static size_t usable_size(const void *p)
 {
     if (!p)
         return 0;
@@ -346,22 +369,41 @@ size_t kmalloc_usable_size(const void *p)
     heap_corrupt("pointer is not from the heap", 0, p);
 }
 
-void *krealloc(void *p, size_t size)
+size_t kmalloc_usable_size(const void *p)
+{
+    spin_lock(&heap.lock);
+    size_t n = usable_size(p);
+    spin_unlock(&heap.lock);
+    return n;
+}
+
+static void heap_free(void *p);
+
+/* krealloc with heap.lock held: the whole move is one critical section. */
+static void *heap_realloc(void *p, size_t size)
 {
     if (!p)
-        return kmalloc(size);
+        return heap_alloc(size);
     if (size == 0) {
-        kfree(p);
+        heap_free(p);
         return NULL;
     }
-    size_t old = kmalloc_usable_size(p);
+    size_t old = usable_size(p);
     if (size <= old && slab_of(p)->magic != MAGIC_LARGE)
         return p;
-    void *n = kmalloc(size);
+    void *n = heap_alloc(size);
     if (!n)
         return NULL;
     memcpy(n, p, old < size ? old : size);
-    kfree(p);
+    heap_free(p);
+    return n;
+}
+
+void *krealloc(void *p, size_t size)
+{
+    spin_lock(&heap.lock);
+    void *n = heap_realloc(p, size);
+    spin_unlock(&heap.lock);
     return n;
 }
 
@@ -378,7 +420,8 @@ static void free_large(struct slab *s, void *p)
     pages_put(s, pages);
 }
 
-void kfree(void *p)
+/* kfree with heap.lock held. */
+static void heap_free(void *p)
 {
     if (!p)
         return;
@@ -417,6 +460,15 @@ void kfree(void *p)
     }
 }
 
+void kfree(void *p)
+{
+    if (!p)
+        return; /* free(NULL) is common: no lock for it */
+    spin_lock(&heap.lock);
+    heap_free(p);
+    spin_unlock(&heap.lock);
+}
+
 void kfree_sensitive(void *p)
 {
     /* Every free wipes the whole block (see the top of this file). */
@@ -428,6 +480,7 @@ void kfree_sensitive(void *p)
  * on its class's partial list. */
 void kmalloc_rekey(uint64_t secret)
 {
+    spin_lock(&heap.lock);
     secret |= 1;
     uint64_t old = heap.secret;
     for (unsigned c = 0; c < CLASSES; c++) {
@@ -448,9 +501,12 @@ void kmalloc_rekey(uint64_t secret)
         }
     }
     heap.secret = secret;
+    spin_unlock(&heap.lock);
 }
 
 void kmalloc_get_stats(struct kmalloc_stats *out)
 {
+    spin_lock(&heap.lock);
     *out = heap.stats;
+    spin_unlock(&heap.lock);
 }

@@ -7,10 +7,17 @@
  * the bitmap. A search hint makes the common case (next free frame) O(1);
  * allocation is lowest-address-first, which keeps the page tables built at
  * boot inside the early 4 GiB mapping. Freeing a free frame is a fatal bug.
+ *
+ * Shared by every CPU (the heap on the storage CPU takes slab pages here):
+ * alloc and free run under a ticket spinlock (arch/x86_64/spinlock.h). It
+ * is the innermost lock: the heap's is taken before it, never after, and
+ * nothing here takes another. The counters are read without it (a
+ * snapshot for reports). pmm_init runs before any other CPU starts.
  */
 #include "mm/pmm.h"
 
 #include "arch/x86_64/memlayout.h"
+#include "arch/x86_64/spinlock.h"
 #include "panic.h"
 
 #include <string.h>
@@ -23,9 +30,10 @@ struct pmm {
     size_t free;        /* frames currently free */
     size_t total;       /* frames that were ever free */
     size_t hint;        /* no free frame below this index */
+    struct spinlock lock; /* held by alloc and free (see the top) */
 };
 
-/* Boot-CPU allocator state. */
+/* The one frame allocator, shared by the CPUs under pmm.lock. */
 static struct pmm pmm;
 
 static int is_used(size_t f) { return (pmm.bitmap[f / 64] >> (f % 64)) & 1; }
@@ -93,7 +101,8 @@ void pmm_init(const struct boot_info *bi)
     pmm.hint = 0;
 }
 
-uint64_t pmm_alloc(void)
+/* pmm_alloc with the lock held. */
+static uint64_t alloc_one(void)
 {
     for (size_t w = pmm.hint / 64; w < (pmm.frames + 63) / 64; w++) {
         if (pmm.bitmap[w] == ~0ull)
@@ -109,12 +118,19 @@ uint64_t pmm_alloc(void)
     return 0;
 }
 
-uint64_t pmm_alloc_contig(size_t pages)
+uint64_t pmm_alloc(void)
 {
-    if (pages == 0)
-        return 0;
+    spin_lock(&pmm.lock);
+    uint64_t pa = alloc_one();
+    spin_unlock(&pmm.lock);
+    return pa;
+}
+
+/* pmm_alloc_contig with the lock held. */
+static uint64_t alloc_run(size_t pages)
+{
     if (pages == 1)
-        return pmm_alloc();
+        return alloc_one();
     size_t run = 0;
     for (size_t f = pmm.hint; f < pmm.frames; f++) {
         if (is_used(f)) {
@@ -132,7 +148,18 @@ uint64_t pmm_alloc_contig(size_t pages)
     return 0;
 }
 
-void pmm_free(uint64_t phys)
+uint64_t pmm_alloc_contig(size_t pages)
+{
+    if (pages == 0)
+        return 0;
+    spin_lock(&pmm.lock);
+    uint64_t pa = alloc_run(pages);
+    spin_unlock(&pmm.lock);
+    return pa;
+}
+
+/* pmm_free with the lock held. */
+static void free_one(uint64_t phys)
 {
     size_t f = phys / PAGE_SIZE;
     if (phys % PAGE_SIZE || f >= pmm.frames || !is_used(f) || phys < 0x100000)
@@ -143,10 +170,19 @@ void pmm_free(uint64_t phys)
         pmm.hint = f;
 }
 
+void pmm_free(uint64_t phys)
+{
+    spin_lock(&pmm.lock);
+    free_one(phys);
+    spin_unlock(&pmm.lock);
+}
+
 void pmm_free_contig(uint64_t phys, size_t pages)
 {
+    spin_lock(&pmm.lock);
     for (size_t i = 0; i < pages; i++)
-        pmm_free(phys + i * PAGE_SIZE);
+        free_one(phys + i * PAGE_SIZE);
+    spin_unlock(&pmm.lock);
 }
 
 size_t pmm_free_count(void) { return pmm.free; }

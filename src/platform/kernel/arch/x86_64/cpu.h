@@ -99,6 +99,19 @@ static inline void invlpg(uint64_t va)
 static inline void cpu_relax(void) { __asm__ volatile("pause"); }
 static inline void irq_enable(void) { __asm__ volatile("sti" : : : "memory"); }
 static inline void irq_disable(void) { __asm__ volatile("cli" : : : "memory"); }
+/* Interrupts off, returning the flags to give back to irq_restore: for
+ * sections that must not be entered again by an interrupt on this CPU. */
+static inline uint64_t irq_save(void)
+{
+    uint64_t f;
+    __asm__ volatile("pushfq; popq %0; cli" : "=r"(f) : : "memory");
+    return f;
+}
+static inline void irq_restore(uint64_t flags)
+{
+    if (flags & (1u << 9)) /* IF */
+        __asm__ volatile("sti" : : : "memory");
+}
 
 /* sti;hlt is atomic with respect to interrupts (sti's one-instruction
  * shadow), so a wake-up interrupt cannot slip in between and be missed. */

@@ -38,8 +38,10 @@ struct percpu {
                                  * (ONLINE, STOPPED) or by CPU 0 (STARTING) */
     uint64_t stack_top;         /* its main stack (APs: from stack_alloc) */
     uint64_t ist_top[SMP_IST_STACKS]; /* double fault, page fault, NMI, #MC */
-    struct kthread *current;    /* reserved: the kernel thread it runs. Not kept yet:
-                                 * threads run on CPU 0 only, kthread.c tracks them */
+    struct kthread *current;    /* the kernel thread it runs, NULL on its main
+                                 * context (kthread.c; threads run on CPU 0 only yet) */
+    uint64_t main_rsp;          /* its main context's stack pointer while a
+                                 * thread runs (kthread.c) */
     volatile uint64_t ticks;    /* its local APIC timer's interrupts */
 };
 

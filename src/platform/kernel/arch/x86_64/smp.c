@@ -25,7 +25,9 @@
  * 4.10.2.3); the edits that remove or change one (vm_unmap of the ACPI
  * scratch page and the MMIO windows' short-lived mappings) touch
  * addresses only CPU 0 ever uses, and an AP today runs only its parked
- * loop, the timer and NMI handlers, and the fatal path, none of which
+ * loop, the timer and NMI handlers, and the fatal path (and, in test
+ * builds, smp_selftest.c: the heap, which lives in the direct map, and
+ * the console, whose framebuffer mapping is never removed), none of which
  * reaches such an address even speculatively. When the storage core runs
  * real work on CPU 1, paging needs the lock and an invalidation IPI; the
  * check above is what will say so.
@@ -38,6 +40,7 @@
 #include "arch/x86_64/lapic.h"
 #include "arch/x86_64/memlayout.h"
 #include "arch/x86_64/percpu.h"
+#include "arch/x86_64/smp_selftest.h"
 #include "arch/x86_64/trap.h"
 #include "clock.h"
 #include "console.h"
@@ -79,6 +82,7 @@ static _Atomic int stopping;
 static _Atomic unsigned stopped;
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
+static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
 #endif
 
 static const char *role_text(enum cpu_role r)
@@ -106,6 +110,7 @@ void smp_boot_cpu_init(void)
 }
 
 unsigned smp_cpu_id(void) { return boot_ready ? this_cpu()->id : 0; }
+struct percpu *smp_this_cpu(void) { return boot_ready ? this_cpu() : &cpus[0]; }
 unsigned smp_online(void) { return nonline; }
 int smp_stopping(void) { return atomic_load(&stopping); }
 
@@ -209,6 +214,7 @@ void smp_start(const struct boot_info *bi)
     char arg[8];
     if (bootinfo_arg(bi, "tern.test.apfault", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         fault_on_cpu = (unsigned)(arg[0] - '0');
+    share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
 #endif
     uint64_t tramp = find_low_pages(bi);
     kprintf("tern: smp: MADT lists %u enabled CPU(s), %u online-capable (not started: no "
@@ -254,6 +260,9 @@ void smp_start(const struct boot_info *bi)
         kprintf("tern: smp: CPU %u (APIC id %u): %s\n", i, cpus[i].apic_id,
                 role_text(cpus[i].role));
     kprintf("tern: smp: %u CPU(s) online\n", nonline);
+#ifdef TERN_TEST_HOOKS
+    smp_selftest_boot(share_test);
+#endif
 }
 
 /* Where an AP's trampoline jumps, on its own stack, interrupts off. Its
@@ -277,8 +286,12 @@ _Noreturn void smp_ap_entry(struct percpu *c)
 #endif
     /* Parked: its role has no work yet. The timer wakes it; an NMI from
      * a fatal error elsewhere stops it (panic.c). */
-    for (;;)
+    for (;;) {
         cpu_idle();
+#ifdef TERN_TEST_HOOKS
+        smp_selftest_ap(c);
+#endif
+    }
 }
 
 int smp_stop_others(void)
