@@ -41,6 +41,10 @@ TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
     CHECK(strcmp(err, "t.conf:3: store.path: the unikernel keeps its store on a disk "
                       "partition, not in a file: remove store.path and choose the disk with "
                       "store.disk") == 0);
+    CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\nworkers = 1\n", err,
+                   sizeof err), -1);
+    CHECK(strcmp(err, "t.conf:3: workers: a key of the Linux daemon's threads; the unikernel "
+                      "gives its CPUs their roles at boot (ADR-057): remove workers") == 0);
     CHECK_EQ(check("config_version = 1\nlistener.plain = [::]:1883\n", err, sizeof err), -1);
     CHECK(strstr(err, "IPv4 only") != NULL);
     CHECK_EQ(check("config_version = 1\nlistener.tls = [::1]:8883\ntls.cert = a\n"

@@ -47,6 +47,13 @@ int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_
                  name, tern_config_line(cfg, "store.path"));
         return -1;
     }
+    if (tern_config_line(cfg, "workers") != 0) {
+        snprintf(err, err_size,
+                 "%s:%zu: workers: a key of the Linux daemon's threads; the unikernel gives its "
+                 "CPUs their roles at boot (ADR-057): remove workers",
+                 name, tern_config_line(cfg, "workers"));
+        return -1;
+    }
     /* Every listener kind is served (WebSocket too, through the same
      * layer: serve.c); lwIP is built for IPv4 only. */
     const struct {
