@@ -175,7 +175,8 @@ static int san_type(tern_tls_identity_source src)
 }
 
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out)
+                                       tern_tls_identity_source src,
+                                       const tern_tls_allocator *a, char **out)
 {
     /* DecodedCert is over a kilobyte: on the heap, for small kernel stacks. */
     DecodedCert *dc = NULL;
@@ -229,7 +230,7 @@ tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
     }
     if (name == NULL || !identity_text_ok(name, name_len))
         goto done;
-    *out = malloc(name_len + 1);
+    *out = tls_mem_zalloc(a, name_len + 1);
     if (*out == NULL) {
         result = TERN_TLS_FAIL_OUT_OF_MEMORY;
         goto done;

@@ -77,6 +77,7 @@ struct tern_tls_server {
     tern_tls_identity_source identity;
     bool require_client_cert;
     unsigned refs;                     /* creator + one per connection */
+    tern_tls_allocator alloc;          /* its connections' long-lived blocks */
 };
 
 struct tern_tls_client {
@@ -158,7 +159,13 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store);
  * are two (two subject CNs, two SANs of the type), or OUT_OF_MEMORY /
  * BAD_CERT. */
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out);
+                                       tern_tls_identity_source src,
+                                       const tern_tls_allocator *a, char **out);
+
+/* A server connection's long-lived blocks (tern_tls_server_set_allocator):
+ * a's, or malloc's when a is NULL or has none. tls_mem_zalloc zeroes. */
+void *tls_mem_zalloc(const tern_tls_allocator *a, size_t size);
+void tls_mem_free(const tern_tls_allocator *a, void *p);
 
 /* Parse the comma-separated operators list into s. False with a message. */
 bool tls_operators_set(tern_tls_server *s, const char *list, const char *prefix, char *err,

@@ -91,6 +91,9 @@ struct tern_loop {
     size_t nconns;
     uint64_t closes;            /* connections closed so far (heaptrim.h) */
     tern_heaptrim trim;         /* when to give freed heap back (loop.c) */
+    /* owned: the core's blocks and the socket records (pool.h); outlives
+     * both, so destroyed last */
+    struct tern_pool *pool;
     int stop_signal;            /* 0 while serving */
     /* The turn's epoll batch, while it is handled: a connection closed
      * during the turn takes its events still waiting here with it
