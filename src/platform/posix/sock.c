@@ -87,7 +87,7 @@ static bool sock_interest(void *ctx, conn *c, bool read, bool write)
         tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl: %s", strerror(errno));
         return false;
     }
-    k->events = want;
+    k->events = (uint8_t)want;
     return true;
 }
 
