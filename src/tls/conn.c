@@ -147,21 +147,24 @@ static void rec_drop(tern_tls_conn *c)
     if (c->server != NULL && c->keys != NULL) {
         wipe(c->keys, c->suite == TLS_REC_NONE ? TLS_CONN_SECRETS
                                                : tls_conn_keys_size((tls_rec_suite)c->suite));
-        free(c->keys);
+        tls_mem_free(&c->server->alloc, c->keys);
         c->keys = NULL;
         c->suite = TLS_REC_NONE;
     }
 }
 
-static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx)
+/* s: the server, whose allocator the connection comes from; NULL on the
+ * client side. */
+static tern_tls_conn *conn_new(WOLFSSL_CTX *ctx, const tern_tls_server *s)
 {
-    tern_tls_conn *c = calloc(1, sizeof *c);
+    const tern_tls_allocator *a = s != NULL ? &s->alloc : NULL;
+    tern_tls_conn *c = tls_mem_zalloc(a, sizeof *c);
 
     if (c == NULL)
         return NULL;
     c->ssl = wolfSSL_new(ctx);
     if (c->ssl == NULL) {
-        free(c);
+        tls_mem_free(a, c);
         return NULL;
     }
     wolfSSL_SetIOReadCtx(c->ssl, c);
@@ -185,7 +188,7 @@ static int catch_secret(WOLFSSL *ssl, int id, const unsigned char *secret, int l
     if ((id != CLIENT_TRAFFIC_SECRET && id != SERVER_TRAFFIC_SECRET) || len <= 0 ||
         len > TLS_REC_SECRET_MAX)
         return 0;
-    if (c->keys == NULL && (c->keys = calloc(1, TLS_CONN_SECRETS)) == NULL)
+    if (c->keys == NULL && (c->keys = tls_mem_zalloc(&c->server->alloc, TLS_CONN_SECRETS)) == NULL)
         return 0;
     /* We are the server: the client's secret is the one we read with. */
     memcpy(c->keys + (id == CLIENT_TRAFFIC_SECRET ? 0 : TLS_REC_SECRET_MAX), secret,
@@ -196,7 +199,7 @@ static int catch_secret(WOLFSSL *ssl, int id, const unsigned char *secret, int l
 
 tern_tls_conn *tern_tls_server_conn(tern_tls_server *s)
 {
-    tern_tls_conn *c = conn_new(s->ctx);
+    tern_tls_conn *c = conn_new(s->ctx, s);
 
     if (c != NULL) {
         c->server = s;
@@ -216,7 +219,7 @@ tern_tls_conn *tern_tls_server_conn(tern_tls_server *s)
 
 tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl)
 {
-    tern_tls_conn *c = conn_new(cl->ctx);
+    tern_tls_conn *c = conn_new(cl->ctx, NULL);
 
     if (c != NULL) {
         c->client = cl;
@@ -227,6 +230,8 @@ tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl)
 
 void tern_tls_conn_free(tern_tls_conn *c)
 {
+    tern_tls_allocator a = {NULL, NULL, NULL};
+
     if (c == NULL)
         return;
     if (c->ssl != NULL)
@@ -235,12 +240,15 @@ void tern_tls_conn_free(tern_tls_conn *c)
     tls_queue_free(&c->in);
     tls_queue_free(&c->out);
     tls_queue_free(&c->plain);
-    free(c->identity);
-    if (c->server != NULL)
+    if (c->server != NULL) {
+        a = c->server->alloc; /* the release may free the server */
+        tls_mem_free(&a, c->identity);
         tern_tls_server_release(c->server);
-    else
+    } else {
+        free(c->identity);
         tern_tls_client_release(c->client);
-    free(c);
+    }
+    tls_mem_free(&a, c);
 }
 
 void tls_conn_set_failure(tern_tls_conn *c, tern_tls_failure f, int error)
@@ -283,12 +291,12 @@ static void hand_over(tern_tls_conn *c)
      * in a block of the suite's size in place of the secrets' block. */
     memset(&r, 0, sizeof r);
     r.suite = (uint8_t)suite;
-    keys = malloc(tls_conn_keys_size(suite));
+    keys = tls_mem_zalloc(&c->server->alloc, tls_conn_keys_size(suite));
     ok = keys != NULL && tls_rec_set_secret(&r.rd, suite, c->keys, len) &&
          tls_rec_set_secret(&r.wr, suite, c->keys + TLS_REC_SECRET_MAX, len);
     rec_drop(c);
     if (!ok) {
-        free(keys);
+        tls_mem_free(&c->server->alloc, keys);
         tls_rec_wipe(&r);
         return;
     }

@@ -177,7 +177,8 @@ static int san_type(tern_tls_identity_source src)
 _Static_assert(KEYID_SIZE <= TLS_NAME_HASH, "TLS_NAME_HASH is shorter than wolfSSL's KEYID_SIZE");
 
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out,
+                                       tern_tls_identity_source src,
+                                       const tern_tls_allocator *a, char **out,
                                        uint8_t issuer_hash[TLS_NAME_HASH])
 {
     /* DecodedCert is over a kilobyte: on the heap, for small kernel stacks. */
@@ -236,7 +237,7 @@ tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
     }
     if (name == NULL || !identity_text_ok(name, name_len))
         goto done;
-    *out = malloc(name_len + 1);
+    *out = tls_mem_zalloc(a, name_len + 1);
     if (*out == NULL) {
         result = TERN_TLS_FAIL_OUT_OF_MEMORY;
         goto done;

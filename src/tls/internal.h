@@ -98,6 +98,7 @@ struct tern_tls_server {
     tern_tls_identity_source identity;
     bool require_client_cert;
     unsigned refs;                     /* creator + one per connection */
+    tern_tls_allocator alloc;          /* its connections' long-lived blocks */
 };
 
 struct tern_tls_client {
@@ -175,14 +176,21 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store);
 /* Identity of a DER certificate by the configured source, and (when
  * issuer_hash is not NULL) its issuer name hash as wolfSSL computes it
  * (tls_opnames_may_issue), from the same parse. Returns
- * TERN_TLS_FAIL_NONE and a malloc'ed string in *out (caller frees), or
+ * TERN_TLS_FAIL_NONE and a string from a (malloc when NULL) in *out (the
+ * caller frees it the same way), or
  * TERN_TLS_FAIL_NO_IDENTITY when the field is missing or unusable (empty,
  * not UTF-8, control characters, too long), AMBIGUOUS_IDENTITY when there
  * are two (two subject CNs, two SANs of the type), or OUT_OF_MEMORY /
  * BAD_CERT. */
 tern_tls_failure tls_identity_from_der(const uint8_t *der, size_t len,
-                                       tern_tls_identity_source src, char **out,
+                                       tern_tls_identity_source src,
+                                       const tern_tls_allocator *a, char **out,
                                        uint8_t issuer_hash[TLS_NAME_HASH]);
+
+/* A server connection's long-lived blocks (tern_tls_server_set_allocator):
+ * a's, or malloc's when a is NULL or has none. tls_mem_zalloc zeroes. */
+void *tls_mem_zalloc(const tern_tls_allocator *a, size_t size);
+void tls_mem_free(const tern_tls_allocator *a, void *p);
 
 /* Parse the comma-separated operators list into s. False with a message. */
 bool tls_operators_set(tern_tls_server *s, const char *list, const char *prefix, char *err,

@@ -11,6 +11,7 @@
  * required means a client CA (or an operator CA) must be given.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tls/internal.h" /* first: wolfSSL's options.h before its headers */
 
@@ -237,4 +238,29 @@ void tern_tls_server_release(tern_tls_server *s)
 {
     if (s != NULL && --s->refs == 0)
         server_free(s);
+}
+
+void tern_tls_server_set_allocator(tern_tls_server *s, const tern_tls_allocator *a)
+{
+    s->alloc = *a;
+}
+
+void *tls_mem_zalloc(const tern_tls_allocator *a, size_t size)
+{
+    void *p;
+
+    if (a == NULL || a->alloc == NULL)
+        return calloc(1, size);
+    p = a->alloc(a->ctx, size);
+    if (p != NULL)
+        memset(p, 0, size);
+    return p;
+}
+
+void tls_mem_free(const tern_tls_allocator *a, void *p)
+{
+    if (a == NULL || a->free == NULL)
+        free(p);
+    else if (p != NULL)
+        a->free(a->ctx, p);
 }

@@ -120,6 +120,20 @@ tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char 
 /* Drop a reference; the context goes when its last connection is freed. */
 void tern_tls_server_release(tern_tls_server *s);
 
+/* Where a server connection's long-lived blocks come from: the connection
+ * itself, its record keys and its identity (wolfSSL's handshake memory
+ * stays malloc's). The daemon gives its small-block pool, so an idle
+ * connection's blocks are not scattered among the holes the handshakes
+ * leave (src/platform/posix/pool.h). NULL members: malloc and free. */
+typedef struct tern_tls_allocator {
+    void *ctx;
+    void *(*alloc)(void *ctx, size_t size);
+    void (*free)(void *ctx, void *p);
+} tern_tls_allocator;
+/* Before the server's first connection; the allocator must outlive every
+ * connection (and the server). */
+void tern_tls_server_set_allocator(tern_tls_server *s, const tern_tls_allocator *a);
+
 /* Client side: tests, and bridges to other brokers later (C7). */
 typedef struct tern_tls_client_config {
     tern_tls_bytes ca;          /* PEM bundle trusted for the server's certificate */

@@ -47,9 +47,10 @@ int tls_verify_client(int preverify_ok, WOLFSSL_X509_STORE_CTX *store)
     }
     s = c->server;
     leaf = &store->certs[0];
-    free(c->identity); /* a second leaf call must not leak the first answer */
+    tls_mem_free(&s->alloc, c->identity); /* a second leaf call must not leak the first */
     c->identity = NULL;
-    f = tls_identity_from_der(leaf->buffer, leaf->length, s->identity, &c->identity, issuer);
+    f = tls_identity_from_der(leaf->buffer, leaf->length, s->identity, &s->alloc, &c->identity,
+                              issuer);
     if (f != TERN_TLS_FAIL_NONE) {
         tls_conn_set_failure(c, f, 0);
         return 0;

@@ -512,7 +512,7 @@ TEST(tls_certificate_with_two_cns_in_one_rdn_is_refused)
         len = wc_CertPemToDer(pem.data, (int)pem.len, der, sizeof der, CERT_TYPE);
     free_bytes(&pem);
     CHECK(len > 0);
-    CHECK(tls_identity_from_der(der, (size_t)len, TERN_TLS_IDENTITY_CN, &identity, NULL) !=
+    CHECK(tls_identity_from_der(der, (size_t)len, TERN_TLS_IDENTITY_CN, NULL, &identity, NULL) !=
           TERN_TLS_FAIL_NONE);
     CHECK(identity == NULL);
 }

@@ -49,7 +49,7 @@ static bool issuer_of(const char *name, uint8_t hash[TLS_NAME_HASH])
         len = wc_CertPemToDer(pem.data, (int)pem.len, der, sizeof der, CERT_TYPE);
     free((void *)pem.data);
     if (len > 0)
-        f = tls_identity_from_der(der, (size_t)len, TERN_TLS_IDENTITY_CN, &identity, hash);
+        f = tls_identity_from_der(der, (size_t)len, TERN_TLS_IDENTITY_CN, NULL, &identity, hash);
     free(identity);
     return f == TERN_TLS_FAIL_NONE;
 }

@@ -180,11 +180,12 @@ static int catch_client_secret(WOLFSSL *ssl, int id, const unsigned char *secret
 
 /*
  * An established pair with a wolfSSL client offering only `suites` (NULL:
- * the usual list) and the server on min_version..1.3. With ps, the
- * client's secrets are caught there.
+ * the usual list) and the server on min_version..1.3, its connection's
+ * blocks from a (NULL: malloc). With ps, the client's secrets are caught
+ * there.
  */
-static bool open_pair(tls_test_pair *p, const char *suites, tern_tls_version min,
-                      tern_tls_version client_max, peer_secrets *ps)
+static bool open_pair_with(tls_test_pair *p, const tern_tls_allocator *a, const char *suites,
+                           tern_tls_version min, tern_tls_version client_max, peer_secrets *ps)
 {
     tls_test_server_opts o = {0};
     tern_tls_server *s;
@@ -194,6 +195,8 @@ static bool open_pair(tls_test_pair *p, const char *suites, tern_tls_version min
     o.min_version = min;
     s = tls_test_server(&o, NULL, 0);
     cl = tls_test_client("ca.crt", "dev-client", min, client_max);
+    if (s != NULL && a != NULL)
+        tern_tls_server_set_allocator(s, a);
     ok = s != NULL && cl != NULL && tls_test_pair_open(p, s, cl);
     tern_tls_server_release(s);
     tern_tls_client_release(cl);
@@ -211,6 +214,12 @@ static bool open_pair(tls_test_pair *p, const char *suites, tern_tls_version min
         return false;
     }
     return true;
+}
+
+static bool open_pair(tls_test_pair *p, const char *suites, tern_tls_version min,
+                      tern_tls_version client_max, peer_secrets *ps)
+{
+    return open_pair_with(p, NULL, suites, min, client_max, ps);
 }
 
 TEST(tls13_server_frees_wolfssl_after_the_handshake_in_every_suite)
@@ -267,6 +276,40 @@ TEST(tls13_idle_aes128_server_connection_holds_no_buffer_and_two_128_byte_blocks
     CHECK(keys <= 128);
     CHECK(held < 270);
     tls_test_pair_close(&p);
+}
+
+/* A counting allocator for the server's connection blocks. */
+typedef struct counted_alloc {
+    unsigned allocs, frees;
+} counted_alloc;
+
+static void *counted_malloc(void *ctx, size_t size)
+{
+    ((counted_alloc *)ctx)->allocs++;
+    return malloc(size);
+}
+
+static void counted_free(void *ctx, void *p)
+{
+    ((counted_alloc *)ctx)->frees++;
+    free(p);
+}
+
+TEST(tls13_server_connection_blocks_come_from_the_servers_allocator)
+{
+    counted_alloc n = {0, 0};
+    tern_tls_allocator a = {&n, counted_malloc, counted_free};
+    tls_test_pair p;
+
+    CHECK(open_pair_with(&p, &a, NULL, TERN_TLS_1_3, TERN_TLS_1_3, NULL));
+    CHECK(p.server->ssl == NULL);
+    /* Held now: the connection, its record keys and its identity (the
+     * secrets caught during the handshake came and went through it too). */
+    CHECK_EQ(n.allocs - n.frees, 3u);
+    CHECK(n.allocs >= 4u);
+    CHECK(strcmp(tern_tls_identity(p.server), "dev-client") == 0);
+    tls_test_pair_close(&p);
+    CHECK_EQ(n.allocs, n.frees);
 }
 
 TEST(tls12_connection_keeps_wolfssl)

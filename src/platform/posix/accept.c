@@ -33,6 +33,7 @@
 #include "platform/posix/loop_internal.h"
 #include "conn/ws.h"
 #include "platform/posix/net.h"
+#include "platform/posix/pool.h"
 #include "version.h"
 
 /* Listen for ls's new connections or not: only epoll_ctl on a change. */
@@ -156,7 +157,7 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     }
     if (tern_net_tune_accepted(fd) != 0)
         tern_logf(l->log, BROKER_LOG_DEBUG, "TCP_NODELAY/TCP_NOTSENT_LOWAT on fd %d: %s", fd, strerror(errno));
-    k = calloc(1, sizeof *k);
+    k = tern_pool_calloc(l->pool, sizeof *k);
     if (k == NULL) {
         tern_net_format(peer, peer_text, sizeof peer_text);
         tern_logf(l->log, BROKER_LOG_WARN, "refused %s: out of memory", peer_text);
@@ -167,7 +168,7 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     k->fd = fd;
     if (l->nworkers > 0) { /* the socket goes to an I/O thread (wsock.c) */
         if (!tern_loop_wsock_open(l, k)) {
-            free(k);
+            tern_pool_free(l->pool, k);
             (void)close(fd);
             return;
         }
@@ -185,14 +186,14 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     ev.data.ptr = k;
     if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl (new connection): %s", strerror(errno));
-        free(k);
+        tern_pool_free(l->pool, k);
         (void)close(fd);
         return;
     }
     k->events = EPOLLIN;
     if (!(ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
                  : conn_open(l->cs, &k->c, ls->tls, now))) { /* the layer said why */
-        free(k);
+        tern_pool_free(l->pool, k);
         (void)close(fd); /* nothing was ever written to it; leaves the epoll set */
         return;
     }

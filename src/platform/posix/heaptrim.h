@@ -3,7 +3,8 @@
  * (malloc_trim): once a burst of TLS handshakes or of closes is over, not
  * while the loop is busy. Only the decision lives here (pure, unit-tested:
  * tests/unit/test_posix_heaptrim.c); loop.c feeds it and calls
- * malloc_trim.
+ * malloc_trim, and gives the pool's empty slabs back at the same moment
+ * (pool.h).
  *
  * Why: a handshake allocates tens of kilobytes (wolfSSL's state, the
  * certificates being checked) and frees them when it ends, but the blocks

@@ -29,6 +29,7 @@
 #include "conn/ws.h"
 #include "platform/posix/console_ops.h"
 #include "platform/posix/loop_internal.h"
+#include "platform/posix/pool.h"
 #include "platform/posix/signals.h"
 #include "platform/posix/worker.h"
 #include "version.h"
@@ -43,6 +44,16 @@ uint64_t tern_loop_now_ms(void)
 }
 
 /* The connection layer's clock for its handshake time budget. */
+
+/* A TLS server's connections keep their long-lived blocks in the pool
+ * (pool.h), like the core's; set before the server sees a connection. */
+static void tls_from_pool(tern_loop *l, tern_tls_server *tls)
+{
+    tern_tls_allocator a = {l->pool, tern_pool_alloc_cb, tern_pool_free_cb};
+
+    if (tls != NULL)
+        tern_tls_server_set_allocator(tls, &a);
+}
 static uint64_t clock_us(void)
 {
     struct timespec ts;
@@ -84,6 +95,7 @@ static void reload(tern_loop *l)
     }
     if (l->tls) {
         if (tern_load_tls(&l->cfg, l->config_path, &tls, err, sizeof err)) {
+            tls_from_pool(l, tls);
             conn_server_set_tls(l->cs, tls); /* the layer holds the reference now */
             tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: TLS certificates reloaded");
         } else {
@@ -185,8 +197,9 @@ static void trim_heap(tern_loop *l, bool idle_turn, uint64_t now)
         return;
     t0 = clock_us();
     (void)malloc_trim(0);
-    tern_logf(l->log, BROKER_LOG_DEBUG, "heap trimmed in %llu us (%zu connections)",
-              (unsigned long long)(clock_us() - t0), l->nconns);
+    size_t slabs = tern_pool_trim(l->pool);
+    tern_logf(l->log, BROKER_LOG_DEBUG, "heap trimmed in %llu us (%zu connections, %zu slabs unmapped)",
+              (unsigned long long)(clock_us() - t0), l->nconns, slabs);
 }
 
 static const char *signal_name(int sig)
@@ -342,6 +355,12 @@ static bool create_core(tern_loop *l, tern_assets *assets)
     bcfg.version = TERN_VERSION;
     bcfg.durable = l->cfg.store_path[0] != '\0';
     bcfg.pbkdf2 = tern_tls_pbkdf2_sha512;
+    /* Small blocks from slabs (pool.h): an idle connection's blocks side
+     * by side, not in the holes the handshakes leave in malloc's heap. */
+    bcfg.allocator.ctx = l->pool;
+    bcfg.allocator.alloc = tern_pool_alloc_cb;
+    bcfg.allocator.realloc = tern_pool_realloc_cb;
+    bcfg.allocator.free = tern_pool_free_cb;
     /* A random key for the core's hash tables (hash flooding). */
     if (getrandom(bcfg.hash_key, sizeof bcfg.hash_key, 0) != (ssize_t)sizeof bcfg.hash_key) {
         tern_logf(l->log, BROKER_LOG_ERROR, "getrandom: %s", strerror(errno));
@@ -378,6 +397,7 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.io = l->nworkers > 0 ? &tern_wsock_transport : &tern_sock_transport;
     cc.io_ctx = l;
     cc.tls_ops = &conn_tls;
+    tls_from_pool(l, assets->tls);
     cc.tls = assets->tls; /* the layer holds the reference now */
     assets->tls = NULL;
     cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;
@@ -438,7 +458,8 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     /* Pages of the table that no descriptor reaches are never touched. */
     l->by_fd = calloc(l->by_fd_len, sizeof l->by_fd[0]);
     l->config_path = strdup(config_path);
-    if (l->by_fd == NULL || l->config_path == NULL) {
+    l->pool = tern_pool_create();
+    if (l->by_fd == NULL || l->config_path == NULL || l->pool == NULL) {
         tern_logf(log, BROKER_LOG_ERROR, "out of memory");
         goto fail;
     }
@@ -489,13 +510,13 @@ void tern_loop_destroy(tern_loop *l)
     for (size_t fd = 0; l->by_fd != NULL && fd < l->by_fd_len; fd++) {
         tern_sock *k = l->by_fd[fd];
 
-        if (k != NULL && k->w != NULL) {
+        if (k != NULL && l->wby_fd != NULL && l->wby_fd[fd] != NULL) {
             conn_drop(l->cs, &k->c);
             tern_loop_wsock_release(l, k, true); /* its thread sends what it holds, once */
         } else if (k != NULL) {
             (void)close(k->fd); /* output already flushed as far as it goes */
             conn_drop(l->cs, &k->c);
-            free(k);
+            tern_pool_free(l->pool, k);
         }
     }
     tern_loop_workers_stop(l); /* frees the records the threads give back */
@@ -511,5 +532,6 @@ void tern_loop_destroy(tern_loop *l)
         (void)close(l->ep);
     free(l->config_path);
     free(l->by_fd);
+    tern_pool_destroy(l->pool); /* after the core and the sockets */
     free(l);
 }

@@ -93,6 +93,9 @@ struct tern_loop {
     size_t nconns;
     uint64_t closes;            /* connections closed so far (heaptrim.h) */
     tern_heaptrim trim;         /* when to give freed heap back (loop.c) */
+    /* owned: the core's blocks and the socket records (pool.h); outlives
+     * both, so destroyed last */
+    struct tern_pool *pool;
     int stop_signal;            /* 0 while serving */
     /* The turn's epoll batch, while it is handled: a connection closed
      * during the turn takes its events still waiting here with it
@@ -104,6 +107,11 @@ struct tern_loop {
     /* I/O threads (wsock.c, worker.h); none with workers = 1. */
     struct tern_worker **workers;
     size_t nworkers, next_worker;
+    /* By descriptor (by_fd's length): each connection's record shared with
+     * its I/O thread. A table here rather than a pointer in every
+     * tern_sock, which idle connections would pay for with one thread
+     * too (ADR-063's 8 bytes beside the conn). */
+    struct tern_wconn **wby_fd;
     struct tern_wconn **wready; /* connections with an event to serve (level) */
     size_t wready_len, wready_cap;
     bool workers_waiting;       /* messages wait for ring room: retry soon */

@@ -7,9 +7,12 @@
  * 2 for a usage error or a configuration (or a file it names) that prevents
  * the daemon from starting.
  */
+#define _DEFAULT_SOURCE /* setenv, unsetenv */
+
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "config/config.h"
@@ -99,6 +102,45 @@ static void tune_malloc(void)
     (void)mallopt(M_MMAP_THRESHOLD, 32 * 1024 * 1024);
 }
 
+/* glibc's per-thread cache keeps up to seven freed blocks of each size up
+ * to 1 KiB out of its free lists, and malloc_trim cannot give back the
+ * pages they sit on. After a burst of TLS handshakes (each allocates and
+ * frees a few hundred small blocks of wolfSSL's) those are the last
+ * handshakes' blocks, scattered over the heap: measured at ~150 KiB that
+ * stayed resident for good, ~75 bytes per idle mutual-TLS connection at
+ * 2,000 (docs/PERFORMANCE.md, "Idle mutual-TLS connections"). The daemon's
+ * own small blocks come from its pool (pool.h), and its large buffers are
+ * above the cache's sizes, so the cache buys little here. glibc reads the
+ * setting only from the environment at start, hence the one exec of
+ * itself with glibc.malloc.tcache_count=0 (ADR-063); an operator's own
+ * tcache_count in GLIBC_TUNABLES is left alone, and when the exec fails the
+ * daemon runs on with the cache. Not under AddressSanitizer, whose
+ * allocator is not glibc's. */
+static void exec_without_malloc_cache(char **argv)
+{
+#if !defined(__SANITIZE_ADDRESS__)
+    static const char setting[] = "glibc.malloc.tcache_count=0";
+    const char *old = getenv("GLIBC_TUNABLES");
+    char value[1024];
+
+    if (old != NULL && strstr(old, "glibc.malloc.tcache_count") != NULL)
+        return; /* ours after the exec, or the operator's */
+    if (snprintf(value, sizeof value, "%s%s%s", old != NULL ? old : "", old != NULL ? ":" : "",
+                 setting) >= (int)sizeof value)
+        return;
+    if (setenv("GLIBC_TUNABLES", value, 1) != 0)
+        return;
+    (void)execv("/proc/self/exe", argv);
+    /* Still here: no /proc, or no exec. The cache costs memory only. */
+    if (old != NULL)
+        (void)setenv("GLIBC_TUNABLES", old, 1);
+    else
+        (void)unsetenv("GLIBC_TUNABLES");
+#else
+    (void)argv;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     char err[TERN_CONFIG_ERR_SIZE + TERN_LOAD_ERR_SIZE];
@@ -136,6 +178,7 @@ int main(int argc, char **argv)
     case TERN_CLI_RUN:
         break;
     }
+    exec_without_malloc_cache(argv);
     tune_malloc();
     if (!load_config(cli.config_path, &cfg, &assets, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);

@@ -20,6 +20,7 @@
 
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/net.h"
+#include "platform/posix/pool.h"
 
 static long sock_read(void *ctx, conn *c, uint8_t *buf, size_t cap)
 {
@@ -86,7 +87,7 @@ static bool sock_interest(void *ctx, conn *c, bool read, bool write)
         tern_logf(l->log, BROKER_LOG_WARN, "epoll_ctl: %s", strerror(errno));
         return false;
     }
-    k->events = want;
+    k->events = (uint8_t)want;
     return true;
 }
 
@@ -109,7 +110,7 @@ static void sock_close(void *ctx, conn *c, conn_close_how how)
     l->closes++; /* for the heap trim (heaptrim.h) */
     if (close(k->fd) != 0)
         tern_logf(l->log, BROKER_LOG_DEBUG, "close: %s", strerror(errno));
-    free(k);
+    tern_pool_free(l->pool, k);
 }
 
 void tern_sock_peer(void *ctx, const conn *c, char *buf, size_t n)

@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/epoll.h> /* EPOLLIN, EPOLLOUT: tern_sock.events */
 
 #include "conn/conn.h"
 
@@ -26,13 +27,17 @@ typedef enum tern_handle_kind {
     TERN_HANDLE_WORKER, /* an I/O thread's eventfd to the core thread (worker.h) */
 } tern_handle_kind;
 
+/* Every idle connection holds one, so it is 8 bytes plus the layer's
+ * `conn`: the epoll interest is only ever EPOLLIN and EPOLLOUT, which fit
+ * a byte beside the kind (the pool, pool.h, serves it in 8-byte steps). */
 typedef struct tern_sock {
-    uint8_t kind;    /* TERN_HANDLE_CONN; must stay the first member */
-    int fd;          /* owned */
-    uint32_t events; /* epoll interest currently registered */
-    struct tern_wconn *w; /* with I/O threads (worker.h): the socket is theirs */
-    conn c;          /* the connection layer's part */
+    uint8_t kind;   /* TERN_HANDLE_CONN; must stay the first member */
+    uint8_t events; /* epoll interest currently registered (EPOLLIN, EPOLLOUT) */
+    int fd;         /* owned (with I/O threads: the thread's, loop->wby_fd[fd]) */
+    conn c;         /* the connection layer's part */
 } tern_sock;
+_Static_assert(sizeof(tern_sock) <= 8 + sizeof(conn), "tern_sock: 8 bytes beside its conn");
+_Static_assert(((EPOLLIN | EPOLLOUT) & ~0xffu) == 0, "the epoll interest fits tern_sock.events");
 
 /* The socket transport (the connection layer's view of a tern_sock); its
  * context is the tern_loop. */

@@ -160,7 +160,7 @@ static void chan_ack(chan *ch)
 }
 
 /* After the threads are gone: everything still queued either way. */
-static void chan_free(chan *ch, void (*free_owner)(void *owner))
+static void chan_free(chan *ch, void (*free_owner)(void *ctx, void *owner), void *ctx)
 {
     tern_wmsg *m;
 
@@ -168,7 +168,7 @@ static void chan_free(chan *ch, void (*free_owner)(void *owner))
         if (m == ch->over_head)
             ch->over_head = m->next;
         if (m->kind == TERN_WM_FREED && free_owner != NULL) {
-            free_owner(m->w->owner);
+            free_owner(ctx, m->w->owner);
             free(m->w);
         }
         free(m);
@@ -585,11 +585,11 @@ tern_worker *tern_worker_start(unsigned index, tern_log *log)
     return wk;
 
 fail:
-    tern_worker_stop(wk, NULL);
+    tern_worker_stop(wk, NULL, NULL);
     return NULL;
 }
 
-void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *owner))
+void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner), void *ctx)
 {
     if (wk == NULL)
         return;
@@ -603,8 +603,8 @@ void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *owner))
             (void)usleep(1000);
         (void)pthread_join(wk->thread, NULL);
     }
-    chan_free(&wk->to_io, NULL);
-    chan_free(&wk->to_core, free_owner);
+    chan_free(&wk->to_io, NULL, NULL);
+    chan_free(&wk->to_core, free_owner, ctx);
     if (wk->ep >= 0)
         (void)close(wk->ep);
     free(wk);

@@ -101,7 +101,7 @@ struct tern_wconn {
 tern_worker *tern_worker_start(unsigned index, tern_log *log);
 /* Queue STOP, wait for the thread, free what is left in its rings (the
  * FREED messages' connections through free_owner). NULL is fine. */
-void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *owner));
+void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner), void *ctx);
 /* The core thread's eventfd handle for this worker: its epoll data.ptr
  * (starts with a tern_handle_kind byte) and descriptor. */
 void *tern_worker_handle(tern_worker *wk);

@@ -16,11 +16,12 @@
 #include <string.h>
 
 #include "platform/posix/loop_internal.h"
+#include "platform/posix/pool.h"
 #include "platform/posix/worker.h"
 
-static tern_wconn *wconn_of(conn *c)
+static tern_wconn *wconn_of(const tern_loop *l, conn *c)
 {
-    return tern_sock_of(c)->w;
+    return l->wby_fd[tern_sock_of(c)->fd];
 }
 
 static bool has_room(tern_wconn *w)
@@ -69,7 +70,7 @@ static void post(tern_loop *l, tern_wconn *w, tern_wmsg_kind kind, const uint8_t
 static long wsock_read(void *ctx, conn *c, uint8_t *buf, size_t cap)
 {
     tern_loop *l = ctx;
-    tern_wconn *w = wconn_of(c);
+    tern_wconn *w = wconn_of(l, c);
     size_t got = 0;
 
     while (got < cap && w->in_head != NULL) {
@@ -104,7 +105,7 @@ static long wsock_read(void *ctx, conn *c, uint8_t *buf, size_t cap)
 static long wsock_write(void *ctx, conn *c, const uint8_t *data, size_t len)
 {
     tern_loop *l = ctx;
-    tern_wconn *w = wconn_of(c);
+    tern_wconn *w = wconn_of(l, c);
     uint32_t used;
     size_t n;
 
@@ -131,7 +132,7 @@ static long wsock_write(void *ctx, conn *c, const uint8_t *data, size_t len)
 static bool wsock_interest(void *ctx, conn *c, bool read, bool write)
 {
     tern_loop *l = ctx;
-    tern_wconn *w = wconn_of(c);
+    tern_wconn *w = wconn_of(l, c);
 
     w->want_read = read;
     w->want_write = write;
@@ -166,8 +167,11 @@ static void wsock_close(void *ctx, conn *c, conn_close_how how)
 
 void tern_loop_wsock_release(tern_loop *l, tern_sock *k, bool graceful)
 {
-    tern_wconn *w = k->w;
+    tern_wconn *w = l->wby_fd[k->fd];
 
+    /* The descriptor stays the I/O thread's until it closes it, so no new
+     * connection takes its slot before FREED; the record goes with that. */
+    l->wby_fd[k->fd] = NULL;
     w->closing = true;
     free_input(w);
     if (w->on_ready) { /* the record goes at FREED: off the ready list now */
@@ -204,7 +208,7 @@ bool tern_loop_wsock_open(tern_loop *l, tern_sock *k)
     atomic_init(&w->core_waits, false);
     atomic_init(&w->io_waits, false);
     w->want_read = true;
-    k->w = w;
+    l->wby_fd[k->fd] = w;
     post(l, w, TERN_WM_NEW, NULL, 0);
     return true;
 }
@@ -252,9 +256,12 @@ bool tern_loop_wsock_pending(const tern_loop *l)
     return l->wready_len > 0;
 }
 
-static void free_owner(void *owner)
+/* The connection's tern_sock, from the loop's pool (accept.c). */
+static void free_owner(void *ctx, void *owner)
 {
-    free(owner);
+    tern_loop *l = ctx;
+
+    tern_pool_free(l->pool, owner);
 }
 
 static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now);
@@ -296,7 +303,7 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
         any = true;
         if (m->kind == TERN_WM_FREED) {
             free_input(w);
-            free_owner(w->owner);
+            free_owner(l, w->owner);
             free(w);
             free(m);
             continue;
@@ -337,7 +344,8 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
 bool tern_loop_workers_start(tern_loop *l, unsigned n)
 {
     l->workers = calloc(n, sizeof l->workers[0]);
-    if (l->workers == NULL)
+    l->wby_fd = calloc(l->by_fd_len, sizeof l->wby_fd[0]);
+    if (l->workers == NULL || l->wby_fd == NULL)
         return false;
     for (unsigned i = 0; i < n; i++) {
         struct epoll_event ev;
@@ -369,10 +377,12 @@ bool tern_loop_workers_flush(tern_loop *l)
 void tern_loop_workers_stop(tern_loop *l)
 {
     for (size_t i = 0; i < l->nworkers; i++)
-        tern_worker_stop(l->workers[i], free_owner);
+        tern_worker_stop(l->workers[i], free_owner, l);
     free(l->workers);
     l->workers = NULL;
     l->nworkers = 0;
+    free(l->wby_fd);
+    l->wby_fd = NULL;
     free(l->wready);
     l->wready = NULL;
     l->wready_len = l->wready_cap = 0;
