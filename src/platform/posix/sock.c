@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "platform/posix/bridges.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/net.h"
 
@@ -143,6 +144,19 @@ static size_t sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
     return 0;
 }
 
+/* Sockets have no identity of their own, except the broker's end of a
+ * bridge's local link: the bridge's (bridges.h). */
+static const char *sock_identity(void *ctx, const conn *c, bool *is_operator)
+{
+    const tern_sock *k = tern_sock_of((conn *)c);
+
+    if (!k->bridge)
+        return NULL;
+    if (is_operator != NULL)
+        *is_operator = false;
+    return tern_bridges_identity(ctx, k->fd);
+}
+
 /* The socket cannot tell its room, and every send goes out by itself:
  * no write_room, no push. */
 const conn_transport tern_sock_transport = {
@@ -150,6 +164,7 @@ const conn_transport tern_sock_transport = {
     .write = sock_write,        .ack_now = sock_ack_now,
     .interest = sock_interest,  .close = sock_close,
     .peer = sock_peer,          .peer_addr = sock_peer_addr,
+    .identity = sock_identity,
 };
 
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now)

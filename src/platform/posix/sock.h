@@ -23,10 +23,13 @@ typedef enum tern_handle_kind {
     TERN_HANDLE_SIGNAL,
     TERN_HANDLE_CONN,
     TERN_HANDLE_STORE, /* the store thread's completion eventfd (storeq.h) */
+    TERN_HANDLE_BRIDGE, /* a bridge's remote socket or local link (bridges.h) */
 } tern_handle_kind;
 
 typedef struct tern_sock {
     uint8_t kind;    /* TERN_HANDLE_CONN; must stay the first member */
+    uint8_t bridge;  /* 1: the broker's end of a bridge's local link (bridges.h);
+                        in the padding before fd, so it costs nothing */
     int fd;          /* owned */
     uint32_t events; /* epoll interest currently registered */
     conn c;          /* the connection layer's part */
