@@ -31,6 +31,8 @@ struct bridge {
     uint64_t retry_at;  /* WAIT's end */
     uint64_t started;   /* this attempt began (connect timeout) */
     uint64_t last_rx, last_tx; /* remote traffic (keep alive) */
+    uint64_t local_tx;         /* our last packet to the local broker */
+    uint32_t local_ka_ms;      /* the local broker's Server Keep Alive (0: none) */
     char error[160];
 };
 
@@ -253,6 +255,8 @@ static bool emit_done(bridge *b, bridge_side side, size_t n, uint64_t now)
     b->l[side].out.len += n;
     if (side == BRIDGE_REMOTE)
         b->last_tx = now;
+    else
+        b->local_tx = now;
     return true;
 }
 
@@ -281,6 +285,7 @@ void bridge_opened(bridge *b, bridge_side side, uint64_t now)
         if (b->state != BRIDGE_DIAL_REMOTE)
             return;
         c.level = MQTT_LEVEL_311;
+        c.bridge = b->s.try_private;
         c.keepalive = b->s.keepalive_s;
         b->state = BRIDGE_REMOTE_CONNACK;
         b->last_rx = now;
@@ -297,13 +302,6 @@ void bridge_opened(bridge *b, bridge_side side, uint64_t now)
     }
     w = emit_begin(b, side, 512);
     n = w ? mqtt_encode_connect(w, 512, &c) : 0;
-    if (n > 0 && side == BRIDGE_REMOTE && b->s.try_private) {
-        /* The level byte follows the fixed header, then 00 04 "MQTT". */
-        size_t hdr = 2;
-        while (w[hdr - 1] & 0x80)
-            hdr++;
-        w[hdr + 6] |= 0x80;
-    }
     if (!emit_done(b, side, n, now))
         (void)fail_here(b, "out of memory for the CONNECT", NULL, now);
 }
@@ -498,6 +496,11 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
         if (pk->u.connack.return_code != 0)
             return fail_here(b, "local broker refused the bridge's connection (identity, ACL?)",
                              NULL, now);
+        /* We ask for no keep alive; a broker that sets one anyway (tern's
+         * limits.max_keepalive) is pinged within it. */
+        b->local_ka_ms = 0;
+        if (pk->u.connack.props.present & MQTT_PROP_BIT(MQTT_PROP_SERVER_KEEP_ALIVE))
+            b->local_ka_ms = (uint32_t)pk->u.connack.props.server_keep_alive * 1000u;
         b->state = BRIDGE_LOCAL_SUBACK;
         if (!subscribe(b, BRIDGE_LOCAL, BRIDGE_OUT, now, &ok))
             return go_up(b, now);
@@ -573,6 +576,9 @@ uint64_t bridge_deadline(const bridge *b)
         if (dead < d)
             d = dead;
     }
+    if (b->state >= BRIDGE_LOCAL_SUBACK && b->local_ka_ms > 0 &&
+        b->local_tx + b->local_ka_ms / 2 < d)
+        d = b->local_tx + b->local_ka_ms / 2;
     return d;
 }
 
@@ -590,6 +596,16 @@ bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
     if (b->state != BRIDGE_UP && now >= b->started + BRIDGE_CONNECT_TIMEOUT_MS) {
         bridge_fail(b, "connect timed out", random, now);
         return false;
+    }
+    if (b->state >= BRIDGE_LOCAL_SUBACK && b->local_ka_ms > 0 &&
+        now >= b->local_tx + b->local_ka_ms / 2) {
+        uint8_t *w = emit_begin(b, BRIDGE_LOCAL, 2);
+
+        if (w == NULL ||
+            !emit_done(b, BRIDGE_LOCAL, mqtt_encode_empty(w, 2, MQTT_PINGREQ), now)) {
+            bridge_fail(b, "out of memory for a PINGREQ", random, now);
+            return false;
+        }
     }
     if (!remote_open(b))
         return true;
