@@ -315,3 +315,28 @@ def test_bridge_missing_certificate_file_refuses_start_naming_the_key(tmp_path):
     assert p.returncode != 0
     err = p.stderr.decode() + p.stdout.decode()
     assert "b.conf:5: bridge.x.tls_ca: " in err and "nowhere.crt" in err
+
+
+def test_bridge_state_and_counters_on_sys(broker, mosquitto):
+    b = broker(config=dict(bridge_cfg("r", mosquitto.port, "k/# out 1, j/# in 1"),
+                           **{"sys.interval": 1}))
+    wait_bridge_up(b)
+    client(b.port).publish("k/1", b"x", qos=1)
+    client(mosquitto.port).publish("j/1", b"y", qos=1)
+    watcher = client(b.port)
+    watcher.subscribe("$SYS/broker/bridges/r/#", qos=0)
+
+    def latest():
+        d = {}
+        for m in watcher.messages:
+            d[m.topic.rsplit("/", 1)[1]] = m.payload
+        return d
+    watcher.wait_for(lambda ms: latest().get("sent") == b"1" and latest().get("received") == b"1",
+                     timeout=10, what=lambda: "sent 1 and received 1 in %r" % latest())
+    d = latest()
+    assert d["connected"] == b"1" and d["state"] == b"up" and d["connects"] == b"1"
+    mosquitto.stop()
+    watcher.wait_for(lambda ms: latest().get("connected") == b"0", timeout=10,
+                     what=lambda: "connected 0 in %r" % latest())
+    assert int(latest()["reconnects"]) >= 1
+    mosquitto.start()

@@ -52,6 +52,9 @@ typedef struct tb {
     uint32_t events[2];       /* registered interest */
     bhandle h[2];
     bridge_state logged;      /* last state reported in the log */
+    uint64_t sys_at;          /* last $SYS refresh */
+    bool sys_up;              /* what it said about the state */
+    bool sys_done;            /* refreshed at least once */
 } tb;
 
 struct tern_bridges {
@@ -533,6 +536,33 @@ static const char *state_name(bridge_state s)
     return (size_t)s < sizeof names / sizeof names[0] ? names[s] : "?";
 }
 
+/* $SYS/broker/bridges/NAME/...: on every change of state and at most
+ * every sys.interval while counters move (none with sys.interval 0). */
+static void put_sys(tern_loop *l, tb *t, uint64_t now)
+{
+    const bridge_stats *st = bridge_get_stats(t->b);
+    bool up = bridge_get_state(t->b) == BRIDGE_UP;
+    uint64_t every = (uint64_t)l->cfg.sys_interval_s * 1000u;
+    char topic[96], v[32];
+    static const char *const names[] = {"connects", "reconnects", "sent", "received", "refused"};
+    const uint64_t vals[] = {st->connects, st->failures, st->sent, st->received, st->refused};
+
+    if (every == 0 || (t->sys_done && up == t->sys_up && now - t->sys_at < every))
+        return;
+    t->sys_done = true;
+    t->sys_up = up;
+    t->sys_at = now;
+    snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/connected", t->cfg->name);
+    (void)broker_sys_put(l->b, topic, up ? "1" : "0");
+    snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/state", t->cfg->name);
+    (void)broker_sys_put(l->b, topic, state_name(bridge_get_state(t->b)));
+    for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
+        snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/%s", t->cfg->name, names[i]);
+        snprintf(v, sizeof v, "%llu", (unsigned long long)vals[i]);
+        (void)broker_sys_put(l->b, topic, v);
+    }
+}
+
 void tern_bridges_turn(tern_loop *l, uint64_t now)
 {
     tern_bridges *bs = l->bridges;
@@ -541,6 +571,7 @@ void tern_bridges_turn(tern_loop *l, uint64_t now)
         tb *t = &bs->b[i];
         bridge_state st;
 
+        put_sys(l, t, now);
         if (!bridge_tick(t->b, random32(), now)) {
             down(l, t, NULL, now);
             continue;
