@@ -536,12 +536,15 @@ bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, 
         mqtt_packet pk;
         size_t used = 0;
         const uint8_t *raw = k->in.p + k->in.off;
-        mqtt_err e = mqtt_decode(raw, k->in.len - k->in.off, MQTT_FROM_SERVER, k->level, 0, &pk,
-                                 &used);
+        mqtt_err e = mqtt_decode(raw, k->in.len - k->in.off, MQTT_FROM_SERVER, k->level,
+                                 b->s.max_packet, &pk, &used);
         bool ok;
 
         if (e == MQTT_NEED_MORE)
             break;
+        if (e == MQTT_ERR_TOO_LARGE)
+            return fail_here(b, side == BRIDGE_REMOTE ? "remote" : "local",
+                             " broker sent a packet over limits.max_packet_size", now);
         if (e != MQTT_OK)
             return fail_here(b, side == BRIDGE_REMOTE ? "remote" : "local",
                              " broker sent a malformed packet", now);

@@ -78,6 +78,10 @@ typedef struct bridge_settings {
     uint16_t keepalive_s;          /* toward the remote; > 0 */
     bool try_private;              /* the 0x80 protocol level bit */
     uint32_t backoff_min_ms, backoff_max_ms;
+    /* Largest packet taken from either broker (0: the protocol's
+     * maximum); a larger one fails the bridge before it is buffered. The
+     * daemon passes limits.max_packet_size. */
+    uint32_t max_packet;
     bridge_map maps[BRIDGE_MAPS_MAX];
     size_t nmaps;
 } bridge_settings;

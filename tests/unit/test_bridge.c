@@ -303,3 +303,24 @@ TEST(mqtt_decode_reads_the_bridge_bit_of_a_311_connect_and_encodes_it)
     CHECK_EQ(mqtt_decode(buf, n, MQTT_FROM_CLIENT, 0, 0, &pk, &used),
              MQTT_ERR_BAD_PROTOCOL_LEVEL);
 }
+
+TEST(bridge_packet_over_max_packet_fails_before_it_is_buffered)
+{
+    bridge_settings s = settings();
+    bridge *b;
+    uint8_t buf[8];
+    /* A PUBLISH announcing 2 MiB: only its fixed header arrives. */
+    const uint8_t big[] = {0x30, 0x80, 0x80, 0x80, 0x01};
+    size_t n;
+
+    s.max_packet = 1024;
+    b = bridge_create(&s);
+    CHECK(bridge_tick(b, 0, 0));
+    bridge_opened(b, BRIDGE_REMOTE, 0);
+    n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, 0);
+    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
+    CHECK(!bridge_input(b, BRIDGE_REMOTE, big, sizeof big, 1));
+    CHECK(strstr(bridge_last_error(b), "over limits.max_packet_size") != NULL);
+    CHECK_EQ(bridge_get_state(b), BRIDGE_WAIT);
+    bridge_destroy(b);
+}

@@ -28,6 +28,11 @@
 #include "platform/posix/net.h"
 
 enum {
+    /* A side is not read while the other side's output holds this much:
+     * the socket (TCP's window, the socketpair's buffer) then pushes back
+     * on the sender, and on the local side the broker's own back-pressure
+     * (limits.max_out_bytes, the session's window) takes over. */
+    BRIDGE_OUT_HIGH = 1024 * 1024,
     BRIDGE_READ_CHUNK = 16384,
     BRIDGE_READS_PER_EVENT = 16, /* then other work gets its turn (level-triggered) */
     BRIDGE_PEM_MAX = 1024 * 1024,
@@ -148,6 +153,7 @@ tern_bridges *tern_bridges_create(tern_loop *l)
         }
         (void)tern_config_bridge_identity(t->cfg, t->identity, sizeof t->identity);
         tern_config_bridge_settings(t->cfg, &s);
+        s.max_packet = l->cfg.limits.max_packet_size;
         t->b = bridge_create(&s);
         bs->n++;
         if (t->b == NULL) {
@@ -338,14 +344,27 @@ static void dial_local(tern_loop *l, tb *t, uint64_t now)
     bridge_opened(t->b, BRIDGE_LOCAL, now);
 }
 
+/* Output of a side not yet taken by its socket. */
+static size_t pending(const tb *t, int side)
+{
+    size_t n;
+
+    (void)bridge_output(t->b, (bridge_side)side, &n);
+    if (side == BRIDGE_REMOTE && t->tls != NULL)
+        n += tern_tls_out_pending(t->tls);
+    return n;
+}
+
 /* Hand the bridge's output to its sockets; write interest while some is
- * left. False when the bridge went down. */
+ * left, read interest while the other side's output is below
+ * BRIDGE_OUT_HIGH. False when the bridge went down. */
 static bool flush(tern_loop *l, tb *t, uint64_t now)
 {
+    bool more[2] = {false, false};
+
     for (int side = 0; side < 2; side++) {
         const uint8_t *p;
         size_t n;
-        bool more = false;
 
         if (t->fd[side] < 0 || (side == BRIDGE_REMOTE && (t->connecting || !t->opened)))
             continue;
@@ -366,7 +385,7 @@ static bool flush(tern_loop *l, tb *t, uint64_t now)
             if (w < 0 && errno == EINTR)
                 continue;
             if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-                more = true;
+                more[side] = true;
                 break;
             }
             if (w < 0) {
@@ -382,7 +401,13 @@ static bool flush(tern_loop *l, tb *t, uint64_t now)
                 p = bridge_output(t->b, (bridge_side)side, &n);
             }
         }
-        if (!interest(l, t, side, EPOLLIN | (more ? EPOLLOUT : 0u))) {
+    }
+    for (int side = 0; side < 2; side++) {
+        bool read = pending(t, !side) < BRIDGE_OUT_HIGH;
+
+        if (t->fd[side] < 0 || (side == BRIDGE_REMOTE && t->connecting))
+            continue;
+        if (!interest(l, t, side, (read ? EPOLLIN : 0u) | (more[side] ? EPOLLOUT : 0u))) {
             down(l, t, "epoll_ctl failed", now);
             return false;
         }
@@ -481,7 +506,8 @@ static void readable(tern_loop *l, tb *t, int side, uint64_t now)
 {
     uint8_t buf[BRIDGE_READ_CHUNK];
 
-    for (int i = 0; i < BRIDGE_READS_PER_EVENT && t->fd[side] >= 0; i++) {
+    for (int i = 0; i < BRIDGE_READS_PER_EVENT && t->fd[side] >= 0 &&
+                    pending(t, !side) < BRIDGE_OUT_HIGH; i++) {
         ssize_t n = recv(t->fd[side], buf, sizeof buf, 0);
 
         if (n < 0 && errno == EINTR)
@@ -520,6 +546,13 @@ void tern_bridges_event(tern_loop *l, void *handle, uint32_t events, uint64_t no
         if (t->fd[side] < 0)
             return;
         (void)flush(l, t, now);
+        return;
+    }
+    if ((events & (EPOLLHUP | EPOLLERR)) && pending(t, !side) >= BRIDGE_OUT_HIGH) {
+        /* Not read (back-pressure), but gone: level-triggered, the hang-up
+         * would be reported every turn. */
+        down(l, t, side == BRIDGE_REMOTE ? "the remote connection failed"
+                                         : "the local broker closed the bridge's link", now);
         return;
     }
     if (events & (EPOLLIN | EPOLLHUP | EPOLLERR))

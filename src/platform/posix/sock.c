@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -120,7 +121,9 @@ static void sock_peer(void *ctx, const conn *c, char *buf, size_t n)
     socklen_t len = sizeof ss;
 
     (void)ctx;
-    if (getpeername(k->fd, (struct sockaddr *)&ss, &len) == 0)
+    if (k->bridge) /* a socketpair: no address */
+        snprintf(buf, n, "bridge link");
+    else if (getpeername(k->fd, (struct sockaddr *)&ss, &len) == 0)
         tern_net_format((const struct sockaddr *)&ss, buf, n);
 }
 
