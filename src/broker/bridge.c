@@ -28,6 +28,7 @@ struct bridge {
     link l[2];          /* BRIDGE_REMOTE, BRIDGE_LOCAL */
     bvec hold;          /* remote packets for the local broker, before UP */
     uint32_t attempts;  /* consecutive failed attempts (back-off) */
+    bool primed;        /* the local session exists with its subscriptions */
     uint64_t retry_at;  /* WAIT's end */
     uint64_t started;   /* this attempt began (connect timeout) */
     uint64_t last_rx, last_tx; /* remote traffic (keep alive) */
@@ -480,10 +481,25 @@ static bool remote_packet(bridge *b, const mqtt_packet *pk, const uint8_t *raw, 
     return fail_here(b, "remote sent an unexpected packet", NULL, now);
 }
 
+/* The local session now exists with its subscriptions: before the first
+ * remote connection, the local link ends here (the platform closes it)
+ * and messages for the remote queue in the session from now on. */
+static bool primed(bridge *b, uint64_t now)
+{
+    b->primed = true;
+    bvec_clear(&b->l[BRIDGE_LOCAL].in);
+    bvec_clear(&b->l[BRIDGE_LOCAL].out);
+    b->state = BRIDGE_DIAL_REMOTE;
+    b->started = now;
+    return false; /* stop reading this link's input */
+}
+
 static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
 {
     bool ok;
 
+    if (!b->primed && is_flow(pk->type))
+        return true; /* not acknowledged: the session delivers it again later */
     if (is_flow(pk->type)) {
         if (b->state < BRIDGE_LOCAL_SUBACK)
             return fail_here(b, "local broker sent a publish before its CONNACK", NULL, now);
@@ -503,7 +519,7 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
             b->local_ka_ms = (uint32_t)pk->u.connack.props.server_keep_alive * 1000u;
         b->state = BRIDGE_LOCAL_SUBACK;
         if (!subscribe(b, BRIDGE_LOCAL, BRIDGE_OUT, now, &ok))
-            return go_up(b, now);
+            return b->primed ? go_up(b, now) : primed(b, now);
         return ok;
     case MQTT_SUBACK:
         if (b->state != BRIDGE_LOCAL_SUBACK || pk->u.suback.packet_id != 1)
@@ -511,7 +527,7 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
         if (!granted(&pk->u.suback))
             return fail_here(b, "local broker refused a subscription of an 'out' mapping (ACL?)",
                              NULL, now);
-        return go_up(b, now);
+        return b->primed ? go_up(b, now) : primed(b, now);
     case MQTT_DISCONNECT:
         return fail_here(b, "local broker ended the bridge's session", NULL, now);
     case MQTT_PINGRESP:
@@ -528,6 +544,8 @@ bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, 
 
     if (b->state == BRIDGE_WAIT)
         return false;
+    if (side == BRIDGE_LOCAL && b->state < BRIDGE_DIAL_LOCAL)
+        return true; /* the primed link's last bytes, before the platform closes it */
     if (!bvec_put(&k->in, data, len))
         return fail_here(b, "out of memory for input", NULL, now);
     if (side == BRIDGE_REMOTE)
@@ -550,7 +568,7 @@ bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, 
                              " broker sent a malformed packet", now);
         ok = side == BRIDGE_REMOTE ? remote_packet(b, &pk, raw, now) : local_packet(b, &pk, now);
         if (!ok)
-            return false;
+            return b->state != BRIDGE_WAIT; /* primed: input dropped, not failed */
         k->in.off += used;
     }
     return true;
@@ -560,7 +578,7 @@ bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, 
 
 static bool remote_open(const bridge *b)
 {
-    return b->state >= BRIDGE_REMOTE_CONNACK;
+    return b->primed && b->state >= BRIDGE_REMOTE_CONNACK; /* the prime has no remote */
 }
 
 uint64_t bridge_deadline(const bridge *b)
@@ -592,7 +610,7 @@ bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
     if (b->state == BRIDGE_WAIT) {
         if (now < b->retry_at)
             return true;
-        b->state = BRIDGE_DIAL_REMOTE;
+        b->state = b->primed ? BRIDGE_DIAL_REMOTE : BRIDGE_DIAL_LOCAL;
         b->started = now;
         return true;
     }

@@ -31,6 +31,12 @@
  *   DIAL_REMOTE -> REMOTE_CONNACK -> REMOTE_SUBACK -> DIAL_LOCAL ->
  *   LOCAL_CONNACK -> LOCAL_SUBACK -> UP
  *
+ * Before the first of them the bridge primes its local session (DIAL_LOCAL
+ * -> LOCAL_CONNACK -> LOCAL_SUBACK, then DIAL_REMOTE with the local link
+ * to be closed by the platform), so that messages for the remote queue
+ * from the start even when the remote is away then; deliveries during the
+ * prime are left unacknowledged in the session.
+ *
  * Packets from the remote for the local broker that arrive before UP are
  * held (not acknowledged) and relayed at UP; past BRIDGE_HOLD_MAX bytes the
  * bridge fails and reconnects. Any failure of either link ends both; the
@@ -126,7 +132,9 @@ const char *bridge_last_error(const bridge *b);
 void bridge_opened(bridge *b, bridge_side side, uint64_t now);
 
 /* Bytes that arrived on a side. False when the bridge failed (the platform
- * then closes both transports; the bridge is already in WAIT). */
+ * then closes both transports; the bridge is already in WAIT). After the
+ * prime the state is DIAL_REMOTE with the local link still open: the
+ * platform closes it (the rest of its input is dropped). */
 bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, uint64_t now);
 
 /* Output for a side: *len bytes at the returned pointer (NULL, 0: none).

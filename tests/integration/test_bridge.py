@@ -340,3 +340,30 @@ def test_bridge_state_and_counters_on_sys(broker, mosquitto):
                      what=lambda: "connected 0 in %r" % latest())
     assert int(latest()["reconnects"]) >= 1
     mosquitto.start()
+
+
+def test_bridge_queue_survives_a_restart_of_tern_with_a_store(broker, mosquitto, tmp_path):
+    store = str(tmp_path / "tern.db")
+    sub = PahoClient(mosquitto.port, client_id="collector", clean_session=False)
+    sub.connect()
+    sub.subscribe("dq/#", qos=1)
+    sub.disconnect()
+    mosquitto.stop()  # the remote is away: the messages wait in the bridge's session
+    cfg = dict(bridge_cfg("r", mosquitto.port, "dq/# out 1"), **{"store.path": store})
+    b = broker(config=cfg)
+    wait_until(lambda: "bridge r: down" in b.stderr_text(), 15, what="bridge down")
+    pub = client(b.port)
+    for i in range(40):
+        pub.publish("dq/x", b"d%d" % i, qos=1)  # acknowledged after the store's commit
+    pub.disconnect()
+    assert b.stop() == []
+    mosquitto.start()
+    b2 = broker(config=cfg)  # same store: the bridge's session and its queue come back
+    wait_bridge_up(b2)
+    sub = PahoClient(mosquitto.port, client_id="collector", clean_session=False)
+    sub.connect()
+    want = {b"d%d" % i for i in range(40)}
+    sub.wait_for(lambda ms: want <= set(payloads(ms)), timeout=15,
+                 what=lambda: "the 40 queued messages (have %d)" % len(
+                     want & set(payloads(sub.messages))))
+    sub.disconnect()

@@ -610,6 +610,8 @@ void tern_bridges_turn(tern_loop *l, uint64_t now)
             continue;
         }
         st = bridge_get_state(t->b);
+        if (st == BRIDGE_DIAL_REMOTE && t->fd[BRIDGE_LOCAL] >= 0)
+            close_side(l, t, BRIDGE_LOCAL); /* the prime is done (bridge.h) */
         if (st == BRIDGE_DIAL_REMOTE && t->fd[BRIDGE_REMOTE] < 0)
             dial_remote(l, t, now);
         else if (st == BRIDGE_DIAL_LOCAL && t->fd[BRIDGE_LOCAL] < 0)
