@@ -315,6 +315,11 @@ def test_bridge_missing_certificate_file_refuses_start_naming_the_key(tmp_path):
     assert p.returncode != 0
     err = p.stderr.decode() + p.stdout.decode()
     assert "b.conf:5: bridge.x.tls_ca: " in err and "nowhere.crt" in err
+    assert "Sanitizer" not in err
+    # --check says the same without starting.
+    p = subprocess.run([TERN_BIN, "--check", "-c", str(conf)], capture_output=True, timeout=20)
+    assert p.returncode == 1
+    assert "b.conf:5: bridge.x.tls_ca: " in p.stderr.decode()
 
 
 def test_bridge_state_and_counters_on_sys(broker, mosquitto):

@@ -78,57 +78,71 @@ static uint32_t random32(void)
 
 /* ---- set-up --------------------------------------------------------------- */
 
-static bool read_pem(tern_loop *l, const tb *t, const char *field, const char *path,
-                     char **data, size_t *len)
+static bool read_pem(const tern_config_bridge *cb, const char *config_path, const char *field,
+                     const char *path, char **data, size_t *len, char *err, size_t err_size)
 {
-    char full[TERN_CONFIG_PATH_MAX * 2], err[TERN_CONFIG_ERR_SIZE];
+    char full[TERN_CONFIG_PATH_MAX * 2], why[TERN_CONFIG_ERR_SIZE];
 
-    if (!tern_path_resolve(l->config_path, path, full, sizeof full)) {
-        tern_logf(l->log, BROKER_LOG_ERROR, "%s:%zu: bridge.%s.%s: path too long", l->config_path,
-                  tern_config_bridge_line(t->cfg, field), t->cfg->name, field);
+    if (!tern_path_resolve(config_path, path, full, sizeof full)) {
+        snprintf(err, err_size, "%s:%zu: bridge.%s.%s: path too long", config_path,
+                 tern_config_bridge_line(cb, field), cb->name, field);
         return false;
     }
-    if (!tern_read_file(full, BRIDGE_PEM_MAX, data, len, err, sizeof err)) {
-        tern_logf(l->log, BROKER_LOG_ERROR, "%s:%zu: bridge.%s.%s: %s", l->config_path,
-                  tern_config_bridge_line(t->cfg, field), t->cfg->name, field, err);
+    if (!tern_read_file(full, BRIDGE_PEM_MAX, data, len, why, sizeof why)) {
+        snprintf(err, err_size, "%s:%zu: bridge.%s.%s: %s", config_path,
+                 tern_config_bridge_line(cb, field), cb->name, field, why);
         return false;
     }
     return true;
 }
 
-static bool load_tls(tern_loop *l, tb *t)
+bool tern_bridge_tls_load(const tern_config *cfg, const tern_config_bridge *cb,
+                          const char *config_path, tern_tls_client **out, char *err,
+                          size_t err_size)
 {
-    const tern_config_bridge *cb = t->cfg;
-    char *ca = NULL, *cert = NULL, *key = NULL, err[TERN_CONFIG_ERR_SIZE];
+    char *ca = NULL, *cert = NULL, *key = NULL, why[TERN_CONFIG_ERR_SIZE];
     size_t nca = 0, ncert = 0, nkey = 0;
-    bool ok = false;
 
+    *out = NULL;
     if (cb->tls_ca[0] == '\0')
         return true;
-    if (!read_pem(l, t, "tls_ca", cb->tls_ca, &ca, &nca) ||
-        (cb->tls_cert[0] && !read_pem(l, t, "tls_cert", cb->tls_cert, &cert, &ncert)) ||
-        (cb->tls_key[0] && !read_pem(l, t, "tls_key", cb->tls_key, &key, &nkey)))
+    if (!read_pem(cb, config_path, "tls_ca", cb->tls_ca, &ca, &nca, err, err_size) ||
+        (cb->tls_cert[0] &&
+         !read_pem(cb, config_path, "tls_cert", cb->tls_cert, &cert, &ncert, err, err_size)) ||
+        (cb->tls_key[0] &&
+         !read_pem(cb, config_path, "tls_key", cb->tls_key, &key, &nkey, err, err_size)))
         goto out;
     tern_tls_client_config cc = {
         .ca = {(const uint8_t *)ca, nca},
         .cert_chain = {(const uint8_t *)cert, ncert},
         .key = {(const uint8_t *)key, nkey},
-        .min_version = l->cfg.tls.min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2
-                                                                     : TERN_TLS_1_3,
+        .min_version = cfg->tls.min_version == TERN_CONFIG_TLS_1_2 ? TERN_TLS_1_2 : TERN_TLS_1_3,
         .max_version = TERN_TLS_1_3,
     };
-    t->tls_ctx = tern_tls_client_create(&cc, err, sizeof err);
-    if (t->tls_ctx == NULL)
-        tern_logf(l->log, BROKER_LOG_ERROR, "%s:%zu: bridge.%s.%s: %s", l->config_path,
-                  tern_config_bridge_line(cb, cert ? "tls_cert" : "tls_ca"), cb->name,
-                  cert ? "tls_cert" : "tls_ca", err);
-    ok = t->tls_ctx != NULL;
+    *out = tern_tls_client_create(&cc, why, sizeof why);
+    if (*out == NULL)
+        snprintf(err, err_size, "%s:%zu: bridge.%s.%s: %s", config_path,
+                 tern_config_bridge_line(cb, cert ? "tls_cert" : "tls_ca"), cb->name,
+                 cert ? "tls_cert" : "tls_ca", why);
 out:
     free(ca);
     free(cert);
     if (key != NULL)
         tern_free_secret(key, nkey);
-    return ok;
+    return cb->tls_ca[0] == '\0' || *out != NULL;
+}
+
+bool tern_bridges_check(const tern_config *cfg, const char *config_path, char *err,
+                        size_t err_size)
+{
+    for (uint32_t i = 0; i < cfg->nbridges; i++) {
+        tern_tls_client *cl;
+
+        if (!tern_bridge_tls_load(cfg, &cfg->bridges[i], config_path, &cl, err, err_size))
+            return false;
+        tern_tls_client_release(cl);
+    }
+    return true;
 }
 
 tern_bridges *tern_bridges_create(tern_loop *l)
@@ -143,6 +157,7 @@ tern_bridges *tern_bridges_create(tern_loop *l)
     for (uint32_t i = 0; i < l->cfg.nbridges; i++) {
         tb *t = &bs->b[bs->n];
         bridge_settings s;
+        char err[TERN_CONFIG_ERR_SIZE + TERN_CONFIG_PATH_MAX];
 
         t->cfg = &l->cfg.bridges[i];
         t->fd[0] = t->fd[1] = t->broker_fd = -1;
@@ -160,8 +175,11 @@ tern_bridges *tern_bridges_create(tern_loop *l)
             tern_logf(l->log, BROKER_LOG_ERROR, "out of memory for bridge %s", t->cfg->name);
             return NULL;
         }
-        if (!load_tls(l, t))
+        if (!tern_bridge_tls_load(&l->cfg, t->cfg, l->config_path, &t->tls_ctx, err,
+                                  sizeof err)) {
+            tern_logf(l->log, BROKER_LOG_ERROR, "%s", err);
             return NULL;
+        }
         tern_logf(l->log, BROKER_LOG_INFO, "bridge %s: to %s as %s, identity %s here",
                   t->cfg->name, t->tls_ctx ? "TLS" : "plaintext", s.client_id, t->identity);
     }

@@ -13,6 +13,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <stddef.h>
+
+#include "config/config.h"
+#include "tls/tls.h"
+
 typedef struct tern_loop tern_loop;
 typedef struct tern_bridges tern_bridges;
 
@@ -22,6 +27,15 @@ typedef struct tern_bridges tern_bridges;
  * bridges gets an empty set. */
 tern_bridges *tern_bridges_create(tern_loop *l);
 void tern_bridges_destroy(tern_bridges *bs);
+
+/* A bridge's TLS client context from its tls_* files (*out NULL without
+ * tls_ca). False with "CONFIG:LINE: bridge.NAME.KEY: reason" in err. */
+bool tern_bridge_tls_load(const tern_config *cfg, const tern_config_bridge *cb,
+                          const char *config_path, tern_tls_client **out, char *err,
+                          size_t err_size);
+/* Every bridge's files load (ternd --check and start-up before the loop). */
+bool tern_bridges_check(const tern_config *cfg, const char *config_path, char *err,
+                        size_t err_size);
 
 /* An epoll event of a bridge handle (TERN_HANDLE_BRIDGE). */
 void tern_bridges_event(tern_loop *l, void *handle, uint32_t events, uint64_t now);
