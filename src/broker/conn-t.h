@@ -98,6 +98,8 @@ struct broker_conn {
     bool in_ackw : 1;                   /* on the list of connections waiting for commits */
     bool wire_wait : 1;                 /* its session has entries waiting for a commit */
     bool connack_held : 1;              /* CONNACK waits for a commit: send nothing else */
+    bool bridge : 1;                    /* 3.1.1 bridge (level | 0x80): its subscriptions
+                                           get No Local and Retain As Published */
     /* Output buffer sizing (deliver.c), in what was padding: the most bytes
      * pending in this buffer's life, and log2 of the size the next buffer
      * starts at (0 = the minimum). */

@@ -334,6 +334,7 @@ static void handle_connect(broker *b, broker_conn *c, const mqtt_connect *cp)
     bool v5 = cp->level == MQTT_LEVEL_5;
 
     c->level = cp->level;
+    c->bridge = cp->bridge;
     connect_props(c, cp);
     if (c->auth_method) {
         /* Enhanced authentication (auth.h): tern knows no method yet, so

@@ -282,6 +282,10 @@ static bool run(broker *b, broker_conn *c, list_job *j, const uint8_t *base, uin
             bool more = is_sub ? mqtt_subscribe_next(&l, &j->pos, &f, &qos)
                                : mqtt_unsubscribe_next(&l, &j->pos, &f);
             ALWAYS(more); /* the decoder counted them */
+            /* A 3.1.1 bridge does not get its own publishes back, and
+             * retained flags reach it as published (ADR-060). */
+            if (is_sub && c->bridge)
+                qos |= MQTT_SUBOPT_NO_LOCAL | MQTT_SUBOPT_RETAIN_AS_PUBLISHED;
             if (is_sub)
                 j->codes[j->index] =
                     subscribe_one(b, s, j, &f, qos, base, &j->codes[j->count + j->index]);

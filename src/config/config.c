@@ -592,6 +592,21 @@ static bool parse_setting(tern_config *cfg, span line, uint64_t *seen, msgbuf *m
         msg_str(m, "missing key before '='");
         return false;
     }
+    if (key.n > 7 && memcmp(key.p, "bridge.", 7) == 0) {
+        char why[TERN_CONFIG_ERR_SIZE];
+
+        if (*seen == 0) {
+            msg_str(m, "the first setting must be 'config_version = 1', got ");
+            msg_quoted(m, key);
+            return false;
+        }
+        if (!tern_config_bridge_key(cfg, key.p, key.n, value.p, value.n, line_no, why,
+                                    sizeof why)) {
+            msg_str(m, why);
+            return false;
+        }
+        return true;
+    }
     def = find_key(key);
     if (def == NULL) {
         msg_unknown_key(m, key);
@@ -980,6 +995,25 @@ bool tern_config_parse(tern_config *cfg, const char *file, const char *text, siz
         !check_limits(&parsed, key_lines, file, &m) ||
         !check_input_budget(&parsed, key_lines, file, &m))
         goto done;
+    {
+        char why[TERN_CONFIG_ERR_SIZE];
+        size_t bline = 1;
+
+        if (!tern_config_bridges_check(&parsed, why, sizeof why, &bline)) {
+            msg_begin(&m, file, bline);
+            msg_str(&m, why);
+            goto done;
+        }
+    }
+    /* A bridge's local link is a socket of the core thread's own, which
+     * the I/O threads' transport (ADR-061) does not serve. */
+    if (parsed.nbridges > 0 && parsed.workers >= 2) {
+        msg_begin(&m, file, line_of(key_lines, "workers"));
+        msg_str(&m, "workers: bridges run with workers = 1 only (bridge.");
+        msg_str(&m, parsed.bridges[0].name);
+        msg_str(&m, " is configured)");
+        goto done;
+    }
     for (size_t i = 0; i < KEY_COUNT; i++)
         parsed.key_line[i] = key_lines[i] > UINT32_MAX ? UINT32_MAX : (uint32_t)key_lines[i];
     *cfg = parsed;

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "broker/bridge.h"
 #include "broker/broker.h"
 
 /* The only config_version this release reads. */
@@ -175,6 +176,34 @@ typedef struct tern_config_net {
     tern_config_ipv4 gateway; /* not set: none (on-link traffic only) */
 } tern_config_net;
 
+/* bridge.NAME.*: bridges to other brokers (SPEC C7, ADR-060, docs/CONFIG.md).
+ * The Linux daemon runs them; the unikernel refuses the keys for now. */
+#define TERN_BRIDGES_MAX 4u
+#define TERN_BRIDGE_NAME_MAX 32u   /* NUL included: names of 1..31 [A-Za-z0-9_-] */
+#define TERN_BRIDGE_TEXT_MAX 128u  /* client_id, identity (NUL included) */
+#define TERN_BRIDGE_TOPICS_MAX 512u
+#define TERN_BRIDGE_KEEPALIVE_DEFAULT 60u
+#define TERN_BRIDGE_RECONNECT_MIN_DEFAULT 1u
+#define TERN_BRIDGE_RECONNECT_MAX_DEFAULT 60u
+/* The lines each bridge key was set on (index: the bridge key table in
+ * src/config/bridge.c). */
+#define TERN_BRIDGE_KEYS 11u
+
+typedef struct tern_config_bridge {
+    char name[TERN_BRIDGE_NAME_MAX];
+    tern_listen_addr address;                /* required */
+    char topics[TERN_BRIDGE_TOPICS_MAX];     /* required: "PATTERN DIR QOS [LP [RP]]", ... */
+    char client_id[TERN_BRIDGE_TEXT_MAX];    /* "" = "tern-bridge-NAME" */
+    char identity[TERN_BRIDGE_TEXT_MAX];     /* "" = "bridge:NAME" */
+    char tls_ca[TERN_CONFIG_PATH_MAX];       /* "" = plaintext to the remote */
+    char tls_cert[TERN_CONFIG_PATH_MAX];     /* client certificate, PEM; optional */
+    char tls_key[TERN_CONFIG_PATH_MAX];
+    uint32_t keepalive_s;
+    uint32_t reconnect_min_s, reconnect_max_s;
+    bool try_private;
+    uint32_t key_line[TERN_BRIDGE_KEYS];
+} tern_config_bridge;
+
 typedef struct tern_config {
     uint32_t version;
     tern_listen_addr listener_plain; /* family NONE = no plaintext listener */
@@ -206,6 +235,8 @@ typedef struct tern_config {
     bool shared_subscriptions; /* mqtt.shared_subscriptions: $share/GROUP/FILTER served */
     tern_config_net net;
     tern_config_time time;
+    tern_config_bridge bridges[TERN_BRIDGES_MAX];
+    uint32_t nbridges;
     /* Where each key was set, for messages about its value found later
      * (a certificate that does not load): read with tern_config_line(). */
     uint32_t key_line[TERN_CONFIG_KEYS_MAX];
@@ -214,6 +245,15 @@ typedef struct tern_config {
 /* The servers of time.sntp_servers (validated by tern_config_parse) into
  * out[0..max); returns how many. */
 size_t tern_config_sntp_servers(const tern_config *cfg, tern_sntp_server *out, size_t max);
+
+/* A bridge's settings for the core's bridge (broker/bridge.h): its topic
+ * mappings parsed (tern_config_parse validated them), defaults applied. */
+void tern_config_bridge_settings(const tern_config_bridge *cb, bridge_settings *out);
+/* Its local identity ("bridge:NAME" unless configured). */
+const char *tern_config_bridge_identity(const tern_config_bridge *cb, char *buf, size_t n);
+/* The line of bridge key `field` ("address", "tls_ca", ...) of cb; 0 when
+ * not set. */
+size_t tern_config_bridge_line(const tern_config_bridge *cb, const char *field);
 
 /* Fill cfg with the defaults of every key (no listener). */
 void tern_config_defaults(tern_config *cfg);

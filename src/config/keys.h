@@ -6,6 +6,7 @@
 #ifndef TERN_CONFIG_KEYS_H
 #define TERN_CONFIG_KEYS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -35,5 +36,16 @@ typedef struct key_def {
 /* Every key this release knows, config_version first. */
 extern const key_def tern_config_keys[];
 extern const size_t tern_config_key_count;
+
+/* bridge.c: the bridge.NAME.* keys, which the table above cannot hold (the
+ * names are the file's). One setting: false with the message (no
+ * "FILE:LINE: " prefix) in msg. */
+struct tern_config;
+bool tern_config_bridge_key(struct tern_config *cfg, const char *key, size_t klen,
+                            const char *val, size_t vlen, size_t line, char *msg, size_t cap);
+/* Rules across a bridge's keys, after the whole file: false with the
+ * message and its line. */
+bool tern_config_bridges_check(const struct tern_config *cfg, char *msg, size_t cap,
+                               size_t *line);
 
 #endif

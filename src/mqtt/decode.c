@@ -176,6 +176,12 @@ static mqtt_err decode_connect(mqtt_reader *r, mqtt_connect *c)
     if (!is_mqtt && !is_mqisdp)
         return MQTT_ERR_BAD_PROTOCOL_NAME;
     MQTT_TRY(rd_u8(r, &level));
+    /* 0x80 on a 3.1/3.1.1 level: a bridge (Mosquitto's try_private, ADR-060). */
+    if ((level == (MQTT_LEVEL_311 | 0x80) && is_mqtt) ||
+        (level == (MQTT_LEVEL_31 | 0x80) && is_mqisdp)) {
+        level &= 0x7f;
+        c->bridge = true;
+    }
     /* Checked before anything else after the name: a level we do not speak
      * would misparse, and the broker must still be able to answer CONNACK
      * 0x01 (0x84 at 5.0). */

@@ -23,6 +23,7 @@ size_t mqtt_encode_connect(uint8_t *out, size_t cap, const mqtt_connect *c)
 {
     bool v5 = c->level == MQTT_LEVEL_5;
     MQTT_INVARIANT(c->level == MQTT_LEVEL_31 || c->level == MQTT_LEVEL_311 || v5);
+    MQTT_INVARIANT(!c->bridge || !v5); /* 5.0 bridges use No Local instead */
     MQTT_INVARIANT(c->will_qos <= 2);
     MQTT_INVARIANT(c->will_flag || (c->will_qos == 0 && !c->will_retain));
     /* 3.1.1 [MQTT-3.1.2-22]; 5.0 allows a password alone (3.1.2.9) */
@@ -58,7 +59,7 @@ size_t mqtt_encode_connect(uint8_t *out, size_t cap, const mqtt_connect *c)
 
     mqtt_writer w = { out, cap, 0 };
     if (wr_header(&w, MQTT_CONNECT << 4, rl) ||
-        wr_prefixed(&w, (const uint8_t *)name, name_len) || wr_u8(&w, c->level) ||
+        wr_prefixed(&w, (const uint8_t *)name, name_len) || wr_u8(&w, (uint8_t)(c->level | (c->bridge ? 0x80 : 0))) ||
         wr_u8(&w, flags) || wr_u16(&w, c->keepalive) ||
         (v5 && wr_props(&w, c->props.raw.len, &c->props.raw, 1)) ||
         wr_prefixed(&w, c->client_id.p, c->client_id.len))

@@ -276,6 +276,10 @@ size_t mqtt_props_filter(const mqtt_bytes *raw, uint64_t drop_mask, uint8_t *out
 
 typedef struct mqtt_connect {
     uint8_t level;         /* 3, 4 or 5 */
+    /* Levels 3/4: the level byte had 0x80 set, the bridge convention of
+     * Mosquitto's try_private (ADR-060): the client is a bridge, so the
+     * server neither echoes its publishes back nor clears their retain. */
+    bool bridge;
     bool clean_session;
     bool will_flag;
     bool will_retain;

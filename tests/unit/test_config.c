@@ -291,8 +291,8 @@ TEST(config_unknown_key_names_file_line_and_key)
 {
     char err[TERN_CONFIG_ERR_SIZE];
 
-    CHECK(rejects("config_version = 1\n\n# note\nbridge.remote = 10.0.0.1:8883\n", err));
-    CHECK(strcmp(err, "t.conf:4: unknown key 'bridge.remote' "
+    CHECK(rejects("config_version = 1\n\n# note\ncluster.peer = 10.0.0.1:8883\n", err));
+    CHECK(strcmp(err, "t.conf:4: unknown key 'cluster.peer' "
                       "(a newer release of tern may be needed)") == 0);
 }
 

@@ -33,6 +33,17 @@ TEST(kconfcheck_accepts_a_password_file)
              0);
 }
 
+TEST(kconfcheck_refuses_bridge_keys_naming_the_key_and_line)
+{
+    char err[256];
+    CHECK_EQ(check("config_version = 1\nlistener.plain = 0.0.0.0:1883\n"
+                   "bridge.hq.topics = a/# out 1\nbridge.hq.address = 10.0.0.9:1883\n",
+                   err, sizeof err),
+             -1);
+    CHECK(strncmp(err, "t.conf:4: bridge.hq.address: the unikernel does not run bridges yet", 67) ==
+          0);
+}
+
 TEST(kconfcheck_refuses_what_the_kernel_cannot_do)
 {
     char err[256];

@@ -54,6 +54,20 @@ int conf_check_kernel(const tern_config *cfg, const char *name, char *err, size_
                  name, tern_config_line(cfg, "workers"));
         return -1;
     }
+    if (cfg->nbridges > 0) {
+        /* Bridges need an outbound connection in the kernel's network
+         * glue, which does not exist yet (ADR-060). */
+        const tern_config_bridge *cb = &cfg->bridges[0];
+        size_t line = tern_config_bridge_line(cb, "address");
+
+        if (line == 0)
+            line = tern_config_bridge_line(cb, "topics");
+        snprintf(err, err_size,
+                 "%s:%zu: bridge.%s.address: the unikernel does not run bridges yet (the Linux "
+                 "daemon ternd does): remove the bridge.%s.* keys",
+                 name, line, cb->name, cb->name);
+        return -1;
+    }
     /* Every listener kind is served (WebSocket too, through the same
      * layer: serve.c); lwIP is built for IPv4 only. */
     const struct {

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "conn/ws.h"
+#include "platform/posix/bridges.h"
 #include "platform/posix/console_ops.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/pool.h"
@@ -150,6 +151,9 @@ static void dispatch(tern_loop *l, const struct epoll_event *ev, uint64_t now)
     case TERN_HANDLE_WORKER:
         tern_loop_worker_event(l, ev->data.ptr, now);
         break;
+    case TERN_HANDLE_BRIDGE:
+        tern_bridges_event(l, ev->data.ptr, ev->events, now);
+        break;
     default:
         tern_panic(__FILE__, __LINE__, "epoll event with an unknown handle");
     }
@@ -170,6 +174,8 @@ static int wait_timeout(const tern_loop *l, uint64_t now)
         deadline = l->accept_resume_ms;
     if (tern_heaptrim_deadline(&l->trim) < deadline)
         deadline = tern_heaptrim_deadline(&l->trim);
+    if (tern_bridges_deadline(l) < deadline)
+        deadline = tern_bridges_deadline(l);
     if (deadline == UINT64_MAX)
         return -1;
     if (deadline <= now)
@@ -291,6 +297,7 @@ int tern_loop_run(tern_loop *l)
             tern_loop_set_accepting(l, true);
         if (now - l->wall_clock_ms >= WALL_CLOCK_EVERY_MS)
             set_wall_clock(l, now);
+        tern_bridges_turn(l, now);
         conn_turn_end(l->cs, now);
         tern_loop_accept_refresh(l, now); /* slots the turn freed */
         tern_loop_store_submit(l); /* last: closes above may add records */
@@ -492,6 +499,8 @@ tern_loop *tern_loop_create(const tern_config *cfg, const char *config_path, ter
     if (cfg->listener_wss.family != TERN_ADDR_NONE &&
         !tern_loop_add_listener(l, &cfg->listener_wss, true, true))
         goto fail;
+    if (tern_bridges_create(l) == NULL)
+        goto fail;
     tern_assets_free(assets); /* whatever was not taken */
     return l;
 
@@ -522,6 +531,7 @@ void tern_loop_destroy(tern_loop *l)
     tern_loop_workers_stop(l); /* frees the records the threads give back */
     for (size_t i = 0; i < l->nlisteners; i++)
         (void)close(l->listeners[i].fd);
+    tern_bridges_destroy(l->bridges);
     tern_loop_store_close(l); /* before the core: it owns the batches */
     conn_server_destroy(l->cs); /* releases the TLS context */
     if (l->b != NULL)

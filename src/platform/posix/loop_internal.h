@@ -103,6 +103,7 @@ struct tern_loop {
     struct epoll_event *events;
     int nevents, next_event;
     struct tern_storeq *store;  /* owned; NULL without store.path */
+    struct tern_bridges *bridges; /* owned; bridges.h */
     uint64_t wall_clock_ms;     /* core time the core was last told the wall clock */
     /* I/O threads (wsock.c, worker.h); none with workers = 1. */
     struct tern_worker **workers;

@@ -22,6 +22,7 @@
 #include "platform/posix/load.h"
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
+#include "platform/posix/bridges.h"
 #include "platform/posix/storecheck.h"
 #include "version.h"
 
@@ -53,6 +54,10 @@ static bool load_config(const char *path, tern_config *cfg, tern_assets *assets,
         goto done;
     }
     ok = tern_assets_load(cfg, path, assets, err, err_size);
+    if (ok && !tern_bridges_check(cfg, path, err, err_size)) {
+        tern_assets_free(assets);
+        ok = false;
+    }
 done:
     free(text);
     return ok;

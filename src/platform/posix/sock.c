@@ -10,6 +10,7 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -18,6 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "platform/posix/bridges.h"
 #include "platform/posix/loop_internal.h"
 #include "platform/posix/net.h"
 #include "platform/posix/pool.h"
@@ -120,7 +122,9 @@ void tern_sock_peer(void *ctx, const conn *c, char *buf, size_t n)
     socklen_t len = sizeof ss;
 
     (void)ctx;
-    if (getpeername(k->fd, (struct sockaddr *)&ss, &len) == 0)
+    if (k->bridge) /* a socketpair: no address */
+        snprintf(buf, n, "bridge link");
+    else if (getpeername(k->fd, (struct sockaddr *)&ss, &len) == 0)
         tern_net_format((const struct sockaddr *)&ss, buf, n);
 }
 
@@ -144,13 +148,27 @@ size_t tern_sock_peer_addr(void *ctx, const conn *c, uint8_t *buf, size_t cap)
     return 0;
 }
 
+/* Sockets have no identity of their own, except the broker's end of a
+ * bridge's local link: the bridge's (bridges.h). */
+static const char *sock_identity(void *ctx, const conn *c, bool *is_operator)
+{
+    const tern_sock *k = tern_sock_of((conn *)c);
+
+    if (!k->bridge)
+        return NULL;
+    if (is_operator != NULL)
+        *is_operator = false;
+    return tern_bridges_identity(ctx, k->fd);
+}
+
 /* The socket cannot tell its room, and every send goes out by itself:
  * no write_room, no push. */
 const conn_transport tern_sock_transport = {
     .read = sock_read,          .short_read_drains = true,
     .write = sock_write,        .ack_now = tern_sock_ack_now,
     .interest = sock_interest,  .close = sock_close,
-    .peer = tern_sock_peer,         .peer_addr = tern_sock_peer_addr,
+    .peer = tern_sock_peer,     .peer_addr = tern_sock_peer_addr,
+    .identity = sock_identity,
 };
 
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now)

@@ -25,6 +25,7 @@ typedef enum tern_handle_kind {
     TERN_HANDLE_CONN,
     TERN_HANDLE_STORE, /* the store thread's completion eventfd (storeq.h) */
     TERN_HANDLE_WORKER, /* an I/O thread's eventfd to the core thread (worker.h) */
+    TERN_HANDLE_BRIDGE, /* a bridge's remote socket or local link (bridges.h) */
 } tern_handle_kind;
 
 /* Every idle connection holds one, so it is 8 bytes plus the layer's
@@ -33,6 +34,7 @@ typedef enum tern_handle_kind {
 typedef struct tern_sock {
     uint8_t kind;   /* TERN_HANDLE_CONN; must stay the first member */
     uint8_t events; /* epoll interest currently registered (EPOLLIN, EPOLLOUT) */
+    uint8_t bridge; /* 1: the broker's end of a bridge's local link (bridges.h) */
     int fd;         /* owned (with I/O threads: the thread's, loop->wby_fd[fd]) */
     conn c;         /* the connection layer's part */
 } tern_sock;
