@@ -32,7 +32,7 @@ typedef enum conn_state {
 } conn_state;
 
 /* Every idle client holds one of these, so it is kept to 240 bytes: with
- * the core allocator's header (mem.c, 8 bytes; 16 before ADR-063, whence
+ * the core allocator's header (mem.c, 8 bytes; 16 before ADR-062, whence
  * the 240) that is within the kernel heap's 256-byte size class (the next
  * is 512), and the daemon's pool's 248 or 256 class. Flags are one-bit fields
  * (the core runs on one thread, so sharing a byte is safe) and fields sit

@@ -6,7 +6,7 @@
  * Each block carries an 8-byte header with its size and a tag; freeing
  * checks the tag, which turns a double free or a wild pointer into a clear
  * panic instead of silent heap corruption. Eight bytes, not sixteen
- * (ADR-063): every idle connection is several core blocks, and with glibc's
+ * (ADR-062): every idle connection is several core blocks, and with glibc's
  * or the daemon's pool's 16-byte steps a 16-byte header often costs a whole
  * step. So blocks are 8-byte aligned, which every type the core allocates
  * needs at most (nothing in it asks for more: no long double, no
@@ -29,7 +29,7 @@ typedef struct mem_header {
     uint32_t size;
     uint32_t tag;
 } mem_header;
-_Static_assert(sizeof(mem_header) == 8, "the core's block header is 8 bytes (ADR-063)");
+_Static_assert(sizeof(mem_header) == 8, "the core's block header is 8 bytes (ADR-062)");
 
 static void *raw_alloc(broker *b, size_t size)
 {

@@ -13,7 +13,7 @@ smp-share-heap-console (test build, tern.test.smpshare=1, -smp 2): CPU 0
 and CPU 1 allocate, check and free heap objects and print console lines
 at the same time (arch/x86_64/smp_selftest.c); every object must come
 back intact, the heap's counters back where they were, and every console
-line whole (ADR-064's heap and console locks). Broken on purpose once each
+line whole (ADR-063's heap and console locks). Broken on purpose once each
 (2026-12-02): with the console lock not taken, it failed on lines mixed
 from the two CPUs; with kmalloc and kfree not taking the heap lock, the
 heap halted ("free-list pointer corrupted").

@@ -2,7 +2,7 @@
  * heap_stress.c - the kernel heap (src/platform/kernel/mm/kmalloc.c, built
  * for the host as tests/unit/test_kmalloc.c builds it) used from several
  * threads at once under ThreadSanitizer, as the network CPU and the
- * storage CPU use it (issue 18, ADR-064): each thread allocates objects of
+ * storage CPU use it (issue 18, ADR-063): each thread allocates objects of
  * every size class and large ones, fills them with its own pattern, keeps
  * a window of them live, checks the pattern before freeing, and reallocs
  * some. Any heap state touched outside the heap lock is a data race TSan

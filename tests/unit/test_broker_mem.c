@@ -1,6 +1,6 @@
 /*
  * test_broker_mem.c - the core's accounted allocator (src/broker/mem.c):
- * an 8-byte header per block (ADR-063), exact accounting through alloc,
+ * an 8-byte header per block (ADR-062), exact accounting through alloc,
  * realloc and free, 8-byte alignment, and sizes beyond the header's range
  * refused without reaching the platform's allocator.
  */

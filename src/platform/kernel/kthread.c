@@ -6,7 +6,7 @@
  * Each CPU has its own main context: the running thread and the main
  * context's saved stack pointer live in its struct percpu (percpu.h), so
  * a CPU resumes and yields only its own threads (threads still run on
- * CPU 0 only: ADR-064).
+ * CPU 0 only: ADR-063).
  */
 #include "kthread.h"
 

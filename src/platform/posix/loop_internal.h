@@ -111,7 +111,7 @@ struct tern_loop {
     /* By descriptor (by_fd's length): each connection's record shared with
      * its I/O thread. A table here rather than a pointer in every
      * tern_sock, which idle connections would pay for with one thread
-     * too (ADR-063's 8 bytes beside the conn). */
+     * too (ADR-062's 8 bytes beside the conn). */
     struct tern_wconn **wby_fd;
     struct tern_wconn **wready; /* connections with an event to serve (level) */
     size_t wready_len, wready_cap;

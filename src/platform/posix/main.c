@@ -117,7 +117,7 @@ static void tune_malloc(void)
  * own small blocks come from its pool (pool.h), and its large buffers are
  * above the cache's sizes, so the cache buys little here. glibc reads the
  * setting only from the environment at start, hence the one exec of
- * itself with glibc.malloc.tcache_count=0 (ADR-063); an operator's own
+ * itself with glibc.malloc.tcache_count=0 (ADR-062); an operator's own
  * tcache_count in GLIBC_TUNABLES is left alone, and when the exec fails the
  * daemon runs on with the cache. Not under AddressSanitizer, whose
  * allocator is not glibc's. */

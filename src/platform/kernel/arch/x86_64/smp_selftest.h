@@ -1,6 +1,6 @@
 /*
  * smp_selftest.h - test builds only (TERN_TEST_HOOKS): the kernel heap and
- * the console used by CPU 0 and CPU 1 at the same time (issue 18, ADR-064),
+ * the console used by CPU 0 and CPU 1 at the same time (issue 18, ADR-063),
  * on real guest CPUs rather than host threads. Booted with
  * tern.test.smpshare=1 and -smp 2 or more: both CPUs allocate, check and
  * free heap objects and print console lines in parallel; a lost lock shows

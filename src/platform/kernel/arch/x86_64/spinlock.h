@@ -1,6 +1,6 @@
 /*
  * spinlock.h - a ticket spinlock for state that more than one CPU touches
- * (issue 18, ADR-064): the console, the kernel heap, the frame allocator.
+ * (issue 18, ADR-063): the console, the kernel heap, the frame allocator.
  * Plain C11 atomics and the x86 pause hint, nothing kernel-only, so the
  * host's ThreadSanitizer stress test (tests/tsan/spin_stress.c) runs this
  * very code.
