@@ -101,7 +101,7 @@ static size_t join(const char *a, const char *b, char *out, size_t cap)
     return na + nb;
 }
 
-size_t bridge_map_topic(const bridge_settings *s, bridge_dir dir, const uint8_t *t, size_t n,
+size_t broker_bridge_map_topic(const bridge_settings *s, bridge_dir dir, const uint8_t *t, size_t n,
                         char *out, size_t cap)
 {
     for (size_t i = 0; i < s->nmaps; i++) {
@@ -127,7 +127,8 @@ size_t bridge_map_topic(const bridge_settings *s, bridge_dir dir, const uint8_t 
     return 0;
 }
 
-uint64_t bridge_backoff_ms(uint32_t min_ms, uint32_t max_ms, uint32_t failures, uint32_t random)
+uint64_t broker_bridge_backoff_ms(uint32_t min_ms, uint32_t max_ms, uint32_t failures,
+                                  uint32_t random)
 {
     uint64_t d = min_ms ? min_ms : 1;
 
@@ -142,7 +143,7 @@ uint64_t bridge_backoff_ms(uint32_t min_ms, uint32_t max_ms, uint32_t failures, 
 
 /* ---- life ----------------------------------------------------------------- */
 
-bridge *bridge_create(const bridge_settings *s)
+bridge *broker_bridge_create(const bridge_settings *s)
 {
     bridge *b = calloc(1, sizeof *b);
 
@@ -156,7 +157,7 @@ bridge *bridge_create(const bridge_settings *s)
     return b;
 }
 
-void bridge_destroy(bridge *b)
+void broker_bridge_destroy(bridge *b)
 {
     if (b == NULL)
         return;
@@ -168,17 +169,17 @@ void bridge_destroy(bridge *b)
     free(b);
 }
 
-bridge_state bridge_get_state(const bridge *b)
+bridge_state broker_bridge_get_state(const bridge *b)
 {
     return b->state;
 }
 
-const bridge_stats *bridge_get_stats(const bridge *b)
+const bridge_stats *broker_bridge_get_stats(const bridge *b)
 {
     return &b->stats;
 }
 
-const char *bridge_last_error(const bridge *b)
+const char *broker_bridge_last_error(const bridge *b)
 {
     return b->error;
 }
@@ -194,7 +195,7 @@ static void set_error(bridge *b, const char *a, const char *c)
     b->error[n] = '\0';
 }
 
-void bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t now)
+void broker_bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t now)
 {
     if (b->state == BRIDGE_WAIT)
         return;
@@ -208,7 +209,7 @@ void bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t now)
     b->stats.failures++;
     b->attempts++;
     b->state = BRIDGE_WAIT;
-    b->retry_at = now + bridge_backoff_ms(b->s.backoff_min_ms, b->s.backoff_max_ms,
+    b->retry_at = now + broker_bridge_backoff_ms(b->s.backoff_min_ms, b->s.backoff_max_ms,
                                           b->attempts, random);
 }
 
@@ -219,13 +220,13 @@ static bool fail_here(bridge *b, const char *a, const char *c, uint64_t now)
     set_error(b, a, c);
     /* Jitter from the clock: this path has no random bits at hand, and
      * the point is only that bridges do not retry in lockstep. */
-    bridge_fail(b, b->error, (uint32_t)(now * 2654435761u), now);
+    broker_bridge_fail(b, b->error, (uint32_t)(now * 2654435761u), now);
     return false;
 }
 
 /* ---- output --------------------------------------------------------------- */
 
-const uint8_t *bridge_output(const bridge *b, bridge_side side, size_t *len)
+const uint8_t *broker_bridge_output(const bridge *b, bridge_side side, size_t *len)
 {
     const bvec *v = &b->l[side].out;
 
@@ -233,7 +234,7 @@ const uint8_t *bridge_output(const bridge *b, bridge_side side, size_t *len)
     return *len ? v->p + v->off : NULL;
 }
 
-void bridge_output_taken(bridge *b, bridge_side side, size_t n)
+void broker_bridge_output_taken(bridge *b, bridge_side side, size_t n)
 {
     bvec *v = &b->l[side].out;
 
@@ -271,7 +272,7 @@ static bool emit_ack(bridge *b, bridge_side side, mqtt_type type, uint16_t id, u
 
 /* ---- connecting ----------------------------------------------------------- */
 
-void bridge_opened(bridge *b, bridge_side side, uint64_t now)
+void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
 {
     mqtt_connect c;
     uint8_t props[8];
@@ -370,7 +371,7 @@ static bool relay_publish(bridge *b, bridge_side from, const mqtt_publish *p, ui
     size_t n, size;
     uint8_t *w;
 
-    n = bridge_map_topic(&b->s, from == BRIDGE_REMOTE ? BRIDGE_IN : BRIDGE_OUT, p->topic.p,
+    n = broker_bridge_map_topic(&b->s, from == BRIDGE_REMOTE ? BRIDGE_IN : BRIDGE_OUT, p->topic.p,
                          p->topic.len, topic, sizeof topic);
     if (n == 0)
         return fail_here(b, from == BRIDGE_REMOTE ? "remote" : "local",
@@ -538,7 +539,7 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
     return fail_here(b, "local broker sent an unexpected packet", NULL, now);
 }
 
-bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, uint64_t now)
+bool broker_bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, uint64_t now)
 {
     link *k = &b->l[side];
 
@@ -581,7 +582,7 @@ static bool remote_open(const bridge *b)
     return b->primed && b->state >= BRIDGE_REMOTE_CONNACK; /* the prime has no remote */
 }
 
-uint64_t bridge_deadline(const bridge *b)
+uint64_t broker_bridge_deadline(const bridge *b)
 {
     uint64_t ka = (uint64_t)b->s.keepalive_s * 1000u, d;
 
@@ -603,7 +604,7 @@ uint64_t bridge_deadline(const bridge *b)
     return d;
 }
 
-bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
+bool broker_bridge_tick(bridge *b, uint32_t random, uint64_t now)
 {
     uint64_t ka = (uint64_t)b->s.keepalive_s * 1000u;
 
@@ -615,7 +616,7 @@ bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
         return true;
     }
     if (b->state != BRIDGE_UP && now >= b->started + BRIDGE_CONNECT_TIMEOUT_MS) {
-        bridge_fail(b, "connect timed out", random, now);
+        broker_bridge_fail(b, "connect timed out", random, now);
         return false;
     }
     if (b->state >= BRIDGE_LOCAL_SUBACK && b->local_ka_ms > 0 &&
@@ -624,14 +625,14 @@ bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
 
         if (w == NULL ||
             !emit_done(b, BRIDGE_LOCAL, mqtt_encode_empty(w, 2, MQTT_PINGREQ), now)) {
-            bridge_fail(b, "out of memory for a PINGREQ", random, now);
+            broker_bridge_fail(b, "out of memory for a PINGREQ", random, now);
             return false;
         }
     }
     if (!remote_open(b))
         return true;
     if (now >= b->last_rx + ka * BRIDGE_KEEPALIVE_GRACE_NUM / BRIDGE_KEEPALIVE_GRACE_DEN) {
-        bridge_fail(b, "remote keep alive timed out", random, now);
+        broker_bridge_fail(b, "remote keep alive timed out", random, now);
         return false;
     }
     if (now >= b->last_tx + ka) {
@@ -639,7 +640,7 @@ bool bridge_tick(bridge *b, uint32_t random, uint64_t now)
 
         if (w == NULL ||
             !emit_done(b, BRIDGE_REMOTE, mqtt_encode_empty(w, 2, MQTT_PINGREQ), now)) {
-            bridge_fail(b, "out of memory for a PINGREQ", random, now);
+            broker_bridge_fail(b, "out of memory for a PINGREQ", random, now);
             return false;
         }
     }

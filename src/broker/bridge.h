@@ -119,50 +119,52 @@ typedef struct bridge_stats {
 typedef struct bridge bridge;
 
 /* NULL when out of memory. The settings are copied. */
-bridge *bridge_create(const bridge_settings *s);
-void bridge_destroy(bridge *b);
+bridge *broker_bridge_create(const bridge_settings *s);
+void broker_bridge_destroy(bridge *b);
 
-bridge_state bridge_get_state(const bridge *b);
-const bridge_stats *bridge_get_stats(const bridge *b);
+bridge_state broker_bridge_get_state(const bridge *b);
+const bridge_stats *broker_bridge_get_stats(const bridge *b);
 /* Why the bridge last failed ("" before any failure). */
-const char *bridge_last_error(const bridge *b);
+const char *broker_bridge_last_error(const bridge *b);
 
 /* The platform opened the transport of the state's DIAL_* side (TLS, if
  * any, done): the CONNECT is queued. */
-void bridge_opened(bridge *b, bridge_side side, uint64_t now);
+void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now);
 
 /* Bytes that arrived on a side. False when the bridge failed (the platform
  * then closes both transports; the bridge is already in WAIT). After the
  * prime the state is DIAL_REMOTE with the local link still open: the
  * platform closes it (the rest of its input is dropped). */
-bool bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len, uint64_t now);
+bool broker_bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_t len,
+                         uint64_t now);
 
 /* Output for a side: *len bytes at the returned pointer (NULL, 0: none).
- * The platform writes what it can and reports it with bridge_output_taken. */
-const uint8_t *bridge_output(const bridge *b, bridge_side side, size_t *len);
-void bridge_output_taken(bridge *b, bridge_side side, size_t n);
+ * The platform writes what it can and reports it with broker_bridge_output_taken. */
+const uint8_t *broker_bridge_output(const bridge *b, bridge_side side, size_t *len);
+void broker_bridge_output_taken(bridge *b, bridge_side side, size_t n);
 
 /* A transport failed or closed, or the platform could not open one: both
  * links are over (the platform closes the other). random: 32 random bits
  * for the back-off's jitter. */
-void bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t now);
+void broker_bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t now);
 
 /* Timers: WAIT's end (-> DIAL_REMOTE), the remote's keep alive, the
- * connect timeout. False when the bridge failed (as for bridge_input). */
-bool bridge_tick(bridge *b, uint32_t random, uint64_t now);
-/* When bridge_tick next has work (UINT64_MAX: none). */
-uint64_t bridge_deadline(const bridge *b);
+ * connect timeout. False when the bridge failed (as for broker_bridge_input). */
+bool broker_bridge_tick(bridge *b, uint32_t random, uint64_t now);
+/* When broker_bridge_tick next has work (UINT64_MAX: none). */
+uint64_t broker_bridge_deadline(const bridge *b);
 
 /* The back-off before attempt number `failures` (1 = after the first
  * failure): min * 2^(failures-1), capped at max, then a uniformly random
  * point in its upper half ("equal jitter"). Exposed for the unit tests. */
-uint64_t bridge_backoff_ms(uint32_t min_ms, uint32_t max_ms, uint32_t failures, uint32_t random);
+uint64_t broker_bridge_backoff_ms(uint32_t min_ms, uint32_t max_ms, uint32_t failures,
+                                  uint32_t random);
 
 /* Topic crossing, exposed for the unit tests: the other side's name of
  * topic t[0..n) by the first mapping of direction dir whose source filter
  * matches it, written NUL-terminated to out[0..cap); its length, or 0 when
  * no mapping matches or the result does not fit. */
-size_t bridge_map_topic(const bridge_settings *s, bridge_dir dir, const uint8_t *t, size_t n,
+size_t broker_bridge_map_topic(const bridge_settings *s, bridge_dir dir, const uint8_t *t, size_t n,
                         char *out, size_t cap);
 
 #endif

@@ -37,7 +37,7 @@ static bridge_settings settings(void)
 static bool next_out(bridge *b, bridge_side side, mqtt_packet *pk, uint8_t *copy)
 {
     size_t n, used = 0;
-    const uint8_t *p = bridge_output(b, side, &n);
+    const uint8_t *p = broker_bridge_output(b, side, &n);
 
     if (p == NULL)
         return false;
@@ -45,7 +45,7 @@ static bool next_out(bridge *b, bridge_side side, mqtt_packet *pk, uint8_t *copy
     if (mqtt_decode(copy, n, MQTT_FROM_CLIENT, side == BRIDGE_LOCAL ? MQTT_LEVEL_5 : 0, 0, pk,
                     &used) != MQTT_OK)
         return false;
-    bridge_output_taken(b, side, used);
+    broker_bridge_output_taken(b, side, used);
     return true;
 }
 
@@ -57,18 +57,19 @@ static bool prime(bridge *b, uint64_t now)
     mqtt_packet pk;
     size_t n;
 
-    if (!bridge_tick(b, 0, now) || bridge_get_state(b) != BRIDGE_DIAL_LOCAL)
+    if (!broker_bridge_tick(b, 0, now) || broker_bridge_get_state(b) != BRIDGE_DIAL_LOCAL)
         return false;
-    bridge_opened(b, BRIDGE_LOCAL, now);
+    broker_bridge_opened(b, BRIDGE_LOCAL, now);
     if (!next_out(b, BRIDGE_LOCAL, &pk, copy) || pk.type != MQTT_CONNECT)
         return false;
     n = mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0);
-    if (!bridge_input(b, BRIDGE_LOCAL, buf, n, now) || !next_out(b, BRIDGE_LOCAL, &pk, copy) ||
-        pk.type != MQTT_SUBSCRIBE)
+    if (!broker_bridge_input(b, BRIDGE_LOCAL, buf, n, now) ||
+        !next_out(b, BRIDGE_LOCAL, &pk, copy) || pk.type != MQTT_SUBSCRIBE)
         return false;
     n = mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0);
-    return bridge_input(b, BRIDGE_LOCAL, buf, n, now) &&
-           bridge_get_state(b) == BRIDGE_DIAL_REMOTE && bridge_get_stats(b)->connects == 0;
+    return broker_bridge_input(b, BRIDGE_LOCAL, buf, n, now) &&
+           broker_bridge_get_state(b) == BRIDGE_DIAL_REMOTE &&
+           broker_bridge_get_stats(b)->connects == 0;
 }
 
 static bool feed_publish(bridge *b, bridge_side side, const char *topic, uint8_t qos,
@@ -81,23 +82,23 @@ static bool feed_publish(bridge *b, bridge_side side, const char *topic, uint8_t
     uint8_t level = side == BRIDGE_LOCAL ? MQTT_LEVEL_5 : MQTT_LEVEL_311;
     size_t n = mqtt_encode_publish(buf, sizeof buf, level, &p);
 
-    return bridge_input(b, side, buf, n, now);
+    return broker_bridge_input(b, side, buf, n, now);
 }
 
 TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
     uint8_t buf[256], copy[4096];
     mqtt_packet pk;
     uint8_t code = 1;
     size_t n;
 
     CHECK(b != NULL);
-    CHECK_EQ(bridge_get_state(b), BRIDGE_WAIT);
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_WAIT);
     CHECK(prime(b, 100));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_DIAL_REMOTE);
-    bridge_opened(b, BRIDGE_REMOTE, 100);
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_DIAL_REMOTE);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 100);
     CHECK(next_out(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_CONNECT);
     CHECK(pk.u.connect.bridge);            /* level 0x84: Mosquitto's try_private */
@@ -106,7 +107,7 @@ TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
     CHECK_EQ(pk.u.connect.keepalive, 10);
 
     n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, 0);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 110));
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 110));
     CHECK(next_out(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_SUBSCRIBE);
     CHECK_EQ(pk.u.subscribe.count, 1);     /* the 'in' mapping only */
@@ -120,19 +121,19 @@ TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
     }
     /* A remote publish before the local link is up is held, not acked. */
     CHECK(feed_publish(b, BRIDGE_REMOTE, "in/x", 1, 9, 111));
-    CHECK(bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
     n = mqtt_encode_suback(buf, sizeof buf, MQTT_LEVEL_311, 1, &code, 1);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 112));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_DIAL_LOCAL);
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 112));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_DIAL_LOCAL);
 
-    bridge_opened(b, BRIDGE_LOCAL, 113);
+    broker_bridge_opened(b, BRIDGE_LOCAL, 113);
     CHECK(next_out(b, BRIDGE_LOCAL, &pk, copy));
     CHECK_EQ(pk.type, MQTT_CONNECT);
     CHECK_EQ(pk.u.connect.level, MQTT_LEVEL_5);
     CHECK(!pk.u.connect.clean_session);
     CHECK_EQ(pk.u.connect.props.session_expiry, UINT32_MAX);
     n = mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 114));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 114));
     CHECK(next_out(b, BRIDGE_LOCAL, &pk, copy));
     CHECK_EQ(pk.type, MQTT_SUBSCRIBE);
     {
@@ -143,11 +144,11 @@ TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
         CHECK(f.len == 10 && memcmp(f.p, "site/out/#", 10) == 0);
         CHECK_EQ(opt, 1 | MQTT_SUBOPT_NO_LOCAL | MQTT_SUBOPT_RETAIN_AS_PUBLISHED);
     }
-    CHECK(bridge_output(b, BRIDGE_LOCAL, &n) == NULL); /* still held */
+    CHECK(broker_bridge_output(b, BRIDGE_LOCAL, &n) == NULL); /* still held */
     code = 1;
     n = mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 115));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_UP);
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 115));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_UP);
 
     /* The held publish goes to the local broker, same id, same topic
      * (no prefixes on the 'in' mapping). */
@@ -158,7 +159,7 @@ TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
     CHECK(pk.u.publish.topic.len == 4 && memcmp(pk.u.publish.topic.p, "in/x", 4) == 0);
     /* Its PUBACK from the local broker goes back to the remote. */
     n = mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_5, MQTT_PUBACK, 9);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 116));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 116));
     CHECK(next_out(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_PUBACK);
     CHECK_EQ(pk.u.ack.packet_id, 9);
@@ -171,36 +172,36 @@ TEST(bridge_connects_remote_then_local_and_relays_both_ways_with_ids_unchanged)
     CHECK_EQ(pk.u.publish.packet_id, 300);
     CHECK(pk.u.publish.topic.len == 8 && memcmp(pk.u.publish.topic.p, "hq/out/t", 8) == 0);
     n = mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_311, MQTT_PUBACK, 300);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 118));
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 118));
     CHECK(next_out(b, BRIDGE_LOCAL, &pk, copy));
     CHECK_EQ(pk.type, MQTT_PUBACK);
     CHECK_EQ(pk.u.ack.packet_id, 300);
-    CHECK_EQ(bridge_get_stats(b)->sent, 1);
-    CHECK_EQ(bridge_get_stats(b)->received, 1);
-    CHECK_EQ(bridge_get_stats(b)->connects, 1);
-    bridge_destroy(b);
+    CHECK_EQ(broker_bridge_get_stats(b)->sent, 1);
+    CHECK_EQ(broker_bridge_get_stats(b)->received, 1);
+    CHECK_EQ(broker_bridge_get_stats(b)->connects, 1);
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_relays_the_puback_of_a_relayed_publish_to_the_remote)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
     uint8_t buf[64], copy[4096], code = 2;
     mqtt_packet pk;
     size_t n;
 
     CHECK(prime(b, 0));
-    bridge_opened(b, BRIDGE_REMOTE, 0);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
     n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, 0);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
     n = mqtt_encode_suback(buf, sizeof buf, MQTT_LEVEL_311, 1, &code, 1);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
-    bridge_opened(b, BRIDGE_LOCAL, 0);
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
+    broker_bridge_opened(b, BRIDGE_LOCAL, 0);
     n = mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
     n = mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_UP);
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_UP);
     while (next_out(b, BRIDGE_REMOTE, &pk, copy) || next_out(b, BRIDGE_LOCAL, &pk, copy))
         ;
     /* QoS 2 from the remote: PUBLISH, PUBREC back, PUBREL on, PUBCOMP back. */
@@ -209,52 +210,52 @@ TEST(bridge_relays_the_puback_of_a_relayed_publish_to_the_remote)
     CHECK_EQ(pk.u.publish.qos, 2);
     CHECK_EQ(pk.u.publish.packet_id, 41);
     n = mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_5, MQTT_PUBREC, 41);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 2));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 2));
     CHECK(next_out(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_PUBREC);
     CHECK_EQ(pk.u.ack.packet_id, 41);
     n = mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_311, MQTT_PUBREL, 41);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 3));
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 3));
     CHECK(next_out(b, BRIDGE_LOCAL, &pk, copy));
     CHECK_EQ(pk.type, MQTT_PUBREL);
     n = mqtt_encode_ack(buf, sizeof buf, MQTT_LEVEL_5, MQTT_PUBCOMP, 41);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 4));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 4));
     CHECK(next_out(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_PUBCOMP);
     CHECK_EQ(pk.u.ack.packet_id, 41);
-    bridge_destroy(b);
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_refused_connack_fails_and_backs_off)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
     uint8_t buf[8];
     size_t n;
 
     CHECK(prime(b, 1000));
-    bridge_opened(b, BRIDGE_REMOTE, 1000);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 1000);
     n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, MQTT_CONNACK_NOT_AUTHORIZED);
-    CHECK(!bridge_input(b, BRIDGE_REMOTE, buf, n, 1000));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_WAIT);
-    CHECK(strstr(bridge_last_error(b), "CONNACK code 5") != NULL);
-    CHECK(bridge_deadline(b) >= 1500 && bridge_deadline(b) <= 2000);
-    CHECK(bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
-    CHECK(bridge_tick(b, 0, 1400));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_WAIT);
-    CHECK_EQ(bridge_get_stats(b)->failures, 1);
-    bridge_destroy(b);
+    CHECK(!broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 1000));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_WAIT);
+    CHECK(strstr(broker_bridge_last_error(b), "CONNACK code 5") != NULL);
+    CHECK(broker_bridge_deadline(b) >= 1500 && broker_bridge_deadline(b) <= 2000);
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
+    CHECK(broker_bridge_tick(b, 0, 1400));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_WAIT);
+    CHECK_EQ(broker_bridge_get_stats(b)->failures, 1);
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_backoff_doubles_to_the_cap_with_jitter_in_the_upper_half)
 {
-    CHECK_EQ(bridge_backoff_ms(1000, 60000, 1, 0), 500);
-    CHECK_EQ(bridge_backoff_ms(1000, 60000, 1, 500), 1000);
-    CHECK_EQ(bridge_backoff_ms(1000, 60000, 3, 0), 2000);
-    CHECK_EQ(bridge_backoff_ms(1000, 60000, 30, 0), 30000);
-    CHECK(bridge_backoff_ms(1000, 60000, 30, UINT32_MAX) <= 60000);
+    CHECK_EQ(broker_bridge_backoff_ms(1000, 60000, 1, 0), 500);
+    CHECK_EQ(broker_bridge_backoff_ms(1000, 60000, 1, 500), 1000);
+    CHECK_EQ(broker_bridge_backoff_ms(1000, 60000, 3, 0), 2000);
+    CHECK_EQ(broker_bridge_backoff_ms(1000, 60000, 30, 0), 30000);
+    CHECK(broker_bridge_backoff_ms(1000, 60000, 30, UINT32_MAX) <= 60000);
     for (uint32_t r = 0; r < 1000; r += 37) {
-        uint64_t d = bridge_backoff_ms(1000, 60000, 4, r * 2654435761u);
+        uint64_t d = broker_bridge_backoff_ms(1000, 60000, 4, r * 2654435761u);
         CHECK(d >= 4000 && d <= 8000);
     }
 }
@@ -262,29 +263,29 @@ TEST(bridge_backoff_doubles_to_the_cap_with_jitter_in_the_upper_half)
 TEST(bridge_remote_silence_past_the_keepalive_fails_and_pings_before)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
     uint8_t buf[8], copy[4096];
     mqtt_packet pk;
     size_t n;
 
     CHECK(prime(b, 0));
-    bridge_opened(b, BRIDGE_REMOTE, 0);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
     (void)next_out(b, BRIDGE_REMOTE, &pk, copy);
     n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, 0);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
     (void)next_out(b, BRIDGE_REMOTE, &pk, copy);
-    CHECK(bridge_tick(b, 0, 9000)); /* before the keep alive: nothing */
-    CHECK(bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
+    CHECK(broker_bridge_tick(b, 0, 9000)); /* before the keep alive: nothing */
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
     /* (the connect timeout is separate: the test stays under it) */
-    CHECK(bridge_deadline(b) <= 10000);
-    bridge_destroy(b);
+    CHECK(broker_bridge_deadline(b) <= 10000);
+    broker_bridge_destroy(b);
 
-    b = bridge_create(&s);
+    b = broker_bridge_create(&s);
     CHECK(prime(b, 0));
-    bridge_opened(b, BRIDGE_REMOTE, 0);
-    CHECK(!bridge_tick(b, 0, BRIDGE_CONNECT_TIMEOUT_MS));
-    CHECK(strstr(bridge_last_error(b), "timed out") != NULL);
-    bridge_destroy(b);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
+    CHECK(!broker_bridge_tick(b, 0, BRIDGE_CONNECT_TIMEOUT_MS));
+    CHECK(strstr(broker_bridge_last_error(b), "timed out") != NULL);
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_map_topic_swaps_prefixes_by_direction)
@@ -292,14 +293,16 @@ TEST(bridge_map_topic_swaps_prefixes_by_direction)
     bridge_settings s = settings();
     char out[64];
 
-    CHECK_EQ(bridge_map_topic(&s, BRIDGE_OUT, (const uint8_t *)"site/out/a/b", 12, out,
+    CHECK_EQ(broker_bridge_map_topic(&s, BRIDGE_OUT, (const uint8_t *)"site/out/a/b", 12, out,
                               sizeof out), 10);
     CHECK(strcmp(out, "hq/out/a/b") == 0);
-    CHECK_EQ(bridge_map_topic(&s, BRIDGE_IN, (const uint8_t *)"site/out/a", 10, out, sizeof out),
+    CHECK_EQ(broker_bridge_map_topic(&s, BRIDGE_IN, (const uint8_t *)"site/out/a", 10, out,
+                                     sizeof out),
              0);
-    CHECK_EQ(bridge_map_topic(&s, BRIDGE_IN, (const uint8_t *)"in/z", 4, out, sizeof out), 4);
+    CHECK_EQ(broker_bridge_map_topic(&s, BRIDGE_IN, (const uint8_t *)"in/z", 4, out, sizeof out),
+             4);
     CHECK(strcmp(out, "in/z") == 0);
-    CHECK_EQ(bridge_map_topic(&s, BRIDGE_OUT, (const uint8_t *)"site/out/a", 10, out, 5), 0);
+    CHECK_EQ(broker_bridge_map_topic(&s, BRIDGE_OUT, (const uint8_t *)"site/out/a", 10, out, 5), 0);
 }
 
 TEST(mqtt_decode_reads_the_bridge_bit_of_a_311_connect_and_encodes_it)
@@ -336,31 +339,31 @@ TEST(bridge_packet_over_max_packet_fails_before_it_is_buffered)
     size_t n;
 
     s.max_packet = 1024;
-    b = bridge_create(&s);
+    b = broker_bridge_create(&s);
     CHECK(prime(b, 0));
-    bridge_opened(b, BRIDGE_REMOTE, 0);
+    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
     n = mqtt_encode_connack(buf, sizeof buf, MQTT_LEVEL_311, false, 0);
-    CHECK(bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
-    CHECK(!bridge_input(b, BRIDGE_REMOTE, big, sizeof big, 1));
-    CHECK(strstr(bridge_last_error(b), "over limits.max_packet_size") != NULL);
-    CHECK_EQ(bridge_get_state(b), BRIDGE_WAIT);
-    bridge_destroy(b);
+    CHECK(broker_bridge_input(b, BRIDGE_REMOTE, buf, n, 0));
+    CHECK(!broker_bridge_input(b, BRIDGE_REMOTE, big, sizeof big, 1));
+    CHECK(strstr(broker_bridge_last_error(b), "over limits.max_packet_size") != NULL);
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_WAIT);
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_primes_the_local_session_first_and_leaves_its_deliveries_unacked)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
     uint8_t buf[64], copy[4096];
     mqtt_packet pk;
     size_t n;
 
-    CHECK(bridge_tick(b, 0, 0));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_DIAL_LOCAL);
-    bridge_opened(b, BRIDGE_LOCAL, 0);
+    CHECK(broker_bridge_tick(b, 0, 0));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_DIAL_LOCAL);
+    broker_bridge_opened(b, BRIDGE_LOCAL, 0);
     CHECK(next_out(b, BRIDGE_LOCAL, &pk, copy));
     n = mqtt_encode_connack5(buf, sizeof buf, true, 0, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
     /* A delivery of the old session while priming: not acknowledged, not
      * relayed anywhere. */
     CHECK(feed_publish(b, BRIDGE_LOCAL, "site/out/a", 1, 5, 0));
@@ -369,22 +372,22 @@ TEST(bridge_primes_the_local_session_first_and_leaves_its_deliveries_unacked)
     CHECK(!next_out(b, BRIDGE_LOCAL, &pk, copy));
     uint8_t code = 1;
     n = mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_DIAL_REMOTE); /* the platform closes the link */
-    CHECK(bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
-    CHECK(bridge_output(b, BRIDGE_LOCAL, &n) == NULL);
-    CHECK(bridge_input(b, BRIDGE_LOCAL, buf, 4, 0)); /* late bytes: dropped */
-    bridge_destroy(b);
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, n, 0));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_DIAL_REMOTE); /* the platform closes the link */
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &n) == NULL);
+    CHECK(broker_bridge_output(b, BRIDGE_LOCAL, &n) == NULL);
+    CHECK(broker_bridge_input(b, BRIDGE_LOCAL, buf, 4, 0)); /* late bytes: dropped */
+    broker_bridge_destroy(b);
 }
 
 TEST(bridge_prime_is_not_timed_by_the_remote_keepalive)
 {
     bridge_settings s = settings();
-    bridge *b = bridge_create(&s);
+    bridge *b = broker_bridge_create(&s);
 
-    CHECK(bridge_tick(b, 0, 100000)); /* last_rx is 0: a remote test would fail here */
-    bridge_opened(b, BRIDGE_LOCAL, 100000);
-    CHECK(bridge_tick(b, 0, 100001));
-    CHECK_EQ(bridge_get_state(b), BRIDGE_LOCAL_CONNACK);
-    bridge_destroy(b);
+    CHECK(broker_bridge_tick(b, 0, 100000)); /* last_rx is 0: a remote test would fail here */
+    broker_bridge_opened(b, BRIDGE_LOCAL, 100000);
+    CHECK(broker_bridge_tick(b, 0, 100001));
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_LOCAL_CONNACK);
+    broker_bridge_destroy(b);
 }

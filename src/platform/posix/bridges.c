@@ -52,7 +52,7 @@ typedef struct tb {
     tern_tls_client *tls_ctx; /* NULL: plaintext to the remote */
     tern_tls_conn *tls;       /* the remote link's session while it is open */
     bool connecting;          /* the remote socket's connect is in progress */
-    bool opened;              /* bridge_opened(REMOTE) was called */
+    bool opened;              /* broker_bridge_opened(REMOTE) was called */
     int fd[2];                /* BRIDGE_REMOTE, BRIDGE_LOCAL (our end); -1 = closed */
     int broker_fd;            /* the broker's end of the local pair, while open */
     uint32_t events[2];       /* registered interest */
@@ -170,7 +170,7 @@ tern_bridges *tern_bridges_create(tern_loop *l)
         (void)tern_config_bridge_identity(t->cfg, t->identity, sizeof t->identity);
         tern_config_bridge_settings(t->cfg, &s);
         s.max_packet = l->cfg.limits.max_packet_size;
-        t->b = bridge_create(&s);
+        t->b = broker_bridge_create(&s);
         bs->n++;
         if (t->b == NULL) {
             tern_logf(l->log, BROKER_LOG_ERROR, "out of memory for bridge %s", t->cfg->name);
@@ -220,7 +220,7 @@ void tern_bridges_destroy(tern_bridges *bs)
                 (void)close(t->fd[side]);
         tern_tls_conn_free(t->tls);
         tern_tls_client_release(t->tls_ctx);
-        bridge_destroy(t->b);
+        broker_bridge_destroy(t->b);
     }
     free(bs);
 }
@@ -268,12 +268,14 @@ static bool watch(tern_loop *l, tb *t, int side, uint32_t want)
 static void down(tern_loop *l, tb *t, const char *why, uint64_t now)
 {
     if (why != NULL)
-        bridge_fail(t->b, why, random32(), now);
+        broker_bridge_fail(t->b, why, random32(), now);
     close_side(l, t, BRIDGE_REMOTE);
     close_side(l, t, BRIDGE_LOCAL);
     tern_logf(l->log, BROKER_LOG_WARN, "bridge %s: down: %s (next attempt in %llu ms)",
-              t->cfg->name, bridge_last_error(t->b),
-              (unsigned long long)(bridge_deadline(t->b) > now ? bridge_deadline(t->b) - now : 0));
+              t->cfg->name, broker_bridge_last_error(t->b),
+              (unsigned long long)(broker_bridge_deadline(t->b) > now
+                                       ? broker_bridge_deadline(t->b) - now
+                                       : 0));
     t->logged = BRIDGE_WAIT;
 }
 
@@ -360,7 +362,7 @@ static void dial_local(tern_loop *l, tb *t, uint64_t now)
         down(l, t, "epoll_ctl on the local link failed", now);
         return;
     }
-    bridge_opened(t->b, BRIDGE_LOCAL, now);
+    broker_bridge_opened(t->b, BRIDGE_LOCAL, now);
 }
 
 /* Output of a side not yet taken by its socket. */
@@ -368,7 +370,7 @@ static size_t pending(const tb *t, int side)
 {
     size_t n;
 
-    (void)bridge_output(t->b, (bridge_side)side, &n);
+    (void)broker_bridge_output(t->b, (bridge_side)side, &n);
     if (side == BRIDGE_REMOTE && t->tls != NULL)
         n += tern_tls_out_pending(t->tls);
     return n;
@@ -387,14 +389,14 @@ static bool flush(tern_loop *l, tb *t, uint64_t now)
 
         if (t->fd[side] < 0 || (side == BRIDGE_REMOTE && (t->connecting || !t->opened)))
             continue;
-        p = bridge_output(t->b, (bridge_side)side, &n);
+        p = broker_bridge_output(t->b, (bridge_side)side, &n);
         if (side == BRIDGE_REMOTE && t->tls != NULL) {
             if (n > 0) {
                 if (!tern_tls_write(t->tls, p, n)) {
                     down(l, t, "TLS to the remote failed", now);
                     return false;
                 }
-                bridge_output_taken(t->b, BRIDGE_REMOTE, n);
+                broker_bridge_output_taken(t->b, BRIDGE_REMOTE, n);
             }
             p = tern_tls_out_peek(t->tls, &n);
         }
@@ -416,8 +418,8 @@ static bool flush(tern_loop *l, tb *t, uint64_t now)
                 tern_tls_out_consume(t->tls, (size_t)w);
                 p = tern_tls_out_peek(t->tls, &n);
             } else {
-                bridge_output_taken(t->b, (bridge_side)side, (size_t)w);
-                p = bridge_output(t->b, (bridge_side)side, &n);
+                broker_bridge_output_taken(t->b, (bridge_side)side, (size_t)w);
+                p = broker_bridge_output(t->b, (bridge_side)side, &n);
             }
         }
     }
@@ -438,7 +440,7 @@ static bool flush(tern_loop *l, tb *t, uint64_t now)
 static void remote_ready(tern_loop *l, tb *t, uint64_t now)
 {
     t->opened = true;
-    bridge_opened(t->b, BRIDGE_REMOTE, now);
+    broker_bridge_opened(t->b, BRIDGE_REMOTE, now);
     tern_logf(l->log, BROKER_LOG_DEBUG, "bridge %s: connected to the remote%s", t->cfg->name,
               t->tls ? " (TLS)" : "");
 }
@@ -513,7 +515,7 @@ static bool tls_input(tern_loop *l, tb *t, const uint8_t *data, size_t n, uint64
             if (w > 0)
                 tern_tls_out_consume(t->tls, (size_t)w);
         }
-        if (got > 0 && !bridge_input(t->b, BRIDGE_REMOTE, plain, got, now)) {
+        if (got > 0 && !broker_bridge_input(t->b, BRIDGE_REMOTE, plain, got, now)) {
             down(l, t, NULL, now);
             return false;
         }
@@ -541,7 +543,7 @@ static void readable(tern_loop *l, tb *t, int side, uint64_t now)
         if (side == BRIDGE_REMOTE && t->tls != NULL) {
             if (!tls_input(l, t, buf, (size_t)n, now))
                 return;
-        } else if (!bridge_input(t->b, (bridge_side)side, buf, (size_t)n, now)) {
+        } else if (!broker_bridge_input(t->b, (bridge_side)side, buf, (size_t)n, now)) {
             down(l, t, NULL, now);
             return;
         }
@@ -592,8 +594,8 @@ static const char *state_name(bridge_state s)
  * every sys.interval while counters move (none with sys.interval 0). */
 static void put_sys(tern_loop *l, tb *t, uint64_t now)
 {
-    const bridge_stats *st = bridge_get_stats(t->b);
-    bool up = bridge_get_state(t->b) == BRIDGE_UP;
+    const bridge_stats *st = broker_bridge_get_stats(t->b);
+    bool up = broker_bridge_get_state(t->b) == BRIDGE_UP;
     uint64_t every = (uint64_t)l->cfg.sys_interval_s * 1000u;
     char topic[96], v[32];
     static const char *const names[] = {"connects", "reconnects", "sent", "received", "refused"};
@@ -607,7 +609,7 @@ static void put_sys(tern_loop *l, tb *t, uint64_t now)
     snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/connected", t->cfg->name);
     (void)broker_sys_put(l->b, topic, up ? "1" : "0");
     snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/state", t->cfg->name);
-    (void)broker_sys_put(l->b, topic, state_name(bridge_get_state(t->b)));
+    (void)broker_sys_put(l->b, topic, state_name(broker_bridge_get_state(t->b)));
     for (size_t i = 0; i < sizeof vals / sizeof vals[0]; i++) {
         snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/%s", t->cfg->name, names[i]);
         snprintf(v, sizeof v, "%llu", (unsigned long long)vals[i]);
@@ -624,22 +626,22 @@ void tern_bridges_turn(tern_loop *l, uint64_t now)
         bridge_state st;
 
         put_sys(l, t, now);
-        if (!bridge_tick(t->b, random32(), now)) {
+        if (!broker_bridge_tick(t->b, random32(), now)) {
             down(l, t, NULL, now);
             continue;
         }
-        st = bridge_get_state(t->b);
+        st = broker_bridge_get_state(t->b);
         if (st == BRIDGE_DIAL_REMOTE && t->fd[BRIDGE_LOCAL] >= 0)
             close_side(l, t, BRIDGE_LOCAL); /* the prime is done (bridge.h) */
         if (st == BRIDGE_DIAL_REMOTE && t->fd[BRIDGE_REMOTE] < 0)
             dial_remote(l, t, now);
         else if (st == BRIDGE_DIAL_LOCAL && t->fd[BRIDGE_LOCAL] < 0)
             dial_local(l, t, now);
-        if (bridge_get_state(t->b) == BRIDGE_WAIT)
+        if (broker_bridge_get_state(t->b) == BRIDGE_WAIT)
             continue;
         if (!flush(l, t, now))
             continue;
-        st = bridge_get_state(t->b);
+        st = broker_bridge_get_state(t->b);
         if (st == BRIDGE_UP && t->logged != BRIDGE_UP)
             tern_logf(l->log, BROKER_LOG_INFO, "bridge %s: up", t->cfg->name);
         else if (st != t->logged)
@@ -655,8 +657,8 @@ uint64_t tern_bridges_deadline(const tern_loop *l)
 
     for (size_t i = 0; bs != NULL && i < bs->n; i++) {
         const tb *t = &bs->b[i];
-        bridge_state st = bridge_get_state(t->b);
-        uint64_t x = bridge_deadline(t->b);
+        bridge_state st = broker_bridge_get_state(t->b);
+        uint64_t x = broker_bridge_deadline(t->b);
 
         /* A state the platform acts on at the next turn. */
         if ((st == BRIDGE_DIAL_REMOTE && t->fd[BRIDGE_REMOTE] < 0) ||
