@@ -40,6 +40,7 @@ static const bkey bkeys[] = {
     BK("tls_ca", B_PATH, 0, BSIZE(tls_ca), tls_ca),
     BK("tls_cert", B_PATH, 0, BSIZE(tls_cert), tls_cert),
     BK("tls_key", B_PATH, 0, BSIZE(tls_key), tls_key),
+    BK("tls_name", B_TEXT, 0, BSIZE(tls_name), tls_name),
 };
 #define NBKEYS (sizeof bkeys / sizeof bkeys[0])
 _Static_assert(NBKEYS == TERN_BRIDGE_KEYS, "TERN_BRIDGE_KEYS counts the bridge keys");
@@ -439,6 +440,12 @@ bool tern_config_bridges_check(const tern_config *cfg, char *msg, size_t cap, si
             *line = tern_config_bridge_line(cb, "tls_cert");
             put_key(&o, cb->name, "tls_ca");
             puts_(&o, ": missing (TLS to the remote checks its certificate against this CA)");
+            return false;
+        }
+        if (cb->tls_name[0] != '\0' && cb->tls_ca[0] == '\0') {
+            *line = tern_config_bridge_line(cb, "tls_name");
+            put_key(&o, cb->name, "tls_ca");
+            puts_(&o, ": missing (the remote's name is checked in its certificate, over TLS)");
             return false;
         }
         if (cb->reconnect_max_s < cb->reconnect_min_s) {

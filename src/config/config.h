@@ -187,7 +187,7 @@ typedef struct tern_config_net {
 #define TERN_BRIDGE_RECONNECT_MAX_DEFAULT 60u
 /* The lines each bridge key was set on (index: the bridge key table in
  * src/config/bridge.c). */
-#define TERN_BRIDGE_KEYS 11u
+#define TERN_BRIDGE_KEYS 12u
 
 typedef struct tern_config_bridge {
     char name[TERN_BRIDGE_NAME_MAX];
@@ -198,6 +198,7 @@ typedef struct tern_config_bridge {
     char tls_ca[TERN_CONFIG_PATH_MAX];       /* "" = plaintext to the remote */
     char tls_cert[TERN_CONFIG_PATH_MAX];     /* client certificate, PEM; optional */
     char tls_key[TERN_CONFIG_PATH_MAX];
+    char tls_name[TERN_BRIDGE_TEXT_MAX];     /* "" = the remote's name not checked */
     uint32_t keepalive_s;
     uint32_t reconnect_min_s, reconnect_max_s;
     bool try_private;

@@ -228,6 +228,12 @@ tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl)
     return c;
 }
 
+bool tern_tls_client_check_name(tern_tls_conn *c, const char *name)
+{
+    return c->ssl != NULL && c->client != NULL &&
+           wolfSSL_check_domain_name(c->ssl, name) == WOLFSSL_SUCCESS;
+}
+
 void tern_tls_conn_free(tern_tls_conn *c)
 {
     tern_tls_allocator a = {NULL, NULL, NULL};

@@ -42,6 +42,8 @@ tern_tls_failure tls_failure_from_error(int error)
     case VERIFY_SIGN_ERROR:
     case KEYUSE_SIGNATURE_E:
     case EXTKEYUSE_AUTH_E:
+    case DOMAIN_NAME_MISMATCH:
+        return TERN_TLS_FAIL_NAME_MISMATCH;
     case MAX_CHAIN_ERROR:
     case UNSUPPORTED_CERTIFICATE:
         return TERN_TLS_FAIL_BAD_CERT;
@@ -98,6 +100,8 @@ const char *tern_tls_failure_text(tern_tls_failure f)
         return "TLS protocol error";
     case TERN_TLS_FAIL_OUT_OF_MEMORY:
         return "out of memory";
+    case TERN_TLS_FAIL_NAME_MISMATCH:
+        return "the server's certificate does not carry the expected name";
     }
     return "unknown failure";
 }

@@ -150,6 +150,11 @@ void tern_tls_client_release(tern_tls_client *cl);
  * context. */
 tern_tls_conn *tern_tls_server_conn(tern_tls_server *s);
 tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl);
+/* Client side, before the handshake: the server's certificate must carry
+ * name (a DNS subjectAltName, or the subject CN when it has none of that
+ * type), or the handshake fails with TERN_TLS_FAIL_NAME_MISMATCH. Without
+ * it only the chain is checked. False when out of memory. */
+bool tern_tls_client_check_name(tern_tls_conn *c, const char *name);
 void tern_tls_conn_free(tern_tls_conn *c);
 
 typedef enum tern_tls_state {
@@ -228,6 +233,8 @@ typedef enum tern_tls_failure {
     TERN_TLS_FAIL_PEER_ALERT,       /* the peer aborted with an alert */
     TERN_TLS_FAIL_PROTOCOL,         /* any other protocol error (bad record, MAC...) */
     TERN_TLS_FAIL_OUT_OF_MEMORY,
+    TERN_TLS_FAIL_NAME_MISMATCH,    /* client side: the server's certificate does not carry
+                                       the name asked for (tern_tls_client_check_name) */
 } tern_tls_failure;
 
 tern_tls_failure tern_tls_failure_of(const tern_tls_conn *c);

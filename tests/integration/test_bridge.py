@@ -274,9 +274,11 @@ def test_bridge_tern_to_tern_over_mutual_tls_both_ways_without_loops(broker, tls
     remote = tls.start()  # mutual TLS on remote.tls_port, plaintext on remote.port
     cfg = bridge_cfg("t", remote.tls_port, "tt/# both 1")
     crt, key = tls.pki.cert("dev-client")
-    cfg.update({"bridge.t.tls_ca": tls.pki.ca, "bridge.t.tls_cert": crt, "bridge.t.tls_key": key})
+    cfg.update({"bridge.t.tls_ca": tls.pki.ca, "bridge.t.tls_cert": crt, "bridge.t.tls_key": key,
+                "bridge.t.tls_name": "localhost"})  # the dev server certificate's DNS name
     local_b = broker(config=cfg)
     wait_bridge_up(local_b, "t", timeout=20)
+    assert "not for a name" not in local_b.stderr_text()
     # The remote tern saw the bridge as a 3.1.1 bridge with the certificate's identity.
     assert "dev-client" in remote.stderr_text()
     r, l = client(remote.port), client(local_b.port)
@@ -300,6 +302,22 @@ def test_bridge_refuses_a_server_certificate_from_another_ca(broker, tls):
     local_b = broker(config=cfg)
     wait_until(lambda: "bridge t: down: TLS with the remote failed" in local_b.stderr_text(), 15,
                what="the TLS failure logged")
+    assert "bridge t: up" not in local_b.stderr_text()
+    # No tls_name: said once at start, since any certificate of that CA would do.
+    assert "bridge t: the remote's certificate is checked against bridge.t.tls_ca but not " \
+           "for a name" in local_b.stderr_text()
+
+
+def test_bridge_refuses_a_server_certificate_without_the_expected_name(broker, tls):
+    remote = tls.start()
+    cfg = bridge_cfg("t", remote.tls_port, "tt/# both 1")
+    crt, key = tls.pki.cert("dev-client")
+    cfg.update({"bridge.t.tls_ca": tls.pki.ca, "bridge.t.tls_cert": crt, "bridge.t.tls_key": key,
+                "bridge.t.tls_name": "broker.example.net"})
+    local_b = broker(config=cfg)
+    wait_until(lambda: "bridge t: down: TLS with the remote failed: the server's certificate "
+                       "does not carry the expected name" in local_b.stderr_text(), 15,
+               what="the name mismatch logged")
     assert "bridge t: up" not in local_b.stderr_text()
 
 

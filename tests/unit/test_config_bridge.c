@@ -154,6 +154,10 @@ TEST(config_bridge_missing_keys_are_refused_naming_them)
                  &cfg, err));
     CHECK(strstr(err, "t.conf:4: bridge.b.tls_ca: missing") == err);
     CHECK(!parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n"
+                      "bridge.b.tls_name = hq.example.net\n",
+                 &cfg, err));
+    CHECK(strstr(err, "t.conf:4: bridge.b.tls_ca: missing (the remote's name is checked") == err);
+    CHECK(!parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n"
                       "bridge.b.reconnect_min = 10\nbridge.b.reconnect_max = 5\n",
                  &cfg, err));
     CHECK(strstr(err, "t.conf:5: bridge.b.reconnect_max: below reconnect_min") == err);

@@ -183,6 +183,12 @@ tern_bridges *tern_bridges_create(tern_loop *l)
         }
         tern_logf(l->log, BROKER_LOG_INFO, "bridge %s: to %s as %s, identity %s here",
                   t->cfg->name, t->tls_ctx ? "TLS" : "plaintext", s.client_id, t->identity);
+        if (t->tls_ctx != NULL && t->cfg->tls_name[0] == '\0')
+            tern_logf(l->log, BROKER_LOG_WARN,
+                      "bridge %s: the remote's certificate is checked against bridge.%s.tls_ca "
+                      "but not for a name: any certificate that CA issued is accepted (set "
+                      "bridge.%s.tls_name)",
+                      t->cfg->name, t->cfg->name, t->cfg->name);
     }
     return bs;
 }
@@ -463,6 +469,7 @@ static void connected(tern_loop *l, tb *t, uint64_t now)
 
         t->tls = tern_tls_client_conn(t->tls_ctx);
         if (t->tls == NULL ||
+            (t->cfg->tls_name[0] != '\0' && !tern_tls_client_check_name(t->tls, t->cfg->tls_name)) ||
             tern_tls_read(t->tls, NULL, 0, none, 0, &got) == TERN_TLS_FAILED) {
             down(l, t, "TLS client session failed to start", now);
             return;
@@ -498,10 +505,16 @@ static bool tls_input(tern_loop *l, tb *t, const uint8_t *data, size_t n, uint64
 
         in = NULL;
         n = 0;
-        if (st == TERN_TLS_FAILED || st == TERN_TLS_PEER_CLOSED) {
-            down(l, t, st == TERN_TLS_FAILED
-                           ? "TLS with the remote failed (its certificate, or ours refused?)"
-                           : "the remote closed the TLS session", now);
+        if (st == TERN_TLS_FAILED) {
+            char why[160];
+
+            snprintf(why, sizeof why, "TLS with the remote failed: %s",
+                     tern_tls_failure_text(tern_tls_failure_of(t->tls)));
+            down(l, t, why, now);
+            return false;
+        }
+        if (st == TERN_TLS_PEER_CLOSED) {
+            down(l, t, "the remote closed the TLS session", now);
             return false;
         }
         if (st == TERN_TLS_ESTABLISHED && !t->opened)
