@@ -18,6 +18,8 @@
 tern_tls_failure tls_failure_from_error(int error)
 {
     switch (error) {
+    case DOMAIN_NAME_MISMATCH:
+        return TERN_TLS_FAIL_NAME_MISMATCH;
     case NO_PEER_CERT:
     case NO_PEER_VERIFY:
         return TERN_TLS_FAIL_NO_CERT;
@@ -42,8 +44,6 @@ tern_tls_failure tls_failure_from_error(int error)
     case VERIFY_SIGN_ERROR:
     case KEYUSE_SIGNATURE_E:
     case EXTKEYUSE_AUTH_E:
-    case DOMAIN_NAME_MISMATCH:
-        return TERN_TLS_FAIL_NAME_MISMATCH;
     case MAX_CHAIN_ERROR:
     case UNSUPPORTED_CERTIFICATE:
         return TERN_TLS_FAIL_BAD_CERT;
