@@ -287,25 +287,10 @@ static void down(tern_loop *l, tb *t, const char *why, uint64_t now)
 
 static void dial_remote(tern_loop *l, tb *t, uint64_t now)
 {
-    const tern_listen_addr *a = &t->cfg->address;
     struct sockaddr_storage ss;
-    socklen_t len;
+    socklen_t len = tern_net_sockaddr(&t->cfg->address, &ss); /* required: never 0 */
     int one = 1, fd;
 
-    memset(&ss, 0, sizeof ss);
-    if (a->family == TERN_ADDR_IPV4) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        s4->sin_port = htons(a->port);
-        memcpy(&s4->sin_addr, a->addr, 4);
-        len = sizeof *s4;
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_port = htons(a->port);
-        memcpy(&s6->sin6_addr, a->addr, 16);
-        len = sizeof *s6;
-    }
     fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         down(l, t, "cannot create a socket", now);

@@ -13,25 +13,34 @@
 #include <string.h>
 #include <unistd.h>
 
+socklen_t tern_net_sockaddr(const tern_listen_addr *a, struct sockaddr_storage *ss)
+{
+    memset(ss, 0, sizeof *ss);
+    if (a->family == TERN_ADDR_IPV4) {
+        struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+        in->sin_family = AF_INET;
+        in->sin_port = htons(a->port);
+        memcpy(&in->sin_addr, a->addr, 4);
+        return sizeof *in;
+    }
+    if (a->family == TERN_ADDR_IPV6) {
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons(a->port);
+        memcpy(&in6->sin6_addr, a->addr, 16);
+        return sizeof *in6;
+    }
+    return 0;
+}
+
 /* Text of a configured address, for the error message. */
 static void format_listen_addr(const tern_listen_addr *a, char *buf, size_t size)
 {
     struct sockaddr_storage ss;
 
-    memset(&ss, 0, sizeof ss);
-    if (a->family == TERN_ADDR_IPV4) {
-        struct sockaddr_in *in = (struct sockaddr_in *)&ss;
-
-        in->sin_family = AF_INET;
-        in->sin_port = htons(a->port);
-        memcpy(&in->sin_addr, a->addr, 4);
-    } else if (a->family == TERN_ADDR_IPV6) {
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons(a->port);
-        memcpy(&in6->sin6_addr, a->addr, 16);
-    }
+    (void)tern_net_sockaddr(a, &ss);
     tern_net_format((const struct sockaddr *)&ss, buf, size);
 }
 
@@ -46,29 +55,12 @@ static void set_err(char *err, size_t err_size, const tern_listen_addr *a, const
 
 int tern_net_listen(const tern_listen_addr *a, int backlog, char *err, size_t err_size)
 {
-    struct sockaddr_in in4;
-    struct sockaddr_in6 in6;
-    const struct sockaddr *sa;
-    socklen_t sa_len;
-    int fd = -1, domain, one = 1;
+    struct sockaddr_storage ss;
+    const struct sockaddr *sa = (const struct sockaddr *)&ss;
+    socklen_t sa_len = tern_net_sockaddr(a, &ss);
+    int fd = -1, domain = ss.ss_family, one = 1;
 
-    if (a->family == TERN_ADDR_IPV4) {
-        memset(&in4, 0, sizeof in4);
-        in4.sin_family = AF_INET;
-        in4.sin_port = htons(a->port);
-        memcpy(&in4.sin_addr, a->addr, 4);
-        sa = (const struct sockaddr *)&in4;
-        sa_len = sizeof in4;
-        domain = AF_INET;
-    } else if (a->family == TERN_ADDR_IPV6) {
-        memset(&in6, 0, sizeof in6);
-        in6.sin6_family = AF_INET6;
-        in6.sin6_port = htons(a->port);
-        memcpy(&in6.sin6_addr, a->addr, 16);
-        sa = (const struct sockaddr *)&in6;
-        sa_len = sizeof in6;
-        domain = AF_INET6;
-    } else {
+    if (sa_len == 0) {
         set_err(err, err_size, a, "no address");
         return -1;
     }

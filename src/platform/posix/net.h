@@ -21,6 +21,10 @@
  */
 int tern_net_listen(const tern_listen_addr *a, int backlog, char *err, size_t err_size);
 
+/* The socket address of a configured address (a listener's, a bridge's
+ * remote): its length, or 0 (ss zeroed) when a has no address. */
+socklen_t tern_net_sockaddr(const tern_listen_addr *a, struct sockaddr_storage *ss);
+
 /* Options for an accepted socket (TCP_NODELAY: MQTT packets are small and
  * the loop already batches writes per turn; TCP_NOTSENT_LOWAT: what a slow
  * reader cannot take stays in the broker, see net.c). 0, or -1 with errno. */
