@@ -26,6 +26,10 @@
 #                        bound) for its peak and its storm alike, so that ten
 #                        times the bounded peak is within the generator's
 #                        means (see "Handshake storms" in docs/PERFORMANCE.md)
+#   BENCH_IDLE_WARM=N    idle cases: N connections handshake for 0.5 s (and
+#                        close) before the measured ones, so memory touched
+#                        once is not counted per connection (default 4; 0:
+#                        none); the RSS growth from start is reported beside
 # Servers listen on 127.0.0.1 only. Every case is bounded in time.
 set -euo pipefail
 
@@ -43,6 +47,7 @@ PORT_PLAIN=${BENCH_PORT_PLAIN:-21883}
 PORT_TLS=${BENCH_PORT_TLS:-28883}
 BROKERS=${BENCH_BROKERS:-"tern mosquitto"}
 STORM_CPU=${BENCH_STORM_CPU:-0.05}
+IDLE_WARM=${BENCH_IDLE_WARM:-4}
 if [[ $QUICK == 1 ]]; then
     REPS=${BENCH_REPS:-1}; D=${BENCH_DURATION:-2}
     IDLE_PLAIN=1000; IDLE_TLS=300; DRAIN=1
@@ -382,6 +387,19 @@ for rep in $(seq "$REPS"); do
             n=$((n + 1))
             note "rep $rep/$REPS $id $b"
             start_broker "$b" "$conf"
+            # Idle cases: the broker's RSS at start, then a few handshakes
+            # (closed again) so that code pages touched once and one-time
+            # allocations (caches, pools' first slabs) are not divided
+            # among the measured connections; both figures are reported.
+            rss_cold=
+            if [[ $scen == idle && $IDLE_WARM -gt 0 ]]; then
+                rss_cold=$(awk '/^VmRSS:/ { print $2 }' "/proc/$BPID/status")
+                warm=(--port "$PORT_PLAIN")
+                [[ $transport == mtls ]] && warm=("${CLIENT_TLS[@]}" --port "$PORT_TLS")
+                timeout 30 taskset -c "$GEN_CPU" "$BIN" handshake --conns "$IDLE_WARM" \
+                    --duration 0.5 "${warm[@]}" >/dev/null 2>>"$RUN/bench.stderr" ||
+                    note "  warm-up handshakes against $b failed"
+            fi
             peak=
             if [[ $scen == storm ]]; then
                 # Same bound for the peak and the storm (see cg_setup).
@@ -412,6 +430,14 @@ for rep in $(seq "$REPS"); do
             elif [[ -n $peak ]]; then
                 # Ratios to the peak measured just before, under the same load.
                 out=$(storm_verdict)
+            elif [[ -n $rss_cold ]]; then
+                out=$(jq -c --argjson cold "$rss_cold" --argjson w "$IDLE_WARM" '
+                    .params.warmup_handshakes = $w
+                    | .results.rss_cold_kib = $cold
+                    | if (.results.connected // 0) > 0 and .results.rss_after_kib then
+                        .results.rss_bytes_per_conn_from_start =
+                          ((.results.rss_after_kib - $cold) * 1024 / .results.connected)
+                      else . end' <<<"$out")
             fi
             printf '%s\n' "$out" >>"$RESULTS"
             stop_broker
