@@ -57,12 +57,11 @@ static bool feed(bridge *b, bridge_side side, const uint8_t *p, size_t n, uint64
     return n > 0 && broker_bridge_input(b, side, p, n, now);
 }
 
-/* Prime, then connect to the remote with a CONNACK carrying props[0..np):
- * the bridge is then waiting for the local link (DIAL_LOCAL). */
-static bool to_local(bridge *b, const uint8_t *props, size_t np, uint64_t now)
+/* The prime (bridge.h), then the remote link opened: its CONNECT is the
+ * next remote output. */
+static bool prime_and_dial(bridge *b, uint64_t now)
 {
-    uint8_t buf[128], copy[4096], code = 2;
-    mqtt_bytes block = {props, np};
+    uint8_t buf[64], copy[4096], code = 2;
     mqtt_packet pk;
 
     if (!broker_bridge_tick(b, 0, now))
@@ -77,6 +76,19 @@ static bool to_local(bridge *b, const uint8_t *props, size_t np, uint64_t now)
         broker_bridge_get_state(b) != BRIDGE_DIAL_REMOTE)
         return false;
     broker_bridge_opened(b, BRIDGE_REMOTE, now);
+    return true;
+}
+
+/* Prime, then connect to the remote with a CONNACK carrying props[0..np):
+ * the bridge is then waiting for the local link (DIAL_LOCAL). */
+static bool to_local(bridge *b, const uint8_t *props, size_t np, uint64_t now)
+{
+    uint8_t buf[128], copy[4096], code = 2;
+    mqtt_bytes block = {props, np};
+    mqtt_packet pk;
+
+    if (!prime_and_dial(b, now))
+        return false;
     if (!next5(b, BRIDGE_REMOTE, &pk, copy) || pk.type != MQTT_CONNECT ||
         !feed(b, BRIDGE_REMOTE, buf,
               mqtt_encode_connack5(buf, sizeof buf, true, 0, &block, np ? 1 : 0), now) ||
@@ -123,20 +135,13 @@ TEST(bridge5_connects_at_level_5_with_a_persistent_session_and_no_local_subscrip
 {
     bridge_settings s = settings5();
     bridge *b = broker_bridge_create(&s);
-    uint8_t buf[64], copy[4096], code = 2;
+    uint8_t buf[64], copy[4096];
     mqtt_packet pk;
     size_t n, pos = 0;
     mqtt_bytes f;
     uint8_t opt;
 
-    CHECK(broker_bridge_tick(b, 0, 0));
-    broker_bridge_opened(b, BRIDGE_LOCAL, 0);
-    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
-    CHECK(feed(b, BRIDGE_LOCAL, buf, mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0), 0));
-    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
-    CHECK(feed(b, BRIDGE_LOCAL, buf,
-               mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0), 0));
-    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
+    CHECK(prime_and_dial(b, 0));
     CHECK(next5(b, BRIDGE_REMOTE, &pk, copy));
     CHECK_EQ(pk.type, MQTT_CONNECT);
     CHECK_EQ(pk.u.connect.level, MQTT_LEVEL_5);
@@ -349,21 +354,62 @@ TEST(bridge5_refused_connack_names_its_reason_code)
 {
     bridge_settings s = settings5();
     bridge *b = broker_bridge_create(&s);
-    uint8_t buf[64], copy[4096], code = 2;
+    uint8_t buf[64], copy[4096];
     mqtt_packet pk;
 
-    CHECK(broker_bridge_tick(b, 0, 0));
-    broker_bridge_opened(b, BRIDGE_LOCAL, 0);
-    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
-    CHECK(feed(b, BRIDGE_LOCAL, buf, mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0), 0));
-    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
-    CHECK(feed(b, BRIDGE_LOCAL, buf,
-               mqtt_encode_suback5(buf, sizeof buf, MQTT_SUBACK, 1, &code, 1, NULL, 0), 0));
-    broker_bridge_opened(b, BRIDGE_REMOTE, 0);
+    CHECK(prime_and_dial(b, 0));
+    CHECK(next5(b, BRIDGE_REMOTE, &pk, copy)); /* the CONNECT */
     CHECK(!broker_bridge_input(b, BRIDGE_REMOTE, buf,
                                mqtt_encode_connack5(buf, sizeof buf, false,
                                                     MQTT_RC_NOT_AUTHORIZED, NULL, 0),
                                1));
     CHECK(strstr(broker_bridge_last_error(b), "CONNACK reason 0x87") != NULL);
+    broker_bridge_destroy(b);
+}
+
+TEST(bridge5_maximum_qos_0_settles_locally_and_too_large_is_dropped_and_counted)
+{
+    bridge_settings s = settings5();
+    bridge *b = broker_bridge_create(&s);
+    uint8_t buf[512], copy[4096], props[16], big[300];
+    size_t np = 0;
+    mqtt_packet pk;
+
+    np += mqtt_prop_u8(props + np, sizeof props - np, MQTT_PROP_MAXIMUM_QOS, 0);
+    np += mqtt_prop_u32(props + np, sizeof props - np, MQTT_PROP_MAXIMUM_PACKET_SIZE, 200);
+    CHECK(up(b, props, np, &pk, copy, 0));
+    /* QoS 1 at a QoS 0 remote: sent at QoS 0, the PUBACK is ours. */
+    CHECK(feed(b, BRIDGE_LOCAL, buf, publish5(buf, sizeof buf, "site/out/a", 1, 21, NULL, 0), 1));
+    CHECK(next5(b, BRIDGE_REMOTE, &pk, copy));
+    CHECK_EQ(pk.u.publish.qos, 0);
+    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
+    CHECK_EQ(pk.type, MQTT_PUBACK);
+    CHECK_EQ(pk.u.ack.packet_id, 21);
+    /* QoS 2: PUBREC at once, and its PUBREL answered here. */
+    CHECK(feed(b, BRIDGE_LOCAL, buf, publish5(buf, sizeof buf, "site/out/b", 2, 22, NULL, 0), 2));
+    CHECK(next5(b, BRIDGE_REMOTE, &pk, copy));
+    CHECK_EQ(pk.u.publish.qos, 0);
+    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
+    CHECK_EQ(pk.type, MQTT_PUBREC);
+    CHECK(feed(b, BRIDGE_LOCAL, buf, mqtt_encode_ack5(buf, sizeof buf, MQTT_PUBREL, 22, 0, NULL, 0),
+               3));
+    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
+    CHECK_EQ(pk.type, MQTT_PUBCOMP);
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &np) == NULL);
+    /* Above the remote's 200 bytes (the local broker should not have sent
+     * it): not sent, the local delivery ended with an error PUBACK. */
+    memset(big, 'x', sizeof big);
+    {
+        mqtt_publish p = {.qos = 1, .packet_id = 23,
+                          .topic = {(const uint8_t *)"site/out/c", 10},
+                          .payload = {big, sizeof big}};
+        CHECK(feed(b, BRIDGE_LOCAL, buf, mqtt_encode_publish5(buf, sizeof buf, &p, NULL, 0), 4));
+    }
+    CHECK(broker_bridge_output(b, BRIDGE_REMOTE, &np) == NULL);
+    CHECK(next5(b, BRIDGE_LOCAL, &pk, copy));
+    CHECK_EQ(pk.type, MQTT_PUBACK);
+    CHECK(pk.u.ack.reason >= 0x80);
+    CHECK_EQ(broker_bridge_get_stats(b)->dropped, 1);
+    CHECK_EQ(broker_bridge_get_state(b), BRIDGE_UP);
     broker_bridge_destroy(b);
 }
