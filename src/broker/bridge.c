@@ -341,23 +341,25 @@ static void lower_clear(bridge *b, uint16_t id)
         b->lowered[id >> 3] = (uint8_t)(b->lowered[id >> 3] & ~(1u << (id & 7)));
 }
 
-/* The local CONNECT's Maximum Packet Size for a remote that gave one: its
- * limit less what crossing can add to a message going out (the longest
- * growth from local to remote prefix, and then up to 3 more bytes of
- * Remaining Length), so what the local broker sends fits the remote. */
-static uint32_t local_max_packet(const bridge *b)
+/* The Maximum Packet Size to give the source side of direction dir so
+ * that what it sends still fits `limit` on the other side after crossing:
+ * the limit less the longest prefix growth of that direction's mappings
+ * and then up to 3 more bytes of Remaining Length. */
+static uint32_t fit_packet(const bridge *b, bridge_dir dir, uint32_t limit)
 {
     size_t grow = 0;
 
     for (size_t i = 0; i < b->s.nmaps; i++) {
-        size_t l = strlen(b->s.maps[i].local_prefix), r = strlen(b->s.maps[i].remote_prefix);
+        const bridge_map *m = &b->s.maps[i];
+        size_t from = strlen(dir == BRIDGE_OUT ? m->local_prefix : m->remote_prefix);
+        size_t to = strlen(dir == BRIDGE_OUT ? m->remote_prefix : m->local_prefix);
 
-        if ((b->s.maps[i].dir & BRIDGE_OUT) && r > l && r - l > grow)
-            grow = r - l;
+        if ((m->dir & dir) && to > from && to - from > grow)
+            grow = to - from;
     }
     if (grow > 0)
         grow += 3;
-    return b->r_max_packet > grow ? b->r_max_packet - (uint32_t)grow : 1;
+    return limit > grow ? limit - (uint32_t)grow : 1;
 }
 
 /* ---- connecting ----------------------------------------------------------- */
@@ -389,14 +391,16 @@ void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
         b->r_retain = true;
         if (c.level == MQTT_LEVEL_5) {
             /* No more in flight toward us than the local broker takes from
-             * the bridge, no packet larger than it takes; no Topic Alias
-             * Maximum: the remote sends us no aliases. */
+             * the bridge, no packet larger than it takes once crossed (the
+             * remote drops a larger one rather than have it fail the local
+             * link); no Topic Alias Maximum: the remote sends no aliases. */
             if (b->s.receive_max > 0 && b->s.receive_max < UINT16_MAX)
                 np += mqtt_prop_u16(props + np, sizeof props - np, MQTT_PROP_RECEIVE_MAXIMUM,
                                     b->s.receive_max);
             if (b->s.max_packet > 0)
                 np += mqtt_prop_u32(props + np, sizeof props - np,
-                                    MQTT_PROP_MAXIMUM_PACKET_SIZE, b->s.max_packet);
+                                    MQTT_PROP_MAXIMUM_PACKET_SIZE,
+                                    fit_packet(b, BRIDGE_IN, b->s.max_packet));
             c.props.raw.p = props;
             c.props.raw.len = np;
         }
@@ -415,7 +419,7 @@ void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
                                 b->r_receive_max);
         if (b->r_max_packet > 0)
             np += mqtt_prop_u32(props + np, sizeof props - np, MQTT_PROP_MAXIMUM_PACKET_SIZE,
-                                local_max_packet(b));
+                                fit_packet(b, BRIDGE_OUT, b->r_max_packet));
         c.props.raw.p = props;
         c.props.raw.len = np;
         b->state = BRIDGE_LOCAL_CONNACK;

@@ -32,7 +32,11 @@ static bridge_settings settings5(void)
     strcpy(s.maps[1].pattern, "in/#");
     s.maps[1].dir = BRIDGE_IN;
     s.maps[1].qos = 2;
-    s.nmaps = 2;
+    strcpy(s.maps[2].pattern, "cmd/#"); /* grows by 6 coming in */
+    s.maps[2].dir = BRIDGE_IN;
+    s.maps[2].qos = 1;
+    strcpy(s.maps[2].local_prefix, "local/");
+    s.nmaps = 3;
     return s;
 }
 
@@ -150,7 +154,8 @@ TEST(bridge5_connects_at_level_5_with_a_persistent_session_and_no_local_subscrip
     CHECK_EQ(pk.u.connect.keepalive, 10);
     CHECK_EQ(pk.u.connect.props.session_expiry, UINT32_MAX);
     CHECK_EQ(pk.u.connect.props.receive_maximum, 50);
-    CHECK_EQ(pk.u.connect.props.maximum_packet_size, 100000);
+    /* limits.max_packet_size less what "cmd/" -> "local/cmd/" adds (6 + 3). */
+    CHECK_EQ(pk.u.connect.props.maximum_packet_size, 100000 - 6 - 3);
     CHECK(!(pk.u.connect.props.present & MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS_MAXIMUM)));
     n = mqtt_encode_connack5(buf, sizeof buf, false, 0, NULL, 0);
     CHECK(feed(b, BRIDGE_REMOTE, buf, n, 1));
