@@ -541,3 +541,17 @@ def test_bridge5_message_the_remote_refuses_is_dropped_and_counted_not_retried(b
         assert payloads(remote.messages) == [b"taken"]
     finally:
         m.stop()
+
+
+def test_bridge5_logs_the_reason_of_the_remotes_disconnect(broker):
+    # Mosquitto 2.0.11 closes a taken-over connection without a DISCONNECT;
+    # a remote tern sends 0x8E (Session taken over) to a 5.0 client.
+    remote = broker()
+    b = broker(config=bridge_cfg("r", remote.port, "t/# out 1", protocol="5"))
+    wait_bridge_up(b)
+    thief = Paho5(remote.port, client_id="tern-bridge-r")
+    thief.connect(clean_start=False, SessionExpiryInterval=3600)
+    wait_until(lambda: "bridge r: down: remote disconnected the bridge: reason 0x8e"
+               in b.stderr_text(), 15, what="the DISCONNECT's reason logged")
+    thief.stop()
+    wait_bridge_up(b, count=2, timeout=20)  # back, at the configured address
