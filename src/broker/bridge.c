@@ -18,8 +18,11 @@ typedef struct bvec {
 
 typedef struct link {
     bvec in, out;
-    uint8_t level; /* decoding level: 4 remote, 5 local */
+    uint8_t level; /* the remote's: settings.protocol; the local one's: 5 */
 } link;
+
+/* A bitmap of the 65536 packet identifiers. */
+#define IDMAP_BYTES (65536u / 8u)
 
 struct bridge {
     bridge_settings s;
@@ -34,6 +37,18 @@ struct bridge {
     uint64_t last_rx, last_tx; /* remote traffic (keep alive) */
     uint64_t local_tx;         /* our last packet to the local broker */
     uint32_t local_ka_ms;      /* the local broker's Server Keep Alive (0: none) */
+    /* What the remote's CONNACK said (5.0; the 3.1.1 defaults otherwise),
+     * reset at each remote CONNECT. */
+    uint32_t r_max_packet;  /* its Maximum Packet Size; 0: none given */
+    uint16_t r_receive_max; /* its Receive Maximum; 0: none given (65535) */
+    uint16_t ka_s;          /* keep alive toward it: ours or its Server Keep Alive */
+    uint8_t r_max_qos;      /* its Maximum QoS (2 when absent) */
+    bool r_retain;          /* its Retain Available (true when absent) */
+    /* Local QoS 2 deliveries relayed to the remote at a lower QoS (its
+     * Maximum QoS): the bridge answers their PUBREL itself. NULL until the
+     * first one. */
+    uint8_t *lowered;
+    bvec scratch;           /* a message's properties, filtered */
     char error[160];
 };
 
@@ -152,8 +167,11 @@ bridge *broker_bridge_create(const bridge_settings *s)
     b->s = *s;
     b->state = BRIDGE_WAIT;
     b->retry_at = 0; /* the first attempt at the first tick */
-    b->l[BRIDGE_REMOTE].level = MQTT_LEVEL_311;
+    b->l[BRIDGE_REMOTE].level = s->protocol == MQTT_LEVEL_5 ? MQTT_LEVEL_5 : MQTT_LEVEL_311;
     b->l[BRIDGE_LOCAL].level = MQTT_LEVEL_5;
+    b->ka_s = s->keepalive_s;
+    b->r_max_qos = 2;
+    b->r_retain = true;
     return b;
 }
 
@@ -166,6 +184,8 @@ void broker_bridge_destroy(bridge *b)
         bvec_free(&b->l[i].out);
     }
     bvec_free(&b->hold);
+    bvec_free(&b->scratch);
+    free(b->lowered);
     free(b);
 }
 
@@ -192,6 +212,28 @@ static void set_error(bridge *b, const char *a, const char *c)
         b->error[n++] = *p;
     for (const char *p = c; p && *p && n + 1 < sizeof b->error; p++)
         b->error[n++] = *p;
+    b->error[n] = '\0';
+}
+
+/* Append to the error: a reason code as " 0xNN", then the peer's Reason
+ * String if it sent one, as ": TEXT" with anything but printable ASCII
+ * shown as '?' (the text is the peer's and goes to the log). */
+static void append_reason(bridge *b, uint8_t code, const mqtt_props *pr)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = strlen(b->error);
+    char tail[5] = {' ', '0', 'x', hex[code >> 4], hex[code & 15]};
+
+    for (size_t i = 0; i < sizeof tail && n + 1 < sizeof b->error; i++)
+        b->error[n++] = tail[i];
+    if (pr != NULL && (pr->present & MQTT_PROP_BIT(MQTT_PROP_REASON_STRING))) {
+        for (size_t i = 0; i < 2 && n + 1 < sizeof b->error; i++)
+            b->error[n++] = ": "[i];
+        for (size_t i = 0; i < pr->reason_string.len && n + 1 < sizeof b->error; i++) {
+            uint8_t c = pr->reason_string.p[i];
+            b->error[n++] = c >= 0x20 && c < 0x7f ? (char)c : '?';
+        }
+    }
     b->error[n] = '\0';
 }
 
@@ -262,12 +304,62 @@ static bool emit_done(bridge *b, bridge_side side, size_t n, uint64_t now)
     return true;
 }
 
-static bool emit_ack(bridge *b, bridge_side side, mqtt_type type, uint16_t id, uint64_t now)
+/* An acknowledgement; at level 5 with its reason code (a 3.1.1 one has
+ * none to carry). */
+static bool emit_ack(bridge *b, bridge_side side, mqtt_type type, uint16_t id, uint8_t reason,
+                     uint64_t now)
 {
-    uint8_t *w = emit_begin(b, side, 4);
+    uint8_t *w = emit_begin(b, side, 8);
 
-    return w != NULL &&
-           emit_done(b, side, mqtt_encode_ack(w, 4, b->l[side].level, type, id), now);
+    if (w == NULL)
+        return false;
+    return emit_done(b, side,
+                     b->l[side].level == MQTT_LEVEL_5
+                         ? mqtt_encode_ack5(w, 8, type, id, reason, NULL, 0)
+                         : mqtt_encode_ack(w, 8, b->l[side].level, type, id),
+                     now);
+}
+
+/* ---- the lowered set ------------------------------------------------------ */
+
+static bool lowered(const bridge *b, uint16_t id)
+{
+    return b->lowered != NULL && (b->lowered[id >> 3] >> (id & 7)) & 1u;
+}
+
+static bool lower_mark(bridge *b, uint16_t id)
+{
+    if (b->lowered == NULL && (b->lowered = calloc(1, IDMAP_BYTES)) == NULL)
+        return false;
+    b->lowered[id >> 3] = (uint8_t)(b->lowered[id >> 3] | (1u << (id & 7)));
+    return true;
+}
+
+static void lower_clear(bridge *b, uint16_t id)
+{
+    if (b->lowered != NULL)
+        b->lowered[id >> 3] = (uint8_t)(b->lowered[id >> 3] & ~(1u << (id & 7)));
+}
+
+/* The Maximum Packet Size to give the source side of direction dir so
+ * that what it sends still fits `limit` on the other side after crossing:
+ * the limit less the longest prefix growth of that direction's mappings
+ * and then up to 3 more bytes of Remaining Length. */
+static uint32_t fit_packet(const bridge *b, bridge_dir dir, uint32_t limit)
+{
+    size_t grow = 0;
+
+    for (size_t i = 0; i < b->s.nmaps; i++) {
+        const bridge_map *m = &b->s.maps[i];
+        size_t from = strlen(dir == BRIDGE_OUT ? m->local_prefix : m->remote_prefix);
+        size_t to = strlen(dir == BRIDGE_OUT ? m->remote_prefix : m->local_prefix);
+
+        if ((m->dir & dir) && to > from && to - from > grow)
+            grow = to - from;
+    }
+    if (grow > 0)
+        grow += 3;
+    return limit > grow ? limit - (uint32_t)grow : 1;
 }
 
 /* ---- connecting ----------------------------------------------------------- */
@@ -275,7 +367,7 @@ static bool emit_ack(bridge *b, bridge_side side, mqtt_type type, uint16_t id, u
 void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
 {
     mqtt_connect c;
-    uint8_t props[8];
+    uint8_t props[32];
     size_t np = 0, n;
     uint8_t *w;
 
@@ -283,12 +375,35 @@ void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
     c.client_id.p = (const uint8_t *)b->s.client_id;
     c.client_id.len = strlen(b->s.client_id);
     c.clean_session = false; /* both sessions persist across links */
+    /* Session Expiry "never" at 5.0: the session is the durable queue
+     * (locally), or keeps what the remote has for us (remotely). */
+    np = mqtt_prop_u32(props, sizeof props, MQTT_PROP_SESSION_EXPIRY, UINT32_MAX);
     if (side == BRIDGE_REMOTE) {
         if (b->state != BRIDGE_DIAL_REMOTE)
             return;
-        c.level = MQTT_LEVEL_311;
-        c.bridge = b->s.try_private;
+        c.level = b->l[BRIDGE_REMOTE].level;
+        c.bridge = c.level == MQTT_LEVEL_311 && b->s.try_private;
         c.keepalive = b->s.keepalive_s;
+        b->ka_s = b->s.keepalive_s;
+        b->r_max_packet = 0;
+        b->r_receive_max = 0;
+        b->r_max_qos = 2;
+        b->r_retain = true;
+        if (c.level == MQTT_LEVEL_5) {
+            /* No more in flight toward us than the local broker takes from
+             * the bridge, no packet larger than it takes once crossed (the
+             * remote drops a larger one rather than have it fail the local
+             * link); no Topic Alias Maximum: the remote sends no aliases. */
+            if (b->s.receive_max > 0 && b->s.receive_max < UINT16_MAX)
+                np += mqtt_prop_u16(props + np, sizeof props - np, MQTT_PROP_RECEIVE_MAXIMUM,
+                                    b->s.receive_max);
+            if (b->s.max_packet > 0)
+                np += mqtt_prop_u32(props + np, sizeof props - np,
+                                    MQTT_PROP_MAXIMUM_PACKET_SIZE,
+                                    fit_packet(b, BRIDGE_IN, b->s.max_packet));
+            c.props.raw.p = props;
+            c.props.raw.len = np;
+        }
         b->state = BRIDGE_REMOTE_CONNACK;
         b->last_rx = now;
     } else {
@@ -296,8 +411,15 @@ void broker_bridge_opened(bridge *b, bridge_side side, uint64_t now)
             return;
         c.level = MQTT_LEVEL_5;
         c.keepalive = 0; /* an in-process link: no peer to lose silently */
-        /* Session Expiry "never": the local session is the durable queue. */
-        np = mqtt_prop_u32(props, sizeof props, MQTT_PROP_SESSION_EXPIRY, UINT32_MAX);
+        /* The remote's limits become ours toward the local broker, which
+         * then keeps to them (its window, its size check): the bridge
+         * relays without holding messages of its own. */
+        if (b->r_receive_max > 0)
+            np += mqtt_prop_u16(props + np, sizeof props - np, MQTT_PROP_RECEIVE_MAXIMUM,
+                                b->r_receive_max);
+        if (b->r_max_packet > 0)
+            np += mqtt_prop_u32(props + np, sizeof props - np, MQTT_PROP_MAXIMUM_PACKET_SIZE,
+                                fit_packet(b, BRIDGE_OUT, b->r_max_packet));
         c.props.raw.p = props;
         c.props.raw.len = np;
         b->state = BRIDGE_LOCAL_CONNACK;
@@ -330,7 +452,9 @@ static bool subscribe(bridge *b, bridge_side side, bridge_dir dir, uint64_t now,
         filters[count].p = (const uint8_t *)text[count];
         filters[count].len = len;
         opts[count] = m->qos;
-        if (side == BRIDGE_LOCAL) /* no echo of what we relay in; retain kept */
+        /* At 5.0 (always locally): no echo of what we relay in, which is
+         * the loop prevention; the retain flag kept as published. */
+        if (b->l[side].level == MQTT_LEVEL_5)
             opts[count] |= MQTT_SUBOPT_NO_LOCAL | MQTT_SUBOPT_RETAIN_AS_PUBLISHED;
         cap += len + 3;
         count++;
@@ -340,7 +464,7 @@ static bool subscribe(bridge *b, bridge_side side, bridge_dir dir, uint64_t now,
     /* Packet id 1: nothing else of ours is in flight on this link yet. */
     w = emit_begin(b, side, cap);
     n = w == NULL ? 0
-        : side == BRIDGE_LOCAL
+        : b->l[side].level == MQTT_LEVEL_5
             ? mqtt_encode_subscribe5(w, cap, 1, filters, opts, count, NULL)
             : mqtt_encode_subscribe(w, cap, MQTT_LEVEL_311, 1, filters, opts, count);
     if (!emit_done(b, side, n, now))
@@ -362,12 +486,52 @@ static bool granted(const mqtt_list *l)
 
 /* ---- relaying ------------------------------------------------------------- */
 
+/* The properties a message crosses with (5.0 to 5.0): all of them but a
+ * Topic Alias and Subscription Identifiers, which belong to the link they
+ * came over (neither is expected: the bridge asks for neither). */
+static bool crossing_props(bridge *b, const mqtt_publish *p, mqtt_bytes *out)
+{
+    const uint64_t drop =
+        MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS) | MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID);
+    size_t n;
+
+    *out = p->props.raw;
+    if (!(p->props.present & drop))
+        return true;
+    bvec_clear(&b->scratch);
+    if (!bvec_room(&b->scratch, p->props.raw.len))
+        return false;
+    n = mqtt_props_filter(&p->props.raw, drop, b->scratch.p, b->scratch.cap);
+    if (n == SIZE_MAX)
+        return false;
+    out->p = b->scratch.p;
+    out->len = n;
+    return true;
+}
+
+/* A local delivery the remote is not sent (too large for it) or is sent
+ * at a lower QoS than delivered (its Maximum QoS) is acknowledged to the
+ * local broker by the bridge: QoS 1 with a PUBACK; QoS 2 with a PUBREC,
+ * and its PUBREL answered here (the lowered set) unless the PUBREC is an
+ * error, which ends the delivery there. */
+static bool settle_local(bridge *b, const mqtt_publish *p, uint8_t reason, uint64_t now)
+{
+    if (p->qos == 0)
+        return true;
+    if (p->qos == 2 && reason < 0x80 && !lower_mark(b, p->packet_id))
+        return false;
+    return emit_ack(b, BRIDGE_LOCAL, p->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, p->packet_id, reason,
+                    now);
+}
+
 /* A PUBLISH from `from`, to the other side under its name there. */
 static bool relay_publish(bridge *b, bridge_side from, const mqtt_publish *p, uint64_t now)
 {
     bridge_side to = from == BRIDGE_REMOTE ? BRIDGE_LOCAL : BRIDGE_REMOTE;
     char topic[2 * BRIDGE_TOPIC_MAX + 1024];
     mqtt_publish q = *p;
+    mqtt_bytes props = {NULL, 0};
+    bool v5 = b->l[to].level == MQTT_LEVEL_5;
     size_t n, size;
     uint8_t *w;
 
@@ -378,9 +542,44 @@ static bool relay_publish(bridge *b, bridge_side from, const mqtt_publish *p, ui
                          " broker sent a topic no mapping covers", now);
     q.topic.p = (const uint8_t *)topic;
     q.topic.len = n;
-    size = mqtt_publish_size(b->l[to].level, n, p->payload.len, p->qos);
+    if (v5 && b->l[from].level == MQTT_LEVEL_5 && !crossing_props(b, p, &props))
+        return fail_here(b, "out of memory relaying a message", NULL, now);
+    if (to == BRIDGE_REMOTE) {
+        if (!b->r_retain)
+            q.retain = false; /* Retain Available 0: a retained PUBLISH is an error */
+        if (q.qos > b->r_max_qos) {
+            q.qos = b->r_max_qos;
+            q.packet_id = q.qos ? p->packet_id : 0;
+            q.dup = q.qos ? p->dup : false;
+        }
+        size = v5 ? mqtt_publish5_size(n, p->payload.len, q.qos, props.len)
+                  : mqtt_publish_size(b->l[to].level, n, p->payload.len, q.qos);
+        if (b->r_max_packet > 0 && size > b->r_max_packet) {
+            /* Cannot happen while the local broker keeps to the
+             * Maximum Packet Size we gave it; dropped as it would drop it. */
+            b->stats.dropped++;
+            if (!settle_local(b, p, MQTT_RC_UNSPECIFIED_ERROR, now))
+                return fail_here(b, "out of memory settling a message", NULL, now);
+            return true;
+        }
+        if (q.qos < p->qos) { /* lowered: the local side is settled by us */
+            if (q.qos == 0 && !settle_local(b, p, 0, now))
+                return fail_here(b, "out of memory settling a message", NULL, now);
+            if (q.qos == 1 && !lower_mark(b, p->packet_id))
+                return fail_here(b, "out of memory settling a message", NULL, now);
+        } else if (p->qos == 2) {
+            lower_clear(b, p->packet_id); /* the remote takes QoS 2 again */
+        }
+    } else {
+        size = v5 ? mqtt_publish5_size(n, p->payload.len, q.qos, props.len)
+                  : mqtt_publish_size(b->l[to].level, n, p->payload.len, q.qos);
+    }
     w = emit_begin(b, to, size);
-    if (w == NULL || !emit_done(b, to, mqtt_encode_publish(w, size, b->l[to].level, &q), now))
+    if (w == NULL ||
+        !emit_done(b, to,
+                   v5 ? mqtt_encode_publish5(w, size, &q, &props, props.len ? 1 : 0)
+                      : mqtt_encode_publish(w, size, b->l[to].level, &q),
+                   now))
         return fail_here(b, "out of memory relaying a message", NULL, now);
     if (from == BRIDGE_REMOTE)
         b->stats.received++;
@@ -394,12 +593,33 @@ static bool relay(bridge *b, bridge_side from, const mqtt_packet *pk, uint64_t n
 {
     bridge_side to = from == BRIDGE_REMOTE ? BRIDGE_LOCAL : BRIDGE_REMOTE;
 
+    const mqtt_ack *a = &pk->u.ack;
+    mqtt_type type = pk->type;
+
     if (pk->type == MQTT_PUBLISH)
         return relay_publish(b, from, &pk->u.publish, now);
-    if (from == BRIDGE_LOCAL && (pk->type == MQTT_PUBACK || pk->type == MQTT_PUBREC) &&
-        pk->u.ack.reason >= 0x80)
-        b->stats.refused++; /* the remote is told it was taken: see ADR-060 */
-    if (!emit_ack(b, to, pk->type, pk->u.ack.packet_id, now))
+    if ((type == MQTT_PUBACK || type == MQTT_PUBREC) && a->reason >= 0x80) {
+        /* Local: at 3.1.1 the remote is told it was taken (ADR-060).
+         * Remote: the local broker is told, and ends the delivery. */
+        if (from == BRIDGE_LOCAL)
+            b->stats.refused++;
+        else
+            b->stats.rejected++;
+    }
+    if (lowered(b, a->packet_id)) {
+        if (from == BRIDGE_REMOTE && type == MQTT_PUBACK) {
+            /* A QoS 2 delivery the remote took at QoS 1. */
+            if (a->reason >= 0x80)
+                lower_clear(b, a->packet_id);
+            type = MQTT_PUBREC;
+        } else if (from == BRIDGE_LOCAL && type == MQTT_PUBREL) {
+            lower_clear(b, a->packet_id);
+            if (!emit_ack(b, BRIDGE_LOCAL, MQTT_PUBCOMP, a->packet_id, 0, now))
+                return fail_here(b, "out of memory relaying an acknowledgement", NULL, now);
+            return true;
+        }
+    }
+    if (!emit_ack(b, to, type, a->packet_id, a->reason, now))
         return fail_here(b, "out of memory relaying an acknowledgement", NULL, now);
     return true;
 }
@@ -418,8 +638,8 @@ static bool replay_held(bridge *b, uint64_t now)
         mqtt_packet pk;
         size_t used = 0;
 
-        if (mqtt_decode(h->p + h->off, h->len - h->off, MQTT_FROM_SERVER, MQTT_LEVEL_311, 0, &pk,
-                        &used) != MQTT_OK)
+        if (mqtt_decode(h->p + h->off, h->len - h->off, MQTT_FROM_SERVER,
+                        b->l[BRIDGE_REMOTE].level, 0, &pk, &used) != MQTT_OK)
             return fail_here(b, "held packet unreadable", NULL, now); /* cannot happen */
         h->off += used;
         if (!relay(b, BRIDGE_REMOTE, &pk, now))
@@ -436,6 +656,23 @@ static bool go_up(bridge *b, uint64_t now)
     b->stats.connects++;
     b->error[0] = '\0';
     return replay_held(b, now);
+}
+
+/* A 5.0 remote's CONNACK properties: kept for the local CONNECT and the
+ * relay. Its Server Keep Alive is the keep alive from now on
+ * [MQTT-3.2.2-21]; a Server Reference is ignored (bridge.h). */
+static void remote_limits(bridge *b, const mqtt_props *pr)
+{
+    if (pr->present & MQTT_PROP_BIT(MQTT_PROP_RECEIVE_MAXIMUM))
+        b->r_receive_max = pr->receive_maximum;
+    if (pr->present & MQTT_PROP_BIT(MQTT_PROP_MAXIMUM_PACKET_SIZE))
+        b->r_max_packet = pr->maximum_packet_size;
+    if (pr->present & MQTT_PROP_BIT(MQTT_PROP_MAXIMUM_QOS))
+        b->r_max_qos = pr->maximum_qos;
+    if (pr->present & MQTT_PROP_BIT(MQTT_PROP_RETAIN_AVAILABLE))
+        b->r_retain = pr->retain_available != 0;
+    if (pr->present & MQTT_PROP_BIT(MQTT_PROP_SERVER_KEEP_ALIVE))
+        b->ka_s = pr->server_keep_alive;
 }
 
 static bool remote_packet(bridge *b, const mqtt_packet *pk, const uint8_t *raw, uint64_t now)
@@ -458,11 +695,18 @@ static bool remote_packet(bridge *b, const mqtt_packet *pk, const uint8_t *raw, 
     case MQTT_CONNACK:
         if (b->state != BRIDGE_REMOTE_CONNACK)
             break;
+        if (pk->u.connack.return_code != 0 && b->l[BRIDGE_REMOTE].level == MQTT_LEVEL_5) {
+            set_error(b, "remote refused the connection: CONNACK reason", NULL);
+            append_reason(b, pk->u.connack.return_code, &pk->u.connack.props);
+            return fail_here(b, b->error, NULL, now);
+        }
         if (pk->u.connack.return_code != 0) {
             code[0] = (char)('0' + pk->u.connack.return_code % 10);
             code[1] = '\0';
             return fail_here(b, "remote refused the connection: CONNACK code ", code, now);
         }
+        if (b->l[BRIDGE_REMOTE].level == MQTT_LEVEL_5)
+            remote_limits(b, &pk->u.connack.props);
         b->state = BRIDGE_REMOTE_SUBACK;
         if (!subscribe(b, BRIDGE_REMOTE, BRIDGE_IN, now, &ok))
             b->state = BRIDGE_DIAL_LOCAL;
@@ -476,6 +720,12 @@ static bool remote_packet(bridge *b, const mqtt_packet *pk, const uint8_t *raw, 
         return true;
     case MQTT_PINGRESP:
         return true;
+    case MQTT_DISCONNECT: /* 5.0 only (the decoder refuses it from a 3.1.1 server) */
+        /* A Server Reference (redirection) is ignored: the bridge goes
+         * where it is configured to, and retries there. */
+        set_error(b, "remote disconnected the bridge: reason", NULL);
+        append_reason(b, pk->u.disconnect.reason, &pk->u.disconnect.props);
+        return fail_here(b, b->error, NULL, now);
     default:
         break;
     }
@@ -530,7 +780,9 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
                              NULL, now);
         return b->primed ? go_up(b, now) : primed(b, now);
     case MQTT_DISCONNECT:
-        return fail_here(b, "local broker ended the bridge's session", NULL, now);
+        set_error(b, "local broker ended the bridge's session: reason", NULL);
+        append_reason(b, pk->u.disconnect.reason, &pk->u.disconnect.props);
+        return fail_here(b, b->error, NULL, now);
     case MQTT_PINGRESP:
         return true;
     default:
@@ -577,14 +829,17 @@ bool broker_bridge_input(bridge *b, bridge_side side, const uint8_t *data, size_
 
 /* ---- timers --------------------------------------------------------------- */
 
+/* The remote link's keep alive runs (a Server Keep Alive of 0 turns it
+ * off). */
 static bool remote_open(const bridge *b)
 {
-    return b->primed && b->state >= BRIDGE_REMOTE_CONNACK; /* the prime has no remote */
+    /* The prime has no remote. */
+    return b->primed && b->state >= BRIDGE_REMOTE_CONNACK && b->ka_s > 0;
 }
 
 uint64_t broker_bridge_deadline(const bridge *b)
 {
-    uint64_t ka = (uint64_t)b->s.keepalive_s * 1000u, d;
+    uint64_t ka = (uint64_t)b->ka_s * 1000u, d;
 
     if (b->state == BRIDGE_WAIT)
         return b->retry_at;
@@ -606,7 +861,7 @@ uint64_t broker_bridge_deadline(const bridge *b)
 
 bool broker_bridge_tick(bridge *b, uint32_t random, uint64_t now)
 {
-    uint64_t ka = (uint64_t)b->s.keepalive_s * 1000u;
+    uint64_t ka = (uint64_t)b->ka_s * 1000u;
 
     if (b->state == BRIDGE_WAIT) {
         if (now < b->retry_at)

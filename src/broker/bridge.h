@@ -6,9 +6,12 @@
  *
  * A bridge has two links, both MQTT client connections made by it:
  *
- *   remote  to the other broker (MQTT 3.1.1; with try_private the protocol
- *           level byte has 0x80 set, Mosquitto's bridge convention, so the
- *           remote neither echoes our publishes nor clears their retain);
+ *   remote  to the other broker, as MQTT 3.1.1 (with try_private the
+ *           protocol level byte has 0x80 set, Mosquitto's bridge convention,
+ *           so the remote neither echoes our publishes nor clears their
+ *           retain) or as MQTT 5.0 (Clean Start 0, Session Expiry "never";
+ *           the subscriptions have No Local and Retain As Published set,
+ *           which is 5.0's own loop prevention);
  *   local   to this broker, over an in-process transport the platform gives
  *           it (a socketpair on Linux), as MQTT 5.0 with a persistent session
  *           (Clean Start 0, Session Expiry "never") whose subscriptions have
@@ -24,6 +27,22 @@
  * remote's deliveries ours toward the local broker, so the relay keeps no
  * table and a reconnect's retransmissions (DUP publishes, PUBRELs) flow
  * through as they are.
+ *
+ * At 5.0 toward the remote the relay also carries each message's
+ * properties (user properties, content type, message expiry left, payload
+ * format, response topic, correlation data) and the reason codes of the
+ * acknowledgements both ways, and honours the remote's CONNACK: its
+ * Receive Maximum and Maximum Packet Size become the local CONNECT's (so
+ * the local broker's window and size check are the bridge's flow control,
+ * with no per-message state here), its Maximum QoS lowers what is relayed
+ * (a QoS 2 delivery sent at QoS 1 or 0 is completed toward the local
+ * broker by the bridge, remembered in a bitmap of packet identifiers),
+ * Retain Available 0 clears the retain flag, its Server Keep Alive
+ * replaces ours. Topic aliases are not used (Topic Alias Maximum 0 both
+ * ways) and a Server Reference (redirection) is ignored. A negative
+ * PUBACK / PUBREC reason from the remote is relayed to the local broker,
+ * which then ends that delivery: the message is dropped, not retried, and
+ * counted (stats.rejected).
  *
  * The order of a connection (so that our one SUBSCRIBE per link never
  * shares an identifier with a relayed publish in flight):
@@ -82,7 +101,13 @@ typedef struct bridge_map {
 typedef struct bridge_settings {
     char client_id[BRIDGE_ID_MAX]; /* used toward both brokers */
     uint16_t keepalive_s;          /* toward the remote; > 0 */
-    bool try_private;              /* the 0x80 protocol level bit */
+    uint8_t protocol;              /* toward the remote: MQTT_LEVEL_311 (0 too) or
+                                      MQTT_LEVEL_5 */
+    bool try_private;              /* the 0x80 protocol level bit (3.1.1 only) */
+    /* The local broker's Receive Maximum (limits.receive_maximum), sent to
+     * a 5.0 remote so it never has more in flight toward us than the local
+     * broker takes from the bridge (0: not sent, 65535). */
+    uint16_t receive_max;
     uint32_t backoff_min_ms, backoff_max_ms;
     /* Largest packet taken from either broker (0: the protocol's
      * maximum); a larger one fails the bridge before it is buffered. The
@@ -114,6 +139,9 @@ typedef struct bridge_stats {
     uint64_t sent;       /* publishes relayed to the remote */
     uint64_t received;   /* publishes relayed from the remote */
     uint64_t refused;    /* publishes the local broker refused (reason >= 0x80) */
+    uint64_t rejected;   /* publishes the remote refused (5.0: PUBACK / PUBREC reason
+                            >= 0x80): dropped, not retried */
+    uint64_t dropped;    /* publishes not sent: above the remote's Maximum Packet Size */
 } bridge_stats;
 
 typedef struct bridge bridge;

@@ -336,6 +336,12 @@ void broker_set_layer_stats(broker *b, const broker_layer_stats *st);
  * published) for any other topic. */
 int broker_sys_put(broker *b, const char *topic, const char *value);
 
+/* Messages session client_id holds for its client: those waiting to be
+ * sent and those in flight (sent, not yet fully acknowledged), into
+ * *waiting; false (and 0) when there is no such session. The daemon's
+ * bridges publish their own session's as $SYS/broker/bridges/NAME/queued. */
+bool broker_session_waiting(broker *b, const char *client_id, uint64_t *waiting);
+
 /* Provided by the platform, not the core: report a broken invariant (a bug)
  * on every console and stop. Never returns. */
 _Noreturn void tern_panic(const char *file, int line, const char *what);

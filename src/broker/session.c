@@ -68,6 +68,15 @@ session *bk_session_find(session_table *st, const uint8_t *id, size_t len)
     return NULL;
 }
 
+bool broker_session_waiting(broker *b, const char *client_id, uint64_t *waiting)
+{
+    const session *s = bk_session_find(&b->sessions, (const uint8_t *)client_id,
+                                       strlen(client_id));
+
+    *waiting = s ? (uint64_t)(s->q_count - s->q_sent) + s->inflight : 0;
+    return s != NULL;
+}
+
 /* Rehash into size slots (a power of two). */
 static void table_resize(broker *b, session_table *st, size_t size)
 {

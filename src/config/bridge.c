@@ -17,7 +17,7 @@
 #include "config/keys.h"
 #include "mqtt/mqtt.h"
 
-typedef enum bkind { B_ADDR, B_TEXT, B_PATH, B_UINT, B_BOOL, B_TOPICS } bkind;
+typedef enum bkind { B_ADDR, B_TEXT, B_PATH, B_UINT, B_BOOL, B_TOPICS, B_PROTOCOL } bkind;
 
 typedef struct bkey {
     const char *name;
@@ -37,6 +37,7 @@ static const bkey bkeys[] = {
     BK("reconnect_min", B_UINT, 1, 3600, reconnect_min_s),
     BK("reconnect_max", B_UINT, 1, 86400, reconnect_max_s),
     BK("try_private", B_BOOL, 0, 0, try_private),
+    BK("protocol", B_PROTOCOL, 0, 0, protocol),
     BK("tls_ca", B_PATH, 0, BSIZE(tls_ca), tls_ca),
     BK("tls_cert", B_PATH, 0, BSIZE(tls_cert), tls_cert),
     BK("tls_key", B_PATH, 0, BSIZE(tls_key), tls_key),
@@ -250,6 +251,7 @@ static tern_config_bridge *find_or_add(tern_config *cfg, const char *name, size_
     cb->reconnect_min_s = TERN_BRIDGE_RECONNECT_MIN_DEFAULT;
     cb->reconnect_max_s = TERN_BRIDGE_RECONNECT_MAX_DEFAULT;
     cb->try_private = true;
+    cb->protocol = MQTT_LEVEL_311;
     return cb;
 }
 
@@ -276,6 +278,9 @@ static void expected(out *o, const bkey *k)
         break;
     case B_TOPICS:
         puts_(o, "'PATTERN DIR QOS [LOCAL_PREFIX [REMOTE_PREFIX]]', ...");
+        break;
+    case B_PROTOCOL:
+        puts_(o, "3.1.1 or 5");
         break;
     }
 }
@@ -312,6 +317,14 @@ static bool set(tern_config_bridge *cb, const bkey *k, const char *v, size_t n, 
             *(bool *)(void *)field = true;
         else if (n == 5 && memcmp(v, "false", 5) == 0)
             *(bool *)(void *)field = false;
+        else
+            return false;
+        return true;
+    case B_PROTOCOL:
+        if (n == 5 && memcmp(v, "3.1.1", 5) == 0)
+            *(uint8_t *)field = MQTT_LEVEL_311;
+        else if (n == 1 && v[0] == '5')
+            *(uint8_t *)field = MQTT_LEVEL_5;
         else
             return false;
         return true;
@@ -448,6 +461,13 @@ bool tern_config_bridges_check(const tern_config *cfg, char *msg, size_t cap, si
             puts_(&o, ": missing (the remote's name is checked in its certificate, over TLS)");
             return false;
         }
+        if (cb->protocol == MQTT_LEVEL_5 && tern_config_bridge_line(cb, "try_private") != 0) {
+            *line = tern_config_bridge_line(cb, "try_private");
+            put_key(&o, cb->name, "try_private");
+            puts_(&o, ": only for protocol 3.1.1 (at 5 the subscriptions' No Local is the "
+                      "loop prevention)");
+            return false;
+        }
         if (cb->reconnect_max_s < cb->reconnect_min_s) {
             *line = tern_config_bridge_line(cb, "reconnect_max");
             put_key(&o, cb->name, "reconnect_max");
@@ -475,6 +495,7 @@ void tern_config_bridge_settings(const tern_config_bridge *cb, bridge_settings *
     }
     s->keepalive_s = (uint16_t)cb->keepalive_s;
     s->try_private = cb->try_private;
+    s->protocol = cb->protocol;
     s->backoff_min_ms = cb->reconnect_min_s * 1000u;
     s->backoff_max_ms = cb->reconnect_max_s * 1000u;
     (void)parse_topics(cb->topics, strlen(cb->topics), s->maps, &s->nmaps, &o);

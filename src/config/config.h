@@ -187,7 +187,7 @@ typedef struct tern_config_net {
 #define TERN_BRIDGE_RECONNECT_MAX_DEFAULT 60u
 /* The lines each bridge key was set on (index: the bridge key table in
  * src/config/bridge.c). */
-#define TERN_BRIDGE_KEYS 12u
+#define TERN_BRIDGE_KEYS 13u
 
 typedef struct tern_config_bridge {
     char name[TERN_BRIDGE_NAME_MAX];
@@ -202,6 +202,7 @@ typedef struct tern_config_bridge {
     uint32_t keepalive_s;
     uint32_t reconnect_min_s, reconnect_max_s;
     bool try_private;
+    uint8_t protocol;                        /* toward the remote: 4 (3.1.1) or 5 */
     uint32_t key_line[TERN_BRIDGE_KEYS];
 } tern_config_bridge;
 

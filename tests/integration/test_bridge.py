@@ -6,6 +6,11 @@ The remote is Debian's real Mosquitto, started here on a free loopback port
 acknowledged), or a second ternd for tern-to-tern over mutual TLS. A small
 TCP proxy in the test stands between the bridge and the remote when the
 network is to be cut and restored.
+
+The tests marked with PROTOCOLS run twice: the bridge speaking MQTT 3.1.1
+to the remote (the default, loop prevention by the 0x80 bridge bit) and
+MQTT 5.0 (bridge.NAME.protocol = 5: No Local on its remote subscriptions,
+properties carried through).
 """
 
 import os
@@ -19,17 +24,22 @@ import pytest
 
 from conftest import HOST, IS_MOSQUITTO, MOSQUITTO_BIN, free_port
 from mqttclients import PahoClient, wait_until
+from mqtt5clients import Paho5, make_props
+from paho.mqtt.packettypes import PacketTypes
 
 pytestmark = pytest.mark.tern_only  # ternd is the bridging side
 
 # The bridge retries quickly in tests (reconnect_min 1 s, max 2 s).
 FAST = {"reconnect_min": 1, "reconnect_max": 2, "keepalive": 5}
 
+# bridge.NAME.protocol toward the remote, for the tests run at both.
+PROTOCOLS = pytest.mark.parametrize("protocol", ["3.1.1", "5"])
+
 
 class Mosquitto:
     """A Mosquitto on a fixed port, restartable with its persistence."""
 
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, extra=""):
         self.port = free_port()
         self.dir = str(tmp_path)
         os.makedirs(self.dir, exist_ok=True)
@@ -40,7 +50,8 @@ class Mosquitto:
                     "max_queued_messages 100000\nlog_dest stderr\n"
                     # Stay the test's user: as root Mosquitto would become
                     # "mosquitto", who cannot write the test's directory.
-                    "user %s\n" % (self.port, HOST, self.dir, pwd.getpwuid(os.getuid()).pw_name))
+                    "user %s\n" % (self.port, HOST, self.dir, pwd.getpwuid(os.getuid()).pw_name)
+                    + extra)
         self.proc = None
         self.start()
 
@@ -168,9 +179,11 @@ def payloads(msgs, topic=None):
     return [m.payload for m in msgs if topic is None or m.topic == topic]
 
 
-def test_bridge_relays_both_directions_at_qos_0_1_2_with_prefixes(broker, mosquitto):
+@PROTOCOLS
+def test_bridge_relays_both_directions_at_qos_0_1_2_with_prefixes(broker, mosquitto, protocol):
     b = broker(config=bridge_cfg("r", mosquitto.port,
-                                 "up/# out 2 site/ hq/site/, down/# in 2 \"\" hq/"))
+                                 "up/# out 2 site/ hq/site/, down/# in 2 \"\" hq/",
+                                 protocol=protocol))
     wait_bridge_up(b)
     remote = client(mosquitto.port)
     remote.subscribe("hq/site/#", qos=2)
@@ -192,8 +205,9 @@ def test_bridge_relays_both_directions_at_qos_0_1_2_with_prefixes(broker, mosqui
         c.disconnect()
 
 
-def test_bridge_no_loop_with_both_directions_on_one_topic(broker, mosquitto):
-    b = broker(config=bridge_cfg("r", mosquitto.port, "loop/# both 1"))
+@PROTOCOLS
+def test_bridge_no_loop_with_both_directions_on_one_topic(broker, mosquitto, protocol):
+    b = broker(config=bridge_cfg("r", mosquitto.port, "loop/# both 1", protocol=protocol))
     wait_bridge_up(b)
     remote, local = client(mosquitto.port), client(b.port)
     remote.subscribe("loop/#", qos=1)
@@ -207,8 +221,9 @@ def test_bridge_no_loop_with_both_directions_on_one_topic(broker, mosquitto):
     assert sorted(payloads(local.messages)) == [b"from-local", b"from-remote"]
 
 
-def test_bridge_keeps_retain_as_published(broker, mosquitto):
-    b = broker(config=bridge_cfg("r", mosquitto.port, "ret/# out 1"))
+@PROTOCOLS
+def test_bridge_keeps_retain_as_published(broker, mosquitto, protocol):
+    b = broker(config=bridge_cfg("r", mosquitto.port, "ret/# out 1", protocol=protocol))
     wait_bridge_up(b)
     client(b.port).publish("ret/x", b"kept", qos=1, retain=True)
     late = client(mosquitto.port)
@@ -217,8 +232,9 @@ def test_bridge_keeps_retain_as_published(broker, mosquitto):
     assert late.messages[0].retain and late.messages[0].payload == b"kept"
 
 
-def test_bridge_remote_restart_mid_stream_loses_no_acknowledged_message(broker, mosquitto):
-    b = broker(config=bridge_cfg("r", mosquitto.port, "s/# out 1"))
+@PROTOCOLS
+def test_bridge_remote_restart_mid_stream_loses_no_acknowledged_message(broker, mosquitto, protocol):
+    b = broker(config=bridge_cfg("r", mosquitto.port, "s/# out 1", protocol=protocol))
     wait_bridge_up(b)
     sub = PahoClient(mosquitto.port, client_id="collector", clean_session=False)
     sub.connect()
@@ -241,10 +257,12 @@ def test_bridge_remote_restart_mid_stream_loses_no_acknowledged_message(broker, 
     sub.disconnect()
 
 
-def test_bridge_network_cut_and_restored_queues_then_delivers(broker, mosquitto):
+@PROTOCOLS
+def test_bridge_network_cut_and_restored_queues_then_delivers(broker, mosquitto, protocol):
     proxy = Proxy(mosquitto.port)
     try:
-        b = broker(config=bridge_cfg("r", proxy.port, "c/# out 1, d/# in 1"))
+        b = broker(config=bridge_cfg("r", proxy.port, "c/# out 1, d/# in 1",
+                                     protocol=protocol))
         wait_bridge_up(b)
         remote = PahoClient(mosquitto.port, client_id="rsub", clean_session=False)
         remote.connect()
@@ -270,16 +288,19 @@ def test_bridge_network_cut_and_restored_queues_then_delivers(broker, mosquitto)
         proxy.close()
 
 
-def test_bridge_tern_to_tern_over_mutual_tls_both_ways_without_loops(broker, tls):
+@PROTOCOLS
+def test_bridge_tern_to_tern_over_mutual_tls_both_ways_without_loops(broker, tls, protocol):
     remote = tls.start()  # mutual TLS on remote.tls_port, plaintext on remote.port
-    cfg = bridge_cfg("t", remote.tls_port, "tt/# both 1")
+    cfg = bridge_cfg("t", remote.tls_port, "tt/# both 1", protocol=protocol)
     crt, key = tls.pki.cert("dev-client")
     cfg.update({"bridge.t.tls_ca": tls.pki.ca, "bridge.t.tls_cert": crt, "bridge.t.tls_key": key,
                 "bridge.t.tls_name": "localhost"})  # the dev server certificate's DNS name
     local_b = broker(config=cfg)
     wait_bridge_up(local_b, "t", timeout=20)
     assert "not for a name" not in local_b.stderr_text()
-    # The remote tern saw the bridge as a 3.1.1 bridge with the certificate's identity.
+    # The remote tern saw the bridge (at 3.1.1 with the bridge bit, at 5.0
+    # as a client whose subscriptions have No Local) with the certificate's
+    # identity.
     assert "dev-client" in remote.stderr_text()
     r, l = client(remote.port), client(local_b.port)
     r.subscribe("tt/#", qos=1)
@@ -390,3 +411,147 @@ def test_bridge_queue_survives_a_restart_of_tern_with_a_store(broker, mosquitto,
                  what=lambda: "the 40 queued messages (have %d)" % len(
                      want & set(payloads(sub.messages))))
     sub.disconnect()
+
+
+def sys_watcher(b, name="r"):
+    """A client on $SYS/broker/bridges/NAME/#, and a function giving the
+    latest value of each of its topics (by last level)."""
+    w = client(b.port)
+    w.subscribe("$SYS/broker/bridges/%s/#" % name, qos=0)
+
+    def latest():
+        d = {}
+        for m in list(w.messages):
+            d[m.topic.rsplit("/", 1)[1]] = m.payload
+        return d
+    return w, latest
+
+
+def test_bridge5_carries_message_properties_both_ways(broker, mosquitto):
+    b = broker(config=bridge_cfg("r", mosquitto.port, "p/# out 1, q/# in 1", protocol="5"))
+    wait_bridge_up(b)
+    assert "bridge r: MQTT 5.0 to plaintext" in b.stderr_text()
+    remote, local = Paho5(mosquitto.port), Paho5(b.port)
+    remote.connect()
+    local.connect()
+    remote.subscribe("p/#", qos=1)
+    local.subscribe("q/#", qos=1)
+    props = dict(UserProperty=[("site", "north"), ("k", "v")], MessageExpiryInterval=300,
+                 ContentType="text/plain", ResponseTopic="replies/1",
+                 CorrelationData=b"\x01\x02", PayloadFormatIndicator=1)
+    pub_l, pub_r = Paho5(b.port), Paho5(mosquitto.port)
+    pub_l.connect()
+    pub_r.connect()
+    pub_l.publish("p/x", b"out", qos=1, **props)
+    pub_r.publish("q/y", b"in", qos=1, **props)
+    for c, topic in ((remote, "p/x"), (local, "q/y")):
+        m = c.wait_messages(1, timeout=10)[0]
+        assert m.topic == topic
+        got = m.props
+        assert got["UserProperty"] == [("site", "north"), ("k", "v")], got
+        assert 290 <= got["MessageExpiryInterval"] <= 300, got  # what is left of it
+        assert got["ContentType"] == "text/plain"
+        assert got["ResponseTopic"] == "replies/1"
+        assert got["CorrelationData"] == b"\x01\x02"
+        assert got["PayloadFormatIndicator"] == 1
+    for c in (remote, local, pub_l, pub_r):
+        c.disconnect()
+
+
+def test_bridge5_message_expiry_runs_out_while_queued_for_the_remote(broker, mosquitto):
+    b = broker(config=bridge_cfg("r", mosquitto.port, "e/# out 1", protocol="5"))
+    wait_bridge_up(b)
+    sub = Paho5(mosquitto.port, client_id="esub")
+    sub.connect(clean_start=False, SessionExpiryInterval=3600)
+    sub.subscribe("e/#", qos=1)
+    mosquitto.stop()
+    wait_until(lambda: "bridge r: down" in b.stderr_text(), 15, what="bridge down")
+    pub = Paho5(b.port)
+    pub.connect()
+    pub.publish("e/short", b"gone", qos=1, MessageExpiryInterval=1)
+    pub.publish("e/long", b"kept", qos=1, MessageExpiryInterval=600)
+    time.sleep(2.5)  # the short one expires in the bridge's session
+    mosquitto.start()
+    wait_bridge_up(b, count=2, timeout=20)
+    sub = Paho5(mosquitto.port, client_id="esub")
+    sub.connect(clean_start=False, SessionExpiryInterval=3600)
+    m = sub.wait_messages(1, timeout=10)[0]
+    assert m.payload == b"kept" and m.props["MessageExpiryInterval"] <= 598
+    time.sleep(0.5)
+    assert payloads(sub.messages) == [b"kept"]
+    sub.disconnect()
+
+
+def test_bridge_queued_counter_rises_while_the_remote_is_away_and_falls_to_zero(broker,
+                                                                                 mosquitto):
+    b = broker(config=dict(bridge_cfg("r", mosquitto.port, "w/# out 1", protocol="5"),
+                           **{"sys.interval": 1}))
+    wait_bridge_up(b)
+    sub = PahoClient(mosquitto.port, client_id="wsub", clean_session=False)
+    sub.connect()
+    sub.subscribe("w/#", qos=1)
+    sub.disconnect()
+    watcher, latest = sys_watcher(b)
+    watcher.wait_for(lambda ms: latest().get("queued") == b"0", timeout=10,
+                     what=lambda: "queued 0 in %r" % latest())
+    mosquitto.stop()
+    wait_until(lambda: "bridge r: down" in b.stderr_text(), 15, what="bridge down")
+    pub = client(b.port)
+    for i in range(25):
+        pub.publish("w/x", b"%d" % i, qos=1)
+    watcher.wait_for(lambda ms: latest().get("queued") == b"25", timeout=10,
+                     what=lambda: "queued 25 in %r" % latest())
+    mosquitto.start()
+    wait_bridge_up(b, count=2, timeout=20)
+    watcher.wait_for(lambda ms: latest().get("queued") == b"0", timeout=15,
+                     what=lambda: "queued back to 0 in %r" % latest())
+    sub = PahoClient(mosquitto.port, client_id="wsub", clean_session=False)
+    sub.connect()
+    want = {b"%d" % i for i in range(25)}
+    sub.wait_for(lambda ms: want <= set(payloads(ms)), timeout=10, what="the 25 messages")
+    sub.disconnect()
+
+
+def test_bridge5_message_the_remote_refuses_is_dropped_and_counted_not_retried(broker, tmp_path):
+    if IS_MOSQUITTO:
+        pytest.skip("the bridging side is ternd")
+    acl = tmp_path / "mosq.acl"
+    # Anonymous clients (the bridge, the test's subscriber): ok/# both
+    # ways, deny/# read only, so Mosquitto answers the bridge's PUBLISH
+    # there with PUBACK 0x87 (Not authorized) at 5.0.
+    acl.write_text("topic readwrite ok/#\ntopic read deny/#\n")
+    m = Mosquitto(tmp_path / "mosq", extra="acl_file %s\n" % acl)
+    try:
+        b = broker(config=dict(bridge_cfg("r", m.port, "deny/# out 1, ok/# out 1",
+                                          protocol="5"), **{"sys.interval": 1}))
+        wait_bridge_up(b)
+        remote = client(m.port)
+        remote.subscribe("deny/#", qos=1)
+        remote.subscribe("ok/#", qos=1)
+        watcher, latest = sys_watcher(b)
+        pub = client(b.port)
+        pub.publish("deny/a", b"refused", qos=1)
+        pub.publish("ok/b", b"taken", qos=1)
+        remote.wait_messages(1, timeout=10)
+        watcher.wait_for(lambda ms: latest().get("rejected") == b"1" and
+                         latest().get("queued") == b"0" and latest().get("sent") == b"2",
+                         timeout=10, what=lambda: "rejected 1, queued 0, sent 2 in %r" % latest())
+        time.sleep(1.5)  # not retried: still one rejection, the bridge still up
+        assert latest().get("rejected") == b"1" and latest().get("connects") == b"1"
+        assert payloads(remote.messages) == [b"taken"]
+    finally:
+        m.stop()
+
+
+def test_bridge5_logs_the_reason_of_the_remotes_disconnect(broker):
+    # Mosquitto 2.0.11 closes a taken-over connection without a DISCONNECT;
+    # a remote tern sends 0x8E (Session taken over) to a 5.0 client.
+    remote = broker()
+    b = broker(config=bridge_cfg("r", remote.port, "t/# out 1", protocol="5"))
+    wait_bridge_up(b)
+    thief = Paho5(remote.port, client_id="tern-bridge-r")
+    thief.connect(clean_start=False, SessionExpiryInterval=3600)
+    wait_until(lambda: "bridge r: down: remote disconnected the bridge: reason 0x8e"
+               in b.stderr_text(), 15, what="the DISCONNECT's reason logged")
+    thief.stop()
+    wait_bridge_up(b, count=2, timeout=20)  # back, at the configured address

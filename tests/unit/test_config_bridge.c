@@ -187,3 +187,36 @@ TEST(config_bridge_keys_need_config_version_first)
     CHECK(!parse("bridge.b.keepalive = 10\nconfig_version = 1\n", &cfg, err));
     CHECK(strstr(err, "t.conf:1: the first setting must be 'config_version = 1'") == err);
 }
+
+TEST(config_bridge_protocol_is_3_1_1_by_default_or_5_and_nothing_else)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+    bridge_settings s;
+
+    CHECK(parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n", &cfg, err));
+    tern_config_bridge_settings(&cfg.bridges[0], &s);
+    CHECK_EQ(s.protocol, 4);
+    CHECK(parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n"
+                     "bridge.b.protocol = 5\n", &cfg, err));
+    tern_config_bridge_settings(&cfg.bridges[0], &s);
+    CHECK_EQ(s.protocol, 5);
+    CHECK(parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n"
+                     "bridge.b.protocol = 3.1.1\n", &cfg, err));
+    tern_config_bridge_settings(&cfg.bridges[0], &s);
+    CHECK_EQ(s.protocol, 4);
+    CHECK(!parse(HEAD "bridge.b.protocol = 5.0\n", &cfg, err));
+    CHECK(strcmp(err, "t.conf:2: bridge.b.protocol: bad value (expected 3.1.1 or 5)") == 0);
+    CHECK(!parse(HEAD "bridge.b.protocol = 3\n", &cfg, err));
+    CHECK(strstr(err, "t.conf:2: bridge.b.protocol: bad value") == err);
+}
+
+TEST(config_bridge_try_private_with_protocol_5_is_refused_naming_it)
+{
+    char err[TERN_CONFIG_ERR_SIZE];
+    tern_config cfg;
+
+    CHECK(!parse(HEAD "bridge.b.address = 127.0.0.1:1883\nbridge.b.topics = a in 1\n"
+                      "bridge.b.protocol = 5\nbridge.b.try_private = true\n", &cfg, err));
+    CHECK(strstr(err, "t.conf:5: bridge.b.try_private: only for protocol 3.1.1") == err);
+}

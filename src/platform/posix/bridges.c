@@ -49,6 +49,7 @@ typedef struct tb {
     const tern_config_bridge *cfg; /* in the loop's copy of the configuration */
     bridge *b;
     char identity[TERN_BRIDGE_TEXT_MAX];
+    char client_id[BRIDGE_ID_MAX]; /* its local session's, for .../queued */
     tern_tls_client *tls_ctx; /* NULL: plaintext to the remote */
     tern_tls_conn *tls;       /* the remote link's session while it is open */
     bool connecting;          /* the remote socket's connect is in progress */
@@ -170,6 +171,10 @@ tern_bridges *tern_bridges_create(tern_loop *l)
         (void)tern_config_bridge_identity(t->cfg, t->identity, sizeof t->identity);
         tern_config_bridge_settings(t->cfg, &s);
         s.max_packet = l->cfg.limits.max_packet_size;
+        s.receive_max = (uint16_t)(l->cfg.limits.receive_maximum < UINT16_MAX
+                                       ? l->cfg.limits.receive_maximum
+                                       : UINT16_MAX);
+        memcpy(t->client_id, s.client_id, sizeof t->client_id);
         t->b = broker_bridge_create(&s);
         bs->n++;
         if (t->b == NULL) {
@@ -181,8 +186,9 @@ tern_bridges *tern_bridges_create(tern_loop *l)
             tern_logf(l->log, BROKER_LOG_ERROR, "%s", err);
             return NULL;
         }
-        tern_logf(l->log, BROKER_LOG_INFO, "bridge %s: to %s as %s, identity %s here",
-                  t->cfg->name, t->tls_ctx ? "TLS" : "plaintext", s.client_id, t->identity);
+        tern_logf(l->log, BROKER_LOG_INFO, "bridge %s: MQTT %s to %s as %s, identity %s here",
+                  t->cfg->name, s.protocol == 5 ? "5.0" : "3.1.1",
+                  t->tls_ctx ? "TLS" : "plaintext", s.client_id, t->identity);
         if (t->tls_ctx != NULL && t->cfg->tls_name[0] == '\0')
             tern_logf(l->log, BROKER_LOG_WARN,
                       "bridge %s: the remote's certificate is checked against bridge.%s.tls_ca "
@@ -589,21 +595,27 @@ static const char *state_name(bridge_state s)
 }
 
 /* $SYS/broker/bridges/NAME/...: on every change of state and at most
- * every sys.interval while counters move (none with sys.interval 0). */
+ * every sys.interval while counters move (none with sys.interval 0).
+ * queued: the messages for the remote waiting in the bridge's local
+ * session, in flight included (its queue while the remote is away). */
 static void put_sys(tern_loop *l, tb *t, uint64_t now)
 {
     const bridge_stats *st = broker_bridge_get_stats(t->b);
     bool up = broker_bridge_get_state(t->b) == BRIDGE_UP;
     uint64_t every = (uint64_t)l->cfg.sys_interval_s * 1000u;
     char topic[96], v[32];
-    static const char *const names[] = {"connects", "reconnects", "sent", "received", "refused"};
-    const uint64_t vals[] = {st->connects, st->failures, st->sent, st->received, st->refused};
+    static const char *const names[] = {"connects", "reconnects", "sent",    "received",
+                                        "refused",  "rejected",   "dropped", "queued"};
+    uint64_t queued;
 
     if (every == 0 || (t->sys_done && up == t->sys_up && now - t->sys_at < every))
         return;
     t->sys_done = true;
     t->sys_up = up;
     t->sys_at = now;
+    (void)broker_session_waiting(l->b, t->client_id, &queued);
+    const uint64_t vals[] = {st->connects, st->failures, st->sent,    st->received,
+                             st->refused,  st->rejected, st->dropped, queued};
     snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/connected", t->cfg->name);
     (void)broker_sys_put(l->b, topic, up ? "1" : "0");
     snprintf(topic, sizeof topic, "$SYS/broker/bridges/%s/state", t->cfg->name);
