@@ -57,10 +57,13 @@ tsan-tls: $(TSAN_OUT)/tls-stress
 
 # The daemon's threaded loop (workers = N, ADR-061) under ThreadSanitizer:
 # the whole ternd built with -fsanitize=thread (wolfSSL and SQLite are
-# prebuilt and not instrumented; each is used by one thread only), then
+# prebuilt and not instrumented: SQLite is the store thread's; wolfSSL's
+# sessions are each one I/O thread's and the contexts they share are
+# covered by tls-stress above), then
 # tests/tsan/workers_run.sh drives it with tern-bench (plaintext QoS 1
-# and QoS 0 floods, mutual-TLS flood and handshakes, at workers = 2 and
-# 4) and shuts it down with clients connected; any TSan report fails.
+# and QoS 0 floods, mutual-TLS flood and handshakes with certificate
+# reloads, at workers = 2 and 4) and shuts it down with clients
+# connected; any TSan report fails.
 TSAN_TERND_SRC := $(CORE_SRC) $(POSIX_SRC) $(TLS_SRC) $(STORE_SRC)
 TSAN_TERND_OBJ := $(call obj,tsan,$(TSAN_TERND_SRC))
 $(call obj,tsan,$(TLS_SRC)): INC += $(WOLFSSL_CPPFLAGS)
