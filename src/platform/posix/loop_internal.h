@@ -13,7 +13,9 @@
  *                 the TLS sessions, ADR-065)
  *
  * Everything about a connection that is not its socket (TLS, handshakes,
- * pending input, linger and close) is the connection layer's.
+ * pending input, linger and close) is the connection layer's; with I/O
+ * threads the TLS sessions are theirs, and the layer keeps the
+ * handshake's limits and deadline (ADR-065).
  */
 #ifndef TERN_LOOP_INTERNAL_H
 #define TERN_LOOP_INTERNAL_H
