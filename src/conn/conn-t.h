@@ -85,6 +85,7 @@ struct conn {
     bool peer_eof : 1;    /* the peer finished sending (EOF or close_notify) */
     bool is_ws : 1;       /* side is a WebSocket block */
     bool ws_draining : 1; /* ... whose drain measurement is running */
+    bool tls_remote : 1;  /* TLS run by the transport (conn_transport.runs_tls) */
 };
 #define CONN_SIZE_MAX 88u /* see above: the kernel's kconn is 40 + this */
 _Static_assert(sizeof(struct conn) <= CONN_SIZE_MAX,

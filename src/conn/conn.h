@@ -109,6 +109,18 @@ bool conn_hangup(conn_server *s, conn *c, uint64_t now);
 /* The transport failed (reset, error): end at once. Always "gone". */
 void conn_failed(conn_server *s, conn *c, uint64_t now);
 
+/* A TLS connection whose session the transport runs (runs_tls): its
+ * handshake succeeded. The core meets the client (identity NULL: it sent
+ * no certificate) and one log line names it, with the protocol version
+ * and cipher suite. Alive contract. */
+bool conn_tls_established(conn_server *s, conn *c, const char *identity, bool is_operator,
+                          const char *version, const char *cipher, uint64_t now);
+/* ... its session failed (handshaking: in the handshake), why in words
+ * (tern_tls_describe_failure): counted, logged (rate-limited) and closed
+ * gracefully, so the transport still sends the alert it holds. Always
+ * "gone". */
+void conn_tls_failed(conn_server *s, conn *c, bool handshaking, const char *why, uint64_t now);
+
 /* Shutdown only: free what c owns without telling the core (it is going
  * away and must not publish wills for a shutdown) or the transport. */
 void conn_drop(conn_server *s, conn *c);

@@ -279,7 +279,7 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
                 fed = true;
                 continue;
             }
-        } else if (s->handshake_steps == 0) {
+        } else if (!c->tls_remote && s->handshake_steps == 0) {
             conni_ready_add(s, c); /* this turn's handshakes are spent */
             s->steps_short = true; /* no new handshakes until these are served */
             s->window_short = true;
@@ -320,6 +320,14 @@ static bool pump(conn_server *s, conn *c, uint64_t now)
             n = handshake_tail(s, c, (size_t)n, ask, &drained);
             if (n == CONN_IO_EOF)
                 return gave_up(s, c, now);
+        }
+        if (c->bc == NULL && c->tls == NULL) { /* a transport's handshake sends none */
+            char peer[CONN_PEER_TEXT];
+
+            conni_peer(s, c, peer);
+            conni_log(s, BROKER_LOG_ERROR, "%s: input before its TLS handshake ended; closing",
+                      peer);
+            return conni_end(s, c, CONN_CLOSE_ABORT, now);
         }
         budget -= (size_t)n;
         if (c->tls != NULL) {

@@ -8,6 +8,7 @@
  *   output.c  writing, interest, the linger/close policy, ending
  *   tls.c     the TLS half: handshake, identity, decryption, encryption
  *   peers.c   handshakes per peer address
+ *   remote.c  the end of a handshake: the core meets the client, or why not
  *   ws.c      the WebSocket layer: opening request, frames in and out
  */
 #ifndef TERN_CONN_INTERNAL_H
@@ -130,6 +131,15 @@ void conni_peer_enter(conn_server *s, conn *c);
 void conni_peer_leave(conn_server *s, conn *c);
 /* "address:port" of c's peer. */
 void conni_peer(conn_server *s, const conn *c, char buf[CONN_PEER_TEXT]);
+
+/* remote.c: the end of a handshake, wherever it ran (tls.c, or the
+ * transport's own: conn_tls_established, conn_tls_failed). */
+/* Introduce c to the core as the client the handshake proved; the log
+ * line names it. Alive contract (closed when the core refuses it). */
+bool conni_tls_introduce(conn_server *s, conn *c, const char *identity, bool is_operator,
+                         const char *version, const char *cipher, uint64_t now);
+/* Count a failed session and log why (rate-limited); c stays. */
+void conni_tls_failure(conn_server *s, conn *c, bool handshaking, const char *why, uint64_t now);
 
 /* input.c */
 /* Plaintext for the core; what it does not take is kept in c->pending

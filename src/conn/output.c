@@ -308,10 +308,15 @@ static bool open_tls(conn_server *s, conn *c, uint64_t now)
 {
     char peer[CONN_PEER_TEXT];
 
-    if (s->tls == NULL)
-        tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
     if (!handshake_allowed(s, c, now))
         return false;
+    if (s->io->runs_tls) { /* the transport runs it: only counted here */
+        c->tls_remote = 1;
+        conni_timer_set(s, c, CONN_TIMER_HANDSHAKE, now);
+        return true;
+    }
+    if (s->tls == NULL)
+        tern_panic(__FILE__, __LINE__, "TLS connection without a TLS context");
     c->tls = s->tls_ops->start(s->tls);
     if (c->tls == NULL) {
         c->peer_hash = 0;

@@ -22,8 +22,6 @@
  */
 #include "conn/internal.h"
 
-#include <stdio.h>
-
 static const uint8_t *cipher_peek(conn_server *s, conn *c, size_t *len)
 {
     (void)s;
@@ -44,40 +42,14 @@ static bool send_queued(conn_server *s, conn *c, uint64_t now)
     return conni_write_all(s, c, &ciphertext, now);
 }
 
-/* Why the session failed, in one line naming c's peer. */
-static void log_failure(conn_server *s, conn *c, bool handshaking)
-{
-    tern_tls_failure f = tern_tls_failure_of(c->tls);
-    int alert = tern_tls_peer_alert(c->tls), code = tern_tls_error_code(c->tls);
-    char peer[CONN_PEER_TEXT], what[CONN_PEER_TEXT + 32];
-
-    conni_peer(s, c, peer);
-    if (handshaking)
-        (void)snprintf(what, sizeof what, "TLS handshake with %s failed", peer);
-    else
-        (void)snprintf(what, sizeof what, "TLS error, closing %s", peer);
-    if (f == TERN_TLS_FAIL_PEER_ALERT && alert >= 0)
-        conni_log(s, BROKER_LOG_INFO, "%s: %s (%s)%s", what, tern_tls_failure_text(f),
-                  tern_tls_alert_text(alert),
-                  tern_tls_alert_refuses_certificate(alert)
-                      ? ": the client does not accept tls.cert (does it trust the CA that "
-                        "issued it, and the name it connects to?)"
-                      : "");
-    else if (code != 0)
-        conni_log(s, BROKER_LOG_INFO, "%s: %s (%d)", what, tern_tls_failure_text(f), code);
-    else
-        conni_log(s, BROKER_LOG_INFO, "%s: %s", what, tern_tls_failure_text(f));
-}
-
 /* The session failed: say why (a flood of failures is rate-limited), one
  * try to send the alert, close. */
 static bool failed(conn_server *s, conn *c, bool handshaking, uint64_t now)
 {
-    if (handshaking)
-        s->stats.handshakes_failed++;
-    if (conni_log_admit(s, handshaking ? CONN_LOGK_TLS_FAILED : CONN_LOGK_TLS_ERROR,
-                        BROKER_LOG_INFO, now))
-        log_failure(s, c, handshaking);
+    char why[TERN_TLS_ERR_SIZE];
+
+    tern_tls_describe_failure(c->tls, why, sizeof why);
+    conni_tls_failure(s, c, handshaking, why, now);
     if (!send_queued(s, c, now))
         return false;
     if (s->io->push != NULL)
@@ -88,28 +60,8 @@ static bool failed(conn_server *s, conn *c, bool handshaking, uint64_t now)
 /* The handshake is done: introduce the client to the core. */
 static bool handshake_done(conn_server *s, conn *c, uint64_t now)
 {
-    const char *identity = tern_tls_identity(c->tls);
-    char peer[CONN_PEER_TEXT];
-    broker_conn_info info;
-
-    conni_timer_clear(s, c);
-    conni_peer(s, c, peer);
-    info.peer = peer;
-    info.identity = identity;
-    info.is_operator = tern_tls_is_operator(c->tls);
-    info.secure = true;
-    c->bc = broker_open(s->b, c, &info, now);
-    if (c->bc == NULL) {
-        s->stats.refused++;
-        conni_log(s, BROKER_LOG_DEBUG, "closing %s: refused by the core", peer);
-        return conni_end(s, c, CONN_CLOSE_GRACEFUL, now);
-    }
-    s->stats.handshakes_ok++;
-    conni_log(s, BROKER_LOG_INFO, "TLS client %s: identity %s%s (%s, %s)", peer,
-              identity != NULL ? identity : "none (no certificate)",
-              info.is_operator ? ", operator" : "", tern_tls_version_name(c->tls),
-              tern_tls_cipher_name(c->tls));
-    return true;
+    return conni_tls_introduce(s, c, tern_tls_identity(c->tls), tern_tls_is_operator(c->tls),
+                               tern_tls_version_name(c->tls), tern_tls_cipher_name(c->tls), now);
 }
 
 static bool tls_input(conn_server *s, conn *c, const uint8_t *in, size_t n, uint64_t now)

@@ -116,6 +116,15 @@ typedef struct conn_transport {
      * the certificate. Sockets and lwIP have none; in-process transports
      * (the tests, the simulator) use it to play authenticated clients. */
     const char *(*identity)(void *ctx, const conn *c, bool *is_operator);
+
+    /* The transport runs TLS sessions itself (the daemon's I/O threads,
+     * ADR-065): conn_open(tls = true) starts no session but counts the
+     * handshake (the limits, its deadline); the transport reads nothing
+     * for the layer until it calls conn_tls_established (then only
+     * plaintext) or conn_tls_failed, once, and may report the end of
+     * input or a hang-up before either (the client left). On a graceful
+     * close of an established connection it sends the close_notify. */
+    bool runs_tls;
 } conn_transport;
 
 #endif

@@ -65,7 +65,7 @@ tern_tls_client *tern_tls_client_create(const tern_tls_client_config *cfg, char 
         tls_library_down();
         return NULL;
     }
-    cl->refs = 1;
+    atomic_init(&cl->refs, 1);
     cl->ctx = tls_ctx_new(false, cfg->min_version, cfg->max_version, err, err_size);
     if (cl->ctx == NULL || !load(cl->ctx, cfg, err, err_size)) {
         client_free(cl);
@@ -77,6 +77,6 @@ tern_tls_client *tern_tls_client_create(const tern_tls_client_config *cfg, char 
 
 void tern_tls_client_release(tern_tls_client *cl)
 {
-    if (cl != NULL && --cl->refs == 0)
+    if (cl != NULL && atomic_fetch_sub_explicit(&cl->refs, 1, memory_order_acq_rel) == 1)
         client_free(cl);
 }

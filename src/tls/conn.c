@@ -203,7 +203,7 @@ tern_tls_conn *tern_tls_server_conn(tern_tls_server *s)
 
     if (c != NULL) {
         c->server = s;
-        s->refs++;
+        atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
         if (wolfSSL_set_tls13_secret_cb(c->ssl, catch_secret, c) != WOLFSSL_SUCCESS) {
             tern_tls_conn_free(c);
             return NULL;
@@ -223,7 +223,7 @@ tern_tls_conn *tern_tls_client_conn(tern_tls_client *cl)
 
     if (c != NULL) {
         c->client = cl;
-        cl->refs++;
+        atomic_fetch_add_explicit(&cl->refs, 1, memory_order_relaxed);
     }
     return c;
 }

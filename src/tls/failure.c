@@ -201,3 +201,45 @@ void tls_message(char *err, size_t size, const char *a, const char *b, int code)
     }
     append(err, size, &len, ")");
 }
+
+/* code in decimal, appended. */
+static void append_int(char *buf, size_t size, size_t *len, int code)
+{
+    char digits[16];
+    size_t n = 0;
+    unsigned v = code < 0 ? 0u - (unsigned)code : (unsigned)code;
+
+    do {
+        digits[sizeof digits - 2 - n++] = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v != 0 && n < sizeof digits - 3);
+    if (code < 0)
+        digits[sizeof digits - 2 - n++] = '-';
+    digits[sizeof digits - 1] = '\0';
+    append(buf, size, len, digits + sizeof digits - 1 - n);
+}
+
+void tern_tls_describe_failure(const tern_tls_conn *c, char *buf, size_t size)
+{
+    tern_tls_failure f = tern_tls_failure_of(c);
+    int alert = tern_tls_peer_alert(c), code = tern_tls_error_code(c);
+    size_t len = 0;
+
+    if (buf == NULL || size == 0)
+        return;
+    buf[0] = '\0';
+    append(buf, size, &len, tern_tls_failure_text(f));
+    if (f == TERN_TLS_FAIL_PEER_ALERT && alert >= 0) {
+        append(buf, size, &len, " (");
+        append(buf, size, &len, tern_tls_alert_text(alert));
+        append(buf, size, &len, ")");
+        if (tern_tls_alert_refuses_certificate(alert))
+            append(buf, size, &len,
+                   ": the client does not accept tls.cert (does it trust the CA that issued it, "
+                   "and the name it connects to?)");
+    } else if (code != 0) {
+        append(buf, size, &len, " (");
+        append_int(buf, size, &len, code);
+        append(buf, size, &len, ")");
+    }
+}

@@ -9,6 +9,7 @@
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,16 +39,32 @@ void tls_queue_drop_tail(tls_queue *q, size_t n);
 void tls_queue_free(tls_queue *q);
 
 /* Remembered certificate signatures (sigcache.c): slots in the table, each
- * a 32-byte tag, so TLS_SIGCACHE_SLOTS * 32 bytes per server context (64 KB;
- * a reload builds a new, empty one). Enough for a fleet of this many
- * distinct client certificates to reconnect without the CA's verify. */
+ * a 32-byte tag and its sequence number (40 bytes), so TLS_SIGCACHE_SLOTS *
+ * 40 bytes per server context (80 KB; a reload builds a new, empty one).
+ * Enough for a fleet of this many distinct client certificates to
+ * reconnect without the CA's verify.
+ *
+ * Threading: one table serves every thread that runs handshakes of its
+ * context (the daemon's I/O threads, ADR-065) without a lock. A slot is a
+ * sequence lock: a writer makes seq odd (compare-and-swap from the even
+ * value it read, so two writers never write one slot at once: the loser
+ * skips storing, it is a cache), writes the tag's words, makes seq even
+ * again; a reader reads seq, the words, and seq again, and counts a hit
+ * only when seq was even and unchanged. Every access is atomic, so a torn
+ * tag is never compared as if whole (it reads as a miss). */
 #define TLS_SIGCACHE_SLOTS 2048
 #define TLS_SIGCACHE_TAG 32
+#define TLS_SIGCACHE_WORDS (TLS_SIGCACHE_TAG / 8)
+
+typedef struct tls_sigslot {
+    _Atomic uint32_t seq;                      /* odd while a writer writes */
+    _Atomic uint64_t tag[TLS_SIGCACHE_WORDS];  /* all zero = empty */
+} tls_sigslot;
 
 typedef struct tls_sigcache {
-    uint8_t (*tags)[TLS_SIGCACHE_TAG]; /* owned, TLS_SIGCACHE_SLOTS; all zero = empty */
+    tls_sigslot *slots;                /* owned, TLS_SIGCACHE_SLOTS */
     uint8_t salt[32];                  /* random per context: keys the tags */
-    uint64_t hits, misses;             /* lookups answered from memory, and not */
+    _Atomic uint64_t hits, misses;     /* lookups answered from memory, and not */
 } tls_sigcache;
 
 /* Empty table with a fresh salt; false when out of memory or randomness. */
@@ -97,13 +114,16 @@ struct tern_tls_server {
     tls_sigcache sigcache;             /* client certificate signatures that verified */
     tern_tls_identity_source identity;
     bool require_client_cert;
-    unsigned refs;                     /* creator + one per connection */
+    /* Creator + one per connection. Atomic: with the daemon's I/O threads
+     * (ADR-065) connections of one context are made and freed on several
+     * threads, and a reload's old context goes on whichever frees its last. */
+    _Atomic unsigned refs;
     tern_tls_allocator alloc;          /* its connections' long-lived blocks */
 };
 
 struct tern_tls_client {
     WOLFSSL_CTX *ctx; /* owned */
-    unsigned refs;
+    _Atomic unsigned refs; /* as the server's */
 };
 
 /* Every idle connection holds one, kept to 128 bytes (a kernel heap size

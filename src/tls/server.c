@@ -200,7 +200,7 @@ tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char 
         tls_library_down();
         return NULL;
     }
-    s->refs = 1;
+    atomic_init(&s->refs, 1);
     s->identity = cfg->identity;
     s->require_client_cert = cfg->require_client_cert;
     s->ctx = tls_ctx_new(true, cfg->min_version, TERN_TLS_1_3, err, err_size);
@@ -236,8 +236,16 @@ fail:
 
 void tern_tls_server_release(tern_tls_server *s)
 {
-    if (s != NULL && --s->refs == 0)
+    /* acq_rel: the thread that frees sees every other thread's use done. */
+    if (s != NULL && atomic_fetch_sub_explicit(&s->refs, 1, memory_order_acq_rel) == 1)
         server_free(s);
+}
+
+tern_tls_server *tern_tls_server_retain(tern_tls_server *s)
+{
+    /* relaxed: the caller already holds a reference, so s cannot go now. */
+    atomic_fetch_add_explicit(&s->refs, 1, memory_order_relaxed);
+    return s;
 }
 
 void tern_tls_server_set_allocator(tern_tls_server *s, const tern_tls_allocator *a)

@@ -20,7 +20,8 @@
  * Entries are 32-byte tags, SHA-256 over a per-context random salt and the
  * length-prefixed (K, H, S); a hit needs a SHA-256 collision with a
  * signature that verified. The salt also places entries in the table, so
- * nobody outside can aim at a slot. The table lives in the server context:
+ * nobody outside can aim at a slot. Threads share the table without a lock
+ * (each slot a sequence lock: tls/internal.h). The table lives in the server context:
  * a reload (new CAs, new configuration) builds a new context with an empty
  * one. Only successful verifications are stored, so a bad signature is
  * recomputed every time, and fails every time.
@@ -48,14 +49,15 @@ bool tls_sigcache_init(tls_sigcache *sc)
     (void)wc_FreeRng(&rng);
     if (!ok)
         return false;
-    sc->tags = calloc(TLS_SIGCACHE_SLOTS, sizeof *sc->tags);
-    return sc->tags != NULL;
+    /* All zero is every slot's initial state (seq 0, empty tag). */
+    sc->slots = calloc(TLS_SIGCACHE_SLOTS, sizeof *sc->slots);
+    return sc->slots != NULL;
 }
 
 void tls_sigcache_free(tls_sigcache *sc)
 {
-    free(sc->tags);
-    sc->tags = NULL;
+    free(sc->slots);
+    sc->slots = NULL;
 }
 
 static void put_len(wc_Sha256 *h, size_t len)
@@ -90,11 +92,43 @@ static bool tag_of(const tls_sigcache *sc, const uint8_t *key, size_t key_len,
 }
 
 /* The slot a tag lives in: direct-mapped, a newer entry replaces an older. */
-static uint8_t *slot_of(const tls_sigcache *sc, const uint8_t tag[TLS_SIGCACHE_TAG])
+static tls_sigslot *slot_of(const tls_sigcache *sc, const uint64_t tag[TLS_SIGCACHE_WORDS])
 {
-    uint32_t i = (uint32_t)tag[0] | (uint32_t)tag[1] << 8 | (uint32_t)tag[2] << 16;
+    uint32_t i = (uint32_t)(tag[0] & 0xffffffu);
 
-    return sc->tags[i % TLS_SIGCACHE_SLOTS];
+    return &sc->slots[i % TLS_SIGCACHE_SLOTS];
+}
+
+/* Does sl hold tag, read whole (internal.h: the slot's sequence lock)? A
+ * slot being written, or written meanwhile, answers no. No fences (which
+ * ThreadSanitizer cannot follow): the words are loaded with acquire and
+ * stored with release, so a reader that sees a word a writer stored also
+ * sees that writer's odd seq when it reads seq again, and one that reads
+ * an even seq the writer stored last sees all of its words. */
+static bool slot_holds(tls_sigslot *sl, const uint64_t tag[TLS_SIGCACHE_WORDS])
+{
+    uint32_t before = atomic_load_explicit(&sl->seq, memory_order_acquire);
+    bool same = (before & 1u) == 0;
+
+    for (int i = 0; i < TLS_SIGCACHE_WORDS; i++)
+        same = (atomic_load_explicit(&sl->tag[i], memory_order_acquire) == tag[i]) && same;
+    return same && atomic_load_explicit(&sl->seq, memory_order_relaxed) == before;
+}
+
+/* Store tag in sl, unless another thread is writing it (then that one's
+ * entry wins: this is a cache). */
+static void slot_store(tls_sigslot *sl, const uint64_t tag[TLS_SIGCACHE_WORDS])
+{
+    uint32_t seq = atomic_load_explicit(&sl->seq, memory_order_relaxed);
+
+    if ((seq & 1u) != 0 ||
+        !atomic_compare_exchange_strong_explicit(&sl->seq, &seq, seq + 1u, memory_order_relaxed,
+                                                 memory_order_relaxed))
+        return;
+    /* Each word's release orders the odd seq before it. */
+    for (int i = 0; i < TLS_SIGCACHE_WORDS; i++)
+        atomic_store_explicit(&sl->tag[i], tag[i], memory_order_release);
+    atomic_store_explicit(&sl->seq, seq + 2u, memory_order_release);
 }
 
 /* Verify with wolfCrypt: *result 1 if sig is a valid signature of digest
@@ -125,24 +159,26 @@ int tls_sigcache_verify(tls_sigcache *sc, const uint8_t *sig, unsigned sig_len,
                         const uint8_t *digest, unsigned digest_len, const uint8_t *key_der,
                         unsigned key_len, int *result)
 {
-    uint8_t tag[TLS_SIGCACHE_TAG];
-    uint8_t *slot = NULL;
+    uint8_t bytes[TLS_SIGCACHE_TAG];
+    uint64_t tag[TLS_SIGCACHE_WORDS];
+    tls_sigslot *slot = NULL;
     int rc;
 
-    if (sc->tags != NULL &&
-        tag_of(sc, key_der, key_len, digest, digest_len, sig, sig_len, tag)) {
+    if (sc->slots != NULL &&
+        tag_of(sc, key_der, key_len, digest, digest_len, sig, sig_len, bytes)) {
+        memcpy(tag, bytes, sizeof tag);
         slot = slot_of(sc, tag);
-        if (memcmp(slot, tag, sizeof tag) == 0) {
-            sc->hits++;
+        if (slot_holds(slot, tag)) {
+            atomic_fetch_add_explicit(&sc->hits, 1, memory_order_relaxed);
             *result = 1;
             return 0;
         }
     }
     rc = ecdsa_verify(sig, sig_len, digest, digest_len, key_der, key_len, result);
     if (slot != NULL) {
-        sc->misses++;
+        atomic_fetch_add_explicit(&sc->misses, 1, memory_order_relaxed);
         if (rc == 0 && *result == 1)
-            memcpy(slot, tag, sizeof tag);
+            slot_store(slot, tag);
     }
     return rc;
 }

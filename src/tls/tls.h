@@ -38,8 +38,16 @@
  * time() on the hosted build. tern_tls_set_clock() replaces it (the one
  * replaceable point; the unikernel points it at its agreed clock, B4).
  *
- * Threading: a server or client context and its connections are used by
- * one thread at a time (reference counts are plain integers).
+ * Threading: a connection is used by one thread at a time. A context may
+ * be shared by threads that each run their own connections (the daemon's
+ * I/O threads, ADR-065): after creation (and set_allocator) it is only
+ * read, its reference count is atomic, wolfSSL's WOLFSSL_CTX is shared
+ * read-only as wolfSSL allows (its own count and its certificate store
+ * are under wolfSSL's locks in a build with threads), and the signature
+ * cache is lock-free (sigcache.c). A reload gives each thread a
+ * reference to the new context; the old one goes with its last
+ * connection, on whichever thread frees it. The allocator given to a
+ * server must then be safe to call from those threads.
  */
 #ifndef TERN_TLS_H
 #define TERN_TLS_H
@@ -119,6 +127,9 @@ tern_tls_server *tern_tls_server_create(const tern_tls_server_config *cfg, char 
                                         size_t err_size);
 /* Drop a reference; the context goes when its last connection is freed. */
 void tern_tls_server_release(tern_tls_server *s);
+/* Take another reference (for another thread that will make connections
+ * from s: a reload hands one to each I/O thread); returns s. */
+tern_tls_server *tern_tls_server_retain(tern_tls_server *s);
 
 /* Where a server connection's long-lived blocks come from: the connection
  * itself, its record keys and its identity (wolfSSL's handshake memory
@@ -240,6 +251,10 @@ typedef enum tern_tls_failure {
 tern_tls_failure tern_tls_failure_of(const tern_tls_conn *c);
 /* The wolfSSL error code behind the failure (negative), 0 when none. */
 int tern_tls_error_code(const tern_tls_conn *c);
+/* Why c failed, in words for a log line, written to buf (NUL-terminated,
+ * cut to size): the failure's text, then the peer's alert in brackets
+ * (with a hint when it refused our certificate) or the wolfSSL code. */
+void tern_tls_describe_failure(const tern_tls_conn *c, char *buf, size_t size);
 /* "certificate expired", ...; never NULL. */
 const char *tern_tls_failure_text(tern_tls_failure f);
 /* TLS alert descriptions (RFC 8446 section 6, RFC 5246 for 1.2): the

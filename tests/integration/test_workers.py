@@ -10,6 +10,10 @@ thread promises changes.
 - A malformed packet closes only its own connection.
 - SIGTERM with clients connected is a clean, prompt exit (the fixture
   checks the status and the sanitizer report at teardown).
+- Mutual TLS with the sessions on the I/O threads (ADR-065): identities,
+  the operator role, records of every size both ways in order, a bad
+  certificate failing only its own handshake and counted once in $SYS,
+  and certificate reloads under load.
 - The existing ordering, durability (acknowledged only after commit),
   QoS, malformed-packet and close-while-served modules pass unchanged
   with TERN_TEST_WORKERS=N (conftest.py adds `workers = N` to every
@@ -17,7 +21,9 @@ thread promises changes.
 """
 
 import os
+import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -161,13 +167,131 @@ def test_sigterm_with_clients_connected_exits_cleanly(broker, workers):
     sub.stop()
 
 
+# ---- mutual TLS on the I/O threads (ADR-065) --------------------------------
+
+def tls_client(tls, b, name, client_id):
+    c = tls.paho(b, name, client_id=client_id)
+    c.connect()
+    return c
+
+
+def try_tls_connect(tls, b, name):
+    """True when a client presenting name's certificate completes the
+    handshake and is accepted; False when the broker refuses it."""
+    ctx = tls.context(name)
+    raw = socket.create_connection((b.host, b.tls_port), timeout=5)
+    try:
+        s = ctx.wrap_socket(raw, server_hostname="localhost")
+        s.sendall(R.connect(client_id="probe-%s" % name))
+        return s.recv(4)[:1] == b"\x20"
+    except (ssl.SSLError, OSError):
+        return False
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_mutual_tls_identity_operator_and_records_on_io_threads(tls, workers):
+    """Handshakes, certificate identity and operator role, and records both
+    ways (messages of many sizes, so records span reads and writes) with
+    the TLS sessions on the I/O threads; a certificate from another CA
+    fails its own handshake only, and $SYS counts each failure once."""
+    b = tls.start({"workers": str(workers)}, sys_interval=1)
+    op = tls_client(tls, b, "dev-operator", "w-op")
+    assert op.subscribe("$SYS/broker/connections/handshakes_failed", 0) == [0]
+    nosy = tls_client(tls, b, "dev-client", "w-nosy")
+    assert nosy.subscribe("$SYS/#", 0) == [0x80]  # not an operator
+    subs = [tls_client(tls, b, "dev-client", "w-tsub-%d" % i) for i in range(3)]
+    for s in subs:
+        assert s.subscribe("tw/+", 1) == [1]
+    pubs = [tls_client(tls, b, "dev-client", "w-tpub-%d" % i) for i in range(4)]
+    sizes = [1, 100, 5000, 17000, 70000]
+    n = 60
+    failures = 3
+    for _ in range(failures):
+        assert not try_tls_connect(tls, b, "intruder")
+
+    def flood(p):
+        infos = [pubs[p].publish("tw/%d" % p, (b"%06d" % i) * (sizes[i % len(sizes)] // 6 + 1),
+                                 qos=1, wait=False) for i in range(n)]
+        for info in infos:
+            info.wait_for_publish(30)
+
+    threads = [threading.Thread(target=flood, args=(p,)) for p in range(len(pubs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    for s in subs:
+        got = s.wait_messages(len(pubs) * n, timeout=60)
+        for p in range(len(pubs)):
+            seq = [m.payload for m in got if m.topic == "tw/%d" % p]
+            assert [int(x[:6]) for x in seq] == list(range(n)), "publisher %d out of order" % p
+            assert all(len(x) == (sizes[i % len(sizes)] // 6 + 1) * 6 for i, x in enumerate(seq))
+    op.wait_for(lambda msgs: any(m.payload == str(failures).encode() for m in msgs), timeout=10,
+                what="handshakes_failed = %d in $SYS" % failures)
+    log = b.stderr_text()
+    assert "identity dev-operator, operator" in log
+    assert log.count("TLS handshake with") >= 1 and "failed:" in log
+    for c in [op, nosy] + subs + pubs:
+        c.disconnect()
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_certificate_reload_under_load_keeps_running_connections(tls, workers):
+    """SIGHUP swaps the TLS context on every I/O thread while mutual-TLS
+    clients publish: the running connections keep theirs (every message
+    arrives, in order), new connections are accepted after each reload,
+    and the old contexts go with their last connections (ASan/LSan check
+    at exit)."""
+    b = tls.start({"workers": str(workers)})
+    sub = tls_client(tls, b, "dev-client", "w-rsub")
+    assert sub.subscribe("rl/+", 1) == [1]
+    pubs = [tls_client(tls, b, "dev-client", "w-rpub-%d" % i) for i in range(2)]
+    n = 400
+
+    def flood(p):
+        infos = []
+        for i in range(n):
+            infos.append(pubs[p].publish("rl/%d" % p, b"%06d" % i, qos=1, wait=False))
+            if i % 50 == 0:
+                time.sleep(0.02)
+        for info in infos:
+            info.wait_for_publish(30)
+
+    threads = [threading.Thread(target=flood, args=(p,)) for p in range(len(pubs))]
+    for t in threads:
+        t.start()
+    for r in range(3):
+        b.proc.send_signal(signal.SIGHUP)
+        wait_until(lambda: b.stderr_text().count("TLS certificates reloaded") > r, 5,
+                   what="reload line")
+        fresh = tls_client(tls, b, "dev-client", "w-fresh-%d" % r)
+        fresh.disconnect()
+        assert not try_tls_connect(tls, b, "intruder")
+    for t in threads:
+        t.join(60)
+    got = sub.wait_messages(len(pubs) * n, timeout=60)
+    for p in range(len(pubs)):
+        assert [int(m.payload) for m in got if m.topic == "rl/%d" % p] == list(range(n))
+    for c in [sub] + pubs:
+        c.disconnect()
+    problems = b.stop()
+    assert problems == [], problems
+
+
 # Each module runs whole in its own pytest with every broker at `workers`
 # (TERN_TEST_WORKERS, conftest.py). test_input_budget.py is left out for
 # now: its 4 x 200 MB case failed twice at workers = 2 on a heavily loaded
 # machine (the senders stalled before the budget was spent; not explained
 # yet) and passed the other four times.
 MODULES = ["test_ordering.py", "test_store_durable.py", "test_qos.py", "test_malformed.py",
-           "test_close_while_served.py"]
+           "test_close_while_served.py",
+           # TLS on the I/O threads (ADR-065): handshakes, failures and their
+           # alerts, identities and operators, ACLs, key updates, reloads,
+           # robustness, WebSocket over TLS.
+           "test_tls_auth.py", "test_tls_access.py", "test_tls_identity.py",
+           "test_tls_key_update.py", "test_tls_robustness.py", "test_websocket.py"]
 
 
 @pytest.mark.parametrize("workers", WORKERS)

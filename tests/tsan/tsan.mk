@@ -2,7 +2,8 @@
 # ThreadSanitizer: the rings (src/ring/, tests/tsan/ring_stress.c), the
 # kernel's ticket spinlock (src/platform/kernel/arch/x86_64/spinlock.h,
 # tests/tsan/spin_stress.c) and the kernel heap behind it
-# (src/platform/kernel/mm/kmalloc.c, tests/tsan/heap_stress.c); and the
+# (src/platform/kernel/mm/kmalloc.c, tests/tsan/heap_stress.c); a TLS
+# server context shared by threads (tests/tsan/tls_stress.c); and the
 # daemon's I/O threads (tests/tsan/workers_run.sh). Included from the
 # top-level Makefile, which provides CSTD, WARN, INC, BUILD and Q.
 #
@@ -32,18 +33,37 @@ $(TSAN_OUT)/heap-stress: tests/tsan/heap_stress.c src/platform/kernel/mm/kmalloc
 	$(if $(Q),@echo "  CC-TSAN $<")
 	$(Q)$(CC) $(CSTD) $(WARN) $(TSAN_CFLAGS) $(INC) -Isrc/platform/kernel $< -o $@
 
-.PHONY: tsan-test
-tsan-test: $(TSAN_OUT)/ring-stress $(TSAN_OUT)/spin-stress $(TSAN_OUT)/heap-stress
+# One TLS server context shared by threads that run handshakes and records
+# while contexts are swapped (reloads): the adapter's reference counts and
+# signature cache (ADR-065). Links the TSan objects of src/tls/ (and the
+# UTF-8 check identities go through) only.
+TSAN_TLS_STRESS_OBJ := $(call obj,tsan,tests/tsan/tls_stress.c tests/unit/test_tls_pair.c \
+                                     src/mqtt/utf8.c $(sort $(wildcard src/tls/*.c)))
+$(call obj,tsan,tests/tsan/tls_stress.c tests/unit/test_tls_pair.c): INC += $(WOLFSSL_CPPFLAGS) -Itests/unit
+$(call obj,tsan,tests/tsan/tls_stress.c tests/unit/test_tls_pair.c): $(WOLFSSL_LIBS)
+$(TSAN_OUT)/tls-stress: $(TSAN_TLS_STRESS_OBJ) $(WOLFSSL_LIBS)
+	$(if $(Q),@echo "  LD      $@")
+	$(Q)$(CC) $(TSAN_CFLAGS) $^ -o $@ $(DEPS_LDLIBS)
+
+.PHONY: tsan-test tsan-tls
+tsan-test: $(TSAN_OUT)/ring-stress $(TSAN_OUT)/spin-stress $(TSAN_OUT)/heap-stress \
+           $(TSAN_OUT)/tls-stress
 	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/ring-stress
 	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/spin-stress
 	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/heap-stress
+	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/tls-stress
+tsan-tls: $(TSAN_OUT)/tls-stress
+	TSAN_OPTIONS=halt_on_error=1 $(TSAN_OUT)/tls-stress
 
 # The daemon's threaded loop (workers = N, ADR-061) under ThreadSanitizer:
 # the whole ternd built with -fsanitize=thread (wolfSSL and SQLite are
-# prebuilt and not instrumented; each is used by one thread only), then
+# prebuilt and not instrumented: SQLite is the store thread's; wolfSSL's
+# sessions are each one I/O thread's and the contexts they share are
+# covered by tls-stress above), then
 # tests/tsan/workers_run.sh drives it with tern-bench (plaintext QoS 1
-# and QoS 0 floods, mutual-TLS flood and handshakes, at workers = 2 and
-# 4) and shuts it down with clients connected; any TSan report fails.
+# and QoS 0 floods, mutual-TLS flood and handshakes with certificate
+# reloads, at workers = 2 and 4) and shuts it down with clients
+# connected; any TSan report fails.
 TSAN_TERND_SRC := $(CORE_SRC) $(POSIX_SRC) $(TLS_SRC) $(STORE_SRC)
 TSAN_TERND_OBJ := $(call obj,tsan,$(TSAN_TERND_SRC))
 $(call obj,tsan,$(TLS_SRC)): INC += $(WOLFSSL_CPPFLAGS)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/tsan/workers_run.sh TERND TERN_BENCH - the daemon's I/O threads
-# (workers = N, ADR-061) under ThreadSanitizer (`make tsan-workers`, part
-# of `make tsan-test`): a TSan-built ternd at workers = 2 and 4 serves
-# plaintext QoS 1 and QoS 0 floods, a mutual-TLS flood and handshakes from
+# (workers = N, ADR-061; TLS on them, ADR-065) under ThreadSanitizer
+# (`make tsan-workers`, part of `make tsan-test`): a TSan-built ternd at
+# workers = 2 and 4 serves plaintext QoS 1 and QoS 0 floods, a mutual-TLS
+# flood and handshakes (with two certificate reloads meanwhile) from
 # tern-bench, then gets SIGTERM with clients still connected. Fails on any
 # ThreadSanitizer report (halt_on_error: exit 66), a non-zero exit, a
 # generator error or a shutdown that takes more than 20 s.
@@ -47,7 +48,13 @@ CONF
     run flood --port "$PLAIN" --pairs 4 --qos 1 --size 64 --duration 2 --drain 2
     run flood --port "$PLAIN" --pairs 4 --qos 0 --size 512 --duration 2 --drain 1
     run flood --port "$SECURE" "${TLS[@]}" --pairs 2 --qos 1 --size 64 --duration 2 --drain 2
+    # Handshakes on the I/O threads while the TLS context is swapped under
+    # them (SIGHUP reloads the certificates: ADR-065).
+    ( sleep 0.7; kill -HUP $PID; sleep 0.5; kill -HUP $PID ) &
     run handshake --port "$SECURE" "${TLS[@]}" --conns 4 --duration 2
+    wait $! || fail "workers = $W: SIGHUP could not be sent during the handshakes"
+    # (log.level = warn hides the reload's own line; a failed one is an error)
+    grep -q "keeping the previous TLS certificates" "$LOG" && fail "workers = $W: reload failed"
     # Clients still connected (and flooding) at SIGTERM.
     "$BENCH" flood --port "$PLAIN" --pairs 4 --qos 0 --size 64 --duration 10 >/dev/null 2>&1 &
     GEN=$!

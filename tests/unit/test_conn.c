@@ -10,7 +10,9 @@
 
 #include "conn_world.h"
 
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 TEST(conn_input_one_byte_per_read_reaches_the_core_whole)
 {
@@ -428,4 +430,92 @@ TEST(conn_slow_reader_gets_qos0_bounded_in_time_not_in_bytes)
     cw_free(&w, links, 2);
     free(s);
     free(p);
+}
+
+/* ---- TLS run by the transport (conn_transport.runs_tls, ADR-065) -------- */
+
+typedef struct remote_log {
+    char last_client[200], last_failure[200];
+} remote_log;
+
+static void remote_capture(void *ctx, broker_log_level level, const char *msg)
+{
+    remote_log *rl = ctx;
+
+    (void)level;
+    if (strstr(msg, "TLS client") != NULL)
+        snprintf(rl->last_client, sizeof rl->last_client, "%s", msg);
+    if (strstr(msg, "TLS handshake with") != NULL)
+        snprintf(rl->last_failure, sizeof rl->last_failure, "%s", msg);
+}
+
+TEST(conn_handshake_the_transport_runs_is_counted_then_meets_the_core_with_its_identity)
+{
+    /* The daemon's I/O threads run TLS themselves: the layer counts the
+     * handshake against limits.max_handshakes and its deadline, reads
+     * nothing until the outcome, and then serves plaintext. */
+    conn_transport io = fake_transport;
+    io.runs_tls = true;
+    remote_log rl = {{0}, {0}};
+    conn_server_config extra = {.io = &io, .max_handshakes = 2, .log = remote_capture,
+                                .log_ctx = &rl};
+    cworld w;
+    fake_link *a = cw_link(), *b = cw_link(), *c = cw_link();
+    fake_link *links[] = {a, b, c};
+    conn_stats st;
+
+    CHECK(a && b && c && cw_init_config(&w, NULL, &extra));
+    CHECK(conn_open(w.cs, &a->c, true, w.now));
+    CHECK(conn_open(w.cs, &b->c, true, w.now));
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    CHECK(!conn_open(w.cs, &c->c, true, w.now)); /* the third is over the limit */
+    c->closed = true; /* refused: the platform closes it itself */
+    CHECK(conn_core(&a->c) == NULL);
+    CHECK(conn_tls_established(w.cs, &a->c, "dev-client", true, "TLSv1.3",
+                               "TLS13-AES128-GCM-SHA256", w.now));
+    CHECK(conn_core(&a->c) != NULL);
+    CHECK_EQ(conn_handshake_room(w.cs), 1);
+    CHECK(strstr(rl.last_client, "identity dev-client, operator (TLSv1.3, ") != NULL);
+    cw_put_connect(a, "remote", NULL);
+    cw_turn(&w, links, 2);
+    CHECK_EQ(cw_count(fake_bytes_data(&a->down), a->down.len, MQTT_CONNACK, NULL), 1);
+    /* A failure closes only its connection, gracefully (the transport
+     * sends the alert it holds), and is counted once. */
+    conn_tls_failed(w.cs, &b->c, true, "certificate not issued by a trusted CA (-188)", w.now);
+    CHECK(b->closed);
+    CHECK_EQ(b->how, CONN_CLOSE_GRACEFUL);
+    CHECK(strstr(rl.last_failure, "failed: certificate not issued by a trusted CA") != NULL);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshakes_ok, 1);
+    CHECK_EQ(st.handshakes_failed, 1);
+    CHECK(!a->closed);
+    cw_free(&w, links, 3);
+    free(a);
+    free(b);
+    free(c);
+}
+
+TEST(conn_handshake_the_transport_runs_times_out_and_ends_at_its_deadline)
+{
+    conn_transport io = fake_transport;
+    io.runs_tls = true;
+    conn_server_config extra = {.io = &io};
+    cworld w;
+    fake_link *a = cw_link();
+    fake_link *links[] = {a};
+    conn_stats st;
+
+    CHECK(a && cw_init_config(&w, NULL, &extra));
+    CHECK(conn_open(w.cs, &a->c, true, w.now));
+    w.now += 2999;
+    cw_turn(&w, links, 1);
+    CHECK(!a->closed);
+    w.now += 1;
+    cw_turn(&w, links, 1);
+    CHECK(a->closed);
+    CHECK_EQ(a->how, CONN_CLOSE_ABORT);
+    conn_server_get_stats(w.cs, &st);
+    CHECK_EQ(st.handshake_timeouts, 1);
+    cw_free(&w, links, 1);
+    free(a);
 }

@@ -47,13 +47,17 @@ uint64_t tern_loop_now_ms(void)
 /* The connection layer's clock for its handshake time budget. */
 
 /* A TLS server's connections keep their long-lived blocks in the pool
- * (pool.h), like the core's; set before the server sees a connection. */
-static void tls_from_pool(tern_loop *l, tern_tls_server *tls)
+ * (pool.h), like the core's; set before the server sees a connection.
+ * With I/O threads (which run the sessions, ADR-065) they stay malloc's:
+ * the pool belongs to the core thread. */
+static void tls_adopt(tern_loop *l, tern_tls_server *tls)
 {
     tern_tls_allocator a = {l->pool, tern_pool_alloc_cb, tern_pool_free_cb};
 
-    if (tls != NULL)
+    if (tls != NULL && l->nworkers == 0)
         tern_tls_server_set_allocator(tls, &a);
+    if (tls != NULL && l->nworkers > 0)
+        tern_loop_workers_set_tls(l, tls);
 }
 static uint64_t clock_us(void)
 {
@@ -96,7 +100,7 @@ static void reload(tern_loop *l)
     }
     if (l->tls) {
         if (tern_load_tls(&l->cfg, l->config_path, &tls, err, sizeof err)) {
-            tls_from_pool(l, tls);
+            tls_adopt(l, tls);
             conn_server_set_tls(l->cs, tls); /* the layer holds the reference now */
             tern_logf(l->log, BROKER_LOG_INFO, "SIGHUP: TLS certificates reloaded");
         } else {
@@ -404,7 +408,7 @@ static bool create_conn_server(tern_loop *l, tern_assets *assets)
     cc.io = l->nworkers > 0 ? &tern_wsock_transport : &tern_sock_transport;
     cc.io_ctx = l;
     cc.tls_ops = &conn_tls;
-    tls_from_pool(l, assets->tls);
+    tls_adopt(l, assets->tls);
     cc.tls = assets->tls; /* the layer holds the reference now */
     assets->tls = NULL;
     cc.handshake_timeout_ms = l->cfg.tls.handshake_timeout_s * 1000u;

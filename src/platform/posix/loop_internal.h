@@ -9,10 +9,13 @@
  *                 (src/conn), and socket events
  *   loop_store.c  durable storage: the store thread's side of the turn
  *   wsock.c       with I/O threads (workers >= 2, worker.c): the transport
- *                 over their rings, and their messages
+ *                 over their rings, and their messages (the threads run
+ *                 the TLS sessions, ADR-065)
  *
  * Everything about a connection that is not its socket (TLS, handshakes,
- * pending input, linger and close) is the connection layer's.
+ * pending input, linger and close) is the connection layer's; with I/O
+ * threads the TLS sessions are theirs, and the layer keeps the
+ * handshake's limits and deadline (ADR-065).
  */
 #ifndef TERN_LOOP_INTERNAL_H
 #define TERN_LOOP_INTERNAL_H
@@ -144,8 +147,12 @@ bool tern_loop_workers_start(tern_loop *l, unsigned n);
 bool tern_loop_workers_flush(tern_loop *l);
 /* Every connection released first; frees what the threads give back. */
 void tern_loop_workers_stop(tern_loop *l);
-/* A new connection (k->fd accepted) to an I/O thread: false, no memory. */
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k);
+/* A new connection (k->fd accepted) to an I/O thread, which runs its TLS
+ * session when tls: false, no memory. */
+bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls);
+/* New TLS connections on every I/O thread start from tls (a reference
+ * each; the caller keeps its own). */
+void tern_loop_workers_set_tls(tern_loop *l, tern_tls_server *tls);
 /* Give k's socket back to its I/O thread to close (the record is freed
  * when it answers). */
 void tern_loop_wsock_release(tern_loop *l, tern_sock *k, bool graceful);

@@ -1,7 +1,8 @@
 /*
  * worker.c - one I/O thread of the daemon (worker.h): its rings to and
  * from the core thread, and its loop over its sockets (recv within the
- * input credit, send of queued output, linger and close).
+ * input credit, send of queued output, linger and close); TLS sessions
+ * are worker_tls.c's.
  */
 #define _GNU_SOURCE
 
@@ -21,46 +22,7 @@
 
 #include "conn/tunables.h"
 #include "platform/posix/sock.h" /* TERN_HANDLE_WORKER */
-#include "ring/spsc.h"
-
-enum { IO_EVENTS = 256, IO_READ_SIZE = 64 * 1024, IO_IOV = 16 };
-
-/* One direction: the ring, the consumer's eventfd, the producer's
- * overflow list (messages the full ring did not take, in order).
- *
- * Wake-ups: the eventfd is written only while the consumer sleeps (or is
- * about to), so two busy threads exchange messages without a system call.
- * The consumer sets `sleeping`, then (after a full fence) looks into the
- * ring; the producer pushes, then (after a full fence) takes `sleeping`
- * back with an exchange and writes the eventfd if it was set. With the
- * fences on both sides (Dekker's pattern) at least one of them sees the
- * other: the consumer finds the message, or the producer finds it asleep.
- * An awake consumer therefore drains its ring every turn, event or not. */
-typedef struct chan {
-    struct spsc_ring ring;
-    void **slots;
-    int efd;
-    _Atomic bool sleeping;            /* consumer sets, producer takes */
-    tern_wmsg *held;                  /* consumer's: popped while checking for work */
-    tern_wmsg *over_head, *over_tail; /* producer's */
-    bool pushed;                      /* producer's: wake the consumer at flush */
-} chan;
-
-struct tern_worker {
-    uint8_t kind;       /* TERN_HANDLE_WORKER (the core thread's epoll); first */
-    unsigned index;
-    tern_log *log;
-    chan to_io, to_core;
-    pthread_t thread;
-    bool started;
-    /* The I/O thread's. */
-    int ep;
-    size_t live;        /* connections between NEW and FREED */
-    bool stop;
-    tern_wconn *lingering;
-    tern_wconn *finished; /* closed this turn: FREED goes at its end, after the batch */
-    uint8_t buf[IO_READ_SIZE];
-};
+#include "platform/posix/worker_internal.h"
 
 static uint64_t now_ms(void)
 {
@@ -167,6 +129,12 @@ static void chan_free(chan *ch, void (*free_owner)(void *ctx, void *owner), void
     while ((m = chan_take(ch)) != NULL || (m = ch->over_head) != NULL) { /* held first */
         if (m == ch->over_head)
             ch->over_head = m->next;
+        if (m->kind == TERN_WM_TLS) { /* never taken: the reference it carries */
+            tern_tls_server *tls;
+
+            memcpy(&tls, m->data, sizeof tls);
+            tern_tls_server_release(tls);
+        }
         if (m->kind == TERN_WM_FREED && free_owner != NULL) {
             free_owner(ctx, m->w->owner);
             free(m->w);
@@ -192,6 +160,15 @@ tern_wmsg *tern_wmsg_new(tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data
     if (len > 0)
         memcpy(m->data, data, len);
     return m;
+}
+
+void tern_worker_set_tls(tern_worker *wk, tern_tls_server *tls)
+{
+    tern_wmsg *m = tern_wmsg_new(NULL, TERN_WM_TLS, (const uint8_t *)&tls, sizeof tls);
+
+    if (m == NULL)
+        tern_panic(__FILE__, __LINE__, "out of memory (I/O thread message)");
+    chan_send(&wk->to_io, m);
 }
 
 void tern_worker_post(tern_worker *wk, tern_wmsg *m)
@@ -236,8 +213,8 @@ int tern_worker_fd(const tern_worker *wk)
 
 /* ---- the I/O thread's sockets ------------------------------------------- */
 
-static void post(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
-                 size_t len)
+void tern_wk_post(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
+                  size_t len)
 {
     tern_wmsg *m = tern_wmsg_new(w, kind, data, len);
 
@@ -261,6 +238,12 @@ static void set_events(tern_worker *wk, tern_wconn *w, uint32_t want)
     w->events = want;
 }
 
+/* Bytes still to go out: the core's, and (TLS) records sealed. */
+static bool out_waiting(const tern_wconn *w)
+{
+    return w->tls != NULL ? tern_wtls_pending(w) : w->out_head != NULL;
+}
+
 static void free_out(tern_wconn *w)
 {
     while (w->out_head != NULL) {
@@ -278,6 +261,7 @@ static void free_out(tern_wconn *w)
 static void finish(tern_worker *wk, tern_wconn *w)
 {
     free_out(w);
+    tern_wtls_free(w);
     (void)close(w->fd); /* also leaves the epoll set */
     w->in_epoll = false;
     w->done_io = true;
@@ -292,21 +276,31 @@ static void release_finished(tern_worker *wk)
         tern_wconn *w = wk->finished;
 
         wk->finished = w->linger_next;
-        post(wk, w, TERN_WM_FREED, NULL, 0);
+        tern_wk_post(wk, w, TERN_WM_FREED, NULL, 0);
     }
 }
 
-/* Credit back to the core thread: the bytes left the process. */
-static void sent(tern_worker *wk, tern_wconn *w, size_t n)
+/* Credit back to the core thread: the bytes left the process (or, on
+ * TLS, were sealed into records). */
+void tern_wk_sent(tern_worker *wk, tern_wconn *w, size_t n)
 {
     (void)atomic_fetch_sub(&w->out_used, (uint32_t)n);
     if (atomic_exchange(&w->core_waits, false))
-        post(wk, w, TERN_WM_ROOM, NULL, 0);
+        tern_wk_post(wk, w, TERN_WM_ROOM, NULL, 0);
+}
+
+void tern_wk_failed(tern_worker *wk, tern_wconn *w)
+{
+    w->failed = true;
+    free_out(w);
+    tern_wk_post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
 }
 
 /* Send queued output while the socket takes it. False when it failed. */
 static bool send_out(tern_worker *wk, tern_wconn *w)
 {
+    if (w->tls != NULL)
+        return tern_wtls_send(wk, w);
     while (w->out_head != NULL && !w->failed) {
         struct iovec iov[IO_IOV];
         int n = 0;
@@ -323,12 +317,10 @@ static bool send_out(tern_worker *wk, tern_wconn *w)
                 continue;
             if (errno == EAGAIN || errno == EWOULDBLOCK)
                 break;
-            w->failed = true;
-            free_out(w);
-            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+            tern_wk_failed(wk, w);
             return false;
         }
-        sent(wk, w, (size_t)r);
+        tern_wk_sent(wk, w, (size_t)r);
         for (size_t left = (size_t)r; left > 0;) {
             tern_wmsg *m = w->out_head;
             size_t here = m->len - m->off;
@@ -352,21 +344,25 @@ static void update(tern_worker *wk, tern_wconn *w)
 {
     uint32_t want = 0;
 
-    if (!w->eof_io && !w->failed && !w->lingering &&
+    if (!w->eof_io && !w->failed && !w->lingering && !w->tls_failed &&
         atomic_load(&w->in_used) < TERN_WORKER_IN_CREDIT)
         want |= EPOLLIN;
-    if (w->out_head != NULL && !w->failed)
+    if (out_waiting(w) && !w->failed)
         want |= EPOLLOUT;
     set_events(wk, w, want);
 }
 
 static void do_read(tern_worker *wk, tern_wconn *w)
 {
-    while (!w->eof_io && !w->failed && !w->lingering) {
+    while (!w->eof_io && !w->failed && !w->lingering && !w->tls_failed) {
         uint32_t used = atomic_load(&w->in_used);
         size_t cap;
         ssize_t n;
 
+        /* This turn's handshakes are spent: the bytes wait in the socket,
+         * and level-triggered epoll reports them again next turn. */
+        if (w->tls != NULL && !w->tls_up && tern_wtls_budget_spent(wk))
+            break;
         if (used >= TERN_WORKER_IN_CREDIT) {
             atomic_store(&w->io_waits, true);
             if (atomic_load(&w->in_used) >= TERN_WORKER_IN_CREDIT)
@@ -377,22 +373,24 @@ static void do_read(tern_worker *wk, tern_wconn *w)
         if (cap > sizeof wk->buf)
             cap = sizeof wk->buf;
         n = recv(w->fd, wk->buf, cap, 0);
-        if (n > 0) {
+        if (n > 0 && w->tls != NULL) {
+            tern_wtls_input(wk, w, wk->buf, (size_t)n);
+            if ((size_t)n < cap)
+                break;
+        } else if (n > 0) {
             (void)atomic_fetch_add(&w->in_used, (uint32_t)n);
-            post(wk, w, TERN_WM_IN, wk->buf, (size_t)n);
+            tern_wk_post(wk, w, TERN_WM_IN, wk->buf, (size_t)n);
             if ((size_t)n < cap)
                 break; /* a socket's short read: drained for now */
         } else if (n == 0) {
             w->eof_io = true;
-            post(wk, w, TERN_WM_EOF, NULL, 0);
+            tern_wk_post(wk, w, TERN_WM_EOF, NULL, 0);
         } else if (errno == EINTR) {
             continue;
         } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
             break;
         } else {
-            w->failed = true;
-            free_out(w);
-            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+            tern_wk_failed(wk, w);
         }
     }
 }
@@ -411,13 +409,13 @@ static void sock_event(tern_worker *wk, tern_wconn *w, uint32_t events)
          * level-triggered HUP would wake the thread again and again. */
         w->failed = true;
         free_out(w);
-        post(wk, w, TERN_WM_HUP, NULL, 0);
+        tern_wk_post(wk, w, TERN_WM_HUP, NULL, 0);
     }
     if (w->failed && w->in_epoll) {
         (void)epoll_ctl(wk->ep, EPOLL_CTL_DEL, w->fd, NULL);
         w->in_epoll = false;
     }
-    if (w->lingering && (w->out_head == NULL || w->failed)) {
+    if (w->lingering && (!out_waiting(w) || w->failed)) {
         w->lingering = false; /* taken off the linger list by expire() */
         w->linger_deadline = 0;
         return;
@@ -444,7 +442,7 @@ static void expire(tern_worker *wk, uint64_t now, uint64_t *next)
     while (*pp != NULL) {
         tern_wconn *w = *pp;
 
-        if (!w->lingering || w->out_head == NULL || w->failed || wk->stop ||
+        if (!w->lingering || !out_waiting(w) || w->failed || wk->stop ||
             now >= w->linger_deadline) {
             *pp = w->linger_next;
             finish(wk, w);
@@ -464,6 +462,8 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
     switch (m->kind) {
     case TERN_WM_NEW:
         wk->live++;
+        if (m->len > 0 && m->data[0] == 1 && !tern_wtls_open(wk, w))
+            break; /* the core thread was told; it answers ABORT */
         memset(&ev, 0, sizeof ev);
         ev.events = EPOLLIN;
         ev.data.ptr = w;
@@ -472,12 +472,12 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
             w->events = EPOLLIN;
         } else {
             w->failed = true;
-            post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+            tern_wk_post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
         }
         break;
     case TERN_WM_DATA:
-        if (w->failed) {
-            sent(wk, w, m->len); /* nowhere to go: the credit comes back */
+        if (w->failed || w->tls_failed) {
+            tern_wk_sent(wk, w, m->len); /* nowhere to go: the credit comes back */
             break;
         }
         if (w->out_tail != NULL)
@@ -490,8 +490,10 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
         update(wk, w);
         return; /* m is queued, not freed */
     case TERN_WM_CLOSE:
+        if (w->tls != NULL)
+            tern_wtls_goodbye(wk, w);
         (void)send_out(wk, w);
-        if (w->out_head == NULL || w->failed || wk->stop)
+        if (!out_waiting(w) || w->failed || wk->stop)
             finish(wk, w);
         else
             linger_add(wk, w);
@@ -501,8 +503,19 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
         break;
     case TERN_WM_RESUME:
         atomic_store(&w->io_waits, false);
-        update(wk, w);
+        if (w->tls != NULL && !w->done_io && !w->failed)
+            tern_wtls_input(wk, w, NULL, 0); /* records the credit held back */
+        if (!w->done_io)
+            update(wk, w);
         break;
+    case TERN_WM_TLS: {
+        tern_tls_server *tls;
+
+        memcpy(&tls, m->data, sizeof tls);
+        tern_tls_server_release(wk->tls);
+        wk->tls = tls;
+        break;
+    }
     case TERN_WM_STOP:
         wk->stop = true;
         break;
@@ -524,6 +537,8 @@ static void *io_main(void *arg)
 
         tern_wmsg *m;
 
+        wk->hs_steps = CONN_HANDSHAKE_STEPS_PER_TURN; /* this thread's handshake budget */
+        wk->hs_us = 0;
         if (wk->to_core.over_head != NULL)
             timeout = TERN_WORKER_RETRY_MS;
         else if (next != UINT64_MAX)
@@ -605,6 +620,7 @@ void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner
     }
     chan_free(&wk->to_io, NULL, NULL);
     chan_free(&wk->to_core, free_owner, ctx);
+    tern_tls_server_release(wk->tls); /* the thread is gone: its reference */
     if (wk->ep >= 0)
         (void)close(wk->ep);
     free(wk);

@@ -1,9 +1,16 @@
 /*
- * worker.h - the daemon's I/O threads (`workers = N`, N >= 2; ADR-061):
- * each owns the sockets of the connections given to it, their epoll
- * interest, and every recv/send; the core thread keeps the core and the
- * connection layer (TLS included, for now) and sees each connection as a
- * byte stream through the transport in wsock.c.
+ * worker.h - the daemon's I/O threads (`workers = N`, N >= 2; ADR-061,
+ * ADR-065): each owns the sockets of the connections given to it, their
+ * epoll interest, every recv/send, and their TLS sessions (worker_tls.c:
+ * handshakes, certificate checks, records, close_notify); the core thread
+ * keeps the core and the connection layer and sees each connection as a
+ * plaintext byte stream through the transport in wsock.c, introduced by
+ * its certificate's identity once the handshake succeeded.
+ *
+ * TLS contexts: each thread holds a reference to the server context its
+ * new connections start from (tern_worker_set_tls, at start and on every
+ * reload); a connection keeps the context it started with. The context
+ * is shared read-only by the threads (tls.h, Threading).
  *
  * Between the core thread and each I/O thread: one SPSC ring of message
  * pointers each way (src/ring/spsc.h) and an eventfd each way, written
@@ -34,6 +41,7 @@
 #include <stdint.h>
 
 #include "platform/posix/log.h"
+#include "tls/tls.h"
 
 /* Tunables (one place). Input: four of the core's reads; output: what a
  * socket's send buffer typically holds, twice. */
@@ -55,18 +63,23 @@ typedef struct tern_wconn tern_wconn;
 
 typedef enum tern_wmsg_kind {
     /* core thread -> I/O thread */
-    TERN_WM_NEW = 1, /* take the connection's socket */
+    TERN_WM_NEW = 1, /* take the connection's socket (data[0] 1: run TLS on it) */
     TERN_WM_DATA,    /* bytes to send */
     TERN_WM_CLOSE,   /* send what is queued (up to the linger), then close */
     TERN_WM_ABORT,   /* close at once */
     TERN_WM_RESUME,  /* input credit came back: read again */
     TERN_WM_STOP,    /* shutdown: no lingering; end once every socket is closed */
+    TERN_WM_TLS,     /* w NULL; data: a tern_tls_server * whose reference passes */
     /* I/O thread -> core thread */
     TERN_WM_IN,      /* bytes read */
     TERN_WM_EOF,     /* the peer finished sending */
     TERN_WM_HUP,     /* hang-up or error (len 1: an error) */
     TERN_WM_ROOM,    /* output credit came back */
     TERN_WM_FREED,   /* the socket is closed: the connection's memory may go */
+    TERN_WM_TLS_UP,  /* handshake done: flags (1 operator, 2 identity), then NUL-terminated
+                        identity (when flag 2), version, cipher */
+    TERN_WM_TLS_FAIL, /* TLS failed: data[0] 1 in the handshake, then why, NUL-terminated;
+                         the alert is sent (or queued): answer CLOSE */
 } tern_wmsg_kind;
 
 typedef struct tern_wmsg {
@@ -90,7 +103,9 @@ struct tern_wconn {
     tern_wmsg *in_head, *in_tail;
     bool want_read, want_write, eof, hup, err, closing, on_ready;
     /* I/O thread only. */
-    tern_wmsg *out_head, *out_tail;
+    tern_wmsg *out_head, *out_tail; /* plaintext, sealed into tls as it drains */
+    tern_tls_conn *tls;     /* NULL on plaintext */
+    bool tls_up, tls_failed, tls_bye; /* established and told / failed / close_notify queued */
     uint32_t events;        /* epoll interest registered */
     bool in_epoll, eof_io, failed, lingering, done_io;
     uint64_t linger_deadline;
@@ -106,6 +121,9 @@ void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner
  * (starts with a tern_handle_kind byte) and descriptor. */
 void *tern_worker_handle(tern_worker *wk);
 int tern_worker_fd(const tern_worker *wk);
+/* Core thread: new connections on wk start from tls (NULL: none) from
+ * its next turn on; the caller's reference passes to the thread. */
+void tern_worker_set_tls(tern_worker *wk, tern_tls_server *tls);
 /* Core thread: a message for the I/O thread (kept in order) / take the
  * next one from it (NULL: none). */
 tern_wmsg *tern_wmsg_new(tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data, size_t len);

@@ -2,7 +2,9 @@
  * wsock.c - the core thread's side of connections whose sockets belong to
  * I/O threads (`workers = N`, worker.h, ADR-061): the connection layer's
  * transport calls over the rings, and the I/O threads' messages turned
- * into layer events.
+ * into layer events. The threads run the TLS sessions (ADR-065): the
+ * transport says so (runs_tls), and the outcome of a handshake reaches the
+ * layer as conn_tls_established or conn_tls_failed.
  *
  * The transport keeps epoll's level-triggered promise: a connection that
  * wants input and has some (or its end) waiting, or wants to write and
@@ -191,10 +193,13 @@ const conn_transport tern_wsock_transport = {
     .write = wsock_write,       .ack_now = tern_sock_ack_now,
     .interest = wsock_interest, .close = wsock_close,
     .peer = tern_sock_peer,     .peer_addr = tern_sock_peer_addr,
+    .runs_tls = true,
 };
 
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k)
+bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls)
 {
+    uint8_t flag = tls ? 1 : 0;
+
     tern_wconn *w = calloc(1, sizeof *w);
 
     if (w == NULL)
@@ -209,7 +214,7 @@ bool tern_loop_wsock_open(tern_loop *l, tern_sock *k)
     atomic_init(&w->io_waits, false);
     w->want_read = true;
     l->wby_fd[k->fd] = w;
-    post(l, w, TERN_WM_NEW, NULL, 0);
+    post(l, w, TERN_WM_NEW, &flag, 1);
     return true;
 }
 
@@ -292,6 +297,26 @@ void tern_loop_workers_awake(tern_loop *l)
         tern_worker_awake(l->workers[i]);
 }
 
+/* The I/O thread's TLS_UP: flags, identity (when flag 2), version and
+ * cipher, each NUL-terminated (worker.h). */
+static void tls_up(tern_loop *l, tern_wconn *w, const tern_wmsg *m, uint64_t now)
+{
+    const char *p = (const char *)m->data + 1, *end = (const char *)m->data + m->len;
+    const char *id = NULL, *version, *cipher;
+
+    if (m->len < 1 || end[-1] != '\0')
+        tern_panic(__FILE__, __LINE__, "malformed TLS_UP message");
+    if (m->data[0] & 2) {
+        id = p;
+        p += strlen(p) + 1;
+    }
+    version = p < end ? p : "?";
+    p += p < end ? strlen(p) + 1 : 0;
+    cipher = p < end ? p : "?";
+    (void)conn_tls_established(l->cs, &((tern_sock *)w->owner)->c, id, (m->data[0] & 1) != 0,
+                               version, cipher, now);
+}
+
 static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
 {
     tern_wmsg *m;
@@ -331,6 +356,15 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
             break;
         case TERN_WM_ROOM:
             break;
+        case TERN_WM_TLS_UP: /* before the plaintext that follows it in the ring */
+            tls_up(l, w, m, now);
+            break;
+        case TERN_WM_TLS_FAIL:
+            if (m->len < 2 || m->data[m->len - 1] != '\0')
+                tern_panic(__FILE__, __LINE__, "malformed TLS_FAIL message");
+            conn_tls_failed(l->cs, &((tern_sock *)w->owner)->c, m->data[0] == 1,
+                            (const char *)m->data + 1, now);
+            break;
         default:
             tern_panic(__FILE__, __LINE__, "core thread: unknown I/O thread message");
         }
@@ -363,6 +397,12 @@ bool tern_loop_workers_start(tern_loop *l, unsigned n)
         }
     }
     return true;
+}
+
+void tern_loop_workers_set_tls(tern_loop *l, tern_tls_server *tls)
+{
+    for (size_t i = 0; i < l->nworkers; i++)
+        tern_worker_set_tls(l->workers[i], tern_tls_server_retain(tls));
 }
 
 bool tern_loop_workers_flush(tern_loop *l)
