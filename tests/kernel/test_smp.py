@@ -143,25 +143,41 @@ def fault_lines(cpu, n):
 
 
 def cpu_states(q):
-    """{QEMU CPU index: (halted, interrupts enabled)} of a stopped VM, from
-    `info registers -a` (its HLT= and RFLAGS.IF). The index is the APIC id,
-    which the matrix shows is the kernel's CPU number under QEMU."""
+    """{QEMU CPU index: (halted, interrupts enabled, in the kernel)} of a
+    stopped VM, from `info registers -a`: HLT=, RFLAGS.IF, and whether it
+    runs in long mode in the higher half (RIP=ffff...; a CPU in the
+    firmware or just reset shows EIP=). The index is the APIC id, which
+    the matrix shows is the kernel's CPU number under QEMU."""
     text = q.cmd("human-monitor-command", **{"command-line": "info registers -a"})["return"]
-    return {int(m.group(1)): (m.group(3) == "1", bool(int(m.group(2), 16) & 0x200))
-            for m in re.finditer(r"CPU#(\d+)\r?\n.*?RFL=([0-9a-f]+).*?HLT=(\d)", text, re.S)}
+    states = {}
+    for block in re.split(r"^CPU#", text, flags=re.M)[1:]:
+        m = re.match(r"(\d+)\s.*?\b([RE])IP=([0-9a-f]+) [RE]FL=([0-9a-f]+) .*?HLT=(\d)", block,
+                     re.S)
+        if not m:
+            raise Failure(f"QEMU's registers unreadable:\n{block[:600]}")
+        states[int(m.group(1))] = (m.group(5) == "1", bool(int(m.group(4), 16) & 0x200),
+                                   m.group(2) == "R" and m.group(3).startswith("ffff"))
+    return states
 
 
-def expect_others_halted(q, reporter, n, out):
-    """Every CPU but the reporter halted with interrupts off: the stop NMI's
-    end (cli; hlt). A parked CPU halts with interrupts on and wakes at its
-    next timer tick, so it fails this; so does one still running."""
+def expect_others_halted(q, reporter, n, out, others=None):
+    """Every CPU but the reporter (or those of others) halted in the
+    kernel with interrupts off: the stop's end (cli; hlt). A parked CPU
+    halts with interrupts on and wakes at its next timer tick; one in the
+    firmware or a reset machine is not in the kernel: each fails this, as
+    does one still running. The reporter runs its hold, in the kernel."""
     states = cpu_states(q)
     if sorted(states) != list(range(n)):
         raise Failure(f"QEMU lists CPUs {sorted(states)}, expected 0..{n - 1}")
-    if states[reporter][0]:
-        raise Failure(f"the reporting CPU {reporter} is halted during its hold")
-    loose = [f"CPU {i} ({'halted' if h else 'running'}, interrupts {'on' if f else 'off'})"
-             for i, (h, f) in sorted(states.items()) if i != reporter and (not h or f)]
+    halted, _, kernel = states[reporter]
+    if halted or not kernel:
+        raise Failure(f"the reporting CPU {reporter} is not holding in the kernel "
+                      f"({'halted' if halted else 'running'}, "
+                      f"{'in the kernel' if kernel else 'outside it'}):\n" + show(out))
+    loose = [f"CPU {i} ({'halted' if h else 'running'}, interrupts {'on' if f else 'off'}, "
+             f"{'in the kernel' if k else 'outside it'})"
+             for i, (h, f, k) in sorted(states.items())
+             if i != reporter and (others is None or i in others) and (not h or f or not k)]
     if loose:
         raise Failure(f"not stopped after CPU {reporter}'s report: {', '.join(loose)}:\n" +
                       show(out))
@@ -173,13 +189,15 @@ def expect_quiet_after(out, report_end):
         raise Failure("the machine went on after the report:\n" + show(out))
 
 
-def fatal_stop(args, n, reporter, lines, tmp, screen=False, reboot=False):
+def fatal_stop(args, n, reporter, lines, tmp, screen=False, reboot=False, others=None):
     """Boot args with -smp n to a fatal report by CPU reporter whose lines
-    (text) must be on serial, followed by the hold; stopped then (before
-    the test build's 1 s hold ends), every other CPU must be halted with
-    interrupts off and nothing printed after the report. screen: the lines
+    (text, or a compiled bytes pattern for a line) must be on serial,
+    followed by the hold; stopped then (before the test build's 1 s hold
+    ends), every other CPU must be halted in the kernel with interrupts
+    off and nothing printed after the report. screen: the lines
     on the framebuffer too (a screendump read with the kernel's font).
     reboot: let it go on, and the reset must boot the kernel again.
+    others: the CPUs to look at (default: all), the rest never started.
     Seconds to the report and the serial output."""
     lines = lines + ["*** tern: resetting in 1 s"]
     qmp, sock = qmp_args(tmp)
@@ -193,17 +211,18 @@ def fatal_stop(args, n, reporter, lines, tmp, screen=False, reboot=False):
         if re.search(rb"\*\*\* tern: reset\r?\n", out):
             raise Failure("the VM was stopped only after the 1 s hold had ended (a host too "
                           "busy to judge the CPUs' state):\n" + show(out))
-        expect_others_halted(q, reporter, n, out)
+        expect_others_halted(q, reporter, n, out, others)
         if screen:
             shown = Screen(q, out, tmp)
         elif reboot:
             q.cmd("cont")
             if vm.wait_for(lambda o: o.count(BANNER) >= 2, took + 60) is None:
                 raise Failure("no reboot after the report:\n" + show(vm.text()))
-    want = re.compile(rb"\r?\n".join(re.escape(line.encode()) for line in lines))
+    want = re.compile(rb"\r?\n".join(line.pattern if isinstance(line, re.Pattern)
+                                      else re.escape(line.encode()) for line in lines))
     m = want.search(out)
     if not m:
-        raise Failure("\n".join(lines) + "\nnot on serial, which reads:\n" + show(out))
+        raise Failure(f"{want.pattern!r} not on serial, which reads:\n" + show(out))
     expect_quiet_after(out, m.end())
     if screen:
         for line in lines:
@@ -247,6 +266,25 @@ def boot_cpu_fatal(test_elf, n):
                                    n, 0, lines, tmp)
         expect_lines(out, [rb"tern: smp: %d CPU\(s\) online" % n])
         return f"{took:.1f} s to the report; the {n - 1} APs stopped"
+    return check
+
+
+def fatal_while_ap_starts(test_elf):
+    """PVH, -smp 4: CPU 0 panics right after sending CPU 2 its start-up IPI
+    (tern.test.apstartfatal=2): CPU 2 arrives after the stop began, and
+    must stop itself rather than park; CPU 1 is stopped by the NMI; CPU 3
+    was never started (the firmware's). Before the fix, the stop's NMI
+    went to every other CPU at once and reached CPU 2 inside the
+    trampoline: it ended in the firmware, or QEMU reset the machine at
+    once (a triple fault, the report's hold cut short)."""
+    def check():
+        # CPU 2 may stop and count itself before the count is printed.
+        lines = ["*** tern: FATAL: selftest: a fatal error while an AP starts",
+                 re.compile(rb"\*\*\* tern: on CPU 0; [12] other CPU\(s\) stopped")]
+        with scratch() as tmp:
+            took, _ = fatal_stop(["-kernel", test_elf, "-append", "tern.test.apstartfatal=2"],
+                                 4, 0, lines, tmp, others={1, 2})
+        return f"{took:.1f} s to the report; CPU 1 stopped, CPU 2 stopped itself on arrival"
     return check
 
 
@@ -324,6 +362,7 @@ def cases(b):
         "smp-ap-fault-seabios-screen": ap_fault_iso(b.test_elf, "seabios", 4, 3),
         "smp-ap-fault-ovmf-screen": ap_fault_iso(b.test_elf, "ovmf", 4, 3) if ovmf else None,
         "smp-boot-cpu-fatal-stops-aps": boot_cpu_fatal(b.test_elf, 4),
+        "smp-fatal-while-an-ap-starts": fatal_while_ap_starts(b.test_elf),
         "smp-hotplug-slots-counted-not-started": hotplug_slots(b.elf),
         "smp-share-heap-console": share_heap_console(b.test_elf),
     }
