@@ -9,18 +9,39 @@ than asked for, no AP left behind, and a mutual-TLS MQTT round trip
 (mosquitto_sub and mosquitto_pub with the dev PKI, QoS 1) through the
 broker with the APs up; nothing fatal.
 
+The ISO's -smp 1 boots also read the framebuffer back (the console
+line and the ready line) and check the bundle and the RSDP's revision:
+they are the ISO boot tests, so no pair boots twice.
+
 The fatal stop ("a fatal error on any CPU stops all of them and reports on
 every console"): a fault on an application processor (tern.test.apfault=N,
-test build) under PVH (-smp 2, CPU 1; serial is its only console) and
-under SeaBIOS and OVMF from a test ISO (-smp 4, CPU 3) with the report read
-back from the framebuffer (QMP screendump, the kernel's font) as well as
-serial; and a fatal error on the boot CPU with three APs online (the stack
-protector's panic, tern.test.guard=smash, PVH -smp 4). Each report names
-the CPU and counts the others that the stop NMI halted, and nothing runs
-on after it.
+test build) under PVH (-smp 2, CPU 1; serial is its only console; the
+reset it asks for boots the kernel again) and under SeaBIOS and OVMF
+from a test ISO (-smp 4, CPU 3) with the report read back from the
+framebuffer (QMP screendump, the kernel's font) as well as serial; a
+fatal error on the boot CPU with three APs online (the stack protector's
+panic, tern.test.guard=smash, PVH -smp 4); and one on CPU 0 just after
+it sent an AP its start-up IPI (tern.test.apstartfatal=2), which the AP
+must notice itself. Each report names the CPU and counts the others the
+stop halted, nothing is printed after it, and with the VM stopped during
+the hold QEMU's registers show every other CPU halted in the kernel with
+interrupts off (a parked CPU has them on), the reporter still running.
+smp-hotplug-slots-counted-not-started: -smp 2,maxcpus=6, the MADT's four
+disabled entries counted, none started.
+
+Cost (2026-12-02, one test at a time, QEMU CPU seconds on a loaded
+2-core host): the module takes 99 s of wall time and 52 s of CPU for its
+16 tests (OVMF boots 8-11 s of CPU each, SeaBIOS 3, PVH under 1; -smp 4
+costs no more than -smp 1 under any firmware, within the noise), where the 7 SMP tests and
+the two ISO boot tests it replaced took 46 s and 26 s.
 
 Broken on purpose once: with the stop NMI not sent (lapic.c), smp-ap-fault
-failed ("on CPU 1; 0 other CPU(s) stopped").
+failed ("on CPU 1; 0 other CPU(s) stopped"). With smp_halt_stopped left
+idling with interrupts on instead of halting (2026-12-02), the four fault
+tests of the time failed on the CPU state ("CPU 0 (halted, interrupts
+on)"). smp-fatal-while-an-ap-starts failed three times out of three
+before the stop NMI went to online CPUs only: the all-but-self NMI reached
+CPU 2 in the trampoline and QEMU reset the machine during the hold.
 
 smp-share-heap-console (test build, tern.test.smpshare=1, -smp 2): CPU 0
 and CPU 1 allocate, check and free heap objects and print console lines
