@@ -19,8 +19,9 @@ void smp_boot_cpu_init(void);
 void smp_start(const struct boot_info *bi);
 /* CPUs running (1 before smp_start). */
 unsigned smp_online(void);
-/* The fatal path: stop every other CPU (an NMI to all but this one) and
- * wait briefly for them to say so. 1 if this CPU is the first to call it,
+/* The fatal path: stop every other CPU (an NMI to each online one; one
+ * still starting stops itself on arrival) and wait briefly for them to
+ * say so. 1 if this CPU is the first to call it,
  * 0 if another CPU already is reporting (the caller then halts quietly). */
 int smp_stop_others(void);
 /* 1 when a stop is in progress (an NMI then halts its CPU). */
@@ -30,7 +31,8 @@ unsigned smp_cpu_id(void);
 /* This CPU's struct percpu (the boot CPU's before smp_boot_cpu_init, when
  * the GS base is not set yet). */
 struct percpu *smp_this_cpu(void);
-/* A CPU told to stop (or losing the race to report): count it, halt. */
+/* A CPU told to stop (or losing the race to report): count it (once),
+ * halt. */
 _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
 unsigned smp_stopped_count(void);
