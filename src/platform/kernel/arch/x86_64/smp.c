@@ -321,11 +321,13 @@ int smp_stop_others(void)
     int expected = 0;
     if (!atomic_compare_exchange_strong(&stopping, &expected, 1))
         return 0;
+    /* Every slot, not just the first ncpus: the CPU being started is
+     * counted only once start_ap returns, and it may be online already. */
+    unsigned me = smp_cpu_id();
+    for (unsigned i = 0; i < SMP_MAX_CPUS; i++)
+        if (i != me && atomic_load(&cpus[i].state) == CPU_ONLINE)
+            lapic_send_nmi(cpus[i].apic_id);
     if (nonline > 1) {
-        unsigned me = smp_cpu_id();
-        for (unsigned i = 0; i < ncpus; i++)
-            if (i != me && atomic_load(&cpus[i].state) == CPU_ONLINE)
-                lapic_send_nmi(cpus[i].apic_id);
         uint64_t until = clock_mono_ns() + (uint64_t)STOP_WAIT_MS * 1000000;
         while (atomic_load(&stopped) + 1 < nonline && clock_mono_ns() < until)
             cpu_relax();
