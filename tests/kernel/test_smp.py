@@ -22,18 +22,19 @@ framebuffer (QMP screendump, the kernel's font) as well as serial; a
 fatal error on the boot CPU with three APs online (the stack protector's
 panic, tern.test.guard=smash, PVH -smp 4); and one on CPU 0 just after
 it sent an AP its start-up IPI (tern.test.apstartfatal=2), after which
-that AP must end stopped too. Each report names the CPU and counts the others the
-stop halted, nothing is printed after it, and with the VM stopped during
-the hold QEMU's registers show every other CPU halted in the kernel with
-interrupts off (a parked CPU has them on), the reporter still running.
+that AP must end stopped too. Each report names the CPU and counts the
+others the stop halted, nothing is printed after it, and with the VM
+stopped during the hold QEMU's registers show every other CPU halted in
+the kernel with interrupts off (a parked CPU has them on), the reporter
+still running.
 smp-hotplug-slots-counted-not-started: -smp 2,maxcpus=6, the MADT's four
 disabled entries counted, none started.
 
 Cost (2026-12-02, one test at a time, QEMU CPU seconds on a loaded
 2-core host): the module takes 99 s of wall time and 52 s of CPU for its
 16 tests (OVMF boots 8-11 s of CPU each, SeaBIOS 3, PVH under 1; -smp 4
-costs no more than -smp 1 under any firmware, within the noise), where the 7 SMP tests and
-the two ISO boot tests it replaced took 46 s and 26 s.
+costs no more than -smp 1 under any firmware, within the noise), where
+the 7 SMP tests and the two ISO boot tests it replaced took 46 s and 26 s.
 
 Broken on purpose once: with the stop NMI not sent (lapic.c), smp-ap-fault
 failed ("on CPU 1; 0 other CPU(s) stopped"). With smp_halt_stopped left
