@@ -31,8 +31,7 @@ unsigned smp_cpu_id(void);
 /* This CPU's struct percpu (the boot CPU's before smp_boot_cpu_init, when
  * the GS base is not set yet). */
 struct percpu *smp_this_cpu(void);
-/* A CPU told to stop (or losing the race to report): count it (once),
- * halt. */
+/* A CPU told to stop (or losing the race to report): count it, halt. */
 _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
 unsigned smp_stopped_count(void);
