@@ -15,6 +15,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import socket
 import ssl
 import subprocess
@@ -286,6 +287,25 @@ def reseal(path, slot):
         sb[16:20] = zlib.crc32(sb).to_bytes(4, "little")
         f.seek(slot)
         f.write(sb)
+
+
+def test_iso(tmp, kernel, cmdline):
+    """A bootable ISO in tmp (GRUB for BIOS and UEFI, grub-mkrescue) with
+    kernel (a test build) on the command line cmdline and no module: for
+    fatal reports through GRUB, with the framebuffer console it hands
+    over (all_video: VBE under SeaBIOS, GOP under OVMF). Its path."""
+    root = os.path.join(tmp, "iso")
+    os.makedirs(os.path.join(root, "boot", "grub"))
+    shutil.copy(kernel, os.path.join(root, "boot", "tern.elf"))
+    write_file(os.path.join(root, "boot", "grub"), "grub.cfg",
+               "serial --unit=0 --speed=115200\nterminal_output serial\n"
+               "insmod all_video\nset timeout=0\n"
+               f"menuentry test {{\n  multiboot2 /boot/tern.elf {cmdline}\n}}\n")
+    iso = os.path.join(tmp, "test.iso")
+    r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
+    if r.returncode != 0:
+        raise Failure("grub-mkrescue: " + show(r.stderr))
+    return iso
 
 
 def module_vm(kernel, module, net, extra=()):

@@ -13,10 +13,13 @@ tests live in modules grouped by subject, each opening with what it tests:
                         readback, the registry and runner (no tests)
   clients.py            the host's MQTT clients and shared broker checks
                         (no tests)
-  test_boot.py          PVH and ISO (SeaBIOS, OVMF, with the screen) boots,
-                        boot modes, the heap self-test
-  test_smp.py           application processors: -smp 1, 2 (PVH, SeaBIOS,
-                        OVMF) and 4 (PVH) with roles and mTLS, an AP fault
+  test_boot.py          PVH boots, boot modes, the heap self-test
+  test_smp.py           the boot matrix: -smp 1, 2 and 4 under PVH, SeaBIOS
+                        and OVMF (the ISO, with the screen at -smp 1), each
+                        with the MADT's count, roles and an mTLS round
+                        trip; a fault on an AP (PVH, and on serial and
+                        screen under SeaBIOS and OVMF) and on CPU 0 stops
+                        every CPU
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
   test_kaslr.py         randomised placement: two boots' bases differ (test

@@ -1,24 +1,15 @@
 """Boots: the production kernel reaches its ready line by PVH (qemu
 -kernel) on q35 and i440fx, with 64 MiB and with 5 GiB, and with -cpu max
-(wolfSSL's assembly paths for the crypto self-tests); the ISO (GRUB,
-multiboot2) under SeaBIOS and OVMF serves mutual TLS from its bundle and
-shows the same lines on the screen as on serial; an unknown tern.mode
+(wolfSSL's assembly paths for the crypto self-tests); an unknown tern.mode
 says it is not in this build and halts (install mode: test_install.py,
 the diagnostics modes: test_diag.py); the test
 build's heap self-test passes, and so does its kernel-thread self-test
 (registers, MXCSR, x87 control word and stack survive every switch both
-ways; waits and time slices hand the CPU back).
+ways; waits and time slices hand the CPU back). The ISO (GRUB, multiboot2)
+under SeaBIOS and OVMF, serving mutual TLS from its bundle and showing
+the same lines on the screen as on serial, is test_smp.py's matrix.
 """
-import os
-
-from harness import (KAT_PASSED, OVMF, READY, Failure, Qmp, Screen, Vm, expect_lines,
-                     qmp_args, ready_line, run_ready, run_vm, scratch, show)
-
-# The ISO's GRUB passes the development bundle (tools/image/tern.conf, its
-# ACL and the dev PKI) as a multiboot2 module; the broker serves mTLS.
-ISO_WANT = (rb"tern: config: bundle with 6 files from boot module \(\d+ bytes\); "
-            rb"configuration tern\.conf",
-            rb"tern: mqtt: mutual TLS port 8883, 0 connections")
+from harness import KAT_PASSED, READY, Failure, expect_lines, ready_line, run_ready, run_vm, show
 
 
 def expect_ready(out, loader, want):
@@ -37,27 +28,6 @@ def ready_test(args, loader, timeout, want=()):
     def check():
         took, out = run_ready(args, timeout)
         return f"{took:.1f} s: {expect_ready(out, loader, want)}"
-    return check
-
-
-def screen_test(args, loader, timeout, want=()):
-    """Boot an ISO with a display: the serial console must show the ready
-    line and say the framebuffer joined, and the screen (QEMU's
-    screendump, read with the kernel's own font) must show the same lines
-    as serial - the console line and the whole ready line."""
-    def check():
-        with scratch() as tmp:
-            qmp, sock = qmp_args(tmp)
-            with Vm(args + qmp) as vm:
-                took, out = vm.wait_ready(timeout)
-                ready = expect_ready(out, loader, want)
-                q = Qmp(sock)
-                q.cmd("stop")
-                screen = Screen(q, out, tmp)
-                for e in (screen.console, ready):
-                    screen.expect(e)
-        return (f"{took:.1f} s; {screen.width}x{screen.height}, {screen.cols} x {screen.rows} "
-                f"characters; ready line on screen")
     return check
 
 
@@ -83,7 +53,9 @@ def selftest(kernel, name):
 
 
 def cases(b):
-    iso_net = ["-cdrom", b.iso, "-nic", "user,model=virtio-net-pci"]
+    # The ISO under SeaBIOS and OVMF (mutual TLS from its bundle, the same
+    # lines on the screen as on serial) boots in test_smp.py's matrix:
+    # smp-seabios-1-mtls and smp-ovmf-1-mtls, one boot per (firmware, -smp).
     return {
         # The production build reseeds the stack guard and prints no figure about it.
         "pvh-ready": ready_test(["-kernel", b.elf], "pvh", 20,
@@ -97,10 +69,4 @@ def cases(b):
         "selftest-heap": selftest(b.test_elf, "heap"),
         "selftest-kthread": selftest(b.test_elf, "kthread"),
         "mode-unknown": mode_test(b.elf, "bogus", "that mode"),
-        "iso-seabios": screen_test(iso_net, "multiboot2", 60, ISO_WANT + (
-            rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
-            rb"revision 0 from multiboot2 tag, RSDT\)",)),
-        "iso-ovmf": screen_test(["-bios", OVMF] + iso_net, "multiboot2", 120, ISO_WANT + (
-            rb"tern: pci: ECAM at 0xb0000000, buses 0-255, from the MCFG table \(RSDP "
-            rb"revision 2 from multiboot2 tag, XSDT\)",)) if os.path.exists(OVMF) else None,
     }

@@ -8,12 +8,10 @@ is caught the same way; the debug build adds a register
 dump; a test ISO that faults puts the report on the framebuffer as well
 as on serial.
 """
-import os
 import re
-import shutil
-import subprocess
 
-from harness import BANNER, Failure, Qmp, Screen, Vm, qmp_args, run_vm, scratch, show
+from harness import (BANNER, Failure, Qmp, Screen, Vm, qmp_args, run_vm, scratch, show,
+                     test_iso)
 
 
 def reset_report(kernel, name):
@@ -91,17 +89,7 @@ def fatal_screen_test(test_elf):
     before the short test-build hold ends in a reset."""
     def check():
         with scratch() as tmp:
-            root = os.path.join(tmp, "iso")
-            os.makedirs(os.path.join(root, "boot", "grub"))
-            shutil.copy(test_elf, os.path.join(root, "boot", "tern.elf"))
-            with open(os.path.join(root, "boot", "grub", "grub.cfg"), "w") as f:
-                f.write("serial --unit=0 --speed=115200\nterminal_output serial\n"
-                        "insmod all_video\nset timeout=0\n"
-                        "menuentry fault {\n  multiboot2 /boot/tern.elf tern.test=pagefault\n}\n")
-            iso = os.path.join(tmp, "fault.iso")
-            r = subprocess.run(["grub-mkrescue", "-o", iso, root], capture_output=True)
-            if r.returncode != 0:
-                raise Failure("grub-mkrescue: " + show(r.stderr))
+            iso = test_iso(tmp, test_elf, "tern.test=pagefault")
             qmp, sock = qmp_args(tmp)
             with Vm(["-cdrom", iso] + qmp) as vm:
                 q = Qmp(sock)

@@ -19,7 +19,7 @@
 enum {
     REG_ID = 0x20, REG_EOI = 0xB0, REG_SVR = 0xF0, REG_ICR_LO = 0x300, REG_ICR_HI = 0x310,
     REG_LVT_TIMER = 0x320, ICR_PENDING = 1 << 12,
-    ICR_NMI_OTHERS = 0xC4400, /* shorthand all-but-self, NMI, level assert */
+    ICR_NMI = 0x4400, /* NMI, level assert, no shorthand: to the id in ICR_HI */
     REG_TIMER_INIT = 0x380, REG_TIMER_CUR = 0x390, REG_TIMER_DIV = 0x3E0,
     LVT_MASKED = 1 << 16, LVT_PERIODIC = 1 << 17,
     APIC_BASE_ENABLE = 1 << 11,
@@ -101,10 +101,10 @@ void lapic_send_ipi(uint32_t apic_id, uint32_t icr)
     icr_send(apic_id << 24, icr);
 }
 
-void lapic_send_ipi_others_nmi(void)
+void lapic_send_nmi(uint32_t apic_id)
 {
     if (lapic)
-        icr_send(0, ICR_NMI_OTHERS);
+        icr_send(apic_id << 24, ICR_NMI);
 }
 
 uint64_t lapic_ticks(void) { return ticks; }

@@ -21,7 +21,9 @@ void lapic_ap_init(void);
 /* Send an IPI to one APIC id; icr is the command's low word (delivery
  * mode, level, vector). Waits for the previous one to leave first. */
 void lapic_send_ipi(uint32_t apic_id, uint32_t icr);
-/* An NMI to every CPU but this one (the fatal path's stop). */
-void lapic_send_ipi_others_nmi(void);
+/* An NMI to one APIC id (the fatal path's stop, sent to each online CPU:
+ * smp.c says why not the all-but-self shorthand); nothing before the
+ * APIC is mapped. */
+void lapic_send_nmi(uint32_t apic_id);
 
 #endif

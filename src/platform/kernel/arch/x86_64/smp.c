@@ -82,6 +82,7 @@ static _Atomic int stopping;
 static _Atomic unsigned stopped;
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
+static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU N starts */
 static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
 #endif
 
@@ -188,6 +189,10 @@ static int start_ap(uint64_t tramp, struct percpu *c)
     delay_ms(10);
     unsigned vec = (unsigned)(tramp >> 12);
     lapic_send_ipi(c->apic_id, ICR_STARTUP | vec);
+#ifdef TERN_TEST_HOOKS
+    if (fatal_starting && fatal_starting == c->id)
+        panic("selftest: a fatal error while an AP starts");
+#endif
     if (wait_online(c, clock_mono_ns() + 200000))
         return 1;
     lapic_send_ipi(c->apic_id, ICR_STARTUP | vec);
@@ -214,6 +219,9 @@ void smp_start(const struct boot_info *bi)
     char arg[8];
     if (bootinfo_arg(bi, "tern.test.apfault", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         fault_on_cpu = (unsigned)(arg[0] - '0');
+    if (bootinfo_arg(bi, "tern.test.apstartfatal", arg, sizeof arg) && arg[0] >= '1' &&
+        arg[0] <= '9')
+        fatal_starting = (unsigned)(arg[0] - '0');
     share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
 #endif
     uint64_t tramp = find_low_pages(bi);
@@ -276,6 +284,11 @@ _Noreturn void smp_ap_entry(struct percpu *c)
     paging_cpu_init();
     lapic_ap_init();
     atomic_store_explicit(&c->state, CPU_ONLINE, memory_order_release);
+    /* A fatal error elsewhere since this CPU's SIPI sent it no NMI (see
+     * smp_stop_others): stop here instead of taking up its role. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (smp_stopping())
+        smp_halt_stopped();
 #ifdef TERN_TEST_HOOKS
     if (fault_on_cpu && fault_on_cpu == c->id) {
         delay_ms(200); /* let CPU 0 log the roles first */
@@ -294,13 +307,27 @@ _Noreturn void smp_ap_entry(struct percpu *c)
     }
 }
 
+/* The stop NMI goes to each CPU that is online, one by one, not to "all
+ * but self": a CPU that was sent its SIPI but is not online yet may still
+ * be in the trampoline, with no IDT that can take an NMI (QEMU then resets
+ * the machine at once: a triple fault cutting the report's hold short),
+ * and CPUs the kernel never started (hot-plug slots, ones that did not
+ * come up) are the firmware's. A starting CPU instead looks at `stopping`
+ * itself once online (smp_ap_entry); the seq_cst exchange here and the
+ * fence there make sure that at least one side sees the other: the AP is
+ * sent the NMI, or it sees `stopping` and halts, or both. */
 int smp_stop_others(void)
 {
     int expected = 0;
     if (!atomic_compare_exchange_strong(&stopping, &expected, 1))
         return 0;
+    /* Every slot, not just the first ncpus: the CPU being started is
+     * counted only once start_ap returns, and it may be online already. */
+    unsigned me = smp_cpu_id();
+    for (unsigned i = 0; i < SMP_MAX_CPUS; i++)
+        if (i != me && atomic_load(&cpus[i].state) == CPU_ONLINE)
+            lapic_send_nmi(cpus[i].apic_id);
     if (nonline > 1) {
-        lapic_send_ipi_others_nmi();
         uint64_t until = clock_mono_ns() + (uint64_t)STOP_WAIT_MS * 1000000;
         while (atomic_load(&stopped) + 1 < nonline && clock_mono_ns() < until)
             cpu_relax();
@@ -310,9 +337,10 @@ int smp_stop_others(void)
 
 _Noreturn void smp_halt_stopped(void)
 {
-    if (boot_ready)
-        atomic_store(&this_cpu()->state, CPU_STOPPED);
-    atomic_fetch_add(&stopped, 1);
+    /* Counted once: a CPU that stopped itself on arrival may still get the
+     * NMI (it was online when the reporter looked) and come here again. */
+    if (!boot_ready || atomic_exchange(&this_cpu()->state, CPU_STOPPED) != CPU_STOPPED)
+        atomic_fetch_add(&stopped, 1);
     cpu_halt_forever();
 }
 

@@ -19,8 +19,9 @@ void smp_boot_cpu_init(void);
 void smp_start(const struct boot_info *bi);
 /* CPUs running (1 before smp_start). */
 unsigned smp_online(void);
-/* The fatal path: stop every other CPU (an NMI to all but this one) and
- * wait briefly for them to say so. 1 if this CPU is the first to call it,
+/* The fatal path: stop every other CPU (an NMI to each online one; one
+ * still starting stops itself on arrival) and wait briefly for them to
+ * say so. 1 if this CPU is the first to call it,
  * 0 if another CPU already is reporting (the caller then halts quietly). */
 int smp_stop_others(void);
 /* 1 when a stop is in progress (an NMI then halts its CPU). */
