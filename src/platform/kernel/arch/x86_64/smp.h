@@ -30,6 +30,16 @@ unsigned smp_cpu_id(void);
 /* This CPU's struct percpu (the boot CPU's before smp_boot_cpu_init, when
  * the GS base is not set yet). */
 struct percpu *smp_this_cpu(void);
+/* Hand a parked application processor of the given role its work: it
+ * calls fn (which must not return) on its own stack, with its struct
+ * percpu. Everything the caller wrote before is visible to fn (release
+ * here, acquire there). Returns the CPU's id, or -1 when no CPU of that
+ * role is online (fn is then not run anywhere). CPU 0 only. */
+int smp_run_role(int role, void (*fn)(void));
+/* Wake CPU id from hlt (an IPI on the wake vector, whose handler does
+ * nothing but acknowledge it): the sleeper's loop then looks for work. No-op
+ * for this CPU or one not online. */
+void smp_wake(unsigned id);
 /* A CPU told to stop (or losing the race to report): count it, halt. */
 _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
