@@ -236,6 +236,9 @@ void kstore_describe(struct kstore *k, char *buf, size_t n)
     store_stats stats;
     (void)stats_copy(k, &stats);
     const store_stats *st = &stats;
+    /* The thread's counters are written by the CPU that runs it, without
+     * a lock: with a storage core this copy may be a resume behind (each
+     * field an aligned 64-bit word, never torn); it is a console line. */
     struct kthread_stats ts;
     kthread_get_stats(k->t, &ts);
     snprintf(buf, n,

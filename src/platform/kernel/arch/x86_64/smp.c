@@ -9,7 +9,8 @@
  * below 1 MiB; it arrives in smp_ap_entry on its own guarded stack with
  * its own IST fault stacks, GDT and TSS (trap.c), the shared IDT, its
  * GS base on its struct percpu, the boot CPU's PAT, and its own local
- * APIC timer; then it parks in its role (percpu.h). An AP that does not
+ * APIC timer; then it parks until CPU 0 hands it work for its role
+ * (smp_run_role: CPU 1, the storage core). An AP that does not
  * come up within AP_WAIT_MS is named in the boot log and left out.
  *
  * Page tables: the trampoline uses its own small PML4 (below 4 GiB, as
@@ -28,9 +29,12 @@
  * loop, the timer and NMI handlers, and the fatal path (and, in test
  * builds, smp_selftest.c: the heap, which lives in the direct map, and
  * the console, whose framebuffer mapping is never removed), none of which
- * reaches such an address even speculatively. When the storage core runs
- * real work on CPU 1, paging needs the lock and an invalidation IPI; the
- * check above is what will say so.
+ * reaches such an address even speculatively. Since the storage core
+ * (ADR-064) CPU 1 runs real work - SQLite, the disks - in the direct
+ * map, the kernel image and the MMIO windows mapped at boot; from the
+ * hand-over on paging_share makes every removal or change of a mapping
+ * panic (except the ACPI scratch page, CPU 0's alone), which keeps this
+ * argument true without a shootdown.
  */
 #include "arch/x86_64/smp.h"
 
