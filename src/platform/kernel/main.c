@@ -402,6 +402,15 @@ static _Noreturn void kmain(void)
                 kprintf("tern: smp: CPU 1 stays parked: %s\n",
                         durable ? "the disks could not be handed over"
                                 : "no durable store (RAM only)");
+#ifdef TERN_TEST_HOOKS
+            char unmap_arg[8]; /* paging's check once CPU 1 runs: must halt */
+            if (bootinfo_arg(&boot, "tern.test.unmap", unmap_arg, sizeof unmap_arg) &&
+                !strcmp(unmap_arg, "shared")) {
+                delay_ms(300); /* CPU 1 logs that its loop runs first */
+                vm_unmap(vm_window_reserve(PAGE_SIZE), PAGE_SIZE);
+                panic("selftest: an unmap after the hand-over to the storage core was allowed");
+            }
+#endif
             if (report && kserve_sys_put(DIAG_REPORT_TOPIC, report) == 0)
                 kprintf("tern: diag: report published on %s (retained, operators only)\n",
                         DIAG_REPORT_TOPIC);
