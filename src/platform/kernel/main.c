@@ -456,10 +456,12 @@ static _Noreturn void kmain(void)
             /* Interrupts off from the check to the hlt (cpu_idle is sti;
              * hlt), so a device interrupt in between wakes the hlt. */
             irq_disable();
+            smp_sleep_begin(); /* the storage core wakes it only then (smp.h) */
             if (net_irq_pending() || blk_irq_pending() || kserve_store_waiting())
                 irq_enable();
             else
                 cpu_idle();
+            smp_sleep_end();
         } else {
             cpu_relax();
         }

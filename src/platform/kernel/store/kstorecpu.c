@@ -5,10 +5,11 @@
  * yield to it exactly as they yielded to CPU 0's main loop, and their
  * wait conditions are evaluated here, on the CPU that runs them.
  *
- * Sleeping: interrupts go off before the last look (a thread ready, a
- * disk interrupt not yet polled), and cpu_idle is sti;hlt, so a wake IPI
- * or an MSI-X message arriving after the look ends the hlt rather than
- * being taken before it. The local APIC timer (TICK_HZ) bounds every
+ * Sleeping: interrupts go off and the CPU says it is sleeping
+ * (smp_sleep_begin) before the last look (a thread ready, a disk
+ * interrupt not yet polled), and cpu_idle is sti;hlt, so a wake IPI or an
+ * MSI-X message arriving after the look ends the hlt rather than being
+ * taken before it; CPU 0 sends the IPI only while CPU 1 says it sleeps. The local APIC timer (TICK_HZ) bounds every
  * sleep, which is what the time-based conditions (a backup due, the pause
  * after a failed commit, a scrub step) rely on, as on CPU 0.
  */
@@ -72,10 +73,12 @@ static _Noreturn void storage_loop(void)
         if (work)
             continue;
         irq_disable();
+        smp_sleep_begin(); /* before the last look: smp.h */
         if (something_to_do())
             irq_enable();
         else
             cpu_idle();
+        smp_sleep_end();
     }
 }
 

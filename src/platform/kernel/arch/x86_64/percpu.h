@@ -48,6 +48,9 @@ struct percpu {
     /* What a parked AP runs once CPU 0 hands it work (smp_run_role): set
      * once with release by CPU 0, read with acquire by the AP. */
     void (*_Atomic work)(void);
+    /* 1 from its loop's last look for work to the end of its hlt
+     * (smp_sleep_begin/end): only then does smp_wake send an IPI. */
+    _Atomic int sleeping;
 };
 
 static inline struct percpu *this_cpu(void)

@@ -212,7 +212,21 @@ void smp_wake(unsigned id)
     if (id >= ncpus || id == smp_cpu_id() || !wake_vector ||
         atomic_load_explicit(&cpus[id].state, memory_order_acquire) != CPU_ONLINE)
         return;
-    lapic_send_ipi(cpus[id].apic_id, wake_vector); /* fixed delivery, edge */
+    /* The work's publication (a lock release, a plain store) before the
+     * look at the flag: the store-load order only a full fence gives. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&cpus[id].sleeping))
+        lapic_send_ipi(cpus[id].apic_id, wake_vector); /* fixed delivery, edge */
+}
+
+void smp_sleep_begin(void)
+{
+    atomic_store(&smp_this_cpu()->sleeping, 1); /* seq_cst: before the last look */
+}
+
+void smp_sleep_end(void)
+{
+    atomic_store_explicit(&smp_this_cpu()->sleeping, 0, memory_order_relaxed);
 }
 
 int smp_run_role(int role, void (*fn)(void))
@@ -228,7 +242,9 @@ int smp_run_role(int role, void (*fn)(void))
         if (!atomic_compare_exchange_strong_explicit(&c->work, &none, fn, memory_order_release,
                                                      memory_order_relaxed))
             panic("smp_run_role: that CPU already has its work");
-        smp_wake(i);
+        /* Always: the parked loop does not flag its sleep (its timer would
+         * find the work within a tick anyway). */
+        lapic_send_ipi(c->apic_id, wake_vector);
         return (int)i;
     }
     return -1;
