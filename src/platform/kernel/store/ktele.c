@@ -203,6 +203,8 @@ static void writer(void *arg)
             if (rc == KDISK_OK) {
                 spin_lock(&kt.lock);
                 kt.qhead++;
+                /* with qhead: queue() numbers a record next_record + waiting */
+                kt.pub.next_record = kt.t.next_record;
                 spin_unlock(&kt.lock);
                 kt.written++;
             }
