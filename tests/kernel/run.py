@@ -52,7 +52,9 @@ tests live in modules grouped by subject, each opening with what it tests:
                         and screen, never resets
   test_disk_size.py     boot time with a 1 GiB and a 64 GiB data disk
   test_store.py         the store thread: commits that wait or compute do
-                        not stop the network; RAM only without a disk
+                        not stop the network (also on CPU 1, the storage
+                        core, at -smp 2); RAM only without a disk; an
+                        unmap once CPU 1 runs halts
   test_store_full.py    a full database region: acknowledgements withheld,
                         $SYS says full, the next boot serves every
                         acknowledged message
@@ -65,7 +67,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         and a kill on virtio-blk and virtio-scsi, QoS 2
                         exactly once; the disk image under SeaBIOS and
                         OVMF; refusals halt and leave the image unchanged;
-                        a damaged database replaced by its backup
+                        a damaged database replaced by its backup; the
+                        virtio-blk survival again at -smp 2 (storage core)
   test_tele.py          the telemetry journal: boot and power-cut records
                         survive kills in order (read with tern-tele); a
                         thin qcow2 gets expired segments back (discard)

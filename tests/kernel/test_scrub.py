@@ -10,6 +10,8 @@ mutual TLS, its disk made by tern-mkdisk (512-byte blocks).
   pass: one console line each naming
   the region, and $SYS/broker/store/scrub/corrupt and last_corrupt say so;
   the broker serves meanwhile (the $SYS and retained reads go through it).
+  The same again at -smp 2, where the store thread (and so the scrubber,
+  its backups and its $SYS status) runs on CPU 1, the storage core.
 - A byte flipped in a database page of the stopped image (its WAL emptied)
   is caught at boot before any scrub: the store's quick_check reads the
   page through the checksum layer, fails, and the newest backup replaces
@@ -48,12 +50,13 @@ def flip(img, off):
     patch(img, off, bytes([b[0] ^ 0x10]))
 
 
-def prepare(build, tmp, vm_body):
+def prepare(build, tmp, vm_body, smp=1):
     """Boot an image, store retained messages, wait for backups A and B and
     a clean scrub pass (the live store: no false positives), then run
-    vm_body(db, vm, img, part) with the VM still running."""
+    vm_body(db, vm, img, part) with the VM still running. With smp 2 the
+    store thread, and so the scrubber, runs on CPU 1 (ADR-064)."""
     img, part = mkdisk(build, tmp)
-    db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"), FAST)
+    db = DiskBroker(build, tmp, drive(img, "d0", "virtio-blk"), FAST, smp=smp)
     with db.boot() as vm:
         db.ready(vm)
         for i in range(3):
@@ -70,7 +73,7 @@ def prepare(build, tmp, vm_body):
         return vm_body(db, vm, img, part)
 
 
-def regions_test(build):
+def regions_test(build, smp=1):
     """With the store quiet (no commit, no backup due), one byte is flipped
     in the running VM's image file (QEMU reads through the host's page
     cache: this is the disk going bad under a live broker) in each of six
@@ -121,7 +124,7 @@ def regions_test(build):
 
     def check():
         with scratch() as tmp:
-            return prepare(build, tmp, body)
+            return prepare(build, tmp, body, smp)
     return check
 
 
@@ -153,5 +156,7 @@ def database_page_test(build):
 def cases(b):
     return {
         "scrub-finds-a-flipped-byte-in-every-region-kind-live": regions_test(b),
+        "scrub-smp2-storage-core-finds-a-flipped-byte-in-every-region-kind-live":
+            regions_test(b, smp=2),
         "scrub-flipped-database-page-fails-the-boot-check-backup-restored": database_page_test(b),
     }

@@ -62,8 +62,8 @@ from harness import (BANNER, OVMF, READY, Failure, Pki, Qmp, Screen, Vm, expect_
 
 ROLES = {
     0: rb"tern: smp: CPU 0 \(APIC id 0\): network and broker",
-    1: rb"tern: smp: CPU 1 \(APIC id 1\): storage \(reserved for the storage core; parked: "
-       rb"storage still runs on CPU 0\)",
+    1: rb"tern: smp: CPU 1 \(APIC id 1\): storage \(parked until the store opens; then the "
+       rb"store's threads run here\)",
     2: rb"tern: smp: CPU 2 \(APIC id 2\): network \(idle until the multi-core broker lands\)",
     3: rb"tern: smp: CPU 3 \(APIC id 3\): network \(idle until the multi-core broker lands\)",
 }

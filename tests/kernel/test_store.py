@@ -7,13 +7,23 @@ PINGREQ round trips and a QoS 1 message nothing durable depends on are
 answered at once; $SYS shows the commits. Without a disk with a tern data
 partition (none, or a zeroed one, which stays untouched) and without the
 double the broker says it keeps everything in memory.
+
+With -smp 2 the store thread runs on CPU 1, the storage core (ADR-064):
+the compute-bound double's commits then leave CPU 0 alone altogether, the
+acknowledgement still waits for its commit, and removing a mapping once
+CPU 1 runs halts the machine (paging's check in place of a shootdown).
 """
+import re
 import time
 
 from clients import PINGREQ, PINGRESP, raw_client, recv_exact
 from harness import MQTT_CONF, Failure, disk_image, drive, expect_lines, nic, module_vm, \
     free_port, scratch, show, write_file
 
+# CPU 1's line once it runs the store (ADR-064), and paging's refusal of an
+# unmap while it does.
+STORAGE_CORE = b"tern: smp: CPU 1: storage core running"
+UNMAP_PANIC = b"paging: a mapping removed while another CPU runs (no TLB shootdown)"
 COMMIT_MS = 400
 # Far below a commit: the network is served during it. Generous for TCG.
 BYSTANDER_MAX_S = 0.2
@@ -69,21 +79,25 @@ def sys_value(port, topic, timeout=10):
     raise Failure(f"{topic} not received")
 
 
-def commit_wait_test(kernel, mode):
+def commit_wait_test(kernel, mode, smp=1):
     """With every commit taking COMMIT_MS (a disk wait or CPU work), the
     retained message's PUBACK waits for its commit and the bystander is
-    served meanwhile."""
+    served meanwhile. With smp 2 the store thread runs on CPU 1 (ADR-064):
+    the batch crosses to it and the result comes back to CPU 0."""
     def check():
         with scratch() as tmp:
             port = free_port()
             vm = module_vm(kernel, write_file(tmp, "tern.conf", MQTT_CONF),
                            nic(f"hostfwd=tcp:127.0.0.1:{port}-:1883"),
-                           ["-append", f"tern.teststore={mode}:{COMMIT_MS}"])
+                           ["-append", f"tern.teststore={mode}:{COMMIT_MS}", "-smp", str(smp)])
             with vm:
                 took, out = vm.wait_ready(60)
                 expect_lines(out, (rb"tern: store: TEST store double \(tern\.teststore=" +
                                    mode.encode() + rb":\d+\): commits keep nothing",
                                    rb"tern: store: ok, 0 commits"))
+                if smp >= 2 and vm.wait_for(lambda o: STORAGE_CORE in o, 20) is None:
+                    raise Failure("the store thread did not move to CPU 1:\n"
+                                  + show(vm.text()[-2000:]))
                 try:
                     pub = raw_client(port, "publisher")
                     by = raw_client(port, "bystander")
@@ -120,6 +134,28 @@ def commit_wait_test(kernel, mode):
                 f"commit; {len(rtts)} bystander round trips meanwhile, max "
                 f"{max(rtts) * 1000:.0f} ms; unheld PUBACK {quick * 1000:.0f} ms; "
                 f"$SYS commits {commits}")
+    return check
+
+
+def unmap_after_handover_test(kernel):
+    """Once CPU 1 runs the store, removing a mapping would need a TLB
+    shootdown this kernel does not have: paging's check (always on) halts
+    the machine with the reason instead (test hook tern.test.unmap=shared:
+    one vm_unmap right after the hand-over)."""
+    def check():
+        with scratch() as tmp:
+            port = free_port()
+            vm = module_vm(kernel, write_file(tmp, "tern.conf", MQTT_CONF),
+                           nic(f"hostfwd=tcp:127.0.0.1:{port}-:1883"),
+                           ["-append", "tern.teststore=wait:10 tern.test.unmap=shared",
+                            "-smp", "2"])
+            with vm:
+                took = vm.wait_for(lambda o: UNMAP_PANIC in o, 90)
+                out = vm.text()
+            if took is None:
+                raise Failure("no halt on an unmap after the hand-over:\n" + show(out[-2000:]))
+            expect_lines(out, (re.escape(STORAGE_CORE),))
+        return f"halted after {took:.1f} s"
     return check
 
 
@@ -162,4 +198,7 @@ def cases(b):
         "store-commit-waiting-for-disk-does-not-stop-network":
             commit_wait_test(b.test_elf, "wait"),
         "store-long-commit-yields-to-network": commit_wait_test(b.test_elf, "cpu"),
+        "store-smp2-storage-core-commit-on-cpu1-does-not-stop-network":
+            commit_wait_test(b.test_elf, "cpu", smp=2),
+        "store-smp2-unmap-after-handover-halts": unmap_after_handover_test(b.test_elf),
     }

@@ -28,6 +28,9 @@ mosquitto_sub) and, for exact QoS 2 flows, the raw TLS client.
   used and the other disk left alone.
 - Backups: a database whose first page is destroyed is replaced by the
   backup at the next boot, said on the console and in $SYS.
+- The storage core (ADR-064): the virtio-blk survival run again with
+  -smp 2, every boot's log saying CPU 1 runs the store's two threads and
+  owns the disks.
 """
 import os
 import re
@@ -42,6 +45,9 @@ MIB = 1 << 20
 SLOT_B = 512 << 10  # superblock slot B's offset in the partition (docs/DISK.md)
 STORE_HALT = rb"tern: store: refusing to serve without the configured durable store; halted"
 CONFIG_HALT = rb"tern: config refused: not serving; halted"
+# CPU 1's line once the store's threads and the disks are its (ADR-064).
+STORAGE_CORE = re.compile(rb"tern: smp: CPU 1: storage core running: 2 storage thread\(s\), "
+                          rb"the disks and their interrupts here")
 QUIET_S = 3  # a session with nothing (more) to receive: no packet for this long
 
 BLK_512_4K = ("virtio-blk", "physical_block_size=4096", 512)
@@ -73,8 +79,9 @@ class DiskBroker:
     disks, the same host port forwarded to the guest's 8883 at every boot,
     and a QMP socket per boot."""
 
-    def __init__(self, build, tmp, disks, conf=MTLS_CONF):
+    def __init__(self, build, tmp, disks, conf=MTLS_CONF, smp=1):
         self.build, self.tmp, self.disks = build, tmp, list(disks)
+        self.smp = smp
         self.bundle = make_bundle(build.dir, tmp, conf)
         self.port = free_port()
         self.pki = Pki(build.dir)
@@ -91,7 +98,7 @@ class DiskBroker:
         self.qmp = os.path.join(self.tmp, f"qmp-{self.boots}")
         args = ["-nic", f"user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:{self.port}-:8883",
                 "-device", "virtio-rng-pci", "-qmp", f"unix:{self.qmp},server=on,wait=off"]
-        args += self.disks
+        args += self.disks + ["-smp", str(self.smp)]
         if firmware is not None:
             return Vm(list(firmware) + args)
         return Vm(["-kernel", kernel or self.build.elf, "-initrd", self.bundle] +
@@ -101,6 +108,12 @@ class DiskBroker:
         """The boot's serial output once ready, with the store's lines."""
         _, out = vm.wait_ready(timeout)
         vm.expect_no_fatal()
+        if self.smp >= 2:
+            # CPU 1 says so itself, a moment after the hand-over (ADR-064).
+            if vm.wait_for(lambda o: STORAGE_CORE.search(o) is not None, timeout) is None:
+                raise Failure(f"-smp {self.smp}: the store did not move to CPU 1:\n"
+                              + show(vm.text()[-2000:]))
+            out = vm.text()
         return out
 
     def quit(self, vm):
@@ -208,16 +221,17 @@ def loaded(sessions, subs, messages, queued, qos2_ids, retained, wills=0):
 
 # ---- retained messages and queued QoS 1/2 across a quit and a kill -------
 
-def survival_test(build, disk):
+def survival_test(build, disk, smp=1):
     """Four boots of one machine on one disk (kind, device options,
-    logical block size): see the module's docstring."""
+    logical block size): see the module's docstring. With smp 2 the store
+    runs on CPU 1 at every boot (ADR-064), which each boot's log must say."""
     kind, opts, logical = disk
 
     def check():
         notes = []
         with scratch() as tmp:
             img, _ = mkdisk(build, tmp, "256M", logical)
-            db = DiskBroker(build, tmp, drive(img, "d0", kind, opts))
+            db = DiskBroker(build, tmp, drive(img, "d0", kind, opts), smp=smp)
             vm = db.boot()
             try:
                 boot_offline(db, vm, kind, notes)
@@ -667,6 +681,8 @@ def cases(b):
         "store-disk-scsi4k-survives-quit-and-kill-qos2-once":
             survival_test(b, SCSI_4K),
         "store-disk-scsi4k-800k-retained-500-queued-survive-kill": volume_test(b, SCSI_4K),
+        "store-disk-smp2-storage-core-blk-survives-quit-and-kill-qos2-once":
+            survival_test(b, BLK_512_4K, smp=2),
         "store-disk-image-seabios-blk-formats-and-keeps":
             image_test(b, (), "virtio-blk", 90),
         "store-disk-image-ovmf-scsi-formats-and-keeps":

@@ -119,6 +119,10 @@ BACKUP_DONE = re.compile(rb"tern: store: info: store: backup \d+ to \S+ complete
 # booted with this (src/platform/kernel/main.c); the production kernel only
 # runs quick_check.
 GUEST_APPEND = "tern.test.integrity=1"
+# With -smp 2 and up, CPU 1's line once it runs the store (ADR-064), and the
+# block layer's refusal of a request from any other CPU (never expected).
+STORAGE_CORE = b"storage core running"
+WRONG_CPU = b"not the disks' CPU"
 
 # The telemetry journal's line once the boot record is durable (before
 # serving): store/ktele.c.
@@ -188,6 +192,7 @@ class KernelTarget:
         self.bus = args.bus
         self.physical_block = args.physical_block
         self.smp = args.smp
+        self.storage_boots = 0      # boots that ran the store on CPU 1 (-smp 2 and up)
         pki = harness.Pki(args.build)
         conf = "\n".join(["config_version = 1",
                           "listener.tls = 0.0.0.0:8883",
@@ -245,6 +250,24 @@ class KernelTarget:
 
     def wait_ready(self):
         self.boot_seconds, _ = self.vm.wait_ready(BOOT_TIMEOUT)
+        if self.smp >= 2 and self.check:
+            self.storage_core_running()
+
+    def storage_core_running(self):
+        """With two or more CPUs the store's threads and the disks run on
+        CPU 1 (ADR-064): its boot line says so (printed by CPU 1 itself,
+        so it may follow the ready line by a moment), and no disk request
+        ever came from another CPU."""
+        until = time.time() + 10
+        while STORAGE_CORE not in self.vm.text():
+            if time.time() > until:
+                raise dl.Failure("-smp %d: CPU 1 never said the storage core runs:\n%s"
+                                 % (self.smp, self.tail()))
+            time.sleep(0.1)
+        if WRONG_CPU in self.vm.text():
+            raise dl.Failure("a disk request from a CPU that does not own the disks:\n%s"
+                             % self.tail())
+        self.storage_boots += 1
 
     def integrity(self):
         return guest_store_integrity(self.vm.text())
@@ -388,6 +411,7 @@ class KernelTarget:
         c["verified"] = self.verified
         c["journal_checks"] = self.journal_checks
         c["boots_recorded"] = len(self.served_boots)
+        c["storage_core_boots"] = self.storage_boots
         return c
 
     def tail(self, n=40):
@@ -633,6 +657,9 @@ def summary(target, args, state, tally, seconds):
                     c["verified"], c["journal_checks"], c["boots_recorded"],
                     c["writes"], c["fua_writes"], c["flushes"], tally.lost, tally.torn,
                     tally.kept, c["nbd_connections"], seconds))
+        if args.smp >= 2:
+            line += "; -smp %d: the store ran on CPU 1 (the storage core) in %d boots" % (
+                args.smp, c["storage_core_boots"])
     else:
         line += "; %d kills; %.0f s" % (c["kills"], seconds)
     print(line, flush=True)

@@ -48,6 +48,8 @@ daemon ratios, not the absolutes.
 
     tools/bench/kstore.py --build build                 # full run
     tools/bench/kstore.py --quick --targets daemon      # seconds, no QEMU
+    tools/bench/kstore.py --targets kernel --smp 2 --broker-cpus 0,1
+                          # the store on CPU 1 (ADR-064), QEMU on both host CPUs
     tools/bench/kstore.py --guest-store 'store.disk = virtio-blk'  # keys, when they exist
 """
 
@@ -179,8 +181,8 @@ class KernelTarget:
         self.vm = harness.Vm(["-kernel", harness.Build(a.build).elf, "-initrd", self.bundle,
                               "-device", "virtio-rng-pci", "-m", str(a.mem_mib),
                               "-qmp", "unix:%s,server=on,wait=off" % self.qmp] +
-                             accel + disk + net,
-                             prefix=["taskset", "-c", str(a.broker_cpu)])
+                             accel + disk + net + ["-smp", str(a.smp)],
+                             prefix=["taskset", "-c", a.broker_cpus or str(a.broker_cpu)])
         self.rep = rep
         took, out = self.vm.wait_ready(BOOT_TIMEOUT)
         self.boot_s = took
@@ -674,6 +676,11 @@ def parse_args():
                     % (DISK_MIB, GUEST_DISK_TEMPLATE))
     ap.add_argument("--disk-mib", type=int, default=DISK_MIB)
     ap.add_argument("--mem-mib", type=int, default=256)
+    ap.add_argument("--smp", type=int, default=1,
+                    help="the guest's CPUs [1]; with 2 or more the store runs on CPU 1 "
+                    "(ADR-064)")
+    ap.add_argument("--broker-cpus", help="host CPUs for QEMU (a taskset list, e.g. 0,1); "
+                    "default --broker-cpu")
     ap.add_argument("--kvm", action="store_true", help="-accel kvm (where it works)")
     ap.add_argument("--guest-store", action="append", default=[], metavar="LINE",
                     help="a line of the guest's store configuration (repeatable), "
@@ -712,6 +719,7 @@ def meta(a, stamp, targets):
          "duration_s": a.duration, "pairs": a.pairs, "window": a.window, "size": a.size,
          "load_rate": a.load_rate,
          "bystander_rate": a.bystander_rate, "broker_cpu": a.broker_cpu, "gen_cpu": a.gen_cpu,
+         "smp": a.smp, "broker_cpus": a.broker_cpus or str(a.broker_cpu),
          "loadavg_start": load, "targets": [t.name for t in targets]}
     for t in targets:
         m["%s_store_conf" % t.name] = t.store_lines

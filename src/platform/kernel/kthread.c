@@ -5,8 +5,8 @@
  * is no run queue: the main loop decides whom to resume and when.
  * Each CPU has its own main context: the running thread and the main
  * context's saved stack pointer live in its struct percpu (percpu.h), so
- * a CPU resumes and yields only its own threads (threads still run on
- * CPU 0 only: ADR-063).
+ * a CPU resumes and yields only its own threads (the storage threads run
+ * on CPU 1's loop when there is one: store/kstorecpu.h, ADR-064).
  */
 #include "kthread.h"
 

@@ -56,6 +56,7 @@
 #include "store/ktele.h"
 #include "store/kstore.h"
 #include "store/kstore_test.h"
+#include "store/kstorecpu.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -271,6 +272,7 @@ static _Noreturn void kmain(void)
         selftest_run(test);
 #endif
 
+    blk_set_cpu_fn(smp_cpu_id); /* the disks are CPU 0's until the storage core */
     uint64_t scan0 = clock_mono_ns();
     pci_init(&boot);
     pci_count = pci_enumerate(pci_devices, PCI_MAX_DEVICES);
@@ -394,6 +396,21 @@ static _Noreturn void kmain(void)
                 kprintf("tern: store: %s\n", line);
             }
             sntp_publish(); /* the status said before the broker existed */
+            /* Last, with the store and its journal open: their threads
+             * and the disks go to CPU 1 when there is one (ADR-064). */
+            if (!kstorecpu_start() && smp_online() >= 2)
+                kprintf("tern: smp: CPU 1 stays parked: %s\n",
+                        durable ? "the disks could not be handed over"
+                                : "no durable store (RAM only)");
+#ifdef TERN_TEST_HOOKS
+            char unmap_arg[8]; /* paging's check once CPU 1 runs: must halt */
+            if (bootinfo_arg(&boot, "tern.test.unmap", unmap_arg, sizeof unmap_arg) &&
+                !strcmp(unmap_arg, "shared")) {
+                delay_ms(300); /* CPU 1 logs that its loop runs first */
+                vm_unmap(vm_window_reserve(PAGE_SIZE), PAGE_SIZE);
+                panic("selftest: an unmap after the hand-over to the storage core was allowed");
+            }
+#endif
             if (report && kserve_sys_put(DIAG_REPORT_TOPIC, report) == 0)
                 kprintf("tern: diag: report published on %s (retained, operators only)\n",
                         DIAG_REPORT_TOPIC);
@@ -439,10 +456,12 @@ static _Noreturn void kmain(void)
             /* Interrupts off from the check to the hlt (cpu_idle is sti;
              * hlt), so a device interrupt in between wakes the hlt. */
             irq_disable();
-            if (net_irq_pending() || blk_irq_pending())
+            smp_sleep_begin(); /* the storage core wakes it only then (smp.h) */
+            if (net_irq_pending() || blk_irq_pending() || kserve_store_waiting())
                 irq_enable();
             else
                 cpu_idle();
+            smp_sleep_end();
         } else {
             cpu_relax();
         }

@@ -13,6 +13,7 @@
  */
 #include "wallclock.h"
 
+#include "arch/x86_64/spinlock.h"
 #include "clock.h"
 #include "dev/rtc.h"
 
@@ -27,8 +28,19 @@ struct wallclock {
     int stepped;           /* 1 once SNTP agreement set the clock */
 };
 
-/* Written once at boot. */
+/* Written at boot, and by an SNTP step on CPU 0; read on every CPU (the
+ * store's SQLite asks the date on the storage core, ADR-064), so every
+ * read after boot copies it under wc_lock (held for the copy only). */
 static struct wallclock wc;
+static struct spinlock wc_lock = SPINLOCK_INIT;
+
+static struct wallclock wc_copy(void)
+{
+    spin_lock(&wc_lock);
+    struct wallclock c = wc;
+    spin_unlock(&wc_lock);
+    return c;
+}
 
 int wallclock_init(void)
 {
@@ -51,53 +63,65 @@ int wallclock_init(void)
 
 int wallclock_valid(void)
 {
-    return wc.state == 1;
+    return wc_copy().state == 1;
+}
+
+static int64_t raw_ns(const struct wallclock *c)
+{
+    int64_t base = c->state == 1 ? (int64_t)c->boot_epoch * 1000000000LL : 0;
+    return base + (int64_t)(clock_mono_ns() - c->boot_mono_ns) + c->step_ns;
 }
 
 int64_t wallclock_raw_ns(void)
 {
-    int64_t base = wc.state == 1 ? (int64_t)wc.boot_epoch * 1000000000LL : 0;
-    return base + (int64_t)(clock_mono_ns() - wc.boot_mono_ns) + wc.step_ns;
+    struct wallclock c = wc_copy();
+    return raw_ns(&c);
 }
 
 time_t wallclock_now(void)
 {
-    if (wc.state != 1)
+    struct wallclock c = wc_copy();
+    if (c.state != 1)
         return 0;
-    return (time_t)(wallclock_raw_ns() / 1000000000LL);
+    return (time_t)(raw_ns(&c) / 1000000000LL);
 }
 
 int wallclock_step(int64_t offset_ns)
 {
-    if (wallclock_raw_ns() + offset_ns < (int64_t)WALLCLOCK_FLOOR * 1000000000LL)
-        return -1;
-    if (wc.state != 1) {
-        /* No RTC date to step from: raw time counted from epoch 0, and the
-         * agreed time becomes the date. */
-        wc.boot_epoch = 0;
-        wc.state = 1;
+    spin_lock(&wc_lock);
+    int rc = -1;
+    if (raw_ns(&wc) + offset_ns >= (int64_t)WALLCLOCK_FLOOR * 1000000000LL) {
+        if (wc.state != 1) {
+            /* No RTC date to step from: raw time counted from epoch 0, and
+             * the agreed time becomes the date. */
+            wc.boot_epoch = 0;
+            wc.state = 1;
+        }
+        wc.step_ns += offset_ns;
+        wc.stepped = 1;
+        rc = 0;
     }
-    wc.step_ns += offset_ns;
-    wc.stepped = 1;
-    return 0;
+    spin_unlock(&wc_lock);
+    return rc;
 }
 
 int wallclock_from_sntp(void)
 {
-    return wc.stepped;
+    return wc_copy().stepped;
 }
 
 void wallclock_describe(char *buf, size_t n)
 {
-    if (wc.state == -1) {
+    struct wallclock c = wc_copy();
+    if (c.state == -1) {
         snprintf(buf, n, "no date: the RTC is unreadable or absurd");
         return;
     }
-    if (wc.state == -2) {
+    if (c.state == -2) {
         snprintf(buf, n, "no date: the RTC says before 2025-01-01 (flat battery?)");
         return;
     }
-    if (wc.state == 0) {
+    if (c.state == 0) {
         snprintf(buf, n, "no date: the RTC was not read");
         return;
     }
@@ -106,7 +130,7 @@ void wallclock_describe(char *buf, size_t n)
     gmtime_r(&t, &tm);
     snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02dZ (%s)", tm.tm_year + 1900, tm.tm_mon + 1,
              tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-             wc.stepped ? "sntp, agreed" : "RTC at boot, unverified");
+             c.stepped ? "sntp, agreed" : "RTC at boot, unverified");
 }
 
 time_t time(time_t *t)

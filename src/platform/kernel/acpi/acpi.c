@@ -67,7 +67,7 @@ static int phys_read(void *ctx, uint64_t pa, void *dst, size_t len)
         size_t off = (size_t)(pa - page), n = PAGE_SIZE - off < len ? PAGE_SIZE - off : len;
         vm_map(scratch_va, page, PAGE_SIZE, VM_READ);
         memcpy(out, (const uint8_t *)scratch_va + off, n);
-        vm_unmap(scratch_va, PAGE_SIZE);
+        vm_unmap_private(scratch_va, PAGE_SIZE); /* only CPU 0 reads ACPI tables */
         out += n;
         pa += n;
         len -= n;

@@ -18,8 +18,41 @@
 /* Filled at boot by the probes; the devices live as long as the kernel. */
 static struct blk_dev *devices[BLK_MAX_DEVICES];
 static unsigned ndevices;
-/* Set by drivers' interrupt handlers, taken by blk_poll_all. */
-static volatile int irq_flag;
+/* Set by drivers' interrupt handlers, taken by blk_poll_all: one per CPU
+ * that may own the disks (CPU 0 at boot, the storage core after), each
+ * cleared only by its CPU, so one CPU's poll never eats the interrupt the
+ * other sleeps on. A handler cannot tell which CPU's devices interrupted
+ * (one shared vector), so it raises both; a spurious raise costs a poll. */
+enum { BLK_OWNERS = 2 };
+static volatile int irq_flag[BLK_OWNERS];
+/* Boot-time: the owner and how to learn the calling CPU (blk.h). The
+ * owner is written once by CPU 0 before the storage core starts (the
+ * hand-over publishes it with release). */
+static unsigned owner;
+static unsigned (*cpu_fn)(void);
+
+void blk_set_cpu_fn(unsigned (*cpu_id)(void)) { cpu_fn = cpu_id; }
+
+static unsigned this_cpu_id(void) { return cpu_fn ? cpu_fn() : 0; }
+
+unsigned blk_owner(void) { return owner; }
+
+int blk_set_owner(unsigned cpu)
+{
+    if (cpu >= BLK_OWNERS || this_cpu_id() != owner) {
+        kprintf("tern: disk: CPU %u cannot be given the disks\n", cpu);
+        return -1;
+    }
+    for (unsigned i = 0; i < ndevices; i++)
+        if (devices[i]->inflight) {
+            kprintf("tern: disk: %s has requests in flight; the disks stay on CPU %u\n",
+                    devices[i]->name, owner);
+            return -1;
+        }
+    owner = cpu;
+    irq_flag[cpu] = 1; /* its first loop polls once */
+    return 0;
+}
 
 int blk_register(struct blk_dev *d)
 {
@@ -75,6 +108,11 @@ static int check(const struct blk_topology *t, const struct blk_req *r)
 
 int blk_submit(struct blk_dev *d, struct blk_req *req)
 {
+    if (this_cpu_id() != owner) {
+        kprintf("tern: disk %s: a request from CPU %u, not the disks' CPU %u: refused\n",
+                d->name, this_cpu_id(), owner);
+        return BLK_EINVAL;
+    }
     if (d->failed)
         return BLK_EIO;
     int s = check(&d->topo, req);
@@ -137,7 +175,10 @@ static int poll_dev(struct blk_dev *d)
 
 int blk_poll_all(void)
 {
-    __atomic_store_n(&irq_flag, 0, __ATOMIC_SEQ_CST);
+    unsigned me = this_cpu_id();
+    if (me != owner)
+        return 0;
+    __atomic_store_n(&irq_flag[me], 0, __ATOMIC_SEQ_CST);
     int any = 0;
     for (unsigned i = 0; i < ndevices; i++)
         any |= poll_dev(devices[i]) != 0;
@@ -146,7 +187,10 @@ int blk_poll_all(void)
 
 int blk_irq_pending(void)
 {
-    if (irq_flag)
+    unsigned me = this_cpu_id();
+    if (me != owner)
+        return 0;
+    if (irq_flag[me])
         return 1;
     for (unsigned i = 0; i < ndevices; i++)
         if (!devices[i]->irq && devices[i]->inflight && !devices[i]->failed)
@@ -154,14 +198,18 @@ int blk_irq_pending(void)
     return 0;
 }
 
-void blk_irq_raise(void) { irq_flag = 1; }
+void blk_irq_raise(void)
+{
+    for (unsigned i = 0; i < BLK_OWNERS; i++)
+        irq_flag[i] = 1;
+}
 
 void blk_config_irq(void)
 {
     for (unsigned i = 0; i < ndevices; i++)
         if (devices[i]->cfg_irq)
             devices[i]->cfg_changes++;
-    irq_flag = 1;
+    blk_irq_raise();
 }
 
 /* ---- synchronous helpers ---- */

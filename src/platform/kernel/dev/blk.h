@@ -154,16 +154,35 @@ int blk_register(struct blk_dev *d);
 unsigned blk_count(void);
 struct blk_dev *blk_get(unsigned i);
 
-/* Check req against d's topology and hand it to the driver. */
+/* Check req against d's topology and hand it to the driver. Only on the
+ * devices' owner (blk_set_owner): elsewhere a bug, refused with
+ * BLK_EINVAL and a console line. */
 int blk_submit(struct blk_dev *d, struct blk_req *req);
 /* For drivers: req is finished with status; count it, call req->done. */
 void blk_complete(struct blk_dev *d, struct blk_req *req, int status);
+/*
+ * Which CPU drives the disks (ADR-064): every registered device is
+ * submitted to, polled and given up by one CPU only, its owner - CPU 0
+ * until blk_set_owner hands them all to the storage core. Its driver
+ * state (virtqueues, counters, inflight) then has one writer and needs no
+ * lock. blk_set_cpu_fn tells the layer how to learn the calling CPU (the
+ * kernel: smp_cpu_id; unset, every caller is CPU 0, as in host tests).
+ */
+void blk_set_cpu_fn(unsigned (*cpu_id)(void));
+/* Hand every device to cpu (CPU 0, at boot, with nothing in flight:
+ * panics otherwise). The devices' interrupts must be aimed at that CPU
+ * (virtio_disk.h: vdisk_irq_to) for it to sleep between completions. */
+int blk_set_owner(unsigned cpu); /* 0, or -1 after saying why */
+/* The CPU the devices belong to. */
+unsigned blk_owner(void);
 /* Poll every registered device and give up those past BLK_TIMEOUT_MS;
- * nonzero when something completed. */
+ * nonzero when something completed. On any CPU but the owner: nothing
+ * (0), and the devices are left alone. */
 int blk_poll_all(void);
-/* Nonzero when a device raised an interrupt not yet polled, or a polled
- * device has requests in flight (the main loop must not sleep then).
- * Called with interrupts off by the idle decision. */
+/* Nonzero when a device raised an interrupt this CPU has not yet polled,
+ * or a polled device has requests in flight (the caller's loop must not
+ * sleep then); always 0 on any CPU but the owner. Called with interrupts
+ * off by the idle decision. */
 int blk_irq_pending(void);
 /* For drivers' interrupt handlers: completions are waiting. */
 void blk_irq_raise(void);

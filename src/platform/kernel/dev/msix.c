@@ -51,11 +51,16 @@ int msix_init(struct msix *m, const struct pci_dev *pd, unsigned cap, const uint
 
 int msix_route(struct msix *m, uint16_t entry, uint8_t vector)
 {
+    return msix_route_to(m, entry, vector, lapic_id());
+}
+
+int msix_route_to(struct msix *m, uint16_t entry, uint8_t vector, uint8_t apic_id)
+{
     if (entry >= m->entries)
         return -1;
     volatile uint32_t *e = m->table + 4u * entry;
     e[ENTRY_CTRL] = CTRL_MASKED;
-    e[ENTRY_ADDR_LO] = LAPIC_MSI_ADDRESS | (uint32_t)lapic_id() << 12;
+    e[ENTRY_ADDR_LO] = LAPIC_MSI_ADDRESS | (uint32_t)apic_id << 12;
     e[ENTRY_ADDR_HI] = 0;
     e[ENTRY_DATA] = vector;
     e[ENTRY_CTRL] = 0;

@@ -25,6 +25,10 @@ int msix_init(struct msix *m, const struct pci_dev *pd, unsigned cap, const uint
 /* Aim entry at vector on the boot CPU (fixed delivery, edge) and unmask
  * it. 0, or -1 if the table has no such entry. */
 int msix_route(struct msix *m, uint16_t entry, uint8_t vector);
+/* As msix_route, aimed at the local APIC apic_id (xAPIC: 8 bits). The
+ * entry is masked while it changes: a message raised meanwhile is held
+ * pending and sent to the new CPU on unmask. */
+int msix_route_to(struct msix *m, uint16_t entry, uint8_t vector, uint8_t apic_id);
 /* Lift the function mask: routed entries may now interrupt. */
 void msix_start(struct msix *m);
 /* Mask the function and turn MSI-X off (the device falls back to no

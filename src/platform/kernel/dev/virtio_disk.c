@@ -18,6 +18,32 @@
 /* Allocated once at boot by the first disk with MSI-X (and the first
  * that takes configuration-change interrupts). */
 static unsigned disk_vector, config_vector;
+/* Every entry routed, so that vdisk_irq_to can aim them elsewhere: a disk
+ * uses two at most (completions, configuration), a SCSI host's LUNs share
+ * its entries. Written at boot only. */
+enum { VDISK_ROUTES_MAX = 2 * BLK_MAX_DEVICES };
+static struct vdisk_route {
+    struct msix *m;
+    uint16_t entry;
+    uint8_t vector;
+} routes[VDISK_ROUTES_MAX];
+static unsigned nroutes;
+
+/* msix_route, remembered (a full table only loses the later re-aim: the
+ * storage core then polls that disk on its timer). */
+static int route(struct msix *m, uint16_t entry, unsigned vector)
+{
+    int rc = msix_route(m, entry, (uint8_t)vector);
+    if (rc == 0 && nroutes < VDISK_ROUTES_MAX)
+        routes[nroutes++] = (struct vdisk_route){m, entry, (uint8_t)vector};
+    return rc;
+}
+
+void vdisk_irq_to(uint8_t apic_id)
+{
+    for (unsigned i = 0; i < nroutes; i++)
+        (void)msix_route_to(routes[i].m, routes[i].entry, routes[i].vector, apic_id);
+}
 
 static void on_disk_interrupt(struct trap_frame *tf)
 {
@@ -32,7 +58,7 @@ int vdisk_msix(struct virtio_dev *vd, const char **why)
         return -1;
     if (!disk_vector)
         disk_vector = trap_alloc_vector(on_disk_interrupt);
-    if (!disk_vector || msix_route(&vd->msix, 0, (uint8_t)disk_vector) < 0) {
+    if (!disk_vector || route(&vd->msix, 0, disk_vector) < 0) {
         *why = disk_vector ? "MSI-X table has no entry 0" : "no free CPU vector";
         msix_stop(&vd->msix);
         return -1;
@@ -59,7 +85,7 @@ int vdisk_msix_config(struct virtio_dev *vd, const char **why)
     }
     /* Routed first: the entry must exist before the device is told of it
      * (a refused entry stays routed, and unused). */
-    if (msix_route(&vd->msix, VDISK_CFG_ENTRY, (uint8_t)config_vector) < 0) {
+    if (route(&vd->msix, VDISK_CFG_ENTRY, config_vector) < 0) {
         *why = "MSI-X table has no configuration entry";
         return -1;
     }

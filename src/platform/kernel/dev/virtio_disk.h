@@ -46,6 +46,10 @@ int vdisk_msix(struct virtio_dev *vd, const char **why);
  * at the disks' configuration vector. 0, or -1 with *why (the device
  * raises no such interrupt then: its configuration must be polled). */
 int vdisk_msix_config(struct virtio_dev *vd, const char **why);
+/* Aim every disk interrupt routed so far (completions and configuration
+ * changes, every disk) at the local APIC apic_id: the storage core's,
+ * which owns the disks from then on (blk_set_owner). CPU 0, at boot. */
+void vdisk_irq_to(uint8_t apic_id);
 /* Split [va, va+len) into at most max buffers, none crossing a seg-aligned
  * boundary (seg: a power of two <= 4096). Returns the number, -1 if the
  * range is not in the direct map, -2 if it needs more than max. */

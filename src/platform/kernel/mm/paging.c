@@ -45,6 +45,11 @@ static uint64_t mmio_next;
 static int tables_ro;
 static unsigned window_depth;
 static uint64_t window_rflags;
+/* Set once another CPU runs kernel work (paging_share): from then on a
+ * mapping may be added, never removed or changed, except at CPU 0's own
+ * addresses (vm_unmap_private): no other CPU can hold a stale TLB entry,
+ * so no shootdown is needed (ADR-064). */
+static int shared;
 
 #define CR0_WP (1ull << 16)
 
@@ -233,13 +238,21 @@ void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags)
     window_open();
     for (size_t off = 0; off < len; off += PAGE_SIZE) {
         uint64_t *e = walk(va + off, 0);
-        *e = ((pa + off) & PTE_ADDR) | bits;
+        uint64_t v = ((pa + off) & PTE_ADDR) | bits;
+        if (shared && (*e & PTE_P) && *e != v)
+            panic("paging: a mapping changed while another CPU runs (no TLB shootdown)");
+        *e = v;
         invlpg(va + off);
     }
     window_close();
 }
 
-void vm_unmap(uint64_t va, size_t len)
+void paging_share(void)
+{
+    shared = 1;
+}
+
+static void unmap(uint64_t va, size_t len)
 {
     window_open();
     for (size_t off = 0; off < len; off += PAGE_SIZE) {
@@ -248,6 +261,18 @@ void vm_unmap(uint64_t va, size_t len)
         invlpg(va + off);
     }
     window_close();
+}
+
+void vm_unmap(uint64_t va, size_t len)
+{
+    if (shared)
+        panic("paging: a mapping removed while another CPU runs (no TLB shootdown)");
+    unmap(va, len);
+}
+
+void vm_unmap_private(uint64_t va, size_t len)
+{
+    unmap(va, len);
 }
 
 static void *map_window(uint64_t pa, size_t len, unsigned type)

@@ -30,8 +30,19 @@ void paging_init(const struct boot_info *bi);
 void paging_cpu_init(void);
 /* Map [va, va+len) to [pa, pa+len) with 4 KiB pages; both page-aligned. */
 void vm_map(uint64_t va, uint64_t pa, size_t len, unsigned flags);
-/* Remove 4 KiB mappings (leaves page table pages in place). */
+/* Remove 4 KiB mappings (leaves page table pages in place). Panics once
+ * paging_share was called. */
 void vm_unmap(uint64_t va, size_t len);
+/* As vm_unmap, for an address only CPU 0 ever references (nothing any
+ * other CPU runs holds a pointer into it, so no other TLB can cache it):
+ * the ACPI reader's scratch page. Allowed after paging_share. */
+void vm_unmap_private(uint64_t va, size_t len);
+/* CPU 0, before another CPU starts kernel work that may touch any shared
+ * mapping (the storage core, ADR-064): from now on vm_map may only add
+ * mappings (a CPU caches no not-present entry, so none needs flushing
+ * elsewhere) and vm_unmap panics - the check, always on, that stands in
+ * for a TLB shootdown this kernel does not have. */
+void paging_share(void);
 /* Map device registers into the MMIO window (RW, NX, uncached); returns
  * their virtual address. A range whose address and length are multiples of
  * 2 MiB is mapped with 2 MiB pages (a 256 MiB PCI ECAM window then costs

@@ -14,13 +14,20 @@
  * a running SHA-256; extracting finishes a copy of it under a label and
  * restarts the pool from a different label's digest, so an extracted seed
  * cannot be recomputed from a later pool state.
+ *
+ * The pool and the DRBG are CPU 0's alone (ADR-064): every entry point
+ * that touches them checks the CPU, in every build, so a later caller on
+ * the storage core (which has its own SQLite stream, store/ksqlite.c)
+ * panics with the reason instead of racing CPU 0's TLS for the state.
  */
 #include "rng/entropy.h"
 
 #include "arch/x86_64/cpu.h"
 #include "arch/x86_64/cpufeat.h"
+#include "arch/x86_64/smp.h"
 #include "clock.h"
 #include "dev/virtio_rng.h"
+#include "panic.h"
 #include "rng/drbg.h"
 #include "rng/health.h"
 #include "rng/jitter.h"
@@ -219,8 +226,17 @@ void rng_init(unsigned max_ms)
         seed_drbg();
 }
 
+/* The ALWAYS check of the file comment. */
+static void cpu0_only(void)
+{
+    if (smp_cpu_id() != 0)
+        panic("rng: the entropy pool or the DRBG used on an application processor: they "
+              "are CPU 0's alone (ADR-064)");
+}
+
 void rng_poll(void)
 {
+    cpu0_only();
     if (!ent.seeded) {
         collect_jitter_block();
         if (ent.pool_bits >= SEED_BITS)
@@ -242,6 +258,7 @@ int rng_seeded(void) { return ent.seeded; }
 
 int rng_bytes(void *out, size_t n)
 {
+    cpu0_only();
     if (!ent.seeded)
         return -1;
     uint8_t *o = out;
@@ -259,6 +276,7 @@ int rng_bytes(void *out, size_t n)
 
 uint32_t rng_u32_nonkey(void)
 {
+    cpu0_only();
     uint32_t v;
     if (rng_bytes(&v, sizeof v) == 0)
         return v;

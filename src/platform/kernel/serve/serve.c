@@ -323,6 +323,11 @@ int kserve_poll(uint64_t now_ms)
     return work || s->work.len > 0 || conn_next_deadline(s->cs) == 0;
 }
 
+int kserve_store_waiting(void)
+{
+    return server.store && kstore_results_waiting(server.store);
+}
+
 void kserve_describe(char *buf, size_t n)
 {
     const struct kserver *s = &server;
@@ -369,7 +374,7 @@ void kserve_describe(char *buf, size_t n)
 
 void kserve_describe_store(char *buf, size_t n)
 {
-    const struct kserver *s = &server;
+    struct kserver *s = &server;
     if (!s->store) {
         snprintf(buf, n, "none: retained messages and sessions live in memory only");
         return;

@@ -27,6 +27,9 @@ int kserve_start(const struct tern_config *cfg, struct bootconf_assets *assets,
  * its share of the CPU. Returns nonzero when there was work. A no-op
  * before kserve_start. */
 int kserve_poll(uint64_t now_ms);
+/* Finished commits wait for the next kserve_poll (the main loop's sleep
+ * check, interrupts off: with a storage core they come from CPU 1). */
+int kserve_store_waiting(void);
 /* Publish a retained $SYS topic of the kernel's own (broker_sys_put: to
  * whoever the ACL lets read $SYS); -1 before kserve_start or for a topic
  * outside $SYS. */

@@ -1,8 +1,16 @@
 /*
  * kscrub.c - the scrubber's kernel side (kscrub.h): the schedule and the
  * I/O budget, reads that wait on the store thread, the console lines.
+ *
+ * The pass (sc) is the store thread's alone; the main loop (CPU 0, the
+ * console's "scrub now" and the $SYS status) sees only `shown` and the
+ * schedule (next_us), both under lock: with a storage core the store
+ * thread runs on CPU 1 (ADR-064). The lock is held for copies only,
+ * never across a read.
  */
 #include "store/kscrub.h"
+
+#include "arch/x86_64/spinlock.h"
 
 #include "clock.h"
 #include "console.h"
@@ -14,7 +22,17 @@
 #include <stdio.h>
 #include <string.h>
 
+/* What the main side may see of the pass, refreshed after every step. */
+struct kscrub_shown {
+    unsigned progress_pct;
+    uint64_t passes, corrupt, last_pass_ms;
+    bool resting;               /* between passes: "scrub now" starts one */
+    char last_corrupt[sizeof ((broker_store_status *)0)->scrub_last_corrupt];
+};
+
 struct kscrub {
+    struct spinlock lock;       /* next_us, gen, shown */
+    struct kscrub_shown shown;
     struct scrub sc;
     struct blkdisk bd;          /* its I/O buffer; reads that yield (kwaitdisk) */
     uint32_t rate_kib;
@@ -26,6 +44,23 @@ struct kscrub {
     uint32_t console_lines;     /* finding lines this pass */
     uint64_t console_held;      /* findings this pass not printed */
 };
+
+/* Refresh shown from the pass; called locked, on the store thread. */
+static void show_pass(struct kscrub *k)
+{
+    struct kscrub_shown *o = &k->shown;
+    o->progress_pct = scrub_progress(&k->sc);
+    o->passes = k->sc.passes;
+    o->corrupt = k->sc.corrupt;
+    o->last_pass_ms = k->last_pass_ms;
+    /* Between passes the scrubber rests at the start of its first phase. */
+    o->resting = k->sc.phase == SCRUB_PH_SUPER && k->sc.item == 0 && k->sc.pos == 0;
+    if (k->sc.corrupt != 0)
+        snprintf(o->last_corrupt, sizeof o->last_corrupt, "%s, byte %llu: %s",
+                 k->sc.last.region, (unsigned long long)k->sc.last.offset, k->sc.last.what);
+    else
+        snprintf(o->last_corrupt, sizeof o->last_corrupt, "none");
+}
 
 static void on_finding(void *ctx, const struct scrub_finding *f)
 {
@@ -48,6 +83,7 @@ struct kscrub *kscrub_start(struct blk_dev *dev, const struct klayout *l, uint32
     if (k == NULL)
         return NULL;
     memset(k, 0, sizeof *k);
+    k->lock = (struct spinlock)SPINLOCK_INIT;
     if (blkdisk_open(dev, &k->bd) != 0) {
         kfree(k);
         return NULL;
@@ -62,14 +98,20 @@ struct kscrub *kscrub_start(struct blk_dev *dev, const struct klayout *l, uint32
     uint32_t first = interval_s < KSCRUB_FIRST_DELAY_S ? interval_s : KSCRUB_FIRST_DELAY_S;
     k->next_us = now + (uint64_t)first * 1000000u;
     k->pass_start_us = k->next_us;
+    show_pass(k);
     kprintf("tern: scrub: on, %u KiB/s, a pass every %u s; the first in %u s\n",
             (unsigned)rate_kib, (unsigned)interval_s, (unsigned)first);
     return k;
 }
 
-bool kscrub_due(const struct kscrub *k, uint64_t now_us)
+bool kscrub_due(struct kscrub *k, uint64_t now_us)
 {
-    return k != NULL && now_us >= k->next_us;
+    if (k == NULL)
+        return false;
+    spin_lock(&k->lock);
+    bool due = now_us >= k->next_us;
+    spin_unlock(&k->lock);
+    return due;
 }
 
 void kscrub_step(struct kscrub *k, uint64_t now_us)
@@ -77,17 +119,17 @@ void kscrub_step(struct kscrub *k, uint64_t now_us)
     uint64_t before = k->sc.pass_bytes;
     if (k->sc.pass_bytes == 0 && k->sc.phase == 0 && k->sc.item == 0)
         k->pass_start_us = now_us;
-    bool ended = scrub_step(&k->sc, KSCRUB_STEP_BYTES);
+    bool ended = scrub_step(&k->sc, KSCRUB_STEP_BYTES); /* unlocked: it reads the disk */
     uint64_t after = clock_mono_ns() / 1000;
     uint64_t read = ended ? KSCRUB_STEP_BYTES : k->sc.pass_bytes - before;
     /* The budget: the next step waits as long as this one's bytes take at
      * the rate. */
-    k->next_us = after + read * 1000000u / ((uint64_t)k->rate_kib * 1024u);
+    uint64_t next = after + read * 1000000u / ((uint64_t)k->rate_kib * 1024u);
     if (ended) {
         k->last_pass_ms = (after - k->pass_start_us) / 1000;
         uint64_t next_pass = k->pass_start_us + (uint64_t)k->interval_s * 1000000u;
-        if (next_pass > k->next_us)
-            k->next_us = next_pass;
+        if (next_pass > next)
+            next = next_pass;
         kprintf("tern: scrub: pass %llu done in %llu ms: %llu damaged places found so far"
                 "%s\n", (unsigned long long)k->sc.passes, (unsigned long long)k->last_pass_ms,
                 (unsigned long long)k->sc.corrupt,
@@ -96,36 +138,47 @@ void kscrub_step(struct kscrub *k, uint64_t now_us)
         k->console_held = 0;
         k->sc.pass_bytes = 0;
     }
+    spin_lock(&k->lock);
+    /* A "scrub now" that came during this step saw the pass resting only
+     * if this step began it: the pass it asked for is this one. */
+    k->next_us = next;
+    show_pass(k);
     k->gen++;
+    spin_unlock(&k->lock);
 }
 
 int kscrub_request(struct kscrub *k, uint64_t now_us)
 {
-    /* Between passes the scrubber rests at the start of its first phase. */
-    if (k->sc.phase != SCRUB_PH_SUPER || k->sc.item != 0 || k->sc.pos != 0)
-        return 1;
-    if (k->next_us > now_us)
+    spin_lock(&k->lock);
+    int running = !k->shown.resting;
+    if (!running && k->next_us > now_us)
         k->next_us = now_us;
-    return 0;
+    spin_unlock(&k->lock);
+    return running;
 }
 
-uint64_t kscrub_generation(const struct kscrub *k)
-{
-    return k != NULL ? k->gen : 0;
-}
-
-void kscrub_status(const struct kscrub *k, broker_store_status *out)
+uint64_t kscrub_generation(struct kscrub *k)
 {
     if (k == NULL)
-        return;
+        return 0;
+    spin_lock(&k->lock);
+    uint64_t gen = k->gen;
+    spin_unlock(&k->lock);
+    return gen;
+}
+
+uint64_t kscrub_status(struct kscrub *k, broker_store_status *out)
+{
+    if (k == NULL)
+        return 0;
+    spin_lock(&k->lock);
     out->scrub_on = true;
-    out->scrub_progress_pct = scrub_progress(&k->sc);
-    out->scrub_passes = k->sc.passes;
-    out->scrub_corrupt = k->sc.corrupt;
-    out->scrub_last_pass_ms = k->last_pass_ms;
-    if (k->sc.corrupt != 0)
-        snprintf(out->scrub_last_corrupt, sizeof out->scrub_last_corrupt, "%s, byte %llu: %s",
-                 k->sc.last.region, (unsigned long long)k->sc.last.offset, k->sc.last.what);
-    else
-        snprintf(out->scrub_last_corrupt, sizeof out->scrub_last_corrupt, "none");
+    out->scrub_progress_pct = k->shown.progress_pct;
+    out->scrub_passes = k->shown.passes;
+    out->scrub_corrupt = k->shown.corrupt;
+    out->scrub_last_pass_ms = k->shown.last_pass_ms;
+    memcpy(out->scrub_last_corrupt, k->shown.last_corrupt, sizeof out->scrub_last_corrupt);
+    uint64_t gen = k->gen;
+    spin_unlock(&k->lock);
+    return gen;
 }

@@ -34,7 +34,7 @@ struct kscrub *kscrub_start(struct blk_dev *dev, const struct klayout *l, uint32
                             uint32_t interval_s);
 
 /* A step may run now (the store thread's wake condition). */
-bool kscrub_due(const struct kscrub *k, uint64_t now_us);
+bool kscrub_due(struct kscrub *k, uint64_t now_us);
 
 /* One step, on the store thread. */
 void kscrub_step(struct kscrub *k, uint64_t now_us);
@@ -43,14 +43,15 @@ void kscrub_step(struct kscrub *k, uint64_t now_us);
  * next idle moment instead of at its scheduled time (it still reads at
  * store.scrub_rate, and the next scheduled pass counts from its start).
  * Returns 0 when one was asked for, 1 when a pass is already under way
- * (it goes on; nothing changes). Main loop; the store thread takes turns
- * with it, so no lock. */
+ * (it goes on; nothing changes). Main loop; the store thread may run on
+ * another CPU meanwhile (kscrub.c's lock). */
 int kscrub_request(struct kscrub *k, uint64_t now_us);
 
 /* Changes whenever the status below does (after a step). */
-uint64_t kscrub_generation(const struct kscrub *k);
+uint64_t kscrub_generation(struct kscrub *k);
 
-/* The scrubber's part of the store's $SYS status. */
-void kscrub_status(const struct kscrub *k, broker_store_status *out);
+/* The scrubber's part of the store's $SYS status (unchanged for NULL);
+ * returns the generation it is as of. */
+uint64_t kscrub_status(struct kscrub *k, broker_store_status *out);
 
 #endif

@@ -98,15 +98,29 @@ uint64_t ksqlite_memory_used(void)
 
 /* ---- services for the VFS ------------------------------------------------- */
 
-/* WAL salts and SQLite's other random choices need no secrecy: the DRBG
- * when seeded, else a hash of the entropy pool and the clock. */
+/* WAL salts and SQLite's other random choices need no secrecy, but they
+ * run on the storage core, where the DRBG may not be used (it is CPU 0's:
+ * rng/entropy.c): a splitmix64 stream of SQLite's own, seeded from the
+ * DRBG (or the pool and the clock) on CPU 0 by ksqlite_env, before the
+ * store thread exists; from then on only the thread that runs SQLite
+ * draws from it. */
+static uint64_t sql_stream;
+
+static uint64_t stream_next(void)
+{
+    uint64_t z = (sql_stream += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
 static void env_random(void *ctx, void *buf, size_t n)
 {
     uint8_t *p = buf;
 
     (void)ctx;
     while (n > 0) {
-        uint32_t v = rng_u32_nonkey();
+        uint64_t v = stream_next();
         size_t k = n < sizeof v ? n : sizeof v;
 
         memcpy(p, &v, k);
@@ -136,6 +150,7 @@ static void env_log(void *ctx, const char *line)
 void ksqlite_env(struct kvfs_env *env)
 {
     memset(env, 0, sizeof *env);
+    sql_stream = (uint64_t)rng_u32_nonkey() << 32 | rng_u32_nonkey();
     env->random = env_random;
     env->now_ms = env_now_ms;
     env->sleep_us = env_sleep_us;

@@ -6,20 +6,33 @@
  * and time slices. When it has nothing to do it waits on a condition the
  * main loop checks before resuming it (new batches, a backup due, the end
  * of a pause after a failure), which costs no switches.
+ *
+ * With a storage core (kstorecpu.h) the thread runs on CPU 1 while the
+ * main loop runs on CPU 0, so the queue is shared as the daemon shares
+ * it (posix/storeq.c): every squeue call marked "shared" in queue.h, and
+ * the fields both sides read (the stats snapshot, backup_shown), are
+ * made under k->lock, a ticket spinlock held only for those calls -
+ * never across a yield, a disk wait or the store's work, so neither CPU
+ * waits on it for longer than a queue operation. The worker-only calls
+ * and fields stay CPU 1's (its thread and its main loop, which take
+ * turns). With one CPU the same code runs, the lock never contended.
  */
 #include "store/kstore.h"
 
+#include "arch/x86_64/spinlock.h"
 #include "clock.h"
 #include "console.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
 #include "panic.h"
 #include "store/kscrub.h"
+#include "store/kstorecpu.h"
 
 #include <stdio.h>
 #include <string.h>
 
 struct kstore {
+    struct spinlock lock;                 /* the shared part of q, backup_shown */
     squeue q;
     squeue_store st;
     struct kthread *t;
@@ -29,6 +42,7 @@ struct kstore {
     uint64_t pushed_gen;                  /* the stats snapshot the core has */
     struct kscrub *scrub;                 /* NULL: no scrubber */
     uint64_t pushed_scrub;                /* the scrubber status the core has */
+    bool backup_shown;                    /* q.backup_running for the main side */
 };
 
 static uint64_t now_us(void)
@@ -42,13 +56,16 @@ static bool upkeep_due(const struct kstore *k)
     return k->st.upkeep_due && k->st.upkeep_due(k->st.ctx);
 }
 
-/* The waiting thread's condition: something to do now. */
+/* The waiting thread's condition: something to do now (on the thread's
+ * CPU: its main loop asks before resuming it). */
 static bool has_work(void *arg)
 {
-    const struct kstore *k = arg;
+    struct kstore *k = arg;
     uint64_t wake;
-    return squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT || upkeep_due(k) ||
-           kscrub_due(k->scrub, now_us());
+    spin_lock(&k->lock);
+    bool queued = squeue_next(&k->q, now_us(), &wake) != SQUEUE_WAIT;
+    spin_unlock(&k->lock);
+    return queued || upkeep_due(k) || kscrub_due(k->scrub, now_us());
 }
 
 static void store_thread(void *arg)
@@ -57,19 +74,28 @@ static void store_thread(void *arg)
     for (;;) {
         uint64_t wake;
         /* between units: nothing of the store's in flight */
-        if (upkeep_due(k) && k->st.upkeep(k->st.ctx))
+        bool changed = upkeep_due(k) && k->st.upkeep(k->st.ctx);
+        bool wish = k->st.take_backup_wish && k->st.take_backup_wish(k->st.ctx);
+        spin_lock(&k->lock);
+        if (changed)
             squeue_stats_changed(&k->q);
-        if (k->st.take_backup_wish && k->st.take_backup_wish(k->st.ctx))
+        if (wish)
             squeue_request_backup(&k->q);
-        switch (squeue_next(&k->q, now_us(), &wake)) {
+        squeue_action act = squeue_next(&k->q, now_us(), &wake);
+        size_t n = act == SQUEUE_COMMIT ? squeue_take_group(&k->q, k->group) : 0;
+        bool forced = act == SQUEUE_BACKUP && squeue_take_backup_request(&k->q);
+        spin_unlock(&k->lock);
+        switch (act) {
         case SQUEUE_COMMIT: {
-            size_t n = squeue_take_group(&k->q, k->group);
-            store_rc rc = k->st.apply(k->st.ctx, k->group, n);
+            store_rc rc = k->st.apply(k->st.ctx, k->group, n); /* unlocked: the long part */
+            spin_lock(&k->lock);
             squeue_group_done(&k->q, rc, now_us());
+            spin_unlock(&k->lock);
+            kstorecpu_notify_main(); /* results for the main loop, which may sleep */
             break;
         }
         case SQUEUE_BACKUP:
-            squeue_backup_step(&k->q, &k->st, squeue_take_backup_request(&k->q), now_us());
+            squeue_backup_step(&k->q, &k->st, forced, now_us()); /* worker only */
             break;
         case SQUEUE_WAIT:
             /* Nothing queued: a scrub step when one is due (between
@@ -80,13 +106,19 @@ static void store_thread(void *arg)
                 continue;
             }
             /* Going idle: the last commit's counters go out now. */
+            spin_lock(&k->lock);
             squeue_refresh_stats(&k->q, &k->st, now_us(), true);
+            k->backup_shown = k->q.backup_running;
+            spin_unlock(&k->lock);
             kthread_wait_until(has_work, k, NULL);
             continue;
         case SQUEUE_STOP:
             return;
         }
+        spin_lock(&k->lock);
         squeue_refresh_stats(&k->q, &k->st, now_us(), false);
+        k->backup_shown = k->q.backup_running;
+        spin_unlock(&k->lock);
         kthread_yield(); /* one unit per resume: the main loop reports it */
     }
 }
@@ -97,30 +129,45 @@ struct kstore *kstore_start(const squeue_store *st, uint32_t backup_interval_s)
     if (!k)
         panic("out of memory for the store queue");
     memset(k, 0, sizeof *k);
+    k->lock = (struct spinlock)SPINLOCK_INIT;
     k->st = *st;
     squeue_init(&k->q, backup_interval_s, now_us());
     squeue_refresh_stats(&k->q, &k->st, now_us(), true);
     k->t = kthread_create("store", KSTORE_STACK_PAGES, store_thread, k);
+    kstorecpu_add(k->t);
     return k;
 }
 
+/* The stats snapshot and its generation, copied under the lock. */
+static uint64_t stats_copy(struct kstore *k, store_stats *out)
+{
+    spin_lock(&k->lock);
+    *out = k->q.stats;
+    uint64_t gen = k->q.stats_gen;
+    spin_unlock(&k->lock);
+    return gen;
+}
+
 /* The store's health to the core ($SYS). */
-static void push_status(struct kstore *k, broker *b)
+static void push_status(struct kstore *k, broker *b, const store_stats *st, uint64_t gen)
 {
     broker_store_status bs;
-    squeue_status_of(&k->q.stats, k->failing, &bs);
-    kscrub_status(k->scrub, &bs);
-    k->pushed_scrub = kscrub_generation(k->scrub);
+    squeue_status_of(st, k->failing, &bs);
+    k->pushed_scrub = kscrub_status(k->scrub, &bs);
     broker_set_store_status(b, &bs);
-    k->pushed_gen = k->q.stats_gen;
+    k->pushed_gen = gen;
 }
 
 int kstore_complete(struct kstore *k, broker *b)
 {
+    spin_lock(&k->lock);
     size_t n = squeue_collect(&k->q, k->done);
+    spin_unlock(&k->lock);
+    store_stats st;
+    uint64_t gen = stats_copy(k, &st);
     if (n == 0) {
-        if (k->pushed_gen != k->q.stats_gen || k->pushed_scrub != kscrub_generation(k->scrub))
-            push_status(k, b); /* fresher counters, no new results */
+        if (k->pushed_gen != gen || k->pushed_scrub != kscrub_generation(k->scrub))
+            push_status(k, b, &st, gen); /* fresher counters, no new results */
         return 0;
     }
     bool ok = squeue_report(b, k->done, n);
@@ -133,14 +180,24 @@ int kstore_complete(struct kstore *k, broker *b)
                 line);
     }
     k->failing = !ok;
-    push_status(k, b);
+    push_status(k, b, &st, gen);
     return 1;
 }
 
 int kstore_run(struct kstore *k, broker *b)
 {
-    (void)squeue_submit(&k->q, b);
-    return kthread_resume(k->t);
+    spin_lock(&k->lock);
+    bool queued = squeue_submit(&k->q, b);
+    spin_unlock(&k->lock);
+    return kstorecpu_run(k->t, queued);
+}
+
+bool kstore_results_waiting(struct kstore *k)
+{
+    spin_lock(&k->lock);
+    bool waiting = k->q.head != k->q.done;
+    spin_unlock(&k->lock);
+    return waiting;
 }
 
 void kstore_set_scrub(struct kstore *k, struct kscrub *scrub)
@@ -154,24 +211,34 @@ void kstore_progress(void *ctx)
     kthread_yield_after(KSTORE_SLICE_NS);
 }
 
-void kstore_status(const struct kstore *k, broker_store_status *out)
+void kstore_status(struct kstore *k, broker_store_status *out)
 {
-    squeue_status_of(&k->q.stats, k->failing, out);
+    store_stats st;
+    (void)stats_copy(k, &st);
+    squeue_status_of(&st, k->failing, out);
 }
 
 void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out)
 {
-    out->running = k->q.backup_running;
+    spin_lock(&k->lock);
+    out->running = k->backup_shown;
     out->done = k->q.stats.backups_done;
     out->failed = k->q.stats.backups_failed;
-    /* The thread's wait condition (has_work) sees it at the main loop's
-     * next kstore_run. */
     squeue_request_backup(&k->q);
+    spin_unlock(&k->lock);
+    /* The thread's wait condition (has_work) sees it at its CPU's next
+     * look: the main loop's next kstore_run on one CPU, now on two. */
+    kstorecpu_wake();
 }
 
-void kstore_describe(const struct kstore *k, char *buf, size_t n)
+void kstore_describe(struct kstore *k, char *buf, size_t n)
 {
-    const store_stats *st = &k->q.stats;
+    store_stats stats;
+    (void)stats_copy(k, &stats);
+    const store_stats *st = &stats;
+    /* The thread's counters are written by the CPU that runs it, without
+     * a lock: with a storage core this copy may be a resume behind (each
+     * field an aligned 64-bit word, never torn); it is a console line. */
     struct kthread_stats ts;
     kthread_get_stats(k->t, &ts);
     snprintf(buf, n,

@@ -25,6 +25,7 @@
 #ifndef TERN_KSTORE_H
 #define TERN_KSTORE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -52,6 +53,10 @@ int kstore_complete(struct kstore *k, broker *b);
  * the store thread if it is ready. Nonzero when it ran (the loop should
  * not sleep: it may have more to do). */
 int kstore_run(struct kstore *k, broker *b);
+/* Main loop: finished batches wait for kstore_complete (the idle decision
+ * asks this with interrupts off: with a storage core the results arrive
+ * from CPU 1, with a wake IPI). */
+bool kstore_results_waiting(struct kstore *k);
 
 /* A store's progress callback (store_set_progress): yields the store
  * thread once it has run KSTORE_SLICE_NS; a no-op on the main context
@@ -60,7 +65,7 @@ void kstore_progress(void *ctx);
 
 /* The store's health as last reported to the core (the telemetry journal
  * records its changes). */
-void kstore_status(const struct kstore *k, broker_store_status *out);
+void kstore_status(struct kstore *k, broker_store_status *out);
 /* Run the disk scrubber (kscrub.h; NULL: none) on the store thread while
  * it has no batch or backup step to do. */
 struct kscrub;
@@ -78,7 +83,7 @@ struct kstore_backup_state {
 void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out);
 
 /* One line for the console: commits, records per commit, latency, state. */
-void kstore_describe(const struct kstore *k, char *buf, size_t n);
+void kstore_describe(struct kstore *k, char *buf, size_t n);
 
 /*
  * Issue 13's plug for an open SQLite store (the disk, its layout and the

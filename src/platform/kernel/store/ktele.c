@@ -5,15 +5,27 @@
  * discard callback over BLK_DISCARD / BLK_WRITE_ZEROES, the boot-time
  * open with the boot and power-cut records, the record queue the main
  * loop fills and the thread drains, and the $SYS topics.
+ *
+ * With a storage core (kstorecpu.h, ADR-064) the writer runs on CPU 1
+ * and the main loop on CPU 0: what both touch - the queue's indices, the
+ * published figures (pub), sys_dirty - is under kt.lock, held for copies
+ * only, never across the disk. A queued record's slot is the main loop's
+ * until qtail passes it and the writer's until qhead does, both moved
+ * under the lock, so its bytes need no lock of their own. The journal
+ * itself (kt.t), the oldest-segment look and the error text are the
+ * writer's (and boot's, before the hand-over); the shown records and
+ * the dropped count are the main loop's.
  */
 #include "store/ktele.h"
 
+#include "arch/x86_64/spinlock.h"
 #include "broker/journal.h"
 #include "console.h"
 #include "disk/blkdisk.h"
 #include "disk/tele.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
+#include "store/kstorecpu.h"
 #include "store/kwaitdisk.h"
 #include "wallclock.h"
 
@@ -33,8 +45,16 @@ struct shown {
     unsigned n, next; /* ring of the last KTELE_SHOWN */
 };
 
+/* The journal's figures for $SYS, as of the writer's last batch. */
+struct tele_pub {
+    uint64_t next_record, head_seq, tail_seq, nseg, expired, discards, errors;
+    int64_t oldest_ms;
+};
+
 /* Boot-time state of the one journal (like ds in kdisk_store.c). */
 static struct {
+    struct spinlock lock; /* qhead, qtail, pub, sys_dirty (file comment) */
+    struct tele_pub pub;
     int open;
     struct blkdisk bd;
     struct blk_dev *dev;
@@ -90,7 +110,9 @@ static void remember(uint8_t kind, uint64_t number, int64_t time_ms, const void 
     if (tele_rec_json(&r, line, sizeof line) >= sizeof line)
         return;
     show(kind == TELE_K_STATS ? &kt.history : &kt.events, line);
+    spin_lock(&kt.lock);
     kt.sys_dirty = 1;
+    spin_unlock(&kt.lock);
 }
 
 /* Main context: queue a record for the thread. */
@@ -98,18 +120,35 @@ static void queue(uint8_t kind, const void *p, uint32_t len)
 {
     if (!kt.open)
         return;
-    if (kt.qtail - kt.qhead == KTELE_QUEUE || len > sizeof kt.q[0].payload) {
+    spin_lock(&kt.lock);
+    unsigned used = kt.qtail - kt.qhead;
+    spin_unlock(&kt.lock);
+    if (used == KTELE_QUEUE || len > sizeof kt.q[0].payload) {
         kt.dropped++;
         return;
     }
-    struct qrec *r = &kt.q[kt.qtail % KTELE_QUEUE];
+    struct qrec *r = &kt.q[kt.qtail % KTELE_QUEUE]; /* ours until qtail passes it */
     r->kind = (uint8_t)kind;
     r->len = len;
     r->time_ms = wall_ms();
     memcpy(r->payload, p, len);
+    spin_lock(&kt.lock);
     kt.qtail++;
     /* The number it will get: what the journal has plus what waits. */
-    remember(kind, kt.t.next_record + (kt.qtail - kt.qhead) - 1, r->time_ms, p, len);
+    uint64_t number = kt.pub.next_record + (kt.qtail - kt.qhead) - 1;
+    spin_unlock(&kt.lock);
+    remember(kind, number, r->time_ms, p, len);
+}
+
+/* The writer's figures for the main loop; called locked. */
+static void pub_refresh(void)
+{
+    kt.pub = (struct tele_pub){
+        .next_record = kt.t.next_record, .head_seq = kt.t.head.head_seq,
+        .tail_seq = kt.t.head.tail_seq, .nseg = kt.t.g.nseg, .expired = kt.t.expired,
+        .discards = kt.t.discards, .errors = kt.errors, .oldest_ms = kt.oldest_ms,
+    };
+    kt.sys_dirty = 1;
 }
 
 /* The oldest live segment's start time, for $SYS: one block read when
@@ -132,10 +171,21 @@ static void read_oldest(void)
         kt.oldest_ms = s.created_ms;
 }
 
+/* Records wait: their indices, copied under the lock. */
+static unsigned waiting(unsigned *head)
+{
+    spin_lock(&kt.lock);
+    unsigned n = kt.qtail - kt.qhead;
+    *head = kt.qhead;
+    spin_unlock(&kt.lock);
+    return n;
+}
+
 static bool has_records(void *arg)
 {
     (void)arg;
-    return kt.qtail != kt.qhead;
+    unsigned head;
+    return waiting(&head) != 0;
 }
 
 static void writer(void *arg)
@@ -146,11 +196,16 @@ static void writer(void *arg)
         struct kdisk_report rep;
         kdisk_report_clear(&rep);
         int rc = KDISK_OK;
-        while (kt.qhead != kt.qtail && rc == KDISK_OK) {
-            struct qrec *r = &kt.q[kt.qhead % KTELE_QUEUE];
+        unsigned head;
+        while (waiting(&head) != 0 && rc == KDISK_OK) {
+            struct qrec *r = &kt.q[head % KTELE_QUEUE]; /* ours until qhead passes it */
             rc = tele_append(&kt.t, r->kind, 1, r->time_ms, r->payload, r->len, &rep);
             if (rc == KDISK_OK) {
+                spin_lock(&kt.lock);
                 kt.qhead++;
+                /* with qhead: queue() numbers a record next_record + waiting */
+                kt.pub.next_record = kt.t.next_record;
+                spin_unlock(&kt.lock);
                 kt.written++;
             }
         }
@@ -170,7 +225,9 @@ static void writer(void *arg)
         }
         if (rc == KDISK_OK)
             read_oldest();
-        kt.sys_dirty = 1;
+        spin_lock(&kt.lock);
+        pub_refresh();
+        spin_unlock(&kt.lock);
         kthread_yield();
     }
 }
@@ -264,6 +321,10 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
     int have_last;
     survey(&last_boot, &last, &have_last);
     kt.t.boot = last_boot + 1;
+    kt.lock = (struct spinlock)SPINLOCK_INIT;
+    spin_lock(&kt.lock);
+    pub_refresh(); /* queue() numbers records from it */
+    spin_unlock(&kt.lock);
     kt.open = 1;
     kt.interval_ms = kt.test_interval_ms ? kt.test_interval_ms : interval_s * 1000u;
 
@@ -310,7 +371,10 @@ int ktele_open(struct blk_dev *d, const struct klayout *l, const struct ktele_bo
                                                                                : "no discard");
     read_oldest();
     kt.thread = kthread_create("telemetry", KTELE_STACK_PAGES, writer, NULL);
-    kt.sys_dirty = 1;
+    kstorecpu_add(kt.thread);
+    spin_lock(&kt.lock);
+    pub_refresh();
+    spin_unlock(&kt.lock);
     return 0;
 }
 
@@ -345,20 +409,21 @@ static void put_u64(broker *b, const char *topic, uint64_t v)
     broker_sys_put(b, topic, buf);
 }
 
-static void publish(broker *b)
+/* The $SYS topics from pub (a copy taken under the lock) and the main
+ * loop's own records and counters. */
+static void publish(broker *b, const struct tele_pub *p)
 {
     put_shown(b, "$SYS/broker/telemetry/events", &kt.events);
     put_shown(b, "$SYS/broker/telemetry/history", &kt.history);
-    put_u64(b, "$SYS/broker/telemetry/records", kt.t.next_record - 1);
+    put_u64(b, "$SYS/broker/telemetry/records", p->next_record - 1);
     put_u64(b, "$SYS/broker/telemetry/segments",
-            kt.t.head.head_seq ? kt.t.head.head_seq - kt.t.head.tail_seq + 1 : 0);
-    put_u64(b, "$SYS/broker/telemetry/segments_total", kt.t.g.nseg);
-    put_u64(b, "$SYS/broker/telemetry/oldest_ms", (uint64_t)kt.oldest_ms);
-    put_u64(b, "$SYS/broker/telemetry/expired_segments", kt.t.expired);
-    put_u64(b, "$SYS/broker/telemetry/discards", kt.t.discards);
+            p->head_seq ? p->head_seq - p->tail_seq + 1 : 0);
+    put_u64(b, "$SYS/broker/telemetry/segments_total", p->nseg);
+    put_u64(b, "$SYS/broker/telemetry/oldest_ms", (uint64_t)p->oldest_ms);
+    put_u64(b, "$SYS/broker/telemetry/expired_segments", p->expired);
+    put_u64(b, "$SYS/broker/telemetry/discards", p->discards);
     put_u64(b, "$SYS/broker/telemetry/dropped", kt.dropped);
-    put_u64(b, "$SYS/broker/telemetry/errors", kt.errors);
-    kt.sys_dirty = 0;
+    put_u64(b, "$SYS/broker/telemetry/errors", p->errors);
 }
 
 static void stats_record(broker *b, const broker_store_status *st, uint64_t now_ms)
@@ -376,10 +441,11 @@ static void stats_record(broker *b, const broker_store_status *st, uint64_t now_
     queue(TELE_K_STATS, p, sizeof p);
 }
 
-int ktele_poll(broker *b, const struct kstore *k, uint64_t now_ms)
+int ktele_poll(broker *b, struct kstore *k, uint64_t now_ms)
 {
     if (!kt.open)
         return 0;
+    const unsigned tail = kt.qtail; /* the main loop's own index */
     broker_store_status st;
     if (k) {
         kstore_status(k, &st);
@@ -416,7 +482,12 @@ int ktele_poll(broker *b, const struct kstore *k, uint64_t now_ms)
         stats_record(b, k ? &st : NULL, now_ms);
         kt.next_stats_ms = now_ms + kt.interval_ms;
     }
-    if (kt.sys_dirty)
-        publish(b);
-    return kthread_resume(kt.thread);
+    spin_lock(&kt.lock);
+    int dirty = kt.sys_dirty;
+    struct tele_pub pub = kt.pub;
+    kt.sys_dirty = 0;
+    spin_unlock(&kt.lock);
+    if (dirty)
+        publish(b, &pub);
+    return kstorecpu_run(kt.thread, kt.qtail != tail);
 }

@@ -63,6 +63,6 @@ void ktele_test_interval_ms(uint32_t ms);
 /* Main loop, after the broker's turn (k may be NULL: no store): queue the
  * statistics when due and the store's and backups' changes, publish $SYS
  * when the journal changed, resume the writer. Nonzero when it did work. */
-int ktele_poll(broker *b, const struct kstore *k, uint64_t now_ms);
+int ktele_poll(broker *b, struct kstore *k, uint64_t now_ms);
 
 #endif

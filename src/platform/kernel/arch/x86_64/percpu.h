@@ -16,14 +16,16 @@ enum { SMP_MAX_CPUS = 64, SMP_IST_STACKS = 4 };
 
 enum cpu_role {
     CPU_ROLE_BOOT,      /* CPU 0: network and broker, as on one CPU */
-    CPU_ROLE_STORAGE,   /* CPU 1: reserved for the storage core; parked today */
+    CPU_ROLE_STORAGE,   /* CPU 1: the storage core (storecpu.h) once the
+                         * store is open; parked until then, and for good
+                         * without a durable store */
     CPU_ROLE_NETWORK,   /* CPUs 2..: network, idle until the multi-core broker */
 };
 
 enum cpu_state {
     CPU_ABSENT,         /* no such CPU, or not started */
     CPU_STARTING,       /* INIT-SIPI-SIPI sent, not yet in smp_ap_entry */
-    CPU_ONLINE,         /* running its role (parked, for the APs today) */
+    CPU_ONLINE,         /* running its role (parked until given work) */
     CPU_STOPPED,        /* halted by a fatal error elsewhere */
 };
 
@@ -39,10 +41,16 @@ struct percpu {
     uint64_t stack_top;         /* its main stack (APs: from stack_alloc) */
     uint64_t ist_top[SMP_IST_STACKS]; /* double fault, page fault, NMI, #MC */
     struct kthread *current;    /* the kernel thread it runs, NULL on its main
-                                 * context (kthread.c; threads run on CPU 0 only yet) */
+                                 * context (kthread.c) */
     uint64_t main_rsp;          /* its main context's stack pointer while a
                                  * thread runs (kthread.c) */
     volatile uint64_t ticks;    /* its local APIC timer's interrupts */
+    /* What a parked AP runs once CPU 0 hands it work (smp_run_role): set
+     * once with release by CPU 0, read with acquire by the AP. */
+    void (*_Atomic work)(void);
+    /* 1 from its loop's last look for work to the end of its hlt
+     * (smp_sleep_begin/end): only then does smp_wake send an IPI. */
+    _Atomic int sleeping;
 };
 
 static inline struct percpu *this_cpu(void)

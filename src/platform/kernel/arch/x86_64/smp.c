@@ -9,7 +9,8 @@
  * below 1 MiB; it arrives in smp_ap_entry on its own guarded stack with
  * its own IST fault stacks, GDT and TSS (trap.c), the shared IDT, its
  * GS base on its struct percpu, the boot CPU's PAT, and its own local
- * APIC timer; then it parks in its role (percpu.h). An AP that does not
+ * APIC timer; then it parks until CPU 0 hands it work for its role
+ * (smp_run_role: CPU 1, the storage core). An AP that does not
  * come up within AP_WAIT_MS is named in the boot log and left out.
  *
  * Page tables: the trampoline uses its own small PML4 (below 4 GiB, as
@@ -28,9 +29,12 @@
  * loop, the timer and NMI handlers, and the fatal path (and, in test
  * builds, smp_selftest.c: the heap, which lives in the direct map, and
  * the console, whose framebuffer mapping is never removed), none of which
- * reaches such an address even speculatively. When the storage core runs
- * real work on CPU 1, paging needs the lock and an invalidation IPI; the
- * check above is what will say so.
+ * reaches such an address even speculatively. Since the storage core
+ * (ADR-064) CPU 1 runs real work - SQLite, the disks - in the direct
+ * map, the kernel image and the MMIO windows mapped at boot; from the
+ * hand-over on paging_share makes every removal or change of a mapping
+ * panic (except the ACPI scratch page, CPU 0's alone), which keeps this
+ * argument true without a shootdown.
  */
 #include "arch/x86_64/smp.h"
 
@@ -80,6 +84,7 @@ static uint64_t kernel_cr3;
 static int boot_ready;
 static _Atomic int stopping;
 static _Atomic unsigned stopped;
+static unsigned wake_vector;     /* smp_wake's IPI (0: none allocated) */
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
 static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU N starts */
@@ -92,7 +97,7 @@ static const char *role_text(enum cpu_role r)
     case CPU_ROLE_BOOT:
         return "network and broker";
     case CPU_ROLE_STORAGE:
-        return "storage (reserved for the storage core; parked: storage still runs on CPU 0)";
+        return "storage (parked until the store opens; then the store's threads run here)";
     case CPU_ROLE_NETWORK:
         return "network (idle until the multi-core broker lands)";
     }
@@ -199,9 +204,62 @@ static int start_ap(uint64_t tramp, struct percpu *c)
     return wait_online(c, clock_mono_ns() + (uint64_t)AP_WAIT_MS * 1000000);
 }
 
+/* The wake IPI's handler: the interrupt itself ended the hlt; the woken
+ * loop looks for its work. */
+static void on_wake(struct trap_frame *tf)
+{
+    (void)tf;
+    lapic_eoi();
+}
+
+void smp_wake(unsigned id)
+{
+    if (id >= ncpus || id == smp_cpu_id() || !wake_vector ||
+        atomic_load_explicit(&cpus[id].state, memory_order_acquire) != CPU_ONLINE)
+        return;
+    /* The work's publication (a lock release, a plain store) before the
+     * look at the flag: the store-load order only a full fence gives. */
+    atomic_thread_fence(memory_order_seq_cst);
+    if (atomic_load(&cpus[id].sleeping))
+        lapic_send_ipi(cpus[id].apic_id, wake_vector); /* fixed delivery, edge */
+}
+
+void smp_sleep_begin(void)
+{
+    atomic_store(&smp_this_cpu()->sleeping, 1); /* seq_cst: before the last look */
+}
+
+void smp_sleep_end(void)
+{
+    atomic_store_explicit(&smp_this_cpu()->sleeping, 0, memory_order_relaxed);
+}
+
+int smp_run_role(int role, void (*fn)(void))
+{
+    if (smp_cpu_id() != 0)
+        panic("smp_run_role called on an application processor");
+    for (unsigned i = 1; i < ncpus; i++) {
+        struct percpu *c = &cpus[i];
+        if ((int)c->role != role ||
+            atomic_load_explicit(&c->state, memory_order_acquire) != CPU_ONLINE)
+            continue;
+        void (*none)(void) = NULL;
+        if (!atomic_compare_exchange_strong_explicit(&c->work, &none, fn, memory_order_release,
+                                                     memory_order_relaxed))
+            panic("smp_run_role: that CPU already has its work");
+        /* Always: the parked loop does not flag its sleep (its timer would
+         * find the work within a tick anyway). */
+        lapic_send_ipi(c->apic_id, wake_vector);
+        return (int)i;
+    }
+    return -1;
+}
+
 void smp_start(const struct boot_info *bi)
 {
     kernel_cr3 = read_cr3();
+    if (!wake_vector)
+        wake_vector = trap_alloc_vector(on_wake);
     cpus[0].apic_id = lapic_id();
     uint8_t *buf = kmalloc(MADT_MAX_LEN);
     struct madt_info *m = kmalloc(sizeof *m);
@@ -297,9 +355,18 @@ _Noreturn void smp_ap_entry(struct percpu *c)
         *(volatile uint64_t *)bad = 1; /* a null-pointer write: the fatal path on an AP */
     }
 #endif
-    /* Parked: its role has no work yet. The timer wakes it; an NMI from
-     * a fatal error elsewhere stops it (panic.c). */
+    /* Parked until CPU 0 hands it work (smp_run_role: the storage core).
+     * The timer or the wake IPI wakes it; interrupts are off from the look
+     * at its work to the hlt, so a wake IPI sent in between ends that hlt.
+     * An NMI from a fatal error elsewhere stops it (panic.c). */
     for (;;) {
+        irq_disable();
+        void (*fn)(void) = atomic_load_explicit(&c->work, memory_order_acquire);
+        if (fn) {
+            irq_enable();
+            fn();
+            panic("an application processor's work returned");
+        }
         cpu_idle();
 #ifdef TERN_TEST_HOOKS
         smp_selftest_ap(c);

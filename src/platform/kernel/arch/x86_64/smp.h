@@ -31,6 +31,27 @@ unsigned smp_cpu_id(void);
 /* This CPU's struct percpu (the boot CPU's before smp_boot_cpu_init, when
  * the GS base is not set yet). */
 struct percpu *smp_this_cpu(void);
+/* Hand a parked application processor of the given role its work: it
+ * calls fn (which must not return) on its own stack, with its struct
+ * percpu. Everything the caller wrote before is visible to fn (release
+ * here, acquire there). Returns the CPU's id, or -1 when no CPU of that
+ * role is online (fn is then not run anywhere). CPU 0 only. */
+int smp_run_role(int role, void (*fn)(void));
+/* Wake CPU id from hlt (an IPI on the wake vector, whose handler does
+ * nothing but acknowledge it) if it is between smp_sleep_begin and
+ * smp_sleep_end: the sleeper's loop then looks for work. A CPU that is
+ * not sleeping looks at its work on its own, and gets no IPI (each costs
+ * both CPUs an exit under emulation). Call after publishing the work. No-op
+ * for this CPU or one not online. */
+void smp_wake(unsigned id);
+/* A loop about to sleep: with interrupts off, smp_sleep_begin, then the
+ * last look for work, then cpu_idle (or irq_enable when there was work),
+ * then smp_sleep_end. The flag is set before the look and smp_wake reads
+ * it after its work is published, both sequentially consistent, so either
+ * the look sees the work or smp_wake sees the flag and sends the IPI,
+ * which the pending-interrupt rule of sti;hlt delivers into the hlt. */
+void smp_sleep_begin(void);
+void smp_sleep_end(void);
 /* A CPU told to stop (or losing the race to report): count it, halt. */
 _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
