@@ -40,9 +40,10 @@ set -euo pipefail
 #            sfdisk reads it back for tern-build-image --keep-data)
 #   release: minisign (signs and verifies SHA256SUMS), lintian (checks the
 #            .deb), debootstrap (the Debian 12 root the .deb is installed
-#            into), binutils (strip), faketime (grub-mkrescue stamps the
-#            ISO with the current time: tools/image/mkiso.sh); dpkg-dev
-#            above builds the .deb
+#            into), systemd-container (systemd-nspawn boots that root with
+#            systemd, which starts the .deb's unit), binutils (strip),
+#            faketime (grub-mkrescue stamps the ISO with the current time:
+#            tools/image/mkiso.sh); dpkg-dev above builds the .deb
 #            (make release, make release-check: docs/RELEASING.md)
 PACKAGES=(
     gcc make libc6-dev clang libclang-rt-14-dev libpng-dev
@@ -52,7 +53,7 @@ PACKAGES=(
     python3 python3-paho-mqtt python3-pytest chromium
     qemu-system-x86 qemu-utils grub-pc-bin grub-efi-amd64-bin xorriso mtools ovmf gdisk fdisk
     jq iproute2 util-linux valgrind
-    minisign lintian debootstrap binutils faketime
+    minisign lintian debootstrap systemd-container binutils faketime
 )
 command -v npm >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 

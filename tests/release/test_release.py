@@ -27,7 +27,8 @@ def read_lock():
         for line in f:
             fields = line.split()
             if len(fields) == 5 and not line.startswith("#"):
-                lock.setdefault(fields[0], {"debian": fields[2], "files": {}})["files"][fields[3]] = fields[4]
+                lock.setdefault(fields[0], {"upstream": fields[1], "debian": fields[2],
+                                            "files": {}})["files"][fields[3]] = fields[4]
     return lock
 
 
@@ -137,3 +138,22 @@ def test_deb_holds_the_hardened_unit_and_the_conffile(release_dir):
     for line in ("NoNewPrivileges=yes", "ProtectSystem=strict", "StateDirectory=tern",
                  "CapabilityBoundingSet=", "User=tern"):
         assert re.search("^" + re.escape(line) + "$", text, re.M), line
+
+
+def test_deb_copyright_names_the_linked_packages_at_deps_lock_versions(release_dir):
+    """build.sh fills the versions in from deps/lock (their one source): a
+    lock bump cannot leave the copyright file naming the old ones."""
+    import io
+    import tarfile
+    (deb,) = glob.glob(os.path.join(release_dir, "ternd_*_amd64.deb"))
+    data = subprocess.run(["dpkg-deb", "--fsys-tarfile", deb], capture_output=True,
+                          check=True).stdout
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        text = t.extractfile("./usr/share/doc/ternd/copyright").read().decode()
+    assert not re.search(r"@[a-z0-9]+\.[a-z]+@", text), text
+    words = " ".join(text.split())
+    lock = read_lock()
+    for name, label in (("wolfssl", "wolfSSL"), ("sqlite3", "SQLite")):
+        assert f"source package {name} {lock[name]['debian']}" in words, name
+        assert f"{label} {lock[name]['upstream']} (" in words, name
+    assert lock["lwip"]["debian"] not in words

@@ -80,7 +80,15 @@ install -m 755 "$work/rel/ternd" "$deb/usr/sbin/ternd"
 strip --remove-section=.comment --remove-section=.note "$deb/usr/sbin/ternd"
 install -m 644 $here/deb/ternd.service "$deb/lib/systemd/system/ternd.service"
 install -m 644 $here/deb/tern.conf "$deb/etc/tern/tern.conf"
-install -m 644 $here/deb/copyright $here/deb/README.Debian "$deb/usr/share/doc/ternd/"
+install -m 644 $here/deb/README.Debian "$deb/usr/share/doc/ternd/"
+# The copyright file names the linked packages' versions from deps/lock
+# (its one source): @PACKAGE.upstream@ and @PACKAGE.debian@.
+lock_subst=$(awk '!/^#/ && NF == 5 && !seen[$1]++ {
+    printf "s/@%s\\.upstream@/%s/g;s/@%s\\.debian@/%s/g;", $1, $2, $1, $3 }' deps/lock)
+sed -e "$lock_subst" $here/deb/copyright >"$deb/usr/share/doc/ternd/copyright"
+! grep -n '@[a-z0-9]*\.[a-z]*@' "$deb/usr/share/doc/ternd/copyright" ||
+    die "$here/deb/copyright: a placeholder above names no package of deps/lock"
+chmod 644 "$deb/usr/share/doc/ternd/copyright"
 for doc in CONFIG OPERATIONS; do
     gzip -n -9 <"docs/$doc.md" >"$deb/usr/share/doc/ternd/$doc.md.gz"
 done
@@ -120,10 +128,11 @@ Depends: $shlibs, adduser
 Section: net
 Priority: optional
 Description: MQTT broker over mutually authenticated TLS
- tern is an MQTT 3.1/3.1.1 broker that serves clients over mutual TLS 1.3
- (and an optional plaintext listener), with QoS 0, 1 and 2, retained
- messages and persistent sessions kept in SQLite, ACLs in Mosquitto's
- format and an operator role observed over MQTT.
+ tern is an MQTT 3.1, 3.1.1 and 5.0 broker that serves clients over
+ mutual TLS 1.3 (and optional plaintext and WebSocket listeners), with
+ QoS 0, 1 and 2, retained messages and persistent sessions kept in SQLite,
+ ACLs and password files in Mosquitto's formats, bridges to other brokers
+ and an operator role observed over MQTT.
  .
  This package runs the broker as the systemd service ternd; it starts once
  certificates are configured (see /usr/share/doc/ternd/README.Debian).

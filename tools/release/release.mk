@@ -10,9 +10,10 @@
 #                      run `make release` with a throwaway key; every artifact
 #                      must be byte-identical, the signature must verify, the
 #                      SBOMs must list deps/lock's versions, and the .deb must
-#                      install and serve in a clean Debian 12 chroot
-#                      (tests/release; 8 min at load 2-7, 21 min at load 15, so
-#                      not part of make test)
+#                      install and serve in a clean Debian 12 chroot and be
+#                      started by systemd in a booted Debian 12 container
+#                      (systemd-nspawn) (tests/release; 8 min at load 2-7,
+#                      21-30 min at load 10-15, so not part of make test)
 #
 # The release's objects are built with TERN_RELEASE=1 in their own tree
 # (build/release-work): -ffile-prefix-map maps the checkout's path to "."
