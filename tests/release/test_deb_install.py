@@ -22,25 +22,27 @@ import pytest
 from conftest import REPO
 
 CACHE = os.path.expanduser("~/.cache/tern/release-chroot")
-ROOT_TAR = os.path.join(CACHE, "bookworm-minbase-adduser.tar")
 MIRROR = os.environ.get("TERN_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 
 
-def debian12_tarball():
-    """The pristine root, made once: debootstrap is minutes, untar seconds."""
-    if os.path.exists(ROOT_TAR):
-        return ROOT_TAR
+def debian12_tarball(name="adduser", include="adduser"):
+    """A pristine Debian 12 root with the packages `include` names, made
+    once and kept as CACHE/bookworm-minbase-NAME.tar: debootstrap takes
+    minutes, untarring seconds."""
+    tar = os.path.join(CACHE, f"bookworm-minbase-{name}.tar")
+    if os.path.exists(tar):
+        return tar
     if shutil.which("debootstrap") is None:
         pytest.fail("debootstrap missing: scripts/setup-host.sh installs it")
     os.makedirs(CACHE, exist_ok=True)
-    tmp = os.path.join(CACHE, f"tmp-{os.getpid()}")
+    tmp = os.path.join(CACHE, f"tmp-{name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run(["debootstrap", "--variant=minbase", "--include=adduser", "bookworm", tmp, MIRROR],
-                   check=True, capture_output=True)
-    subprocess.run(["tar", "-C", tmp, "--numeric-owner", "-cf", ROOT_TAR + ".tmp", "."], check=True)
-    os.replace(ROOT_TAR + ".tmp", ROOT_TAR)
+    subprocess.run(["debootstrap", "--variant=minbase", f"--include={include}", "bookworm", tmp,
+                    MIRROR], check=True, capture_output=True)
+    subprocess.run(["tar", "-C", tmp, "--numeric-owner", "-cf", tar + ".tmp", "."], check=True)
+    os.replace(tar + ".tmp", tar)
     shutil.rmtree(tmp)
-    return ROOT_TAR
+    return tar
 
 
 def free_port():

@@ -26,27 +26,10 @@ import time
 import pytest
 
 from conftest import REPO
-from test_deb_install import CACHE, MIRROR, free_port
+from test_deb_install import debian12_tarball, free_port
 
-ROOT_TAR = os.path.join(CACHE, "bookworm-minbase-systemd.tar")
+# The root the container boots: systemd as its PID 1.
 INCLUDE = "adduser,systemd,systemd-sysv,dbus"
-
-
-def systemd_tarball():
-    """The pristine root with systemd, made once (debootstrap is minutes)."""
-    if os.path.exists(ROOT_TAR):
-        return ROOT_TAR
-    if shutil.which("debootstrap") is None:
-        pytest.fail("debootstrap missing: scripts/setup-host.sh installs it")
-    os.makedirs(CACHE, exist_ok=True)
-    tmp = os.path.join(CACHE, f"tmp-systemd-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    subprocess.run(["debootstrap", "--variant=minbase", f"--include={INCLUDE}", "bookworm", tmp,
-                    MIRROR], check=True, capture_output=True)
-    subprocess.run(["tar", "-C", tmp, "--numeric-owner", "-cf", ROOT_TAR + ".tmp", "."], check=True)
-    os.replace(ROOT_TAR + ".tmp", ROOT_TAR)
-    shutil.rmtree(tmp)
-    return ROOT_TAR
 
 
 def container_init(nspawn_pid):
@@ -101,7 +84,7 @@ def container(release_dir, tmp_path_factory):
         pytest.fail("systemd-nspawn missing: scripts/setup-host.sh installs systemd-container")
     root = tmp_path_factory.mktemp("nspawn") / "root"
     root.mkdir()
-    subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-xf", systemd_tarball()], check=True)
+    subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-xf", debian12_tarball("systemd", INCLUDE)], check=True)
     assert (root / "etc/debian_version").read_text().startswith("12.")
     (deb,) = glob.glob(os.path.join(release_dir, "ternd_*_amd64.deb"))
     # Not /tmp: nspawn mounts a tmpfs there.
