@@ -51,10 +51,12 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_port(port, proc, seconds=20):
+def wait_port(port, gone, seconds=20):
+    """True once 127.0.0.1:port accepts a connection; False when gone()
+    says the server ended first, or after `seconds`."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
+        if gone():
             return False
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
@@ -122,7 +124,7 @@ def test_deb_installs_in_debian12_and_serves_mutual_tls(installed, tmp_path):
                              "--inh-caps=-all", "/usr/sbin/ternd", "-c", "/etc/tern/tern.conf"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
-        assert wait_port(port, proc), proc.stdout.read() if proc.poll() is not None else "no listener"
+        assert wait_port(port, lambda: proc.poll() is not None), proc.stdout.read() if proc.poll() is not None else "no listener"
         client = ["--cafile", str(pki / "ca.crt"), "--cert", str(pki / "dev-client.crt"),
                   "--key", str(pki / "dev-client.key"), "-h", "localhost", "-p", str(port)]
         r = subprocess.run(["mosquitto_pub", *client, "-q", "1", "-r", "-t", "release/check",

@@ -19,14 +19,13 @@ systemd-nspawn (package systemd-container) and the network the first time.
 import glob
 import os
 import shutil
-import socket
 import subprocess
 import time
 
 import pytest
 
 from conftest import REPO
-from test_deb_install import debian12_tarball, free_port
+from test_deb_install import debian12_tarball, free_port, wait_port
 
 # The root the container boots: systemd as its PID 1.
 INCLUDE = "adduser,systemd,systemd-sysv,dbus"
@@ -121,19 +120,6 @@ def container(release_dir, tmp_path_factory):
         log.close()
 
 
-def wait_active_port(c, port, seconds=30):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if c.show("ActiveState") == "failed":
-            return False
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            return True
-        except OSError:
-            time.sleep(0.2)
-    return False
-
-
 def proc_status(c, pid):
     """/proc/PID/status of the container's PID as {key: value}."""
     out = {}
@@ -181,7 +167,7 @@ def test_systemd_starts_the_installed_service_and_it_serves_under_its_hardening(
     conf.write_text(conf.read_text().replace("0.0.0.0:8883", f"127.0.0.1:{port}")
                     + "workers = 2\n")
     c.run("systemctl", "start", "ternd.service", check=True)
-    assert wait_active_port(c, port), c.journal()
+    assert wait_port(port, lambda: c.show("ActiveState") == "failed", 30), c.journal()
     assert c.show("ActiveState") == "active", c.journal()
     pid = int(c.show("MainPID"))
     status = proc_status(c, pid)
