@@ -56,9 +56,10 @@ import re
 import subprocess
 
 from clients import mosq
-from harness import (BANNER, OVMF, READY, Failure, Pki, Qmp, Screen, Vm, expect_lines, free_port,
-                     make_bundle, module_vm, qmp_args, ready_line, run_vm, scratch, show,
+from harness import (BANNER, OVMF, READY, Failure, Pki, Qmp, Screen, Vm, drive, expect_lines,
+                     free_port, make_bundle, module_vm, qmp_args, ready_line, run_vm, scratch, show,
                      test_iso, MTLS_CONF)
+from test_store_disk import DiskBroker, mkdisk
 
 ROLES = {
     0: rb"tern: smp: CPU 0 \(APIC id 0\): network and broker",
@@ -325,6 +326,58 @@ def hotplug_slots(kernel):
     return check
 
 
+LATE = (rb"tern: smp: CPU with APIC id 1 arrived after its start window had closed: halted "
+        rb"before touching any CPU's data, not used")
+
+
+def late_ap(b):
+    """PVH, -smp 3, the test kernel serving from a disk: the CPU with APIC
+    id 1 is held in the trampoline (tern.test.aplate=1) past its 1 s start
+    window, so its slot (CPU 1, the storage role) goes to APIC id 2; then
+    let go. It must find out it is late and halt where it is (in the
+    trampoline, real mode, interrupts off) without writing anything, CPU 0
+    must report it, and the slot's new owner must be intact: APIC id 2
+    runs the storage core, a retained QoS 1 message commits and reads
+    back, and it is running in the kernel. Before the fix (2026-12-02) the
+    late CPU ran on with the reused slot's trampoline and QEMU reset the
+    machine (see the function's history in git)."""
+    def check():
+        with scratch() as tmp:
+            img, _ = mkdisk(b, tmp, "64M", 512)
+            db = DiskBroker(b, tmp, drive(img, "d0"), smp=3)
+            vm = db.boot(kernel=b.test_elf, append="tern.test.aplate=1")
+            with vm:
+                out = db.ready(vm)
+                if vm.wait_for(lambda o: re.search(LATE, o) is not None, 30) is None:
+                    raise Failure("the late CPU was not reported:\n" + show(vm.text()))
+                out = vm.text()
+                expect_lines(out, [rb"tern: smp: CPU with APIC id 1 did not come up within "
+                                   rb"1000 ms; going on without it",
+                                   rb"tern: smp: CPU 1 \(APIC id 2\): storage ",
+                                   rb"tern: smp: 2 CPU\(s\) online"])
+                if re.search(rb"tern: smp: CPU 2 ", out):
+                    raise Failure("a third CPU in the role lines:\n" + show(out))
+                db.pub("test/late", "ok", 1, retain=True)
+                db.expect_retained("test/late", {"test/late": "ok"})
+                q = Qmp(db.qmp)
+                q.cmd("stop")
+                states = cpu_states(q)
+                q.cmd("cont")
+                q.close()
+                if states.get(1) != (True, False, False):
+                    raise Failure(f"the late CPU (QEMU's CPU 1) is not halted outside the "
+                                  f"kernel with interrupts off: {states}")
+                if states.get(2, (0, 0, False))[2] is not True:
+                    raise Failure(f"the slot's new owner (QEMU's CPU 2) is not in the kernel: "
+                                  f"{states}")
+                vm.expect_no_fatal()
+                if vm.text().count(BANNER) > 1:
+                    raise Failure("the machine reset:\n" + show(vm.text()))
+                db.quit(vm)
+        return "late CPU reported and halted; APIC id 2 runs the store; QoS 1 retained"
+    return check
+
+
 SHARE_LINE = re.compile(rb"tern: smptest: CPU ([01]) round (\d+) of 20000: a whole line from "
                         rb"one CPU, never mixed with the other's\r?$")
 
@@ -388,4 +441,5 @@ def cases(b):
         "smp-fatal-while-an-ap-starts": fatal_while_ap_starts(b.test_elf),
         "smp-hotplug-slots-counted-not-started": hotplug_slots(b.elf),
         "smp-share-heap-console": share_heap_console(b.test_elf),
+        "smp-late-ap-halts-itself-and-its-reused-slot-is-intact": late_ap(b),
     }

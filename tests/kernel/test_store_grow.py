@@ -120,12 +120,15 @@ def grow_live(db, vm, mib, boot_line):
     return got, took
 
 
-def grow_test(build):
+def grow_test(build, smp=1):
+    """smp 2: the store thread, and so the growth, runs on CPU 1 (the
+    storage core, ADR-064), which owns the disks and takes their
+    configuration interrupt."""
     def check():
         notes = []
         with scratch() as tmp:
             img, _ = mkdisk(build, tmp, "64M", 512)
-            db = DiskBroker(build, tmp, drive(img, "d0"))
+            db = DiskBroker(build, tmp, drive(img, "d0"), smp=smp)
             t0 = time.monotonic()
             vm = db.boot()
             with vm:
@@ -196,13 +199,14 @@ def grow_test(build):
     return check
 
 
-def polled_test(build):
+def polled_test(build, smp=1):
     """No MSI-X on the disk (vectors=0): no configuration interrupt, so
-    the store polls the capacity, and the live growth still happens."""
+    the store polls the capacity, and the live growth still happens (smp
+    2: polled by the store thread on CPU 1)."""
     def check():
         with scratch() as tmp:
             img, _ = mkdisk(build, tmp, "64M", 512)
-            db = DiskBroker(build, tmp, drive(img, "d0", device_opts="vectors=0"))
+            db = DiskBroker(build, tmp, drive(img, "d0", device_opts="vectors=0"), smp=smp)
             vm = db.boot()
             with vm:
                 got, took = grow_live(db, vm, 128, POLLED)
@@ -251,4 +255,7 @@ def scsi_boot_test(build):
 def cases(b):
     return {"store-disk-grown-at-boot-and-live-keeps-retained-and-verifies": grow_test(b),
             "store-disk-grown-live-polled-without-msix": polled_test(b),
+            "store-disk-smp2-grown-at-boot-and-live-on-the-storage-core":
+                grow_test(b, smp=2),
+            "store-disk-smp2-grown-live-polled-on-the-storage-core": polled_test(b, smp=2),
             "store-disk-scsi4k-grown-at-boot-keeps-retained-and-verifies": scsi_boot_test(b)}

@@ -72,7 +72,7 @@ enum {
 extern const char trampoline_start[], trampoline_end[], trampoline_params[];
 
 struct trampoline_params {
-    uint64_t cr3, stack, percpu, entry;
+    uint64_t cr3, stack, percpu, entry, hold;
 };
 
 /* The per-CPU table and the boot structures of the bring-up, written by
@@ -89,6 +89,8 @@ static unsigned wake_vector;     /* smp_wake's IPI (0: none allocated) */
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
 static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU N starts */
 static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
+static unsigned late_cpu;     /* tern.test.aplate=N: CPU N's first try is held */
+static uint32_t late_hold;    /* its APIC id + 1, once known */
 #endif
 
 static const char *role_text(enum cpu_role r)
@@ -168,6 +170,12 @@ static void trampoline_prepare(uint64_t pa, const struct percpu *c)
     p->percpu = (uint64_t)c;
     extern _Noreturn void smp_ap_entry(struct percpu *c);
     p->entry = (uint64_t)smp_ap_entry;
+    p->hold = 0;
+#ifdef TERN_TEST_HOOKS
+    if (late_cpu && late_cpu == c->id && !late_hold)
+        late_hold = c->apic_id + 1;
+    p->hold = late_hold;
+#endif
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
@@ -281,6 +289,8 @@ void smp_start(const struct boot_info *bi)
         arg[0] <= '9')
         fatal_starting = (unsigned)(arg[0] - '0');
     share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
+    if (bootinfo_arg(bi, "tern.test.aplate", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
+        late_cpu = (unsigned)(arg[0] - '0');
 #endif
     uint64_t tramp = find_low_pages(bi);
     kprintf("tern: smp: MADT lists %u enabled CPU(s), %u online-capable (not started: no "
@@ -327,6 +337,14 @@ void smp_start(const struct boot_info *bi)
                 role_text(cpus[i].role));
     kprintf("tern: smp: %u CPU(s) online\n", nonline);
 #ifdef TERN_TEST_HOOKS
+    if (late_hold && tramp) {
+        struct trampoline_params *p = (struct trampoline_params *)(
+            (uint8_t *)phys_to_virt(tramp) + (trampoline_params - trampoline_start));
+        kprintf("tern: smp: selftest: letting APIC id %u go on, past its start window\n",
+                late_hold - 1);
+        __atomic_store_n(&p->hold, 0, __ATOMIC_RELEASE);
+        delay_ms(2000);
+    }
     smp_selftest_boot(share_test);
 #endif
 }

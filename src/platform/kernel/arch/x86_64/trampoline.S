@@ -34,6 +34,18 @@ trampoline_start:
     cld
     movw %cs, %ax
     movw %ax, %ds
+    movl $1, %eax
+    cpuid
+    shrl $24, %ebx
+    movl %ebx, %esi                      /* esi = this CPU's initial APIC id */
+    incl %esi
+hold:                                    /* test builds: tern.test.aplate */
+    cmpl %esi, OFF(p_hold)
+    jne 1f
+    pause
+    jmp hold
+1:
+    movw %cs, %ax
     movzwl %ax, %ebx
     shll $4, %ebx                        /* ebx = the page's physical base */
     /* The GDT pointer's base and the far pointers hold offsets: add base. */
@@ -104,6 +116,7 @@ p_cr3:    .quad 0                        /* the trampoline PML4, below 4 GiB */
 p_stack:  .quad 0                        /* the AP's stack top (higher half) */
 p_percpu: .quad 0                        /* its struct percpu */
 p_entry:  .quad 0                        /* smp_ap_entry */
+p_hold:   .quad 0                        /* APIC id + 1 of a CPU held here */
 trampoline_end:
 
     .section .note.GNU-stack, "", @progbits
