@@ -13,6 +13,21 @@
  * (smp_run_role: CPU 1, the storage core). An AP that does not
  * come up within AP_WAIT_MS is named in the boot log and left out.
  *
+ * A late AP: one that did not come up in time may still arrive (a vCPU
+ * the host ran late), after its slot, stacks and the trampoline's
+ * parameters went to the next CPU. So the trampoline's first act, before
+ * it reads a parameter or writes anything, is a claim: a compare-and-swap
+ * of the parameter block's claim word from its own APIC id + 1 (the CPU
+ * being started, set by CPU 0 last of all) to that | TRAMP_CLAIMED. CPU 0,
+ * giving up, swaps the word to 0: whichever swap comes first decides. An
+ * AP that lost sets its bit in the block's late bitmap and halts in the
+ * trampoline for good (real mode, interrupts off; no NMI is ever sent to
+ * it: it never comes online); CPU 0 names it once its CPUs are started.
+ * One that won in time but is slow is waited for (AP_CLAIMED_WAIT_MS),
+ * and panics the machine if it never comes: it may write its slot any
+ * time. The blob is copied once and never writes itself, so a late AP
+ * may run it while the next CPU starts from it.
+ *
  * Page tables: the trampoline uses its own small PML4 (below 4 GiB, as
  * 32-bit code needs) whose higher half is the kernel's top-level entries
  * copied, so it shares every kernel mapping with KASLR's slide; the AP
@@ -61,6 +76,7 @@ enum {
     AP_STACK_PAGES = 8,         /* 32 KiB: parked today, room for the storage core */
     AP_IST_PAGES = 4,           /* 16 KiB each, as the boot CPU's */
     AP_WAIT_MS = 1000,          /* per AP, generous for TCG */
+    AP_CLAIMED_WAIT_MS = 10000, /* for one that took its claim in time: on its way */
     STOP_WAIT_MS = 100,         /* for the others to halt on the fatal NMI */
     TRAMPOLINE_PAGES = 4,       /* code and parameters, PML4, PDPT, PD */
     LOW_LIMIT = 0x9F000,        /* below the EBDA; the SIPI page must be < 1 MiB */
@@ -69,10 +85,20 @@ enum {
     ICR_STARTUP = 0x4600,       /* start-up IPI; low byte = page number */
 };
 
-extern const char trampoline_start[], trampoline_end[], trampoline_params[];
+#define TRAMP_CLAIMED 0x80000000u /* trampoline.S's CLAIMED */
 
+extern const char trampoline_start[], trampoline_end[], trampoline_params[];
+extern const char trampoline_gdt_ptr[], trampoline_far32[], trampoline_far64[];
+
+/* trampoline.S's parameter block. claim and late are shared with APs in
+ * the trampoline (atomic builtins); the rest is read only by the AP that
+ * took the claim, written by CPU 0 before it opens the claim. */
 struct trampoline_params {
-    uint64_t cr3, stack, percpu, entry, hold;
+    uint64_t cr3, stack, percpu, entry;
+    uint32_t hold;    /* test builds: APIC id + 1 of a CPU held before its claim */
+    uint32_t claim;   /* APIC id + 1 of the CPU being started, | TRAMP_CLAIMED
+                       * once it took it; 0: none may */
+    uint32_t late[8]; /* a bit per APIC id: CPUs that lost their claim */
 };
 
 /* The per-CPU table and the boot structures of the bring-up, written by
@@ -85,6 +111,7 @@ static int boot_ready;
 static _Atomic int stopping;
 static _Atomic unsigned stopped;
 static unsigned wake_vector;     /* smp_wake's IPI (0: none allocated) */
+static struct trampoline_params *tparams; /* in the low page, once copied */
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
 static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU N starts */
@@ -146,13 +173,31 @@ static uint64_t find_low_pages(const struct boot_info *bi)
     return best;
 }
 
-/* Copy the blob and its page tables to pa (afresh for every AP: the blob
- * patches itself as it runs). */
+/* Add the page's base pa to one of the blob's 32-bit offsets, in the copy. */
+static void patch(uint8_t *page, const char *field, uint64_t pa)
+{
+    uint8_t *at = page + (field - trampoline_start);
+    uint32_t v;
+    memcpy(&v, at, sizeof v);
+    v += (uint32_t)pa;
+    memcpy(at, &v, sizeof v);
+}
+
+/* The blob to pa, once (a late AP may be running it: it must not change
+ * under it), then for each AP its page tables and parameters, and last
+ * the claim that lets c's CPU, and only it, go on. */
 static void trampoline_prepare(uint64_t pa, const struct percpu *c)
 {
     uint8_t *page = phys_to_virt(pa);
-    size_t len = (size_t)(trampoline_end - trampoline_start);
-    memcpy(page, trampoline_start, len);
+    if (!tparams) {
+        if ((size_t)(trampoline_end - trampoline_params) != sizeof *tparams)
+            panic("smp: trampoline.S's parameter block and smp.c's differ");
+        memcpy(page, trampoline_start, (size_t)(trampoline_end - trampoline_start));
+        patch(page, trampoline_gdt_ptr + 2, pa);
+        patch(page, trampoline_far32, pa);
+        patch(page, trampoline_far64, pa);
+        tparams = (struct trampoline_params *)(page + (trampoline_params - trampoline_start));
+    }
     uint64_t *pml4 = phys_to_virt(pa + PAGE_SIZE);
     uint64_t *pdpt = phys_to_virt(pa + 2 * PAGE_SIZE);
     uint64_t *pd = phys_to_virt(pa + 3 * PAGE_SIZE);
@@ -163,20 +208,20 @@ static void trampoline_prepare(uint64_t pa, const struct percpu *c)
     pml4[0] = (pa + 2 * PAGE_SIZE) | 3;
     pdpt[0] = (pa + 3 * PAGE_SIZE) | 3;
     pd[0] = 0x83; /* 0..2 MiB, present, writable, 2 MiB page: the trampoline runs here */
-    struct trampoline_params *p =
-        (struct trampoline_params *)(page + (trampoline_params - trampoline_start));
+    struct trampoline_params *p = tparams;
     p->cr3 = pa + PAGE_SIZE;
     p->stack = c->stack_top;
     p->percpu = (uint64_t)c;
     extern _Noreturn void smp_ap_entry(struct percpu *c);
     p->entry = (uint64_t)smp_ap_entry;
-    p->hold = 0;
 #ifdef TERN_TEST_HOOKS
     if (late_cpu && late_cpu == c->id && !late_hold)
         late_hold = c->apic_id + 1;
-    p->hold = late_hold;
+    __atomic_store_n(&p->hold, late_hold, __ATOMIC_RELAXED);
 #endif
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* Release: the parameters before the claim that lets the AP read them
+     * (its locked compare-and-swap reads this). */
+    __atomic_store_n(&p->claim, c->apic_id + 1, __ATOMIC_RELEASE);
 }
 
 static int wait_online(const struct percpu *c, uint64_t until_ns)
@@ -191,9 +236,11 @@ static int wait_online(const struct percpu *c, uint64_t until_ns)
 
 static int start_ap(uint64_t tramp, struct percpu *c)
 {
-    c->stack_top = stack_alloc(AP_STACK_PAGES);
+    if (!c->stack_top) /* else those of a CPU that never took its claim */
+        c->stack_top = stack_alloc(AP_STACK_PAGES);
     for (unsigned i = 0; i < SMP_IST_STACKS; i++)
-        c->ist_top[i] = stack_alloc(AP_IST_PAGES);
+        if (!c->ist_top[i])
+            c->ist_top[i] = stack_alloc(AP_IST_PAGES);
     trampoline_prepare(tramp, c);
     atomic_store_explicit(&c->state, CPU_STARTING, memory_order_release);
     /* Intel SDM vol. 3 8.4.4.1: INIT, 10 ms, SIPI, 200 us, SIPI. The
@@ -209,7 +256,28 @@ static int start_ap(uint64_t tramp, struct percpu *c)
     if (wait_online(c, clock_mono_ns() + 200000))
         return 1;
     lapic_send_ipi(c->apic_id, ICR_STARTUP | vec);
-    return wait_online(c, clock_mono_ns() + (uint64_t)AP_WAIT_MS * 1000000);
+    if (wait_online(c, clock_mono_ns() + (uint64_t)AP_WAIT_MS * 1000000))
+        return 1;
+    /* Its window closes. Taken meanwhile, the claim means it is on its
+     * way and will use its slot: wait for it. Else it never can. */
+    uint32_t was = __atomic_exchange_n(&tparams->claim, 0, __ATOMIC_SEQ_CST);
+    if (!(was & TRAMP_CLAIMED))
+        return 0;
+    if (wait_online(c, clock_mono_ns() + (uint64_t)AP_CLAIMED_WAIT_MS * 1000000))
+        return 1;
+    panic("smp: an AP took its claim but did not come online; it may yet write its slot");
+}
+
+/* Name the CPUs that lost their claim so far (the trampoline's bitmap). */
+static void report_late(void)
+{
+    for (unsigned w = 0; tparams && w < 8; w++) {
+        uint32_t bits = __atomic_load_n(&tparams->late[w], __ATOMIC_ACQUIRE);
+        for (unsigned b = 0; b < 32; b++)
+            if (bits >> b & 1)
+                kprintf("tern: smp: CPU with APIC id %u arrived after its start window had "
+                        "closed: halted before touching any CPU's data, not used\n", w * 32 + b);
+    }
 }
 
 /* The wake IPI's handler: the interrupt itself ended the hlt; the woken
@@ -327,7 +395,12 @@ void smp_start(const struct boot_info *bi)
         } else {
             kprintf("tern: smp: CPU with APIC id %u did not come up within %u ms; going on "
                     "without it\n", c->apic_id, AP_WAIT_MS);
-            memset(c, 0, sizeof *c); /* its stacks stay allocated: it may yet run */
+            /* It cannot take the slot now (start_ap closed the claim): the
+             * slot and the stacks go to the next CPU. */
+            struct percpu keep = *c;
+            memset(c, 0, sizeof *c);
+            c->stack_top = keep.stack_top;
+            memcpy(c->ist_top, keep.ist_top, sizeof c->ist_top);
         }
     }
     kfree(buf);
@@ -337,14 +410,19 @@ void smp_start(const struct boot_info *bi)
                 role_text(cpus[i].role));
     kprintf("tern: smp: %u CPU(s) online\n", nonline);
 #ifdef TERN_TEST_HOOKS
-    if (late_hold && tramp) {
-        struct trampoline_params *p = (struct trampoline_params *)(
-            (uint8_t *)phys_to_virt(tramp) + (trampoline_params - trampoline_start));
+    if (late_hold && tparams) {
         kprintf("tern: smp: selftest: letting APIC id %u go on, past its start window\n",
                 late_hold - 1);
-        __atomic_store_n(&p->hold, 0, __ATOMIC_RELEASE);
-        delay_ms(2000);
+        __atomic_store_n(&tparams->hold, 0, __ATOMIC_RELEASE);
+        uint64_t until = clock_mono_ns() + 5000000000ull;
+        unsigned id = late_hold - 1;
+        while (!(__atomic_load_n(&tparams->late[id / 32], __ATOMIC_ACQUIRE) >> id % 32 & 1) &&
+               clock_mono_ns() < until)
+            cpu_relax();
     }
+#endif
+    report_late();
+#ifdef TERN_TEST_HOOKS
     smp_selftest_boot(share_test);
 #endif
 }

@@ -4,11 +4,15 @@
  * page is the SIPI vector's 4 KiB page below 1 MiB. This blob is linked in
  * .rodata, never run where it is linked: smp.c copies it to that page
  * (found in the boot memory map, below 1 MiB, which the frame allocator
- * never hands out) and fills in the parameter block at its end. So every
- * address below is an offset from trampoline_start plus the page's base
- * (%ebx here), patched or computed at run time.
+ * never hands out) once, and fills in the parameter block at its end
+ * before each SIPI. So every address below is an offset from
+ * trampoline_start plus the page's base (%ebx here): the three that hold
+ * one (the GDT pointer, the far jumps) smp.c patches as it copies the
+ * blob; the rest are computed here. The blob never writes itself: a CPU
+ * that comes too late may run it while the next CPU starts from it.
  *
- * Path: real mode -> lgdt a GDT inside the page -> 32-bit protected mode
+ * Path: real mode -> the claim (below: only the CPU being started goes
+ * on; a late one halts here) -> lgdt a GDT inside the page -> 32-bit protected mode
  * -> PAE, EFER.LME|NXE, CR3 = a small PML4 smp.c built after the blob
  * (identity map of the low 2 MiB, the kernel's higher-half entries
  * copied, so KASLR's slide is already in them) -> long mode -> jump to
@@ -22,12 +26,14 @@
 #define CR4_PAE (1 << 5)
 #define EFER_LME (1 << 8)
 #define EFER_NXE (1 << 11)
+#define CLAIMED 0x80000000               /* smp.c's TRAMP_CLAIMED */
 
 #define OFF(x) ((x) - trampoline_start)
 
     .section .rodata.trampoline, "a"
     .balign 16
     .globl trampoline_start, trampoline_end, trampoline_params
+    .globl trampoline_gdt_ptr, trampoline_far32, trampoline_far64
     .code16
 trampoline_start:
     cli
@@ -38,20 +44,32 @@ trampoline_start:
     cpuid
     shrl $24, %ebx
     movl %ebx, %esi                      /* esi = this CPU's initial APIC id */
-    incl %esi
+    leal 1(%esi), %edi                   /* edi = its claim: APIC id + 1 */
 hold:                                    /* test builds: tern.test.aplate */
-    cmpl %esi, OFF(p_hold)
-    jne 1f
+    cmpl %edi, OFF(p_hold)
+    jne claim
     pause
     jmp hold
-1:
+    /* The claim, before this CPU reads a parameter or writes anything
+     * else: only the CPU being started (claim = its APIC id + 1) may take
+     * it, and only until CPU 0 gives up waiting (it then sets claim to 0
+     * and may reuse the slot, the stacks and this page for the next CPU).
+     * A CPU that loses (it comes after CPU 0 gave up on it) marks itself
+     * in the late bitmap for CPU 0 to report and halts here for good. */
+claim:
+    movl %edi, %eax
+    movl %edi, %edx
+    orl $CLAIMED, %edx
+    lock cmpxchgl %edx, OFF(p_claim)
+    je claimed
+    lock btsl %esi, OFF(p_late)
+late:
+    hlt
+    jmp late
+claimed:
     movw %cs, %ax
     movzwl %ax, %ebx
     shll $4, %ebx                        /* ebx = the page's physical base */
-    /* The GDT pointer's base and the far pointers hold offsets: add base. */
-    addl %ebx, OFF(gdt_ptr) + 2
-    addl %ebx, OFF(far32)
-    addl %ebx, OFF(far64)
     lgdtl OFF(gdt_ptr)
     movl %cr0, %eax
     orl $CR0_PE, %eax
@@ -98,25 +116,31 @@ gdt:
     .quad 0x00CF92000000FFFF             /* 0x18: data, flat */
 gdt_end:
 gdt_ptr:
+trampoline_gdt_ptr:
     .short gdt_end - gdt - 1
-    .long OFF(gdt)                       /* + base at run time */
+    .long OFF(gdt)                       /* + base: smp.c patches the copy */
     .balign 8
 far32:
-    .long OFF(pm32)                      /* + base at run time */
+trampoline_far32:
+    .long OFF(pm32)                      /* + base: smp.c patches the copy */
     .short 0x10
     .balign 8
 far64:
-    .long OFF(lm64)                      /* + base at run time */
+trampoline_far64:
+    .long OFF(lm64)                      /* + base: smp.c patches the copy */
     .short 0x08
 
-    /* Filled in by smp.c (struct trampoline_params) before each SIPI. */
+    /* Filled in by smp.c (struct trampoline_params) before each SIPI;
+     * late (a bitmap by APIC id) only by CPUs that lost the claim. */
     .balign 8
 trampoline_params:
 p_cr3:    .quad 0                        /* the trampoline PML4, below 4 GiB */
 p_stack:  .quad 0                        /* the AP's stack top (higher half) */
 p_percpu: .quad 0                        /* its struct percpu */
 p_entry:  .quad 0                        /* smp_ap_entry */
-p_hold:   .quad 0                        /* APIC id + 1 of a CPU held here */
+p_hold:   .long 0                        /* test builds: APIC id + 1 of a CPU held */
+p_claim:  .long 0                        /* APIC id + 1 of the CPU to start, |CLAIMED */
+p_late:   .fill 8, 4, 0                  /* 256 bits: CPUs that came too late */
 trampoline_end:
 
     .section .note.GNU-stack, "", @progbits
