@@ -14,13 +14,21 @@ TLS from its disk (virtio-blk, 512-byte blocks):
 - Live: the same machine's disk grown to 320 MiB through QMP's
   block_resize while it serves, idle; the boot said the capacity changes
   arrive by interrupt (virtio-blk's configuration-change MSI-X vector:
-  nothing polls the capacity then). Within seconds $SYS shows the new
+  nothing polls the capacity then), taken by the disks' owner CPU. Within seconds $SYS shows the new
   sizes and a growth without a reboot; retained messages published then
   commit into the grown layout;
   the messages are there; after a clean stop the GPT and the disk verify
   and the layout reads back grown again, and the next boot finds nothing to grow.
 - Live without MSI-X (vectors=0): the boot says the capacity is polled,
   and a block_resize still grows the layout while serving.
+- Both live cases again at -smp 2, where CPU 1 (the storage core,
+  ADR-064) owns the disks and runs the store thread: the configuration
+  interrupt must arrive there (the console names the CPU that took it),
+  and the growth, the capacity read and the polling run there too.
+  Broken on purpose once (2026-12-02): with the disks' MSI-X entries left
+  aimed at CPU 0 (no vdisk_irq_to), the -smp 2 growth still happened
+  (CPU 1 saw the count at its next timer tick) but the interrupt line
+  named CPU 0, and the test failed.
 """
 import os
 import re
@@ -37,6 +45,10 @@ GREW = rb"tern: store: virtio-blk [0-9a-f:.]+: grew "
 BY_IRQ = rb"tern: virtio-blk [0-9a-f:.]+: capacity changes by interrupt"
 POLLED = rb"tern: virtio-blk [0-9a-f:.]+: capacity changes polled \(no MSI-X\)"
 GREW_SCSI = rb"tern: store: virtio-scsi [0-9a-f:.]+ 0:0: grew "
+# The configuration interrupt goes to the disks' owner: CPU 1 (the storage
+# core) from -smp 2 on, else CPU 0.
+CFG_CPU = rb"tern: store: virtio-blk [0-9a-f:.]+: capacity change interrupt taken on CPU %d, " \
+          rb"the disks' owner CPU %d"
 
 
 def run(args):
@@ -117,6 +129,9 @@ def grow_live(db, vm, mib, boot_line):
     if vm.wait_for(lambda o: re.search(GREW + rb"while serving: disk %d MiB" % mib,
                                         o) is not None, 20) is None:
         raise Failure("no growth line while serving:\n" + show(vm.text()[-2000:]))
+    if boot_line == BY_IRQ:
+        owner = 1 if db.smp >= 2 else 0
+        expect_lines(vm.text(), (CFG_CPU % (owner, owner),))
     return got, took
 
 

@@ -206,9 +206,12 @@ void blk_irq_raise(void)
 
 void blk_config_irq(void)
 {
+    uint8_t me = (uint8_t)this_cpu_id();
     for (unsigned i = 0; i < ndevices; i++)
-        if (devices[i]->cfg_irq)
+        if (devices[i]->cfg_irq) {
+            devices[i]->cfg_cpu = me;
             devices[i]->cfg_changes++;
+        }
     blk_irq_raise();
 }
 

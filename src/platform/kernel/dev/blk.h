@@ -140,6 +140,8 @@ struct blk_dev {
                                     interrupt: cfg_changes counts them; else
                                     the capacity must be polled */
     volatile uint32_t cfg_changes; /* bumped by blk_config_irq(), read by users */
+    volatile uint8_t cfg_cpu;    /* the CPU that took the last one: the disks'
+                                    owner, whose MSI-X entries aim at it */
     /* kept by the block layer (blk.c) */
     bool failed;                 /* given up: every request fails */
     unsigned inflight;           /* submitted, not yet completed */
@@ -188,8 +190,9 @@ int blk_irq_pending(void);
 void blk_irq_raise(void);
 /* For drivers' configuration-change interrupt handlers (one vector shared
  * by every disk, so it cannot say which changed): each device with cfg_irq
- * counts a change, and the main loop takes another turn before it sleeps
- * (so a thread waiting on cfg_changes is looked at). No I/O. */
+ * counts a change and notes the CPU it came on, and the main loop takes
+ * another turn before it sleeps (so a thread waiting on cfg_changes is
+ * looked at). No I/O. */
 void blk_config_irq(void);
 /* Give d up now (see Timeouts above), saying why on the console. */
 void blk_fail(struct blk_dev *d, const char *why);

@@ -272,6 +272,9 @@ static bool grow_live(void)
     ds.shrink_said = r < 0;
     if (r <= 0)
         return false;
+    if (ds.dev->cfg_irq) /* the owner's, since the storage core took the disks */
+        kprintf("tern: store: %s: capacity change interrupt taken on CPU %u, the disks' "
+                "owner CPU %u\n", ds.dev->name, ds.dev->cfg_cpu, blk_owner());
     ds.bd.disk.capacity = ds.dev->topo.capacity;
     uint64_t generation = ds.layout.super.sb.generation;
     if (grow_layout("while serving") != 0 && generation == ds.layout.super.sb.generation) {
