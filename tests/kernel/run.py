@@ -19,7 +19,8 @@ tests live in modules grouped by subject, each opening with what it tests:
                         with the MADT's count, roles and an mTLS round
                         trip; a fault on an AP (PVH, and on serial and
                         screen under SeaBIOS and OVMF) and on CPU 0 stops
-                        every CPU
+                        every CPU; an AP arriving after its start window
+                        halts itself and its reused slot is intact
   test_faults.py        fatal reports and resets, the debug register dump,
                         the report on the framebuffer
   test_kaslr.py         randomised placement: two boots' bases differ (test
@@ -61,7 +62,8 @@ tests live in modules grouped by subject, each opening with what it tests:
   test_store_restore.py the disk store restores its newest backup at boot
                         (an emptied or a damaged database), $SYS says so
   test_store_grow.py    disk growth at boot (qemu-img resize) and live (QMP
-                        block_resize): $SYS, retained messages, sgdisk -v
+                        block_resize): $SYS, retained messages, sgdisk -v;
+                        live also at -smp 2 (the storage core's interrupt)
   test_store_disk.py    the store on the machine's own disk over mutual TLS:
                         retained and queued QoS 1/2 messages survive a quit
                         and a kill on virtio-blk and virtio-scsi, QoS 2

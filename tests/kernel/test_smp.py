@@ -42,6 +42,12 @@ idling with interrupts on instead of halting (2026-12-02), the four fault
 tests of the time failed on the CPU state ("CPU 0 (halted, interrupts
 on)"). smp-fatal-while-an-ap-starts: see its function.
 
+smp-late-ap-halts-itself-and-its-reused-slot-is-intact (test build,
+tern.test.aplate=1, -smp 3 with a disk): a CPU that arrives after its
+start window closed and its slot went to the next CPU halts in the
+trampoline without touching anything and is reported; the slot's new
+owner runs the storage core (ADR-066; see its function).
+
 smp-share-heap-console (test build, tern.test.smpshare=1, -smp 2): CPU 0
 and CPU 1 allocate, check and free heap objects and print console lines
 at the same time (arch/x86_64/smp_selftest.c); every object must come
@@ -338,9 +344,10 @@ def late_ap(b):
     trampoline, real mode, interrupts off) without writing anything, CPU 0
     must report it, and the slot's new owner must be intact: APIC id 2
     runs the storage core, a retained QoS 1 message commits and reads
-    back, and it is running in the kernel. Before the fix (2026-12-02) the
-    late CPU ran on with the reused slot's trampoline and QEMU reset the
-    machine (see the function's history in git)."""
+    back, and it is running in the kernel. Written before the fix
+    (2026-12-02, ADR-066), it failed: the late CPU ran the trampoline as
+    rewritten for APIC id 2, and QEMU reset the machine ("no ready
+    line")."""
     def check():
         with scratch() as tmp:
             img, _ = mkdisk(b, tmp, "64M", 512)
