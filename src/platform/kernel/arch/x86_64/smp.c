@@ -220,8 +220,10 @@ static void trampoline_prepare(uint64_t pa, const struct percpu *c)
     __atomic_store_n(&p->hold, late_hold, __ATOMIC_RELAXED);
 #endif
     /* Release: the parameters before the claim that lets the AP read them
-     * (its locked compare-and-swap reads this). */
+     * (its locked compare-and-swap reads this); the fence keeps all of it
+     * before the start-up IPI's write to the local APIC. */
     __atomic_store_n(&p->claim, c->apic_id + 1, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
 }
 
 static int wait_online(const struct percpu *c, uint64_t until_ns)
