@@ -118,6 +118,7 @@ static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU
 static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
 static unsigned late_cpu;     /* tern.test.aplate=N: CPU N's first try is held */
 static uint32_t late_hold;    /* its APIC id + 1, once known */
+static unsigned slow_cpu;     /* tern.test.apslow=N: CPU N held after its claim */
 #endif
 
 static const char *role_text(enum cpu_role r)
@@ -217,7 +218,10 @@ static void trampoline_prepare(uint64_t pa, const struct percpu *c)
 #ifdef TERN_TEST_HOOKS
     if (late_cpu && late_cpu == c->id && !late_hold)
         late_hold = c->apic_id + 1;
-    __atomic_store_n(&p->hold, late_hold, __ATOMIC_RELAXED);
+    uint32_t hold = late_hold;
+    if (slow_cpu && slow_cpu == c->id)
+        hold = (c->apic_id + 1) | TRAMP_CLAIMED;
+    __atomic_store_n(&p->hold, hold, __ATOMIC_RELAXED);
 #endif
     /* Release: the parameters before the claim that lets the AP read them
      * (its locked compare-and-swap reads this); the fence keeps all of it
@@ -265,8 +269,13 @@ static int start_ap(uint64_t tramp, struct percpu *c)
     uint32_t was = __atomic_exchange_n(&tparams->claim, 0, __ATOMIC_SEQ_CST);
     if (!(was & TRAMP_CLAIMED))
         return 0;
-    if (wait_online(c, clock_mono_ns() + (uint64_t)AP_CLAIMED_WAIT_MS * 1000000))
+    uint64_t closed = clock_mono_ns();
+    if (wait_online(c, closed + (uint64_t)AP_CLAIMED_WAIT_MS * 1000000)) {
+        kprintf("tern: smp: CPU with APIC id %u had claimed its start in time and came online "
+                "%llu ms after its window closed\n", c->apic_id,
+                (unsigned long long)((clock_mono_ns() - closed) / 1000000));
         return 1;
+    }
     panic("smp: an AP took its claim but did not come online; it may yet write its slot");
 }
 
@@ -361,6 +370,8 @@ void smp_start(const struct boot_info *bi)
     share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
     if (bootinfo_arg(bi, "tern.test.aplate", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         late_cpu = (unsigned)(arg[0] - '0');
+    if (bootinfo_arg(bi, "tern.test.apslow", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
+        slow_cpu = (unsigned)(arg[0] - '0');
 #endif
     uint64_t tramp = find_low_pages(bi);
     kprintf("tern: smp: MADT lists %u enabled CPU(s), %u online-capable (not started: no "

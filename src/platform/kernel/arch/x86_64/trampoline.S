@@ -45,7 +45,11 @@ trampoline_start:
     shrl $24, %ebx
     movl %ebx, %esi                      /* esi = this CPU's initial APIC id */
     leal 1(%esi), %edi                   /* edi = its claim: APIC id + 1 */
-hold:                                    /* test builds: tern.test.aplate */
+    /* p_hold is 0 but in test builds: tern.test.aplate=N makes it CPU N's
+     * APIC id + 1 (held here, before its claim, until CPU 0 lets it go),
+     * tern.test.apslow=N that | CLAIMED (held after its claim until CPU 0
+     * gives up on it: below). */
+hold:
     cmpl %edi, OFF(p_hold)
     jne claim
     pause
@@ -67,6 +71,14 @@ late:
     hlt
     jmp late
 claimed:
+    movl %edx, %eax
+    cmpl %eax, OFF(p_hold)
+    jne 2f
+1:  cmpl $0, OFF(p_claim)
+    je 2f
+    pause
+    jmp 1b
+2:
     movw %cs, %ax
     movzwl %ax, %ebx
     shll $4, %ebx                        /* ebx = the page's physical base */
