@@ -427,7 +427,8 @@ void smp_start(const struct boot_info *bi)
         kprintf("tern: smp: selftest: letting APIC id %u go on, past its start window\n",
                 late_hold - 1);
         __atomic_store_n(&tparams->hold, 0, __ATOMIC_RELEASE);
-        uint64_t until = clock_mono_ns() + 5000000000ull;
+        /* Until it marked itself late: a loaded host may run its vCPU late. */
+        uint64_t until = clock_mono_ns() + 20000000000ull;
         unsigned id = late_hold - 1;
         while (!(__atomic_load_n(&tparams->late[id / 32], __ATOMIC_ACQUIRE) >> id % 32 & 1) &&
                clock_mono_ns() < until)
