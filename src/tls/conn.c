@@ -130,7 +130,7 @@ void tls_conn_rec_load(const tern_tls_conn *c, tls_rec *r)
 
 /* Back into the connection (sequence numbers, and keys that a KeyUpdate
  * moved), and r wiped. */
-static void rec_store(tern_tls_conn *c, tls_rec *r)
+void tls_conn_rec_store(tern_tls_conn *c, tls_rec *r)
 {
     tls_rec_suite s = (tls_rec_suite)c->suite;
 
@@ -308,7 +308,7 @@ static void hand_over(tern_tls_conn *c)
     }
     c->keys = keys;
     c->suite = (uint8_t)suite;
-    rec_store(c, &r); /* sequence numbers 0 */
+    tls_conn_rec_store(c, &r); /* sequence numbers 0 */
     wolfSSL_free(c->ssl);
     c->ssl = NULL;
 }
@@ -335,7 +335,7 @@ static bool rec_send(tern_tls_conn *c, uint8_t type, const uint8_t *data, size_t
     }
     tls_conn_rec_load(c, &rec);
     r = tls_rec_seal(&rec, type, data, len, dst);
-    rec_store(c, &rec);
+    tls_conn_rec_store(c, &rec);
     if (r != TLS_REC_OK) {
         tls_queue_drop_tail(&c->out, n);
         rec_failed(c, TERN_TLS_FAIL_PROTOCOL, ENCRYPT_ERROR);
@@ -386,7 +386,7 @@ static bool rec_update(tern_tls_conn *c, bool write)
     tls_conn_rec_load(c, &r);
     ok = tls_rec_update(write ? &r.wr : &r.rd, (tls_rec_suite)c->suite);
     if (ok)
-        rec_store(c, &r);
+        tls_conn_rec_store(c, &r);
     else
         tls_rec_wipe(&r);
     return ok;
@@ -461,7 +461,7 @@ static size_t rec_one(tern_tls_conn *c, const uint8_t *src, size_t size, uint8_t
     }
     tls_conn_rec_load(c, &rec);
     r = tls_rec_open(&rec, src, size, dst, &type, &len);
-    rec_store(c, &rec); /* the read sequence number, when it authenticated */
+    tls_conn_rec_store(c, &rec); /* the read sequence number, when it authenticated */
     if (r == TLS_REC_BAD_MAC)
         rec_abort(c, VERIFY_MAC_ERROR, TERN_TLS_ALERT_BAD_RECORD_MAC);
     else if (r == TLS_REC_OVERFLOW)
@@ -647,6 +647,8 @@ bool tern_tls_has_input(const tern_tls_conn *c)
         return false;
     if (c->ssl != NULL)
         return c->in.len > 0 || wolfSSL_has_pending(c->ssl);
+    if (c->in.len == 0) /* in.buf may be NULL: even NULL + 0 is undefined */
+        return c->plain.len > 0;
     size = tls_rec_size(c->in.buf + c->in.off, c->in.len);
     return c->plain.len > 0 || (size > 0 && size <= c->in.len);
 }
