@@ -87,7 +87,8 @@ $(FUZZ_BIN)/fuzz_record: $(FUZZ_RECORD_OBJ) $(FUZZ_TLS_OBJ) $(FUZZ_LIB_OBJ) $(WO
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) $^ $(DEPS_LDLIBS) -o $@
 
 # The seed generator is an ordinary host program built from the codec.
-$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
+$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(FUZZ_DIR)/gen_core_seeds.c \
+                       $(FUZZ_DIR)/gen_journal_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
 	@mkdir -p $(@D)
 	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ src/platform/posix/panic.c -o $@
 
