@@ -6,8 +6,6 @@
  */
 #include <string.h>
 
-#include "broker/limits_default.h"
-#include "conn/tunables.h"
 #include "config/addr.h"
 #include "config/config_internal.h"
 

@@ -425,19 +425,30 @@ static void rec_handshake(tern_tls_conn *c, const uint8_t *m, size_t len)
         rec_abort(c, ENCRYPT_ERROR, TERN_TLS_ALERT_INTERNAL_ERROR);
 }
 
+/* What is wrong with a record header (h[0..5)): not an encrypted record,
+ * or an oversized length; HEADER_OK if nothing. */
+typedef enum header_fault { HEADER_OK, HEADER_TYPE, HEADER_LENGTH } header_fault;
+
+static header_fault header_check(const uint8_t *h)
+{
+    if (h[0] != TLS_CT_APPLICATION_DATA || h[1] != 3 || h[2] != 3)
+        return HEADER_TYPE;
+    if (tls_rec_size(h, TLS_REC_HEADER) > TLS_REC_HEADER + TLS_REC_BODY_MAX)
+        return HEADER_LENGTH;
+    return HEADER_OK;
+}
+
 /* Check a record's header as soon as it is there, so garbage or an
  * oversized length fails now instead of waiting for 64 KiB. */
 static bool rec_header_ok(tern_tls_conn *c, const uint8_t *h)
 {
-    if (h[0] != TLS_CT_APPLICATION_DATA || h[1] != 3 || h[2] != 3) {
+    header_fault f = header_check(h);
+
+    if (f == HEADER_TYPE)
         rec_abort(c, UNKNOWN_RECORD_TYPE, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
-        return false;
-    }
-    if (tls_rec_size(h, TLS_REC_HEADER) > TLS_REC_HEADER + TLS_REC_BODY_MAX) {
+    else if (f == HEADER_LENGTH)
         rec_abort(c, LENGTH_ERROR, TERN_TLS_ALERT_RECORD_OVERFLOW);
-        return false;
-    }
-    return true;
+    return f == HEADER_OK;
 }
 
 /* Open one record at src (size bytes) and act on it; application data
@@ -650,7 +661,10 @@ bool tern_tls_has_input(const tern_tls_conn *c)
     if (c->in.len == 0) /* in.buf may be NULL: even NULL + 0 is undefined */
         return c->plain.len > 0;
     size = tls_rec_size(c->in.buf + c->in.off, c->in.len);
-    return c->plain.len > 0 || (size > 0 && size <= c->in.len);
+    /* A bad header behind plaintext the last read had no room for was not
+     * checked yet: reading on fails the connection, a state change. */
+    return c->plain.len > 0 ||
+           (size > 0 && (size <= c->in.len || header_check(c->in.buf + c->in.off) != HEADER_OK));
 }
 
 bool tern_tls_write(tern_tls_conn *c, const uint8_t *data, size_t len)
