@@ -1,99 +1,18 @@
 /*
- * bridge.c - the bridge's two client links and the relay between them
- * (bridge.h has the design: identifiers relayed unchanged, the local
- * session as the durable queue, the order of a connection).
+ * bridge.c - the bridge's two client links: connecting, their input and
+ * timers (bridge.h has the design: identifiers relayed unchanged, the
+ * local session as the durable queue, the order of a connection). The
+ * relay between them is bridge_relay.c's.
  */
 #include "broker/bridge.h"
+#include "broker/bridge_internal.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "mqtt/mqtt.h"
 
-/* A growable byte buffer consumed from the front. */
-typedef struct bvec {
-    uint8_t *p;
-    size_t off, len, cap; /* live bytes are p[off..len) */
-} bvec;
-
-typedef struct link {
-    bvec in, out;
-    uint8_t level; /* the remote's: settings.protocol; the local one's: 5 */
-} link;
-
-/* A bitmap of the 65536 packet identifiers. */
-#define IDMAP_BYTES (65536u / 8u)
-
-struct bridge {
-    bridge_settings s;
-    bridge_state state;
-    bridge_stats stats;
-    link l[2];          /* BRIDGE_REMOTE, BRIDGE_LOCAL */
-    bvec hold;          /* remote packets for the local broker, before UP */
-    uint32_t attempts;  /* consecutive failed attempts (back-off) */
-    bool primed;        /* the local session exists with its subscriptions */
-    uint64_t retry_at;  /* WAIT's end */
-    uint64_t started;   /* this attempt began (connect timeout) */
-    uint64_t last_rx, last_tx; /* remote traffic (keep alive) */
-    uint64_t local_tx;         /* our last packet to the local broker */
-    uint32_t local_ka_ms;      /* the local broker's Server Keep Alive (0: none) */
-    /* What the remote's CONNACK said (5.0; the 3.1.1 defaults otherwise),
-     * reset at each remote CONNECT. */
-    uint32_t r_max_packet;  /* its Maximum Packet Size; 0: none given */
-    uint16_t r_receive_max; /* its Receive Maximum; 0: none given (65535) */
-    uint16_t ka_s;          /* keep alive toward it: ours or its Server Keep Alive */
-    uint8_t r_max_qos;      /* its Maximum QoS (2 when absent) */
-    bool r_retain;          /* its Retain Available (true when absent) */
-    /* Local QoS 2 deliveries relayed to the remote at a lower QoS (its
-     * Maximum QoS): the bridge answers their PUBREL itself. NULL until the
-     * first one. */
-    uint8_t *lowered;
-    bvec scratch;           /* a message's properties, filtered */
-    char error[160];
-};
-
-/* ---- buffers -------------------------------------------------------------- */
-
-static bool bvec_room(bvec *v, size_t n)
-{
-    if (v->off > 0 && v->off == v->len)
-        v->off = v->len = 0;
-    if (v->cap - v->len >= n)
-        return true;
-    if (v->off > 0) { /* slide the live bytes down before growing */
-        memmove(v->p, v->p + v->off, v->len - v->off);
-        v->len -= v->off;
-        v->off = 0;
-        if (v->cap - v->len >= n)
-            return true;
-    }
-    size_t cap = v->cap ? v->cap : 256;
-    while (cap - v->len < n) {
-        if (cap > SIZE_MAX / 2)
-            return false;
-        cap *= 2;
-    }
-    uint8_t *p = realloc(v->p, cap);
-    if (p == NULL)
-        return false;
-    v->p = p;
-    v->cap = cap;
-    return true;
-}
-
-static bool bvec_put(bvec *v, const uint8_t *d, size_t n)
-{
-    if (!bvec_room(v, n))
-        return false;
-    memcpy(v->p + v->len, d, n);
-    v->len += n;
-    return true;
-}
-
-static void bvec_clear(bvec *v)
-{
-    v->off = v->len = 0;
-}
+/* ---- buffers (the rest are inline in bridge_internal.h) ------------------ */
 
 static void bvec_free(bvec *v)
 {
@@ -204,17 +123,6 @@ const char *broker_bridge_last_error(const bridge *b)
     return b->error;
 }
 
-static void set_error(bridge *b, const char *a, const char *c)
-{
-    size_t n = 0;
-
-    for (const char *p = a; p && *p && n + 1 < sizeof b->error; p++)
-        b->error[n++] = *p;
-    for (const char *p = c; p && *p && n + 1 < sizeof b->error; p++)
-        b->error[n++] = *p;
-    b->error[n] = '\0';
-}
-
 /* Append to the error: a reason code as " 0xNN", then the peer's Reason
  * String if it sent one, as ": TEXT" with anything but printable ASCII
  * shown as '?' (the text is the peer's and goes to the log). */
@@ -255,17 +163,6 @@ void broker_bridge_fail(bridge *b, const char *why, uint32_t random, uint64_t no
                                           b->attempts, random);
 }
 
-/* A failure found while handling input: the reason is kept, the platform
- * is told by the false return (and calls nothing else). */
-static bool fail_here(bridge *b, const char *a, const char *c, uint64_t now)
-{
-    set_error(b, a, c);
-    /* Jitter from the clock: this path has no random bits at hand, and
-     * the point is only that bridges do not retry in lockstep. */
-    broker_bridge_fail(b, b->error, (uint32_t)(now * 2654435761u), now);
-    return false;
-}
-
 /* ---- output --------------------------------------------------------------- */
 
 const uint8_t *broker_bridge_output(const bridge *b, bridge_side side, size_t *len)
@@ -281,64 +178,6 @@ void broker_bridge_output_taken(bridge *b, bridge_side side, size_t n)
     bvec *v = &b->l[side].out;
 
     v->off += n <= v->len - v->off ? n : v->len - v->off;
-}
-
-/* Reserve room for a packet of at most n bytes on a side's output and
- * return where to write it (commit with emit_done). */
-static uint8_t *emit_begin(bridge *b, bridge_side side, size_t n)
-{
-    bvec *v = &b->l[side].out;
-
-    return bvec_room(v, n) ? v->p + v->len : NULL;
-}
-
-static bool emit_done(bridge *b, bridge_side side, size_t n, uint64_t now)
-{
-    if (n == 0)
-        return false;
-    b->l[side].out.len += n;
-    if (side == BRIDGE_REMOTE)
-        b->last_tx = now;
-    else
-        b->local_tx = now;
-    return true;
-}
-
-/* An acknowledgement; at level 5 with its reason code (a 3.1.1 one has
- * none to carry). */
-static bool emit_ack(bridge *b, bridge_side side, mqtt_type type, uint16_t id, uint8_t reason,
-                     uint64_t now)
-{
-    uint8_t *w = emit_begin(b, side, 8);
-
-    if (w == NULL)
-        return false;
-    return emit_done(b, side,
-                     b->l[side].level == MQTT_LEVEL_5
-                         ? mqtt_encode_ack5(w, 8, type, id, reason, NULL, 0)
-                         : mqtt_encode_ack(w, 8, b->l[side].level, type, id),
-                     now);
-}
-
-/* ---- the lowered set ------------------------------------------------------ */
-
-static bool lowered(const bridge *b, uint16_t id)
-{
-    return b->lowered != NULL && (b->lowered[id >> 3] >> (id & 7)) & 1u;
-}
-
-static bool lower_mark(bridge *b, uint16_t id)
-{
-    if (b->lowered == NULL && (b->lowered = calloc(1, IDMAP_BYTES)) == NULL)
-        return false;
-    b->lowered[id >> 3] = (uint8_t)(b->lowered[id >> 3] | (1u << (id & 7)));
-    return true;
-}
-
-static void lower_clear(bridge *b, uint16_t id)
-{
-    if (b->lowered != NULL)
-        b->lowered[id >> 3] = (uint8_t)(b->lowered[id >> 3] & ~(1u << (id & 7)));
 }
 
 /* The Maximum Packet Size to give the source side of direction dir so
@@ -484,146 +323,6 @@ static bool granted(const mqtt_list *l)
     return true;
 }
 
-/* ---- relaying ------------------------------------------------------------- */
-
-/* The properties a message crosses with (5.0 to 5.0): all of them but a
- * Topic Alias and Subscription Identifiers, which belong to the link they
- * came over (neither is expected: the bridge asks for neither). */
-static bool crossing_props(bridge *b, const mqtt_publish *p, mqtt_bytes *out)
-{
-    const uint64_t drop =
-        MQTT_PROP_BIT(MQTT_PROP_TOPIC_ALIAS) | MQTT_PROP_BIT(MQTT_PROP_SUBSCRIPTION_ID);
-    size_t n;
-
-    *out = p->props.raw;
-    if (!(p->props.present & drop))
-        return true;
-    bvec_clear(&b->scratch);
-    if (!bvec_room(&b->scratch, p->props.raw.len))
-        return false;
-    n = mqtt_props_filter(&p->props.raw, drop, b->scratch.p, b->scratch.cap);
-    if (n == SIZE_MAX)
-        return false;
-    out->p = b->scratch.p;
-    out->len = n;
-    return true;
-}
-
-/* A local delivery the remote is not sent (too large for it) or is sent
- * at a lower QoS than delivered (its Maximum QoS) is acknowledged to the
- * local broker by the bridge: QoS 1 with a PUBACK; QoS 2 with a PUBREC,
- * and its PUBREL answered here (the lowered set) unless the PUBREC is an
- * error, which ends the delivery there. */
-static bool settle_local(bridge *b, const mqtt_publish *p, uint8_t reason, uint64_t now)
-{
-    if (p->qos == 0)
-        return true;
-    if (p->qos == 2 && reason < 0x80 && !lower_mark(b, p->packet_id))
-        return false;
-    return emit_ack(b, BRIDGE_LOCAL, p->qos == 1 ? MQTT_PUBACK : MQTT_PUBREC, p->packet_id, reason,
-                    now);
-}
-
-/* A PUBLISH from `from`, to the other side under its name there. */
-static bool relay_publish(bridge *b, bridge_side from, const mqtt_publish *p, uint64_t now)
-{
-    bridge_side to = from == BRIDGE_REMOTE ? BRIDGE_LOCAL : BRIDGE_REMOTE;
-    char topic[2 * BRIDGE_TOPIC_MAX + 1024];
-    mqtt_publish q = *p;
-    mqtt_bytes props = {NULL, 0};
-    bool v5 = b->l[to].level == MQTT_LEVEL_5;
-    size_t n, size;
-    uint8_t *w;
-
-    n = broker_bridge_map_topic(&b->s, from == BRIDGE_REMOTE ? BRIDGE_IN : BRIDGE_OUT, p->topic.p,
-                         p->topic.len, topic, sizeof topic);
-    if (n == 0)
-        return fail_here(b, from == BRIDGE_REMOTE ? "remote" : "local",
-                         " broker sent a topic no mapping covers", now);
-    q.topic.p = (const uint8_t *)topic;
-    q.topic.len = n;
-    if (v5 && b->l[from].level == MQTT_LEVEL_5 && !crossing_props(b, p, &props))
-        return fail_here(b, "out of memory relaying a message", NULL, now);
-    if (to == BRIDGE_REMOTE) {
-        if (!b->r_retain)
-            q.retain = false; /* Retain Available 0: a retained PUBLISH is an error */
-        if (q.qos > b->r_max_qos) {
-            q.qos = b->r_max_qos;
-            q.packet_id = q.qos ? p->packet_id : 0;
-            q.dup = q.qos ? p->dup : false;
-        }
-        size = v5 ? mqtt_publish5_size(n, p->payload.len, q.qos, props.len)
-                  : mqtt_publish_size(b->l[to].level, n, p->payload.len, q.qos);
-        if (b->r_max_packet > 0 && size > b->r_max_packet) {
-            /* Cannot happen while the local broker keeps to the
-             * Maximum Packet Size we gave it; dropped as it would drop it. */
-            b->stats.dropped++;
-            if (!settle_local(b, p, MQTT_RC_UNSPECIFIED_ERROR, now))
-                return fail_here(b, "out of memory settling a message", NULL, now);
-            return true;
-        }
-        if (q.qos < p->qos) { /* lowered: the local side is settled by us */
-            if (q.qos == 0 && !settle_local(b, p, 0, now))
-                return fail_here(b, "out of memory settling a message", NULL, now);
-            if (q.qos == 1 && !lower_mark(b, p->packet_id))
-                return fail_here(b, "out of memory settling a message", NULL, now);
-        } else if (p->qos == 2) {
-            lower_clear(b, p->packet_id); /* the remote takes QoS 2 again */
-        }
-    } else {
-        size = v5 ? mqtt_publish5_size(n, p->payload.len, q.qos, props.len)
-                  : mqtt_publish_size(b->l[to].level, n, p->payload.len, q.qos);
-    }
-    w = emit_begin(b, to, size);
-    if (w == NULL ||
-        !emit_done(b, to,
-                   v5 ? mqtt_encode_publish5(w, size, &q, &props, props.len ? 1 : 0)
-                      : mqtt_encode_publish(w, size, b->l[to].level, &q),
-                   now))
-        return fail_here(b, "out of memory relaying a message", NULL, now);
-    if (from == BRIDGE_REMOTE)
-        b->stats.received++;
-    else
-        b->stats.sent++;
-    return true;
-}
-
-/* A packet of the publish flows from `from`, relayed to the other side. */
-static bool relay(bridge *b, bridge_side from, const mqtt_packet *pk, uint64_t now)
-{
-    bridge_side to = from == BRIDGE_REMOTE ? BRIDGE_LOCAL : BRIDGE_REMOTE;
-
-    const mqtt_ack *a = &pk->u.ack;
-    mqtt_type type = pk->type;
-
-    if (pk->type == MQTT_PUBLISH)
-        return relay_publish(b, from, &pk->u.publish, now);
-    if ((type == MQTT_PUBACK || type == MQTT_PUBREC) && a->reason >= 0x80) {
-        /* Local: at 3.1.1 the remote is told it was taken (ADR-060).
-         * Remote: the local broker is told, and ends the delivery. */
-        if (from == BRIDGE_LOCAL)
-            b->stats.refused++;
-        else
-            b->stats.rejected++;
-    }
-    if (lowered(b, a->packet_id)) {
-        if (from == BRIDGE_REMOTE && type == MQTT_PUBACK) {
-            /* A QoS 2 delivery the remote took at QoS 1. */
-            if (a->reason >= 0x80)
-                lower_clear(b, a->packet_id);
-            type = MQTT_PUBREC;
-        } else if (from == BRIDGE_LOCAL && type == MQTT_PUBREL) {
-            lower_clear(b, a->packet_id);
-            if (!emit_ack(b, BRIDGE_LOCAL, MQTT_PUBCOMP, a->packet_id, 0, now))
-                return fail_here(b, "out of memory relaying an acknowledgement", NULL, now);
-            return true;
-        }
-    }
-    if (!emit_ack(b, to, type, a->packet_id, a->reason, now))
-        return fail_here(b, "out of memory relaying an acknowledgement", NULL, now);
-    return true;
-}
-
 static bool is_flow(mqtt_type t)
 {
     return t == MQTT_PUBLISH || t == MQTT_PUBACK || t == MQTT_PUBREC || t == MQTT_PUBREL ||
@@ -642,7 +341,7 @@ static bool replay_held(bridge *b, uint64_t now)
                         b->l[BRIDGE_REMOTE].level, 0, &pk, &used) != MQTT_OK)
             return fail_here(b, "held packet unreadable", NULL, now); /* cannot happen */
         h->off += used;
-        if (!relay(b, BRIDGE_REMOTE, &pk, now))
+        if (!bk_bridge_relay(b, BRIDGE_REMOTE, &pk, now))
             return false;
     }
     bvec_clear(h);
@@ -682,7 +381,7 @@ static bool remote_packet(bridge *b, const mqtt_packet *pk, const uint8_t *raw, 
 
     if (is_flow(pk->type)) {
         if (b->state == BRIDGE_UP)
-            return relay(b, BRIDGE_REMOTE, pk, now);
+            return bk_bridge_relay(b, BRIDGE_REMOTE, pk, now);
         if (b->state == BRIDGE_REMOTE_CONNACK)
             return fail_here(b, "remote sent a publish before its CONNACK", NULL, now);
         if (b->hold.len - b->hold.off + pk->size > BRIDGE_HOLD_MAX ||
@@ -754,7 +453,7 @@ static bool local_packet(bridge *b, const mqtt_packet *pk, uint64_t now)
     if (is_flow(pk->type)) {
         if (b->state < BRIDGE_LOCAL_SUBACK)
             return fail_here(b, "local broker sent a publish before its CONNACK", NULL, now);
-        return relay(b, BRIDGE_LOCAL, pk, now);
+        return bk_bridge_relay(b, BRIDGE_LOCAL, pk, now);
     }
     switch (pk->type) {
     case MQTT_CONNACK:

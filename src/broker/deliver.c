@@ -1,7 +1,8 @@
 /*
- * deliver.c - the outbound path: connection output buffers, routing a
- * PUBLISH to the sessions that match it, and moving a session's queued
- * QoS 1/2 messages onto the wire as its window and buffer allow.
+ * deliver.c - the outbound path: routing a PUBLISH to the sessions that
+ * match it, live or into their queues, and encoding it for a connection.
+ * The connection output buffers are outbuf.c's; moving a session's queued
+ * QoS 1/2 messages onto the wire as its window and buffer allow, pump.c's.
  *
  * Back-pressure (SPEC C4): a connection's output buffer may hold up to
  * max_out_bytes of pending PUBLISH data. Beyond that, QoS 0 messages are
@@ -29,6 +30,7 @@
 #include "broker/base.h"
 #include "broker/broker-t.h"
 #include "broker/deliver.h"
+#include "broker/deliver_internal.h"
 #include "broker/flow.h"
 #include "broker/mem.h"
 #include "broker/msg.h"
@@ -41,108 +43,6 @@
 #include <stdio.h>
 #include <string.h>
 
-/* Output buffers are freed once drained, so an idle connection costs no
- * buffer. The next one starts at the size the last one's peak needed
- * (bk_out_drained), so a connection that fills a large buffer every turn gets
- * it in one allocation instead of doubling from the minimum with a copy at
- * each step, and one that sends little goes back to the minimum. */
-#define OUT_MIN_CAP 4096u
-
-/* A drained buffer goes back to a small pool instead of to the allocator:
- * in a fan-out every subscriber's buffer fills and drains once per loop
- * turn, and allocating and freeing it each time was a third of the
- * instructions per delivery (PERFORMANCE.md). Enough for a fan-out to a
- * thousand subscribers is kept (4 MiB in all classes together); the pool
- * empties after a second without use, so an idle broker still holds no
- * buffers. */
-#define OUT_POOL_BYTES (4u * 1024u * 1024u)
-#define OUT_POOL_IDLE_MS 1000u
-
-/* A pooled buffer's first bytes hold the next one in its list (buffers
- * are at least 4 KiB); memcpy keeps this free of alignment and aliasing
- * assumptions about bytes that were just output data. */
-static uint8_t *link_next(const uint8_t *p)
-{
-    uint8_t *next;
-    memcpy(&next, p, sizeof next);
-    return next;
-}
-
-static void link_set(uint8_t *p, uint8_t *next)
-{
-    memcpy(p, &next, sizeof next);
-}
-
-/* The pool class of a buffer of cap bytes, or -1 when it is not pooled. */
-static int pool_class(size_t cap)
-{
-    for (int k = 0; k < OUT_POOL_CLASSES; k++)
-        if (cap == (size_t)OUT_MIN_CAP << k)
-            return k;
-    return -1;
-}
-
-static uint8_t *pool_get(broker *b, size_t cap)
-{
-    int k = pool_class(cap);
-    if (k < 0 || !b->out_pool[k])
-        return NULL;
-    uint8_t *p = b->out_pool[k];
-    b->out_pool[k] = link_next(p);
-    b->out_pool_bytes -= cap;
-    b->out_pool_used_ms = b->now_ms;
-    return p;
-}
-
-/* Give a buffer back: to the pool when its class has room, else freed. */
-static void pool_put(broker *b, uint8_t *p, size_t cap)
-{
-    if (!p)
-        return;
-    int k = pool_class(cap);
-    if (k < 0 || b->out_pool_bytes + cap > OUT_POOL_BYTES) {
-        bk_mem_free(b, p);
-        return;
-    }
-    b->out_pool_bytes += cap;
-    link_set(p, b->out_pool[k]);
-    b->out_pool[k] = p;
-    b->out_pool_used_ms = b->now_ms;
-}
-
-void bk_out_pool_trim(broker *b)
-{
-    for (int k = 0; k < OUT_POOL_CLASSES; k++) {
-        while (b->out_pool[k]) {
-            uint8_t *p = b->out_pool[k];
-            b->out_pool[k] = link_next(p);
-            bk_mem_free(b, p);
-        }
-    }
-    b->out_pool_bytes = 0;
-}
-
-void bk_out_pool_tick(broker *b, uint64_t now_ms)
-{
-    if (now_ms - b->out_pool_used_ms >= OUT_POOL_IDLE_MS)
-        bk_out_pool_trim(b);
-}
-
-uint64_t bk_out_pool_next_deadline(const broker *b)
-{
-    return b->out_pool_bytes > 0 ? b->out_pool_used_ms + OUT_POOL_IDLE_MS : UINT64_MAX;
-}
-
-size_t bk_out_pending(const broker_conn *c)
-{
-    return c->out_len - c->out_head;
-}
-
-void broker_set_qos0_out_max(broker_conn *c, size_t bytes)
-{
-    c->qos0_out_max = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
-}
-
 /* c's output holds as much as QoS 0 may wait in it: max_out_bytes, or less
  * when the platform bounded it in time (broker_set_qos0_out_max). */
 static inline bool qos0_full(const broker *b, const broker_conn *c)
@@ -153,78 +53,8 @@ static inline bool qos0_full(const broker *b, const broker_conn *c)
     return bk_out_pending(c) >= max;
 }
 
-void bk_conn_mark_dirty(broker *b, broker_conn *c)
-{
-    if (c->in_dirty)
-        return;
-    c->in_dirty = true;
-    c->dirty_next = NULL;
-    c->dirty_prev = b->dirty_tail;
-    if (b->dirty_tail)
-        b->dirty_tail->dirty_next = c;
-    else
-        b->dirty_head = c;
-    b->dirty_tail = c;
-}
 
-uint8_t *bk_out_reserve(broker *b, broker_conn *c, size_t n)
-{
-    size_t pending = bk_out_pending(c);
-    if (n > UINT32_MAX - pending)
-        return NULL;
-    if (c->out_cap - c->out_len >= n)
-        return c->out + c->out_len;
-    /* Compact only when the bytes moved are no more than the space won, so
-     * a buffer that is never fully drained (a slow reader under load) does
-     * not pay a memmove of everything pending on every message. */
-    if (c->out_head >= pending && c->out_cap - pending >= n) {
-        memmove(c->out, c->out + c->out_head, pending);
-        c->out_head = 0;
-        c->out_len = (uint32_t)pending;
-        return c->out + c->out_len;
-    }
-    size_t cap = c->out_cap ? (size_t)c->out_cap * 2 : (size_t)OUT_MIN_CAP << c->out_next_log2;
-    while (cap - pending < n)
-        cap *= 2;
-    if (cap > UINT32_MAX)
-        return NULL;
-    uint8_t *p = pool_get(b, cap);
-    if (!p)
-        p = bk_mem_alloc(b, cap);
-    if (!p)
-        return NULL;
-    if (pending)
-        memcpy(p, c->out + c->out_head, pending);
-    pool_put(b, c->out, c->out_cap);
-    c->out = p;
-    c->out_cap = (uint32_t)cap;
-    c->out_head = 0;
-    c->out_len = (uint32_t)pending;
-    return c->out + c->out_len;
-}
-
-void bk_out_commit(broker *b, broker_conn *c, size_t n)
-{
-    ALWAYS(n <= c->out_cap - c->out_len);
-    c->out_len += (uint32_t)n;
-    if (c->out_len - c->out_head > c->out_peak)
-        c->out_peak = c->out_len - c->out_head;
-    bk_conn_mark_dirty(b, c);
-}
-
-void bk_out_drained(broker *b, broker_conn *c)
-{
-    uint8_t log2 = 0;
-    while (log2 < 16 && ((size_t)OUT_MIN_CAP << log2) < c->out_peak)
-        log2++;
-    c->out_next_log2 = log2;
-    c->out_peak = 0;
-    pool_put(b, c->out, c->out_cap);
-    c->out = NULL;
-    c->out_head = c->out_len = c->out_cap = 0;
-}
-
-/* send_publish's packet of n bytes is refused: not encodable (n 0,
+/* bk_send_publish's packet of n bytes is refused: not encodable (n 0,
  * cannot happen for routed messages), or above a 5.0 client's Maximum
  * Packet Size. Out of line: never on the common path. */
 __attribute__((noinline, cold)) static bk_send5 send_refused(broker *b, const broker_conn *c,
@@ -241,9 +71,9 @@ __attribute__((noinline, cold)) static bk_send5 send_refused(broker *b, const br
 /* A PUBLISH with topic and payload only: any 3.1.1 one, and at level 5
  * one without any property (bk_publish5_bare), which the same encoder
  * writes with its empty property block. */
-static bk_send5 send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
-                             const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
-                             bool dup, uint16_t packet_id)
+bk_send5 bk_send_publish(broker *b, broker_conn *c, const uint8_t *topic, size_t tlen,
+                         const uint8_t *payload, size_t plen, uint8_t qos, bool retain,
+                         bool dup, uint16_t packet_id)
 {
     size_t n = mqtt_publish_size(c->level, tlen, plen, qos);
     /* One test for both refusals: n - 1 wraps when n is 0, and a client
@@ -284,8 +114,8 @@ static inline __attribute__((always_inline)) bk_send5 send_view(broker *b, broke
     if (c->level == MQTT_LEVEL_5 &&
         !bk_publish5_bare(c, v, dup, via ? via->sub_id : 0, via ? via->more : NULL))
         return send_view5(b, c, v, qos, retain, dup, packet_id, via);
-    return send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
-                        packet_id);
+    return bk_send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, qos, retain, dup,
+                           packet_id);
 }
 
 /* A QoS 0 PUBLISH already encoded into another connection's output during
@@ -329,7 +159,8 @@ static inline __attribute__((always_inline)) bk_send5 send_qos0(broker *b, broke
     if (c->level == MQTT_LEVEL_5 && !bk_publish5_bare(c, v, false, 0, NULL)) {
         r = bk_publish5_write(b, c, v, 0, false, false, 0, 0, NULL, &len);
     } else {
-        r = send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, 0, false, false, 0);
+        r = bk_send_publish(b, c, v->topic, v->tlen, v->payload, v->plen, 0, false, false,
+                            0);
         len = mqtt_publish_size(c->level, v->tlen, v->plen, 0);
     }
     /* The packet is the last thing in c's output (bk_out_reserve may have
@@ -343,225 +174,6 @@ static inline __attribute__((always_inline)) bk_send5 send_qos0(broker *b, broke
     return r;
 }
 
-/* A queue entry to a 5.0 client: out of line, so the 3.1.1 path below
- * stays as lean as it was. */
-__attribute__((noinline)) static bk_send5 send_entry5(broker *b, broker_conn *c,
-                                                      const qentry *e, bool dup)
-{
-    bk_pubview v = bk_msg_view(e->m);
-    return bk_publish5_write(b, c, &v, e->qos, e->retain, dup, e->packet_id, e->sub_id,
-                             e->sub_ids_more, NULL);
-}
-
-static inline __attribute__((always_inline)) bk_send5 send_entry(broker *b, broker_conn *c,
-                                                                  const qentry *e, bool dup)
-{
-    const msg *m = e->m;
-    if (c->level == MQTT_LEVEL_5) {
-        bk_pubview v = bk_msg_view(m);
-        if (!bk_publish5_bare(c, &v, dup, e->sub_id, e->sub_ids_more))
-            return send_entry5(b, c, e, dup);
-    }
-    return send_publish(b, c, bk_msg_topic(m), m->topic_len, bk_msg_payload(m), m->payload_len,
-                        e->qos, e->retain, dup, e->packet_id);
-}
-
-static bool send_ack(broker *b, broker_conn *c, mqtt_type type, uint16_t packet_id)
-{
-    uint8_t *p = bk_out_reserve(b, c, 4);
-    if (!p)
-        return false;
-    size_t w = mqtt_encode_ack(p, 4, c->level, type, packet_id);
-    ALWAYS(w == 4);
-    bk_out_commit(b, c, 4);
-    return true;
-}
-
-static bool conn_live(const broker_conn *c)
-{
-    return c && c->state == CONN_ACTIVE;
-}
-
-/* QoS 1/2 PUBLISHes that may await acknowledgement on c: limits.max_inflight,
- * and for a 5.0 client no more than its Receive Maximum [MQTT-3.3.4-9]. A
- * PUBREC with an error code frees a slot as a PUBACK or PUBCOMP does
- * (conn.c completes the entry). */
-static uint32_t window(const broker *b, const broker_conn *c)
-{
-    uint32_t w = b->lim.max_inflight;
-    if (c->level == MQTT_LEVEL_5 && c->client_receive_max < w)
-        w = c->client_receive_max;
-    return w;
-}
-
-/* No new QoS 1/2 PUBLISH for s now: its window (above) is full, or the
- * payload its sent entries hold reached limits.max_queued_bytes. The byte
- * bound keeps what one session holds in flight to about its queue's bound
- * whatever max_inflight is (one message always fits: the count is then 0). */
-static bool window_full(const broker *b, const session *s, const broker_conn *c)
-{
-    return s->inflight >= window(b, c) || s->inflight_bytes >= b->lim.max_queued_bytes;
-}
-
-/* Entries written on the current connection and not yet done with (those
- * before q_wire): what the client holds against its Receive Maximum. */
-static uint32_t wire_unacked(const session *s)
-{
-    uint32_t n = 0;
-    for (uint32_t i = 0; i < s->q_wire; i++)
-        n += bk_session_entry(s, i)->state != Q_DONE;
-    return n;
-}
-
-void bk_session_transmit(broker *b, session *s)
-{
-    broker_conn *c = s->conn;
-    if (!conn_live(c))
-        return;
-    if (c->connack_held) {
-        bk_commit_wait(b, c); /* nothing may precede the CONNACK */
-        return;
-    }
-    /* More in flight than the window only after a reconnect with a smaller
-     * Receive Maximum (or max_inflight): the resend then stops at the
-     * window and goes on as acknowledgements free slots [MQTT-3.3.4-9],
-     * in order. A PUBREL is never held by it [MQTT-3.3.4-10] but counts:
-     * its message holds a slot until the PUBCOMP. (One behind a PUBLISH
-     * the window holds waits for it: the wire keeps the queue's order.)
-     * The count is taken only then (never on the usual path). */
-    uint32_t w = window(b, c);
-    bool capped = s->inflight > w;
-    uint32_t on_wire = capped ? wire_unacked(s) : 0;
-    while (s->q_wire < s->q_sent && bk_out_pending(c) < b->lim.max_out_bytes) {
-        qentry *e = bk_session_entry(s, s->q_wire);
-        if (e->state == Q_DONE) {
-            s->q_wire++;
-            continue;
-        }
-        if (capped && on_wire >= w && e->state != Q_WAIT_PUBCOMP)
-            return; /* resumed by the acknowledgement that frees a slot */
-        if (!bk_journal_committed(b, e->jseq)) {
-            /* Later entries wait too: delivery order is kept across QoS. */
-            bk_commit_wait(b, c);
-            return;
-        }
-        if (!e->sent && e->state != Q_WAIT_PUBCOMP && bk_msg_expired(e->m, b->now_ms)) {
-            /* [MQTT-3.3.2-5]: its packet id was given, but it never went
-             * out (it waited for output room, the commit of that id, or a
-             * connection): delivery has not started, and it expired
-             * meanwhile. Done with as a PUBACK would (the receiver never
-             * saw the id). */
-            b->stats.msgs_expired++;
-            bk_session_complete(b, s, e);
-            continue;
-        }
-        bk_send5 r = e->state == Q_WAIT_PUBCOMP
-                         ? (send_ack(b, c, MQTT_PUBREL, e->packet_id) ? BK_SEND5_OK
-                                                                      : BK_SEND5_NOMEM)
-                         : send_entry(b, c, e, e->sent);
-        if (r == BK_SEND5_NOMEM) {
-            bk_log_limited(b, BK_LOGK_NOMEM, BROKER_LOG_WARN, "client %s: out of memory sending",
-                           s->id);
-            return; /* retried on the next pump */
-        }
-        if (r == BK_SEND5_TOO_LARGE) {
-            /* Above the client's Maximum Packet Size: discarded, and the
-             * delivery is over as if the client had acknowledged it
-             * [MQTT-3.1.2-25] (its window slot is free again). The entry
-             * becomes a hole at q_wire, or leaves the ring as its head:
-             * either way the loop goes on at the same index. */
-            bk_session_complete(b, s, e);
-            continue;
-        }
-        e->sent = true;
-        s->q_wire++;
-        on_wire++;
-    }
-}
-
-/* The first unsent entry is done with without a packet id: a QoS 0 one
- * sent, or one never to be sent (its message expired). It is finished as
- * if sent and acknowledged, so the queue, the journal and the publishers
- * it holds see one path. QoS 0 entries only when nothing before them
- * waits (as bk_session_pump sends them). */
-static void finish_front(broker *b, session *s, qentry *e)
-{
-    bk_session_bytes_sub(s, e->m->payload_len);
-    if (e->qos == 0) {
-        bk_session_sent_qos0(b, s, e);
-        return;
-    }
-    e->packet_id = 0; /* no acknowledgement names 0 */
-    e->state = Q_WAIT_PUBACK;
-    s->q_sent++;
-    s->inflight++;
-    bk_session_flight_add(s, e->m);
-    bk_session_complete(b, s, e);
-}
-
-void bk_session_pump(broker *b, session *s)
-{
-    broker_conn *c = s->conn;
-    if (!conn_live(c))
-        return;
-    bk_session_transmit(b, s);
-    if (c->connack_held)
-        return;
-    uint32_t unsent_before = s->q_count - s->q_sent;
-    while (s->q_sent < s->q_count && bk_out_pending(c) < b->lim.max_out_bytes) {
-        qentry *e = bk_session_entry(s, s->q_sent);
-        /* [MQTT-3.3.2-5]: a message whose expiry passed before its
-         * delivery to this session started is never sent to it: checked
-         * when it is next to go (not while it waits behind a full window,
-         * where it would be checked on every pump). */
-        if (e->qos == 0) {
-            /* QoS 0 entries (retained on subscribe) are never stored: they
-             * go straight out, so only once nothing before them waits. One
-             * above the client's Maximum Packet Size is done with too. */
-            if (s->q_wire < s->q_sent)
-                break;
-            if (bk_msg_expired(e->m, b->now_ms))
-                b->stats.msgs_expired++;
-            else if (send_entry(b, c, e, false) == BK_SEND5_NOMEM)
-                break;
-            finish_front(b, s, e);
-            continue;
-        }
-        if (window_full(b, s, c))
-            break;
-        if (bk_msg_expired(e->m, b->now_ms)) {
-            b->stats.msgs_expired++;
-            finish_front(b, s, e);
-            continue;
-        }
-        uint64_t mark = bk_journal_mark(b);
-        e->packet_id = bk_session_next_packet_id(s);
-        e->state = e->qos == 1 ? Q_WAIT_PUBACK : Q_WAIT_PUBREC;
-        bk_session_bytes_sub(s, e->m->payload_len);
-        s->q_sent++;
-        s->inflight++;
-        bk_session_flight_add(s, e->m);
-        /* The packet id must survive a restart: a QoS 2 receiver knows the
-         * message by it, so a QoS 2 PUBLISH leaves only once the record is
-         * on disk (a crash before that would resend it under another id, or
-         * give its id to another message). A QoS 1 one may leave at once: a
-         * receiver may see it again after a crash anyway. */
-        bk_journal_queue_state(b, s, e);
-        e->jseq = e->qos == 2 && bk_journaled(b, s) ? bk_journal_gate(b, mark) : 0;
-        bk_session_transmit(b, s);
-    }
-    if (s->q_count - s->q_sent < unsent_before)
-        bk_flow_progress(b, s);
-}
-
-void bk_session_resend(broker *b, session *s)
-{
-    /* [MQTT-4.4.0-1]: on reconnect, resend unacknowledged PUBLISH packets
-     * (DUP set) and PUBREL packets, in their original order: the new
-     * connection starts with nothing on its wire. */
-    s->q_wire = 0;
-    bk_session_pump(b, s);
-}
 
 void bk_dropped(broker *b, const session *s, uint8_t qos, const uint8_t *topic, size_t tlen,
                 const char *why)

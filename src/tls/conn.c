@@ -130,7 +130,7 @@ void tls_conn_rec_load(const tern_tls_conn *c, tls_rec *r)
 
 /* Back into the connection (sequence numbers, and keys that a KeyUpdate
  * moved), and r wiped. */
-static void rec_store(tern_tls_conn *c, tls_rec *r)
+void tls_conn_rec_store(tern_tls_conn *c, tls_rec *r)
 {
     tls_rec_suite s = (tls_rec_suite)c->suite;
 
@@ -308,7 +308,7 @@ static void hand_over(tern_tls_conn *c)
     }
     c->keys = keys;
     c->suite = (uint8_t)suite;
-    rec_store(c, &r); /* sequence numbers 0 */
+    tls_conn_rec_store(c, &r); /* sequence numbers 0 */
     wolfSSL_free(c->ssl);
     c->ssl = NULL;
 }
@@ -335,7 +335,7 @@ static bool rec_send(tern_tls_conn *c, uint8_t type, const uint8_t *data, size_t
     }
     tls_conn_rec_load(c, &rec);
     r = tls_rec_seal(&rec, type, data, len, dst);
-    rec_store(c, &rec);
+    tls_conn_rec_store(c, &rec);
     if (r != TLS_REC_OK) {
         tls_queue_drop_tail(&c->out, n);
         rec_failed(c, TERN_TLS_FAIL_PROTOCOL, ENCRYPT_ERROR);
@@ -386,7 +386,7 @@ static bool rec_update(tern_tls_conn *c, bool write)
     tls_conn_rec_load(c, &r);
     ok = tls_rec_update(write ? &r.wr : &r.rd, (tls_rec_suite)c->suite);
     if (ok)
-        rec_store(c, &r);
+        tls_conn_rec_store(c, &r);
     else
         tls_rec_wipe(&r);
     return ok;
@@ -425,19 +425,30 @@ static void rec_handshake(tern_tls_conn *c, const uint8_t *m, size_t len)
         rec_abort(c, ENCRYPT_ERROR, TERN_TLS_ALERT_INTERNAL_ERROR);
 }
 
+/* What is wrong with a record header (h[0..5)): not an encrypted record,
+ * or an oversized length; HEADER_OK if nothing. */
+typedef enum header_fault { HEADER_OK, HEADER_TYPE, HEADER_LENGTH } header_fault;
+
+static header_fault header_check(const uint8_t *h)
+{
+    if (h[0] != TLS_CT_APPLICATION_DATA || h[1] != 3 || h[2] != 3)
+        return HEADER_TYPE;
+    if (tls_rec_size(h, TLS_REC_HEADER) > TLS_REC_HEADER + TLS_REC_BODY_MAX)
+        return HEADER_LENGTH;
+    return HEADER_OK;
+}
+
 /* Check a record's header as soon as it is there, so garbage or an
  * oversized length fails now instead of waiting for 64 KiB. */
 static bool rec_header_ok(tern_tls_conn *c, const uint8_t *h)
 {
-    if (h[0] != TLS_CT_APPLICATION_DATA || h[1] != 3 || h[2] != 3) {
+    header_fault f = header_check(h);
+
+    if (f == HEADER_TYPE)
         rec_abort(c, UNKNOWN_RECORD_TYPE, TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
-        return false;
-    }
-    if (tls_rec_size(h, TLS_REC_HEADER) > TLS_REC_HEADER + TLS_REC_BODY_MAX) {
+    else if (f == HEADER_LENGTH)
         rec_abort(c, LENGTH_ERROR, TERN_TLS_ALERT_RECORD_OVERFLOW);
-        return false;
-    }
-    return true;
+    return f == HEADER_OK;
 }
 
 /* Open one record at src (size bytes) and act on it; application data
@@ -461,7 +472,7 @@ static size_t rec_one(tern_tls_conn *c, const uint8_t *src, size_t size, uint8_t
     }
     tls_conn_rec_load(c, &rec);
     r = tls_rec_open(&rec, src, size, dst, &type, &len);
-    rec_store(c, &rec); /* the read sequence number, when it authenticated */
+    tls_conn_rec_store(c, &rec); /* the read sequence number, when it authenticated */
     if (r == TLS_REC_BAD_MAC)
         rec_abort(c, VERIFY_MAC_ERROR, TERN_TLS_ALERT_BAD_RECORD_MAC);
     else if (r == TLS_REC_OVERFLOW)
@@ -647,8 +658,13 @@ bool tern_tls_has_input(const tern_tls_conn *c)
         return false;
     if (c->ssl != NULL)
         return c->in.len > 0 || wolfSSL_has_pending(c->ssl);
+    if (c->in.len == 0) /* in.buf may be NULL: even NULL + 0 is undefined */
+        return c->plain.len > 0;
     size = tls_rec_size(c->in.buf + c->in.off, c->in.len);
-    return c->plain.len > 0 || (size > 0 && size <= c->in.len);
+    /* A bad header behind plaintext the last read had no room for was not
+     * checked yet: reading on fails the connection, a state change. */
+    return c->plain.len > 0 ||
+           (size > 0 && (size <= c->in.len || header_check(c->in.buf + c->in.off) != HEADER_OK));
 }
 
 bool tern_tls_write(tern_tls_conn *c, const uint8_t *data, size_t len)

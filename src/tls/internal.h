@@ -175,6 +175,10 @@ size_t tls_conn_keys_size(tls_rec_suite s);
 /* A handed-over server connection's record state, unpacked into r (the
  * caller wipes it with tls_rec_wipe). Also for tests. */
 void tls_conn_rec_load(const tern_tls_conn *c, tls_rec *r);
+/* The reverse: r's keys and sequence numbers back into c (packed), and r
+ * wiped. Also for the record layer's fuzz target, which builds a
+ * handed-over connection from fixed secrets. */
+void tls_conn_rec_store(tern_tls_conn *c, tls_rec *r);
 
 /* A context with tern's versions, suites, groups, no resumption and the
  * memory I/O callbacks below. NULL with a message on failure. */

@@ -8,9 +8,12 @@
 # header reading; the telemetry journal's head, segment and record reader),
 # payload (the installer's payload parser), json (src/json's reader and
 # writer: console requests come from the network), ws (the WebSocket frame codec
-# and opening-request parser, src/conn/ws*.c). Included from the top-level
-# Makefile, which provides
-# CORE_SRC, CSTD, WARN, INC and BUILD.
+# and opening-request parser, src/conn/ws*.c), record (the TLS 1.3 record
+# layer's open path and a handed-over server connection's reading of records,
+# src/tls/record.c and conn.c, on wolfCrypt: it links wolfSSL, so it needs
+# `make deps`). Included from the top-level Makefile after src/tls/tls.mk,
+# which provide CORE_SRC, CSTD, WARN, INC, BUILD and the WOLFSSL_* and
+# DEPS_LDLIBS variables.
 #
 #   make fuzz [FUZZ_SECONDS=60] [FUZZ_TARGETS="decode core"]
 #       fuzz each target for FUZZ_SECONDS; new inputs go to
@@ -21,11 +24,12 @@
 #       clang a gcc build of the same targets with a plain replay driver
 #   make fuzz-seeds
 #       regenerate the seed files (packets from the codec's encoders, disk
-#       images from the layout's writer);
+#       images from the layout's writer, records sealed by the record layer);
 #       crash reproducers (crash-*) sit next to them and are kept
 
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload json ws
+FUZZ_TARGETS ?= decode topic config core journal devices bundle disk tdisk payload json ws \
+                record
 FUZZ_DIR     := tests/fuzz
 FUZZ_OUT     := $(BUILD)/fuzz
 FUZZ_CLANG   := $(shell command -v clang 2>/dev/null)
@@ -71,10 +75,27 @@ $(FUZZ_BIN)/obj/%.o: %.c
 $(FUZZ_BIN)/fuzz_%: $(FUZZ_BIN)/obj/$(FUZZ_DIR)/fuzz_%.o $(FUZZ_LIB_OBJ)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) $^ -o $@
 
+# fuzz_record: the TLS adapter (src/tls/) built by the fuzzing compiler with
+# wolfSSL's headers, linked with the static wolfSSL of `make deps`.
+FUZZ_TLS_OBJ := $(patsubst %.c,$(FUZZ_BIN)/obj/%.o,$(sort $(wildcard src/tls/*.c)))
+FUZZ_RECORD_OBJ := $(FUZZ_BIN)/obj/$(FUZZ_DIR)/fuzz_record.o
+.SECONDARY: $(FUZZ_TLS_OBJ)
+$(FUZZ_TLS_OBJ) $(FUZZ_RECORD_OBJ): FUZZ_INC += $(WOLFSSL_CPPFLAGS)
+$(FUZZ_TLS_OBJ) $(FUZZ_RECORD_OBJ): $(WOLFSSL_LIBS)
+
+$(FUZZ_BIN)/fuzz_record: $(FUZZ_RECORD_OBJ) $(FUZZ_TLS_OBJ) $(FUZZ_LIB_OBJ) $(WOLFSSL_LIBS)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) $^ $(DEPS_LDLIBS) -o $@
+
 # The seed generator is an ordinary host program built from the codec.
-$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
+$(FUZZ_OUT)/gen_seeds: $(FUZZ_DIR)/gen_seeds.c $(FUZZ_DIR)/gen_core_seeds.c \
+                       $(FUZZ_DIR)/gen_journal_seeds.c $(filter src/mqtt/%,$(CORE_SRC))
 	@mkdir -p $(@D)
 	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $^ src/platform/posix/panic.c -o $@
+
+# fuzz_record's seeds are sealed by the record layer with the target's keys.
+$(FUZZ_OUT)/gen_record_seeds: $(FUZZ_DIR)/gen_record_seeds.c src/tls/record.c $(WOLFSSL_LIBS)
+	@mkdir -p $(@D)
+	gcc $(CSTD) $(WARN) -O1 -g $(FUZZ_INC) $(WOLFSSL_CPPFLAGS) $^ $(DEPS_LDLIBS) -o $@
 
 # fuzz_disk's seeds come from the layout's own writer on a memory disk.
 $(FUZZ_OUT)/gen_disk_seeds: $(FUZZ_DIR)/gen_disk_seeds.c tests/unit/mem_disk.c $(KDISK_SRC) \
@@ -86,10 +107,11 @@ $(FUZZ_OUT)/gen_disk_seeds: $(FUZZ_DIR)/gen_disk_seeds.c tests/unit/mem_disk.c $
 
 fuzz-build: $(FUZZ_BINS)
 
-fuzz-seeds: $(FUZZ_OUT)/gen_seeds $(FUZZ_OUT)/gen_disk_seeds
+fuzz-seeds: $(FUZZ_OUT)/gen_seeds $(FUZZ_OUT)/gen_disk_seeds $(FUZZ_OUT)/gen_record_seeds
 	@mkdir -p $(patsubst %,$(FUZZ_DIR)/corpus/%,$(FUZZ_TARGETS))
 	$(FUZZ_OUT)/gen_seeds $(FUZZ_DIR)/corpus
 	$(FUZZ_OUT)/gen_disk_seeds $(FUZZ_DIR)/corpus
+	$(FUZZ_OUT)/gen_record_seeds $(FUZZ_DIR)/corpus
 
 fuzz: $(FUZZ_BINS)
 ifeq ($(FUZZ_CLANG),)
@@ -105,6 +127,7 @@ endif
 	    [ $$t = tdisk ] && dict=$(FUZZ_DIR)/disk.dict; \
 	    [ $$t = payload ] && dict=$(FUZZ_DIR)/payload.dict; \
 	    [ $$t = ws ] && dict=$(FUZZ_DIR)/ws.dict; \
+	    [ $$t = record ] && dict=$(FUZZ_DIR)/record.dict; \
 	    echo "== fuzz_$$t for $(FUZZ_SECONDS) s"; \
 	    $(FUZZ_BIN)/fuzz_$$t -max_total_time=$(FUZZ_SECONDS) -dict=$$dict \
 	        -print_final_stats=1 -artifact_prefix=$(FUZZ_OUT)/artifacts/$$t- \

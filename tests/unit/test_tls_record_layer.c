@@ -509,6 +509,36 @@ TEST(tls13_server_reads_padded_records_and_data_split_across_calls)
     tls_test_pair_close(&f.p);
 }
 
+/* Found by fuzz_record: a read whose buffer the plaintext filled exactly
+ * stops before the header of what follows, and tern_tls_has_input said
+ * nothing was left to read (no whole record, no plaintext), so a bad
+ * header sat unchecked, and no alert went out, until the peer sent more. */
+TEST(tls13_bad_header_after_a_read_that_filled_the_buffer_still_fails_the_connection)
+{
+    static const uint8_t bad[5] = {TLS_CT_HANDSHAKE, 0, 0, 1, 0};
+    forged f;
+    uint8_t rec[64], plain[10];
+    size_t n, got = 0, total = 0;
+
+    CHECK(open_forged(&f));
+    CHECK_EQ(tls_rec_seal(&f.forge, TLS_CT_APPLICATION_DATA, (const uint8_t *)"0123456789", 10,
+                          rec),
+             TLS_REC_OK);
+    n = tls_rec_sealed_size(10);
+    memcpy(rec + n, bad, sizeof bad);
+    CHECK_EQ(tern_tls_read(f.p.server, rec, n + sizeof bad, plain, sizeof plain, &got),
+             TERN_TLS_ESTABLISHED);
+    total = got;
+    for (int i = 0; i < 8 && tern_tls_has_input(f.p.server); i++) {
+        (void)tern_tls_read(f.p.server, NULL, 0, plain, sizeof plain, &got);
+        total += got;
+    }
+    CHECK_EQ(total, 10); /* what authenticated before the bad header is read */
+    CHECK_EQ(tern_tls_state_of(f.p.server), TERN_TLS_FAILED);
+    CHECK_EQ(server_alert(&f), TERN_TLS_ALERT_UNEXPECTED_MESSAGE);
+    tls_test_pair_close(&f.p);
+}
+
 TEST(tls13_server_closes_on_a_fatal_alert_and_on_close_notify)
 {
     forged f;
