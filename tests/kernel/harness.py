@@ -349,6 +349,17 @@ class TapNet:
                 "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts
                                                           else "")]
 
+    def tx_counts(self):
+        """Frames the host sent towards the guest on the tap, and those it
+        dropped because QEMU did not take them (its queue was full: the
+        guest's receive ring was)."""
+        r = subprocess.run(["ip", "-n", self.name, "-s", "-j", "link", "show", self.TAP],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise Failure(f"ip -s link show {self.TAP} in {self.name}: {r.stderr.strip()}")
+        tx = json.loads(r.stdout)[0]["stats64"]["tx"]
+        return tx["packets"], tx["dropped"]
+
     def guest_conf(self):
         """Configuration lines giving the guest its static address here."""
         return f"net.ipv4 = {self.GUEST}/{self.PLEN}\nnet.gateway = {self.HOST}\n"
