@@ -30,10 +30,11 @@ its own and counts; both ratios are in the note.
 MIN_RATIO is a guard against collapse (Mosquitto completes 2-17% of its
 peak under its storm), not issue 19's bar of 80%, which is reported in
 the note and not enforced: on this project's 2-core test machine, loaded
-by other work, the own-time ratio was 0.58-0.87 on tap and neither
-network met 80% reliably (docs/PERFORMANCE.md, "The kernel's storm on a
-tap network"). The user network's run stays as the comparison that says
-how much of a shortfall is slirp's.
+by other work (load average 13-17), the own-time ratio was 0.56-1.01 on
+tap and 0.57-0.77 on the user network, so neither met 80% reliably
+(docs/PERFORMANCE.md, "The kernel's storm on a tap network"). The user
+network's run stays as the comparison that says how much of a shortfall
+is slirp's.
 
 Under TCG a handshake costs the guest ~6 ms of CPU, so the peak is about
 a hundred or two per second; each case takes about 40 s. They run with no
@@ -172,12 +173,18 @@ def run_storm(build, tmp, net):
         if peak <= 0:
             raise Failure("no handshake completed in the closed loop")
         rate = 10 * peak
+        # Sockets open at once in the generator: an attempt holds one for
+        # up to its 3 s. On tap 3,000 left a fifth of the arrivals without
+        # one at ~850/s (not ten times the peak); through the user network,
+        # whose every socket is one of QEMU's too, 6,000 made QEMU miss
+        # connected clients' pings, so it keeps the 3,000 it had.
+        conns = 6000 if net else 3000
         if net:
             sent0, dropped0 = net.tx_counts()
         with Phase(vm) as p_storm:
             r = bench(build, pki, target,
                       ["storm", "--rate", f"{rate:.1f}", "--duration", str(STORM_S),
-                       "--conns", "6000", "--connect-timeout", "3", "--retries", "1",
+                       "--conns", str(conns), "--connect-timeout", "3", "--retries", "1",
                        "--retry-delay", "1", "--hold", "1", "--bystanders", "4",
                        "--bystander-rate", "5", "--qos", "1"], 120, pinned, prefix)
         vm.expect_no_fatal()
@@ -206,7 +213,8 @@ def check_storm(build, tap):
             f"{r['handshake_timeouts']} attempts timed out in the handshake, "
             f"{r['tcp_timeouts']} in TCP, "
             f"{r['handshake_failed']} closed or reset in the handshake, "
-            f"{r['dropped_after_connack']} dropped after CONNACK; bystanders p50 "
+            f"{r['dropped_after_connack']} dropped after CONNACK, "
+            f"{r['ping_timeouts']} pings unanswered after it; bystanders p50 "
             f"{r['bystander_latency']['p50_ms']:.0f} ms, p99 {p99:.0f} ms, "
             f"{r['bystanders']['lost']} lost" + ("; vCPU pinned" if pinned else ""))
     if "tap_tx" in r:
