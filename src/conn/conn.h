@@ -91,9 +91,18 @@ bool conn_open(conn_server *s, conn *c, bool tls, uint64_t now);
  * is held off before it costs anything instead of being accepted and
  * closed. O(1). */
 uint32_t conn_handshake_room(const conn_server *s);
-/* The same for a client at addr[0..n) (the transport's peer_addr form),
- * also bounded by limits.max_handshakes_per_address: a platform that sees
- * the address before it accepts (the kernel, at the SYN) refuses there. */
+/* The same without this turn's spent steps: the bound alone. For a
+ * platform whose refusal lasts longer than a turn: a SYN dropped costs its
+ * client a retransmission a second or more later, while the steps run out
+ * in nearly every turn of a busy emulated CPU (two or three steps of its
+ * 10 ms), so a SYN refused for them would leave the handshakes running to
+ * drain with nothing admitted behind them, the CPU idle for the round
+ * trip that brings the next ClientHello. */
+uint32_t conn_handshake_slots(const conn_server *s);
+/* conn_handshake_slots for a client at addr[0..n) (the transport's
+ * peer_addr form), also bounded by limits.max_handshakes_per_address: a
+ * platform that sees the address before it accepts (the kernel, at the
+ * SYN) refuses there. */
 uint32_t conn_handshake_room_from(const conn_server *s, const uint8_t *addr, size_t n);
 
 /* Transport events. Each returns false when c is gone. */

@@ -63,7 +63,7 @@ static struct conn_peer_slot *find(const conn_server *s, uint32_t hash)
 
 uint32_t conn_handshake_room_from(const conn_server *s, const uint8_t *addr, size_t n)
 {
-    uint32_t room = conn_handshake_room(s), h, used, left;
+    uint32_t room = conn_handshake_slots(s), h, used, left;
 
     if (room == 0 || s->max_per_address == 0 || s->peers == NULL)
         return room;

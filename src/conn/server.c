@@ -271,6 +271,13 @@ void conn_server_set_log_level(conn_server *s, broker_log_level level)
     s->log_level = level;
 }
 
+uint32_t conn_handshake_slots(const conn_server *s)
+{
+    if (s->hs_cap == 0)
+        return UINT32_MAX;
+    return s->handshakes.count >= s->hs_cap ? 0 : s->hs_cap - s->handshakes.count;
+}
+
 uint32_t conn_handshake_room(const conn_server *s)
 {
     /* Handshakes already waiting for CPU (this turn's steps ran out with
@@ -280,9 +287,7 @@ uint32_t conn_handshake_room(const conn_server *s)
      * for their client (the network) cost no steps and hold nothing. */
     if (s->steps_short)
         return 0;
-    if (s->hs_cap == 0)
-        return UINT32_MAX;
-    return s->handshakes.count >= s->hs_cap ? 0 : s->hs_cap - s->handshakes.count;
+    return conn_handshake_slots(s);
 }
 
 void conn_server_set_admission(conn_server *s, uint64_t accept_holds, uint64_t syns_dropped)

@@ -1,13 +1,14 @@
 """The kernel tests' harness: no tests of its own.
 
 QEMU launching with the serial console collected in the background and
-waits for lines on it, host ports forwarded to the guest, the build's
+waits for lines on it, host ports forwarded to the guest or a tap network
+in a namespace of its own (TapNet), the build's
 kernel and ISO paths, disk images (QEMU drives, hashing and patching their
 bytes), the configurations and the development PKI the broker tests boot
 with (and boot bundles made by the image builder), screen readback (QMP
 screendump read with the kernel's own font), QMP quit, and the runner: the
 test registry collected from the test modules, -k selection, parallel jobs
-(with exclusive tests run alone) and the timing report.
+(with exclusive tests run alone), skips (Skip) and the timing report.
 """
 import argparse
 import concurrent.futures
@@ -238,6 +239,132 @@ def nic(user_opts, device_opts=""):
             "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts else "")]
 
 
+class Skip(Exception):
+    """Raised by a test's check that cannot run on this host (the reason
+    is its message): the runner reports SKIP, not a failure."""
+
+
+class TapNet:
+    """The guest's NIC as a tap device in a network namespace of its own,
+    the way a production VM is networked: the host side's TCP stacks are
+    Linux's and QEMU only moves frames (QEMU's user network instead
+    terminates every connection on host sockets of its own, under the lock
+    the vCPU needs). QEMU and the host's clients both run inside the
+    namespace (prefix, run), so nothing of the host's own network is
+    touched and the addresses below are private to it. As a context
+    manager: the namespace (and with it the tap device) is deleted on
+    leaving, also after a failure; a namespace left by a killed run of this
+    harness is deleted the next time one is made. Enter it before the VM
+    and leave it after, so QEMU has closed the tap when it goes.
+
+    Raises Skip, saying why, where tap or namespaces are unavailable (not
+    root, no /dev/net/tun, no `ip`)."""
+
+    PREFIX = "tern-kt-"
+    HOST, GUEST, PLEN = "10.77.0.1", "10.77.0.2", 24
+    TAP = "ternt0"
+    _lock = threading.Lock()
+    _count = 0
+
+    def __init__(self):
+        with TapNet._lock:
+            TapNet._count += 1
+            self.name = f"{TapNet.PREFIX}{os.getpid()}-{TapNet._count}"
+        self.made = False
+
+    @staticmethod
+    def unavailable():
+        """Why a tap network cannot be made here, or None."""
+        if os.geteuid() != 0:
+            return "tap network needs root (ip netns, ip tuntap)"
+        if not os.path.exists("/dev/net/tun"):
+            return "tap network: no /dev/net/tun"
+        if shutil.which("ip") is None:
+            return "tap network: no ip(8) (iproute2)"
+        return None
+
+    @staticmethod
+    def _ip(*args):
+        r = subprocess.run(["ip"] + list(args), capture_output=True, text=True, timeout=30)
+        return r.returncode, (r.stdout + r.stderr).strip()
+
+    @classmethod
+    def _reap(cls):
+        """Delete namespaces of this harness whose process is gone."""
+        rc, out = cls._ip("netns", "list")
+        for line in out.splitlines() if rc == 0 else ():
+            name = line.split()[0] if line.split() else ""
+            pid = name[len(cls.PREFIX):].split("-")[0]
+            if name.startswith(cls.PREFIX) and pid.isdigit() and \
+                    not os.path.exists(f"/proc/{pid}"):
+                cls._ip("netns", "del", name)
+
+    def __enter__(self):
+        why = self.unavailable()
+        if why:
+            raise Skip(why)
+        self._reap()
+        rc, out = self._ip("netns", "add", self.name)
+        if rc != 0:
+            raise Skip(f"tap network: ip netns add failed: {out}")
+        self.made = True
+        try:
+            steps = [("tuntap", "add", "dev", self.TAP, "mode", "tap"),
+                     ("addr", "add", f"{self.HOST}/{self.PLEN}", "dev", self.TAP),
+                     ("link", "set", self.TAP, "up"), ("link", "set", "lo", "up")]
+            for step in steps:
+                rc, out = self._ip("netns", "exec", self.name, "ip", *step)
+                if rc != 0:
+                    raise Skip(f"tap network: ip {' '.join(step)} failed: {out}")
+            # The namespace's own TCP settings: a storm's clients open tens of
+            # thousands of connections to one address and port, each leaving
+            # a TIME_WAIT behind, so the whole port range is theirs.
+            self.sysctl("net.ipv4.ip_local_port_range", "1024 65535")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        if self.made:
+            self._ip("netns", "del", self.name)
+            self.made = False
+
+    def sysctl(self, key, value):
+        """Set a (per-namespace) sysctl inside the namespace."""
+        path = "/proc/sys/" + key.replace(".", "/")
+        r = subprocess.run(self.prefix() + ["sh", "-c", f"echo '{value}' > {path}"],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise Failure(f"sysctl {key} in {self.name}: {r.stderr.strip()}")
+
+    def prefix(self):
+        """Command prefix that runs a program inside the namespace (QEMU:
+        Vm(prefix=...); ip netns exec execs, so the pid is the program's)."""
+        return ["ip", "netns", "exec", self.name]
+
+    def nic(self, device_opts=""):
+        """QEMU arguments for a virtio-net device on the tap."""
+        return ["-netdev", f"tap,id=n0,ifname={self.TAP},script=no,downscript=no",
+                "-device", "virtio-net-pci,netdev=n0" + (f",{device_opts}" if device_opts
+                                                          else "")]
+
+    def tx_counts(self):
+        """Frames the host sent towards the guest on the tap, and those it
+        dropped because QEMU did not take them (its queue was full: the
+        guest's receive ring was)."""
+        r = subprocess.run(["ip", "-n", self.name, "-s", "-j", "link", "show", self.TAP],
+                           capture_output=True, text=True, timeout=30)
+        if r.returncode != 0:
+            raise Failure(f"ip -s link show {self.TAP} in {self.name}: {r.stderr.strip()}")
+        tx = json.loads(r.stdout)[0]["stats64"]["tx"]
+        return tx["packets"], tx["dropped"]
+
+    def guest_conf(self):
+        """Configuration lines giving the guest its static address here."""
+        return f"net.ipv4 = {self.GUEST}/{self.PLEN}\nnet.gateway = {self.HOST}\n"
+
+
 def disk_image(tmp, name, size_mib=64):
     """A sparse raw image file of size_mib in tmp (for drive())."""
     path = os.path.join(tmp, name)
@@ -308,11 +435,12 @@ def test_iso(tmp, kernel, cmdline):
     return iso
 
 
-def module_vm(kernel, module, net, extra=()):
+def module_vm(kernel, module, net, extra=(), prefix=()):
     """kernel with a boot module (a configuration or a bundle, by -initrd,
-    which PVH passes in its module list), virtio-rng and the network net."""
+    which PVH passes in its module list), virtio-rng and the network net;
+    prefix goes before QEMU's command (TapNet.prefix())."""
     return Vm(["-kernel", kernel, "-initrd", module, "-device", "virtio-rng-pci"] +
-              list(extra) + net)
+              list(extra) + net, prefix=prefix)
 
 
 class Build:
@@ -624,7 +752,7 @@ def main(modules):
     global TERN_DISK
     TERN_DISK = os.path.join(a.build, "rel", "tern-disk")
     selected = {n: f for n, f in collect(modules, Build(a.build)).items() if a.k in n}
-    failed = 0
+    failed = skipped = 0
     start = time.monotonic()
     with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
         turns = _Turns()
@@ -636,6 +764,9 @@ def main(modules):
                 continue
             try:
                 print(f"ok   {name}: {futures[name].result()}")
+            except Skip as e:
+                skipped += 1
+                print(f"SKIP {name}: {e}")
             except Failure as e:
                 failed += 1
                 print(f"FAIL {name}: {e}")
@@ -644,6 +775,6 @@ def main(modules):
                 print(f"FAIL {name}: {traceback.format_exc()}")
             sys.stdout.flush()
     total = len([f for f in selected.values() if f])
-    print(f"kernel tests: {total - failed} passed, {failed} failed "
-          f"({time.monotonic() - start:.0f} s)")
+    print(f"kernel tests: {total - failed - skipped} passed, {failed} failed"
+          + (f", {skipped} skipped" if skipped else "") + f" ({time.monotonic() - start:.0f} s)")
     return 1 if failed else 0

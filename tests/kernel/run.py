@@ -85,8 +85,10 @@ tests live in modules grouped by subject, each opening with what it tests:
                         the clock, a liar is outvoted, a step beyond the
                         maximum and no agreement leave the RTC floor
   test_storm.py         a handshake storm at ten times the guest's closed-loop
-                        peak (tern-bench): completions, bystanders' latency,
-                        no drops after CONNACK, SYNs dropped rather than reset
+                        peak (tern-bench), on a tap network in a namespace of
+                        its own and on QEMU's user network: completions,
+                        bystanders' latency, no drops after CONNACK, SYNs
+                        dropped rather than reset
   test_ws.py            MQTT over WebSocket: MQTT.js over wss with a client
                         certificate (QoS 0/1/2, retained, will, a message over
                         frames), an unmasked frame closing only its own

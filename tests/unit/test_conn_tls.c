@@ -533,6 +533,31 @@ TEST(conn_set_log_level_filters_the_layers_debug_lines)
     free(log);
 }
 
+/* n clients of cl opened on w (limits max, max per address), their links
+ * in links; false if any step failed or the room was not max at first. */
+static bool open_clients(cworld *w, tern_tls_client *cl, tclient *t, fake_link **links, int n,
+                         uint32_t max)
+{
+    if (!cl || !t || !cw_init_limited(w, &conn_tls, server_ctx(), max, max, NULL) ||
+        conn_handshake_room(w->cs) != max)
+        return false;
+    for (int i = 0; i < n; i++) {
+        if (!tc_open(w, &t[i], cl))
+            return false;
+        links[i] = &t[i].link;
+    }
+    return true;
+}
+
+static void close_clients(cworld *w, tern_tls_client *cl, tclient *t, fake_link **links, int n)
+{
+    for (int i = 0; i < n; i++)
+        tern_tls_conn_free(t[i].tls);
+    cw_free(w, links, n);
+    tern_tls_client_release(cl);
+    free(t);
+}
+
 TEST(conn_tls_no_new_handshakes_while_steps_ran_out_and_fewer_under_cpu_pressure)
 {
     enum { N = CONN_HANDSHAKE_STEPS_PER_TURN + 12, MAX = 1000 };
@@ -540,12 +565,7 @@ TEST(conn_tls_no_new_handshakes_while_steps_ran_out_and_fewer_under_cpu_pressure
     tern_tls_client *cl = client_ctx();
     tclient *t = calloc(N, sizeof *t);
     fake_link *links[N];
-    CHECK(cl && t && cw_init_limited(&w, &conn_tls, server_ctx(), MAX, MAX, NULL));
-    CHECK_EQ(conn_handshake_room(w.cs), MAX);
-    for (int i = 0; i < N; i++) {
-        CHECK(tc_open(&w, &t[i], cl));
-        links[i] = &t[i].link;
-    }
+    CHECK(open_clients(&w, cl, t, links, N, MAX));
     CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
     cw_turn(&w, links, N); /* the budget runs out with 12 ClientHellos left */
     CHECK_EQ(conn_handshake_room(w.cs), 0);
@@ -566,11 +586,27 @@ TEST(conn_tls_no_new_handshakes_while_steps_ran_out_and_fewer_under_cpu_pressure
     w.now += CONN_HANDSHAKE_WINDOW_MS;
     cw_turn(&w, links, N);
     CHECK_EQ(conn_handshake_room(w.cs), MAX - N);
-    for (int i = 0; i < N; i++)
-        tern_tls_conn_free(t[i].tls);
-    cw_free(&w, links, N);
-    tern_tls_client_release(cl);
-    free(t);
+    close_clients(&w, cl, t, links, N);
+}
+
+/* The kernel's SYN admission asks conn_handshake_room_from: a SYN it drops
+ * costs its client a second or more, so a turn whose steps ran out (nearly
+ * every busy turn under an emulator) must not refuse it; only the bound
+ * does. */
+TEST(conn_tls_room_at_the_syn_ignores_the_turns_spent_steps)
+{
+    enum { N = CONN_HANDSHAKE_STEPS_PER_TURN + 12, MAX = 1000 };
+    cworld w;
+    tern_tls_client *cl = client_ctx();
+    tclient *t = calloc(N, sizeof *t);
+    fake_link *links[N];
+    const char *a = "10.0.0.9";
+    CHECK(open_clients(&w, cl, t, links, N, MAX));
+    cw_turn(&w, links, N); /* the budget runs out with 12 ClientHellos left */
+    CHECK_EQ(conn_handshake_room(w.cs), 0);
+    CHECK_EQ(conn_handshake_slots(w.cs), MAX - N);
+    CHECK_EQ(conn_handshake_room_from(w.cs, (const uint8_t *)a, strlen(a)), MAX - N);
+    close_clients(&w, cl, t, links, N);
 }
 
 TEST(conn_tls_handshake_room_from_an_address_counts_its_handshakes)

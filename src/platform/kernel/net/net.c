@@ -27,7 +27,17 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { RX_BUDGET = 64 };
+/* Frames handed to lwIP per poll: its work on them (segments, acks,
+ * callbacks) is bounded so that the broker's turn comes soon. Frames the
+ * gate refuses (a storm's SYNs) cost a parse and a hash each and have a
+ * budget of their own, the whole receive ring: under a storm they are
+ * most of what arrives, and counted against lwIP's budget they left the
+ * ring full between polls, so QEMU stopped taking frames and the host
+ * dropped them whatever they were (established clients' segments, the
+ * ACKs that finish admitted handshakes), which cost those clients
+ * retransmission timeouts of seconds (docs/PERFORMANCE.md, "The kernel's
+ * storm on a tap network"). */
+enum { RX_BUDGET = 64, RX_GATE_BUDGET = 256 };
 
 struct net {
     struct netif netif;
@@ -124,16 +134,17 @@ int net_poll(void)
 {
     if (!knet.up)
         return 0;
-    int work = 0;
+    int work = 0, gated = 0;
     const uint8_t *frame;
     uint32_t len;
     unsigned token;
     /* With MSI-X the ring is read only after an interrupt said so. */
     if (virtio_net_rx_take()) {
-        while (work < RX_BUDGET && virtio_net_rx(&frame, &len, &token) > 0) {
+        while (work < RX_BUDGET && gated < RX_GATE_BUDGET &&
+               virtio_net_rx(&frame, &len, &token) > 0) {
             if (knet.gate && !knet.gate(knet.gate_ctx, frame, len)) {
                 virtio_net_rx_release(token); /* refused before lwIP: no pbuf, no answer */
-                work++;
+                gated++;
                 continue;
             }
             struct pbuf *p = pbuf_alloc(PBUF_RAW, (u16_t)len, PBUF_POOL);
@@ -148,8 +159,9 @@ int net_poll(void)
             }
             work++;
         }
-        if (work == RX_BUDGET)
+        if (work == RX_BUDGET || gated == RX_GATE_BUDGET)
             virtio_net_rx_again();
+        work += gated;
     }
     int done = virtio_net_service();
     if (done > 0)
