@@ -460,7 +460,7 @@ static _Noreturn void kmain(void)
             if (net_irq_pending() || blk_irq_pending() || kserve_store_waiting())
                 irq_enable();
             else
-                cpu_idle();
+                smp_sleep_idle();
             smp_sleep_end();
         } else {
             cpu_relax();

@@ -231,6 +231,11 @@ void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out)
     kstorecpu_wake();
 }
 
+void kstore_lock_stats(struct kstore *k, struct spin_stats *out)
+{
+    spin_stats_read(&k->lock, out);
+}
+
 void kstore_describe(struct kstore *k, char *buf, size_t n)
 {
     store_stats stats;

@@ -25,6 +25,7 @@
 #include "disk/tele.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
+#include "store/ksqlite.h"
 #include "store/kstorecpu.h"
 #include "store/kwaitdisk.h"
 #include "wallclock.h"
@@ -432,6 +433,7 @@ static void stats_record(broker *b, const broker_store_status *st, uint64_t now_
     broker_get_stats(b, &bs);
     struct kmalloc_stats ms;
     kmalloc_get_stats(&ms);
+    ksqlite_heap_add(&ms);
     uint64_t v[10] = {kt.t.boot, now_ms - kt.boot_ms, bs.clients_connected, bs.msgs_received,
                       bs.msgs_sent, bs.publish_dropped, st ? st->commits : 0,
                       st ? st->failed_commits : 0, ms.bytes_in_use, (uint64_t)ms.pages * 4096u};
@@ -490,4 +492,12 @@ int ktele_poll(broker *b, struct kstore *k, uint64_t now_ms)
     if (dirty)
         publish(b, &pub);
     return kstorecpu_run(kt.thread, kt.qtail != tail);
+}
+
+int ktele_lock_stats(struct spin_stats *out)
+{
+    if (!kt.open)
+        return 0;
+    spin_stats_read(&kt.lock, out);
+    return 1;
 }
