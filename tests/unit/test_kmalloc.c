@@ -476,3 +476,20 @@ TEST(kheap_new_refuses_a_region_the_frames_cannot_give)
     CHECK(ks.allocations == 0); /* its header went back */
     heap_reset();
 }
+
+TEST(kheap_try_stats_does_not_wait_for_a_holder)
+{
+    heap_reset();
+    struct kheap *k = kheap_new(2, 0x31);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    void *a = kheap_alloc(k, 100);
+    struct kmalloc_stats st = {.allocations = 99};
+    spin_lock(&k->h.lock); /* as the storage CPU inside a SQLite call */
+    CHECK(kheap_try_stats(k, &st) == 0 && st.allocations == 99);
+    spin_unlock(&k->h.lock);
+    CHECK(kheap_try_stats(k, &st) == 1 && st.allocations == 1 && st.bytes_in_use == 128);
+    kheap_free(k, a);
+    heap_reset();
+}

@@ -674,6 +674,15 @@ void kheap_get_stats(struct kheap *k, struct kmalloc_stats *out)
     spin_unlock(&k->h.lock);
 }
 
+int kheap_try_stats(struct kheap *k, struct kmalloc_stats *out)
+{
+    if (!spin_trylock(&k->h.lock))
+        return 0;
+    *out = k->h.stats;
+    spin_unlock(&k->h.lock);
+    return 1;
+}
+
 void kheap_lock_stats(struct kheap *k, struct spin_stats *out)
 {
     spin_stats_read(&k->h.lock, out);

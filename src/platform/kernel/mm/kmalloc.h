@@ -55,6 +55,9 @@ void *kheap_realloc(struct kheap *k, void *p, size_t size);
 void kheap_free(struct kheap *k, void *p);
 size_t kheap_usable_size(struct kheap *k, const void *p);
 void kheap_get_stats(struct kheap *k, struct kmalloc_stats *out);
+/* kheap_get_stats unless another CPU holds the heap's lock (0, out
+ * untouched): for a CPU that must not wait on the heap's owner. */
+int kheap_try_stats(struct kheap *k, struct kmalloc_stats *out);
 void kheap_lock_stats(struct kheap *k, struct spin_stats *out);
 
 #endif

@@ -8,11 +8,13 @@
 
 #include "arch/x86_64/smp.h"
 #include "arch/x86_64/spinlock.h"
+#include "console.h"
 #include "mm/kmalloc.h"
 #include "mm/pmm.h"
 #include "store/ksqlite.h"
 #include "store/kstore.h"
 #include "store/ktele.h"
+#include "wallclock.h"
 
 #include <stdio.h>
 
@@ -36,6 +38,10 @@ void kcontend_write(jw *w, struct kstore *k)
         lock_out(w, "sqlite_heap", &s);
     pmm_lock_stats(&s);
     lock_out(w, "frames", &s);
+    console_lock_stats(&s);
+    lock_out(w, "console", &s);
+    wallclock_lock_stats(&s);
+    lock_out(w, "wallclock", &s);
     if (k) {
         kstore_lock_stats(k, &s);
         lock_out(w, "store_queue", &s);

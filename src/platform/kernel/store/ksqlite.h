@@ -15,10 +15,12 @@
 #include "kvfs.h"
 
 /*
- * Once, before any other SQLite call: SQLite allocates from the kernel heap
- * (kmalloc, so its memory is in $SYS/broker/memory/used) and keeps all its
- * memory under soft_limit bytes by evicting clean cache pages first (0: the
- * default, KSQLITE_SOFT_LIMIT). SQLite's result code.
+ * Once, before any other SQLite call: SQLite allocates from a heap of its
+ * own, sized from soft_limit (ksqlite.c says why; its memory is in
+ * $SYS/broker/memory/used; the kernel heap, said on the console, when the
+ * region cannot be had) and keeps all its memory under soft_limit bytes by
+ * evicting clean cache pages first (0: the default, KSQLITE_SOFT_LIMIT).
+ * SQLite's result code.
  */
 enum { KSQLITE_SOFT_LIMIT = 8 * 1024 * 1024 };
 int ksqlite_init(uint64_t soft_limit);
@@ -42,8 +44,10 @@ int ksqlite_init(uint64_t soft_limit);
 struct kmalloc_stats;
 struct spin_stats;
 int ksqlite_heap_stats(struct kmalloc_stats *st, struct spin_stats *lock);
-/* Add SQLite's heap's counters to st (the kernel heap's), so the memory
- * figures ($SYS/broker/memory/used, telemetry) still count SQLite. */
+/* Main loop: add SQLite's heap's counters to st (the kernel heap's), so
+ * the memory figures ($SYS/broker/memory/used, telemetry) still count
+ * SQLite; without waiting on the storage CPU (the last figures read when
+ * it holds the heap's lock). */
 void ksqlite_heap_add(struct kmalloc_stats *st);
 
 /* The kernel's randomness, clock, sleep and console for a kvfs_env; wait
