@@ -116,10 +116,23 @@ static const sqlite3_mem_methods kmalloc_methods = {
     kmem_malloc, kmem_free, kmem_realloc, kmem_size, mem_roundup, mem_init, mem_shutdown, NULL,
 };
 
+#ifdef TERN_TEST_HOOKS
+static uint32_t test_heap_kib; /* tern.test.sqlheap_kib; 0: none */
+
+void ksqlite_test_heap_kib(uint32_t kib)
+{
+    test_heap_kib = kib;
+}
+#endif
+
 /* SQLite's own heap for soft_limit (see the top), or NULL (said). */
 static struct kheap *heap_for(uint64_t soft_limit)
 {
     uint64_t bytes = soft_limit * KSQLITE_HEAP_FACTOR;
+#ifdef TERN_TEST_HOOKS
+    if (test_heap_kib)
+        bytes = (uint64_t)test_heap_kib * 1024;
+#endif
     size_t pages = (size_t)((bytes + 4095) / 4096);
     uint64_t secret = (uint64_t)rng_u32_nonkey() << 32 | rng_u32_nonkey();
     struct kheap *h = kheap_new(pages, secret);

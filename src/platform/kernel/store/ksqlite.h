@@ -38,6 +38,13 @@ int ksqlite_init(uint64_t soft_limit);
 #define KSQLITE_HEAP_FACTOR 2
 #endif
 
+#ifdef TERN_TEST_HOOKS
+/* Test builds (tern.test.sqlheap_kib=N): SQLite's heap is N KiB instead
+ * of KSQLITE_HEAP_FACTOR times the soft limit, so a test can use it up.
+ * Call before ksqlite_init. */
+void ksqlite_test_heap_kib(uint32_t kib);
+#endif
+
 /* SQLite's heap's counters and its lock's; 0 when SQLite uses the kernel
  * heap (no region could be had; ksqlite_init not yet called). Either
  * pointer may be NULL. */
