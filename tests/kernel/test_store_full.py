@@ -27,6 +27,25 @@ MAX_MESSAGES = 400  # far more than 4 MiB holds
 STATE_TRIES = 10
 
 
+def publish_until_withheld(db, prefix, fill):
+    """60 kB retained QoS 1 messages to new topics under prefix, one at a
+    time, until a PUBACK is withheld (the commit failed: the publisher is
+    closed) or MAX_MESSAGES went through; how many were acknowledged."""
+    c, _ = db.raw("filler")
+    acked = 0
+    try:
+        for n in range(1, MAX_MESSAGES + 1):
+            body = (b"%06d" % n) + fill * (PAYLOAD - 6)
+            next_packet(c, rm.PUBACK, f"PUBACK {n}", 30,
+                        rm.publish(f"{prefix}/{n}", body, qos=1, retain=True, pid=n))
+            acked = n
+    except Failure:
+        pass  # no PUBACK: the publisher was closed
+    finally:
+        c.close()
+    return acked
+
+
 def full_test(build):
     def check():
         with scratch() as tmp:
@@ -39,19 +58,7 @@ def full_test(build):
                 if not re.search(rb'tern: store: data partition: virtio-blk [^\n]* partition #1 '
                                  rb'"tern-data" [0-9a-f-]{36}, 22 MiB\r?\n', out):
                     raise Failure("no data partition line:\n" + show(out))
-                c, _ = db.raw("filler")
-                acked = 0
-                try:
-                    for n in range(1, MAX_MESSAGES + 1):
-                        body = (b"%06d" % n) + b"x" * (PAYLOAD - 6)
-                        next_packet(c, rm.PUBACK, f"PUBACK {n}", 30,
-                                    rm.publish(f"test/full/{n}", body, qos=1, retain=True,
-                                               pid=n))
-                        acked = n
-                except Failure:
-                    pass  # no PUBACK: the publisher was closed
-                finally:
-                    c.close()
+                acked = publish_until_withheld(db, "test/full", b"x")
                 if not 20 <= acked < MAX_MESSAGES:
                     raise Failure(f"{acked} messages acknowledged:\n{show(vm.text()[-3000:])}")
                 # "failing" at once, "full" once the store's counters follow
@@ -89,19 +96,7 @@ def sqlheap_test(build):
                 db.ready(vm)
                 if b"in one piece for SQLite's own heap" in vm.text():
                     raise Failure("SQLite did not get its own heap:\n" + show(vm.text()))
-                c, _ = db.raw("filler")
-                acked = 0
-                try:
-                    for n in range(1, MAX_MESSAGES + 1):
-                        body = (b"%06d" % n) + b"y" * (PAYLOAD - 6)
-                        next_packet(c, rm.PUBACK, f"PUBACK {n}", 30,
-                                    rm.publish(f"test/heap/{n}", body, qos=1, retain=True,
-                                               pid=n))
-                        acked = n
-                except Failure:
-                    pass  # no PUBACK: the commit failed, the publisher was closed
-                finally:
-                    c.close()
+                acked = publish_until_withheld(db, "test/heap", b"y")
                 if acked >= MAX_MESSAGES:
                     raise Failure(f"all {acked} x 60 kB acknowledged within a 2 MiB SQLite "
                                   f"heap:\n{show(vm.text()[-3000:])}")
