@@ -6,6 +6,7 @@
  */
 #include "serve/kcontend.h"
 
+#include "arch/x86_64/percpu.h"
 #include "arch/x86_64/smp.h"
 #include "arch/x86_64/spinlock.h"
 #include "console.h"
@@ -50,9 +51,10 @@ void kcontend_write(jw *w, struct kstore *k)
         lock_out(w, "telemetry", &s);
     jw_end(w);
     jw_arr(w, "cpus");
-    for (unsigned i = 0; i < smp_online(); i++) {
+    for (unsigned i = 0; i < SMP_MAX_CPUS; i++) {
         struct smp_counters c;
-        smp_get_counters(i, &c);
+        if (!smp_get_counters(i, &c))
+            continue; /* absent, or did not come up */
         jw_obj(w, NULL);
         jw_u64(w, "id", i);
         jw_u64(w, "ipis_sent", c.ipis_sent);

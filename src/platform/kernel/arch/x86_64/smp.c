@@ -235,13 +235,14 @@ void smp_sleep_idle(void)
     cpu_idle();
 }
 
-void smp_get_counters(unsigned id, struct smp_counters *out)
+int smp_get_counters(unsigned id, struct smp_counters *out)
 {
     *out = (struct smp_counters){0};
     if (id >= ncpus || atomic_load_explicit(&cpus[id].state, memory_order_acquire) != CPU_ONLINE)
-        return;
+        return 0;
     const volatile struct percpu *c = &cpus[id];
     *out = (struct smp_counters){c->ipis_sent, c->ipis_skipped, c->halts};
+    return 1;
 }
 
 void smp_sleep_begin(void)
