@@ -279,6 +279,19 @@ def console_test(build):
             hs = d["handshake"]
             notes.append(f"diag answered in {took:.1f} s ({hs.get('handshakes')} handshakes, "
                          f"median {hs.get('server_median_ms')} ms)")
+            # the kernel's contention counters (issue 18): every shared lock
+            # the store's kernel has, each taken, never more contended than taken
+            locks = d.get("locks") or {}
+            for name in ("heap", "sqlite_heap", "frames", "console", "wallclock",
+                         "store_queue", "telemetry"):
+                v = locks.get(name)
+                if not isinstance(v, dict) or not v.get("taken") or \
+                        not 0 <= v.get("contended", -1) <= v["taken"]:
+                    raise Failure(f"diag locks.{name} missing or inconsistent: {locks}")
+            cpus = d.get("cpus") or []
+            if not cpus or cpus[0].get("id") != 0 or "halts" not in cpus[0]:
+                raise Failure(f"diag cpus missing: {cpus}")
+            notes.append(f"diag counted {locks['heap']['taken']} heap lock acquisitions")
 
             # ---- log-level: debug lines only after it ----
             if b"tern: mqtt: debug:" in vm.text()[log_mark:]:

@@ -8,6 +8,10 @@
  * race TSan reports (halt_on_error); a lock that let two threads in at
  * once shows as a lost increment or a torn block even without TSan.
  *
+ * The lock's counters (issue 18) must add up at the end: one acquisition
+ * per round, at least one spin per contended acquisition, and a thread
+ * that asks while the main thread holds the lock counted as contended.
+ *
  * Broken on purpose once (2026-12-02): spin_lock's load of owner made
  * relaxed instead of acquire: TSan reported a data race on the guarded
  * state between two threads' critical sections, and the run failed.
@@ -67,6 +71,15 @@ static void *worker(void *arg)
     return NULL;
 }
 
+/* Takes the lock once (the main thread holds it meanwhile). */
+static void *waiter(void *arg)
+{
+    (void)arg;
+    spin_lock(&lock);
+    spin_unlock(&lock);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1)
@@ -81,6 +94,28 @@ int main(int argc, char **argv)
         fail("lost increments");
     if (spin_is_locked(&lock))
         fail("the lock is still held after every thread let go");
+    /* The counters (written by holders only) add up: every round took the
+     * lock once, and with several threads some of them had to wait. */
+    struct spin_stats st;
+    spin_stats_read(&lock, &st);
+    if (st.taken != rounds * THREADS + 1)
+        fail("the lock's acquisition count does not match the rounds");
+    if (st.spins < st.contended || st.contended > st.taken)
+        fail("the lock's contention counters are inconsistent");
+    /* One contended acquisition for sure: a thread asks while we hold it. */
+    spin_lock(&lock);
+    pthread_t w;
+    if (pthread_create(&w, NULL, waiter, NULL))
+        fail("pthread_create");
+    while (atomic_load(&lock.next) - atomic_load(&lock.owner) < 2)
+        sched_yield(); /* until the waiter holds its ticket */
+    spin_unlock(&lock);
+    pthread_join(w, NULL);
+    struct spin_stats st2;
+    spin_stats_read(&lock, &st2);
+    if (st2.contended != st.contended + 1 || st2.spins <= st.spins ||
+        st2.taken != st.taken + 3)
+        fail("a wait behind a holder was not counted as contended");
     /* trylock on a free lock succeeds, on a held one fails */
     if (!spin_trylock(&lock) || spin_trylock(&lock))
         fail("trylock");

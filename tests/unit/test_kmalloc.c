@@ -9,7 +9,11 @@
  * free, a double free (small and large), an invalid free and a corrupted
  * free-list pointer or head each halt with a report that names the object
  * size and carries no address; a rekey keeps every free list usable and
- * changes how links read; an empty slab goes back zeroed.
+ * changes how links read; an empty slab goes back zeroed. A heap of its
+ * own over a bounded region (kheap_new, issue 18) returns NULL when the
+ * region is used up, keeps a block whose growth failed, serves again once
+ * objects are freed, wipes and checks as the kernel heap does, and halts
+ * on a pointer from outside its region.
  */
 #include "test.h"
 
@@ -33,10 +37,11 @@ static struct run {
     int returned;
 } runs[MAX_RUNS];
 static size_t nruns;
+static int pages_refused; /* set: the frame allocator's stand-in says no */
 
 static void *pages_get(size_t n)
 {
-    if (nruns == MAX_RUNS)
+    if (nruns == MAX_RUNS || pages_refused)
         return NULL;
     void *p = aligned_alloc(PAGE_SIZE, n * PAGE_SIZE);
     if (!p)
@@ -377,5 +382,114 @@ TEST(kmalloc_every_call_lets_go_of_the_heap_lock)
     kfree(p);
     EXPECT_HALT(kfree(p));
     CHECK(!spin_is_locked(&heap.lock) && kmalloc(16) != NULL);
+    heap_reset();
+}
+
+/* Region heaps are leaked by these tests (their region is a run of
+ * heap_reset's, freed with it; the header comes from the kernel heap). */
+TEST(kheap_exhausted_region_returns_null_not_a_halt)
+{
+    heap_reset();
+    enum { PAGES = 4 };
+    struct kheap *k = kheap_new(PAGES, 0x55);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    /* 1024-byte objects: 3 per slab page (64-byte header), 4 pages. */
+    void *p[16];
+    size_t n = 0;
+    while (n < 16 && (p[n] = kheap_alloc(k, 1000)) != NULL)
+        n++;
+    CHECK(n == 3 * PAGES);
+    CHECK(halts == 0);
+    /* A large object needs a run of pages: none left. */
+    CHECK(kheap_alloc(k, 5000) == NULL);
+    /* Growth that cannot be served fails and keeps the block. */
+    memset(p[0], 0x3c, 1000);
+    CHECK(kheap_realloc(k, p[0], 3000) == NULL);
+    CHECK(all_bytes(p[0], 1000, 0x3c));
+    struct kmalloc_stats st;
+    kheap_get_stats(k, &st);
+    CHECK(st.allocations == 3 * PAGES && st.pages == PAGES);
+    /* Freed, the region serves again: a 2-page large object fits once two
+     * slab pages went back (each class keeps its last slab). */
+    for (size_t i = 0; i < n; i++)
+        kheap_free(k, p[i]);
+    void *big = kheap_alloc(k, 5000);
+    CHECK(big != NULL && all_bytes(big, 5000, 0));
+    CHECK(kheap_usable_size(k, big) == 2 * PAGE_SIZE - HDR);
+    kheap_free(k, big);
+    kheap_get_stats(k, &st);
+    CHECK(st.allocations == 0 && st.bytes_in_use == 0);
+    CHECK(halts == 0 && !spin_is_locked(&heap.lock));
+    /* Its region is one run from the frame allocator's stand-in; the
+     * kernel heap gave none for its objects. */
+    struct kmalloc_stats ks;
+    kmalloc_get_stats(&ks);
+    CHECK(ks.allocations == 1); /* the region heap's own header */
+    heap_reset();
+}
+
+TEST(kheap_wipes_on_free_and_halts_on_a_double_free)
+{
+    heap_reset();
+    struct kheap *k = kheap_new(8, 0x99);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    uint8_t *a = kheap_alloc(k, 64), *b = kheap_alloc(k, 64);
+    CHECK(a && b);
+    memset(a, 0xee, 64);
+    kheap_free(k, a);
+    CHECK(!all_bytes(a + LINK, 64 - LINK, 0xee) && all_bytes(a + LINK, 64 - LINK, POISON_BYTE));
+    EXPECT_HALT(kheap_free(k, a));
+    CHECK(strstr(report, "double free (64-byte object)") != NULL);
+    CHECK(!report_has_address());
+    heap_reset(); /* k's lock stays held after the halt: k is not used again */
+}
+
+TEST(kheap_halts_on_a_pointer_from_outside_its_region)
+{
+    heap_reset();
+    struct kheap *k = kheap_new(2, 0x77);
+    void *theirs = kmalloc(64); /* a kernel heap object, a valid slab */
+    CHECK(k && theirs);
+    if (!k || !theirs)
+        return;
+    EXPECT_HALT(kheap_free(k, theirs));
+    CHECK(strstr(report, "pointer is not from this heap") != NULL);
+    heap_reset();
+}
+
+TEST(kheap_new_refuses_a_region_the_frames_cannot_give)
+{
+    heap_reset();
+    CHECK(kheap_new(0, 1) == NULL);
+    CHECK(kheap_new(SIZE_MAX / 2, 1) == NULL);
+    void *keep = kmalloc(200); /* a slab for the header's class exists */
+    pages_refused = 1;
+    CHECK(kheap_new(16, 1) == NULL);
+    pages_refused = 0;
+    kfree(keep);
+    struct kmalloc_stats ks;
+    kmalloc_get_stats(&ks);
+    CHECK(ks.allocations == 0); /* its header went back */
+    heap_reset();
+}
+
+TEST(kheap_try_stats_does_not_wait_for_a_holder)
+{
+    heap_reset();
+    struct kheap *k = kheap_new(2, 0x31);
+    CHECK(k != NULL);
+    if (!k)
+        return;
+    void *a = kheap_alloc(k, 100);
+    struct kmalloc_stats st = {.allocations = 99};
+    spin_lock(&k->h.lock); /* as the storage CPU inside a SQLite call */
+    CHECK(kheap_try_stats(k, &st) == 0 && st.allocations == 99);
+    spin_unlock(&k->h.lock);
+    CHECK(kheap_try_stats(k, &st) == 1 && st.allocations == 1 && st.bytes_in_use == 128);
+    kheap_free(k, a);
     heap_reset();
 }

@@ -94,6 +94,13 @@ static void console_unlock(struct hold h)
     irq_restore(h.flags);
 }
 
+void console_lock_stats(struct spin_stats *out)
+{
+    struct hold h = console_lock();
+    *out = lock.st;
+    console_unlock(h);
+}
+
 void console_write(const char *s, size_t n)
 {
     struct hold h = console_lock();

@@ -21,5 +21,8 @@ void console_write(const char *s, size_t n);
  * NULL when the console has no framebuffer. */
 uint32_t *console_fb_claim(const struct fb_info **info, size_t *stride);
 void kprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The console lock's counters (arch/x86_64/spinlock.h; issue 18). */
+struct spin_stats;
+void console_lock_stats(struct spin_stats *out);
 
 #endif

@@ -53,6 +53,7 @@
 #include "rng/entropy.h"
 #include "selftest.h"
 #include "store/kdisk_store.h"
+#include "store/ksqlite.h"
 #include "store/ktele.h"
 #include "store/kstore.h"
 #include "store/kstore_test.h"
@@ -190,6 +191,12 @@ static const squeue_store *open_store(const tern_config *cfg)
         for (const char *c = arg; *c >= '0' && *c <= '9' && ms < 100000; c++)
             ms = ms * 10 + (uint32_t)(*c - '0');
         ktele_test_interval_ms(ms);
+    }
+    if (bootinfo_arg(&boot, "tern.test.sqlheap_kib", arg, sizeof arg)) {
+        uint32_t kib = 0;
+        for (const char *c = arg; *c >= '0' && *c <= '9' && kib < 1000000; c++)
+            kib = kib * 10 + (uint32_t)(*c - '0');
+        ksqlite_test_heap_kib(kib);
     }
 #endif
     return kdisk_store_open(cfg, integrity);
@@ -460,7 +467,7 @@ static _Noreturn void kmain(void)
             if (net_irq_pending() || blk_irq_pending() || kserve_store_waiting())
                 irq_enable();
             else
-                cpu_idle();
+                smp_sleep_idle();
             smp_sleep_end();
         } else {
             cpu_relax();

@@ -42,6 +42,11 @@ static struct wallclock wc_copy(void)
     return c;
 }
 
+void wallclock_lock_stats(struct spin_stats *out)
+{
+    spin_stats_read(&wc_lock, out);
+}
+
 int wallclock_init(void)
 {
     struct rtc_time r;

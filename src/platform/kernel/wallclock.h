@@ -35,5 +35,8 @@ int wallclock_from_sntp(void);
 /* "2026-12-01T03:12:16Z (RTC at boot, unverified)" or "(sntp, agreed)",
  * or why there is no date. */
 void wallclock_describe(char *buf, size_t n);
+/* The clock lock's counters (arch/x86_64/spinlock.h; issue 18). */
+struct spin_stats;
+void wallclock_lock_stats(struct spin_stats *out);
 
 #endif

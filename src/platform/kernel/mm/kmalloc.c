@@ -36,6 +36,16 @@
  * with the lock held: the fatal path stops the other CPUs and never
  * allocates. Its cost on the flood path: docs/PERFORMANCE.md, "The heap
  * lock".
+ *
+ * Heaps of their own (kheap_new, issue 18): the same heap, hardening and
+ * all, over a bounded region of pages taken once from the frame allocator,
+ * with its own lock and secret. SQLite's allocations on the storage core
+ * go there (store/ksqlite.c), so CPU 0 and CPU 1 no longer meet on the
+ * kernel heap's lock at each of them. A region heap hands out pages of
+ * its region only (first fit in a bitmap; large objects need a contiguous
+ * run), so when the region is used up an allocation returns NULL, as an
+ * exhausted frame allocator makes kmalloc do. Its objects are checked to
+ * lie in the region before any header is read.
  */
 #include "mm/kmalloc.h"
 
@@ -123,16 +133,82 @@ struct slab {
 };
 _Static_assert(sizeof(struct slab) <= HDR, "slab header exceeds its space");
 
+/* A region heap's pages (kheap_new): one bit per page, set while the page
+ * is a slab or part of a large object. */
+struct region {
+    char *base;
+    size_t pages;
+    size_t hint;                 /* no free page below this index */
+    uint64_t *map;
+};
+
 struct heap {
     struct slab *partial[CLASSES];
     size_t slab_count[CLASSES];
     struct kmalloc_stats stats;
     uint64_t secret;             /* free-list key; 0 until the first slab */
+    struct region *reg;          /* NULL: pages from the frame allocator */
     struct spinlock lock;        /* held by every public call (see the top) */
 };
 
-/* The kernel's one heap, shared by the CPUs under heap.lock. */
+/* The kernel's heap, shared by the CPUs under heap.lock. */
 static struct heap heap;
+
+static int region_used(const struct region *r, size_t i)
+{
+    return (r->map[i / 64] >> (i % 64)) & 1;
+}
+
+static void region_mark(struct region *r, size_t first, size_t n, int used)
+{
+    for (size_t i = first; i < first + n; i++) {
+        if (used)
+            r->map[i / 64] |= 1ull << (i % 64);
+        else
+            r->map[i / 64] &= ~(1ull << (i % 64));
+    }
+}
+
+/* First fit: n free pages in a row, or NULL. */
+static void *region_get(struct region *r, size_t n)
+{
+    size_t run = 0;
+    for (size_t i = r->hint; i < r->pages; i++) {
+        if (region_used(r, i)) {
+            run = 0;
+            continue;
+        }
+        if (++run == n) {
+            size_t first = i + 1 - n;
+            region_mark(r, first, n, 1);
+            if (first == r->hint)
+                r->hint = first + n;
+            return r->base + first * PAGE_SIZE;
+        }
+    }
+    return NULL;
+}
+
+static void region_put(struct region *r, void *p, size_t n)
+{
+    size_t first = (size_t)((char *)p - r->base) / PAGE_SIZE;
+    region_mark(r, first, n, 0);
+    if (first < r->hint)
+        r->hint = first;
+}
+
+static void *heap_pages_get(struct heap *h, size_t n)
+{
+    return h->reg ? region_get(h->reg, n) : pages_get(n);
+}
+
+static void heap_pages_put(struct heap *h, void *p, size_t n)
+{
+    if (h->reg)
+        region_put(h->reg, p, n);
+    else
+        pages_put(p, n);
+}
 
 /* Halt with a report: what was found and the object's size class (0: no
  * size known, the pointer is not in a slab). The address is printed only
@@ -237,32 +313,32 @@ static void take_poisoned(char *p, size_t size)
         heap_corrupt("write after free", size, p);
 }
 
-static void list_remove(unsigned c, struct slab *s)
+static void list_remove(struct heap *h, unsigned c, struct slab *s)
 {
     if (s->prev)
         s->prev->next = s->next;
     else
-        heap.partial[c] = s->next;
+        h->partial[c] = s->next;
     if (s->next)
         s->next->prev = s->prev;
     s->prev = s->next = NULL;
 }
 
-static void list_push(unsigned c, struct slab *s)
+static void list_push(struct heap *h, unsigned c, struct slab *s)
 {
     s->prev = NULL;
-    s->next = heap.partial[c];
+    s->next = h->partial[c];
     if (s->next)
         s->next->prev = s;
-    heap.partial[c] = s;
+    h->partial[c] = s;
 }
 
 /* A new slab for class c: every object poisoned and linked in order. */
-static struct slab *slab_new(unsigned c)
+static struct slab *slab_new(struct heap *h, unsigned c)
 {
-    if (!heap.secret)
-        heap.secret = boot_secret() | 1; /* never 0: 0 means "not yet" */
-    struct slab *s = pages_get(1);
+    if (!h->secret)
+        h->secret = boot_secret() | 1; /* never 0: 0 means "not yet" */
+    struct slab *s = heap_pages_get(h, 1);
     if (!s)
         return NULL;
     memset(s, 0, HDR);
@@ -272,18 +348,18 @@ static struct slab *slab_new(unsigned c)
     size_t n = per_slab(c);
     char *obj = (char *)s + HDR;
     for (size_t i = 0; i < n; i++)
-        link_set(heap.secret, obj + i * s->size, i + 1 < n ? obj + (i + 1) * s->size : NULL);
-    head_set(heap.secret, s, obj);
-    list_push(c, s);
-    heap.slab_count[c]++;
-    heap.stats.pages++;
+        link_set(h->secret, obj + i * s->size, i + 1 < n ? obj + (i + 1) * s->size : NULL);
+    head_set(h->secret, s, obj);
+    list_push(h, c, s);
+    h->slab_count[c]++;
+    h->stats.pages++;
     return s;
 }
 
-static void *alloc_large(size_t size)
+static void *alloc_large(struct heap *h, size_t size)
 {
     size_t pages = (size + HDR + PAGE_SIZE - 1) / PAGE_SIZE;
-    struct slab *s = pages_get(pages);
+    struct slab *s = heap_pages_get(h, pages);
     if (!s)
         return NULL;
     /* Frames come from the frame allocator as their last user left them
@@ -292,53 +368,155 @@ static void *alloc_large(size_t size)
     s->magic = MAGIC_LARGE;
     s->size = (uint32_t)size;
     s->count = (uint32_t)pages;
-    heap.stats.pages += pages;
+    h->stats.pages += pages;
     return (char *)s + HDR;
 }
 
-/* kmalloc with heap.lock held. */
-static void *heap_alloc(size_t size)
+/* kmalloc with h->lock held. */
+static void *heap_alloc(struct heap *h, size_t size)
 {
     if (size == 0)
         size = 1;
     if (size > ((size_t)1 << MAX_SHIFT)) {
         if (size > UINT32_MAX - PAGE_SIZE)
             return NULL;
-        void *p = alloc_large(size);
+        void *p = alloc_large(h, size);
         if (p) {
-            heap.stats.allocations++;
-            heap.stats.bytes_in_use += size;
+            h->stats.allocations++;
+            h->stats.bytes_in_use += size;
         }
         return p;
     }
     unsigned c = class_of(size);
-    struct slab *s = heap.partial[c];
-    if (!s && !(s = slab_new(c)))
+    struct slab *s = h->partial[c];
+    if (!s && !(s = slab_new(h, c)))
         return NULL;
     size_t n = per_slab(c);
     if (!slab_ok(s) || s->size != 1u << (c + MIN_SHIFT) || s->count >= n)
         heap_corrupt("slab header corrupted", (size_t)1 << (c + MIN_SHIFT), s);
-    char *obj = checked_free_obj(s, head_get(heap.secret, s), c);
-    uint64_t next = link_get(heap.secret, obj);
+    char *obj = checked_free_obj(s, head_get(h->secret, s), c);
+    uint64_t next = link_get(h->secret, obj);
     take_poisoned(obj, s->size);
     size_t i = (size_t)(obj - ((char *)s + HDR)) / s->size;
     s->used[i / 64] |= 1ull << (i % 64);
     if (++s->count == n) {
         if (next)
             heap_corrupt("free-list pointer corrupted", s->size, obj);
-        list_remove(c, s);
+        list_remove(h, c, s);
     } else {
-        head_set(heap.secret, s, checked_free_obj(s, next, c));
+        head_set(h->secret, s, checked_free_obj(s, next, c));
     }
-    heap.stats.allocations++;
-    heap.stats.bytes_in_use += s->size;
+    h->stats.allocations++;
+    h->stats.bytes_in_use += s->size;
     return obj;
 }
+
+/* A region heap's object must lie in its region (checked before its
+ * header is read); the kernel heap's pointers are checked by their
+ * headers only. */
+static void check_in_heap(const struct heap *h, const void *p)
+{
+    const struct region *r = h->reg;
+    if (r && ((const char *)p < r->base || (const char *)p >= r->base + r->pages * PAGE_SIZE))
+        heap_corrupt("pointer is not from this heap", 0, p);
+}
+
+/* kmalloc_usable_size with h->lock held. */
+static size_t usable_size(const struct heap *h, const void *p)
+{
+    if (!p)
+        return 0;
+    check_in_heap(h, p);
+    const struct slab *s = slab_of(p);
+    if (s->magic == MAGIC_LARGE)
+        return (size_t)s->count * PAGE_SIZE - HDR;
+    if (slab_ok(s))
+        return s->size;
+    heap_corrupt("pointer is not from the heap", 0, p);
+}
+
+static void heap_free(struct heap *h, void *p);
+
+/* krealloc with h->lock held: the whole move is one critical section. */
+static void *heap_realloc(struct heap *h, void *p, size_t size)
+{
+    if (!p)
+        return heap_alloc(h, size);
+    if (size == 0) {
+        heap_free(h, p);
+        return NULL;
+    }
+    size_t old = usable_size(h, p);
+    if (size <= old && slab_of(p)->magic != MAGIC_LARGE)
+        return p;
+    void *n = heap_alloc(h, size);
+    if (!n)
+        return NULL;
+    memcpy(n, p, old < size ? old : size);
+    heap_free(h, p);
+    return n;
+}
+
+static void free_large(struct heap *h, struct slab *s, void *p)
+{
+    if ((char *)p != (char *)s + HDR)
+        heap_corrupt("invalid free (not an object's start)", s->size, p);
+    size_t pages = s->count;
+    h->stats.allocations--;
+    h->stats.bytes_in_use -= s->size;
+    h->stats.pages -= pages;
+    /* Zeroed, magic included: a second free of it finds no heap object. */
+    fill_words(s, 0, pages * PAGE_SIZE);
+    heap_pages_put(h, s, pages);
+}
+
+/* kfree with h->lock held. */
+static void heap_free(struct heap *h, void *p)
+{
+    if (!p)
+        return;
+    check_in_heap(h, p);
+    struct slab *s = slab_of(p);
+    if (s->magic == MAGIC_LARGE) {
+        free_large(h, s, p);
+        return;
+    }
+    if (!slab_ok(s))
+        heap_corrupt("invalid free (a freed large object, or not a heap pointer)", 0, p);
+    unsigned c = class_of(s->size);
+    size_t n = per_slab(c);
+    size_t off = (size_t)((char *)p - ((char *)s + HDR));
+    size_t i = off / s->size;
+    if ((char *)p < (char *)s + HDR || off % s->size || i >= n)
+        heap_corrupt("invalid free (not an object's start)", s->size, p);
+    if (!is_live(s, i))
+        heap_corrupt("double free", s->size, p);
+    /* The wipe: poison over everything, then the link to the old head. */
+    fill_words(p, POISON_WORD, s->size);
+    int was_full = s->count == n;
+    link_set(h->secret, p, was_full ? NULL : (void *)(uintptr_t)head_get(h->secret, s));
+    head_set(h->secret, s, p);
+    s->used[i / 64] &= ~(1ull << (i % 64));
+    h->stats.allocations--;
+    h->stats.bytes_in_use -= s->size;
+    s->count--;
+    if (was_full)
+        list_push(h, c, s);
+    if (s->count == 0 && h->slab_count[c] > 1) {
+        list_remove(h, c, s);
+        h->slab_count[c]--;
+        h->stats.pages--;
+        fill_words(s, 0, PAGE_SIZE); /* pages leave the heap zeroed */
+        heap_pages_put(h, s, 1);
+    }
+}
+
+/* ---- the kernel heap ---------------------------------------------------- */
 
 void *kmalloc(size_t size)
 {
     spin_lock(&heap.lock);
-    void *p = heap_alloc(size);
+    void *p = heap_alloc(&heap, size);
     spin_unlock(&heap.lock);
     return p;
 }
@@ -356,108 +534,20 @@ void *kcalloc(size_t n, size_t size)
     return kzalloc(n * size);
 }
 
-/* kmalloc_usable_size with heap.lock held. */
-static size_t usable_size(const void *p)
-{
-    if (!p)
-        return 0;
-    const struct slab *s = slab_of(p);
-    if (s->magic == MAGIC_LARGE)
-        return (size_t)s->count * PAGE_SIZE - HDR;
-    if (slab_ok(s))
-        return s->size;
-    heap_corrupt("pointer is not from the heap", 0, p);
-}
-
 size_t kmalloc_usable_size(const void *p)
 {
     spin_lock(&heap.lock);
-    size_t n = usable_size(p);
+    size_t n = usable_size(&heap, p);
     spin_unlock(&heap.lock);
-    return n;
-}
-
-static void heap_free(void *p);
-
-/* krealloc with heap.lock held: the whole move is one critical section. */
-static void *heap_realloc(void *p, size_t size)
-{
-    if (!p)
-        return heap_alloc(size);
-    if (size == 0) {
-        heap_free(p);
-        return NULL;
-    }
-    size_t old = usable_size(p);
-    if (size <= old && slab_of(p)->magic != MAGIC_LARGE)
-        return p;
-    void *n = heap_alloc(size);
-    if (!n)
-        return NULL;
-    memcpy(n, p, old < size ? old : size);
-    heap_free(p);
     return n;
 }
 
 void *krealloc(void *p, size_t size)
 {
     spin_lock(&heap.lock);
-    void *n = heap_realloc(p, size);
+    void *n = heap_realloc(&heap, p, size);
     spin_unlock(&heap.lock);
     return n;
-}
-
-static void free_large(struct slab *s, void *p)
-{
-    if ((char *)p != (char *)s + HDR)
-        heap_corrupt("invalid free (not an object's start)", s->size, p);
-    size_t pages = s->count;
-    heap.stats.allocations--;
-    heap.stats.bytes_in_use -= s->size;
-    heap.stats.pages -= pages;
-    /* Zeroed, magic included: a second free of it finds no heap object. */
-    fill_words(s, 0, pages * PAGE_SIZE);
-    pages_put(s, pages);
-}
-
-/* kfree with heap.lock held. */
-static void heap_free(void *p)
-{
-    if (!p)
-        return;
-    struct slab *s = slab_of(p);
-    if (s->magic == MAGIC_LARGE) {
-        free_large(s, p);
-        return;
-    }
-    if (!slab_ok(s))
-        heap_corrupt("invalid free (a freed large object, or not a heap pointer)", 0, p);
-    unsigned c = class_of(s->size);
-    size_t n = per_slab(c);
-    size_t off = (size_t)((char *)p - ((char *)s + HDR));
-    size_t i = off / s->size;
-    if ((char *)p < (char *)s + HDR || off % s->size || i >= n)
-        heap_corrupt("invalid free (not an object's start)", s->size, p);
-    if (!is_live(s, i))
-        heap_corrupt("double free", s->size, p);
-    /* The wipe: poison over everything, then the link to the old head. */
-    fill_words(p, POISON_WORD, s->size);
-    int was_full = s->count == n;
-    link_set(heap.secret, p, was_full ? NULL : (void *)(uintptr_t)head_get(heap.secret, s));
-    head_set(heap.secret, s, p);
-    s->used[i / 64] &= ~(1ull << (i % 64));
-    heap.stats.allocations--;
-    heap.stats.bytes_in_use -= s->size;
-    s->count--;
-    if (was_full)
-        list_push(c, s);
-    if (s->count == 0 && heap.slab_count[c] > 1) {
-        list_remove(c, s);
-        heap.slab_count[c]--;
-        heap.stats.pages--;
-        fill_words(s, 0, PAGE_SIZE); /* pages leave the heap zeroed */
-        pages_put(s, 1);
-    }
 }
 
 void kfree(void *p)
@@ -465,7 +555,7 @@ void kfree(void *p)
     if (!p)
         return; /* free(NULL) is common: no lock for it */
     spin_lock(&heap.lock);
-    heap_free(p);
+    heap_free(&heap, p);
     spin_unlock(&heap.lock);
 }
 
@@ -504,9 +594,96 @@ void kmalloc_rekey(uint64_t secret)
     spin_unlock(&heap.lock);
 }
 
+void kmalloc_lock_stats(struct spin_stats *out)
+{
+    spin_stats_read(&heap.lock, out);
+}
+
 void kmalloc_get_stats(struct kmalloc_stats *out)
 {
     spin_lock(&heap.lock);
     *out = heap.stats;
     spin_unlock(&heap.lock);
+}
+
+/* ---- heaps of their own (kheap_new) -------------------------------------- */
+
+struct kheap {
+    struct heap h;
+    struct region r;
+    uint64_t map[];              /* the region's bitmap */
+};
+
+struct kheap *kheap_new(size_t pages, uint64_t secret)
+{
+    if (pages == 0 || pages > SIZE_MAX / PAGE_SIZE)
+        return NULL;
+    size_t words = (pages + 63) / 64;
+    struct kheap *k = kmalloc(sizeof *k + words * sizeof(uint64_t));
+    if (!k)
+        return NULL;
+    char *base = pages_get(pages); /* once: the region is all it ever has */
+    if (!base) {
+        kfree(k);
+        return NULL;
+    }
+    fill_words(base, 0, pages * PAGE_SIZE);
+    k->r = (struct region){.base = base, .pages = pages, .hint = 0, .map = k->map};
+    k->h.reg = &k->r;
+    k->h.secret = secret | 1;
+    return k;
+}
+
+void *kheap_alloc(struct kheap *k, size_t size)
+{
+    spin_lock(&k->h.lock);
+    void *p = heap_alloc(&k->h, size);
+    spin_unlock(&k->h.lock);
+    return p;
+}
+
+void *kheap_realloc(struct kheap *k, void *p, size_t size)
+{
+    spin_lock(&k->h.lock);
+    void *n = heap_realloc(&k->h, p, size);
+    spin_unlock(&k->h.lock);
+    return n;
+}
+
+void kheap_free(struct kheap *k, void *p)
+{
+    if (!p)
+        return;
+    spin_lock(&k->h.lock);
+    heap_free(&k->h, p);
+    spin_unlock(&k->h.lock);
+}
+
+size_t kheap_usable_size(struct kheap *k, const void *p)
+{
+    spin_lock(&k->h.lock);
+    size_t n = usable_size(&k->h, p);
+    spin_unlock(&k->h.lock);
+    return n;
+}
+
+void kheap_get_stats(struct kheap *k, struct kmalloc_stats *out)
+{
+    spin_lock(&k->h.lock);
+    *out = k->h.stats;
+    spin_unlock(&k->h.lock);
+}
+
+int kheap_try_stats(struct kheap *k, struct kmalloc_stats *out)
+{
+    if (!spin_trylock(&k->h.lock))
+        return 0;
+    *out = k->h.stats;
+    spin_unlock(&k->h.lock);
+    return 1;
+}
+
+void kheap_lock_stats(struct kheap *k, struct spin_stats *out)
+{
+    spin_stats_read(&k->h.lock, out);
 }

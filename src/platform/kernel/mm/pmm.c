@@ -185,6 +185,11 @@ void pmm_free_contig(uint64_t phys, size_t pages)
     spin_unlock(&pmm.lock);
 }
 
+void pmm_lock_stats(struct spin_stats *out)
+{
+    spin_stats_read(&pmm.lock, out);
+}
+
 size_t pmm_free_count(void) { return pmm.free; }
 size_t pmm_total_count(void) { return pmm.total; }
 uint64_t pmm_limit(void) { return (uint64_t)pmm.frames * PAGE_SIZE; }

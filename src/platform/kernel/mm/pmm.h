@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arch/x86_64/spinlock.h"
+
 void pmm_init(const struct boot_info *bi);
 uint64_t pmm_alloc(void);
 uint64_t pmm_alloc_contig(size_t pages);
@@ -21,5 +23,7 @@ size_t pmm_free_count(void);
 size_t pmm_total_count(void);
 /* Highest physical address (exclusive) of usable memory. */
 uint64_t pmm_limit(void);
+/* The frame allocator lock's counters (spinlock.h). */
+void pmm_lock_stats(struct spin_stats *out);
 
 #endif

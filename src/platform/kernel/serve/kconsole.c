@@ -25,6 +25,7 @@
 #include "crypto/kdiagclock.h"
 #include "diag/cryptobench.h"
 #include "rng/sha256.h"
+#include "serve/kcontend.h"
 #include "serve/tcp.h"
 #include "store/kdisk_store.h"
 #include "store/kscrub.h"
@@ -158,6 +159,7 @@ static int diag(void *ctx, jw *w, char *err, size_t errlen)
     const struct kconsole *kc = ctx;
     struct diag_clock clk = kdiag_clock(&kc->tsc);
     jw_u64(w, "budget_ms", BROKER_CONSOLE_DIAG_BUDGET_MS);
+    kcontend_write(w, kc->srv->store); /* first: before the measurement's own */
     diag_crypto_write(w, &clk, BROKER_CONSOLE_DIAG_BUDGET_MS);
     jw_null(w, "hardware");
     jw_str(w, "hardware_why", "the diagnostics boot entries report it ($SYS/diag/report "

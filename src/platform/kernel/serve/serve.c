@@ -21,7 +21,7 @@
  *
  * $SYS/broker/memory/used reports everything the kernel heap holds (the
  * core, wolfSSL's sessions, the TLS adapter's and lwIP's buffers; not
- * lwIP's fixed pools), $SYS/broker/memory/core the core's share. Also
+ * lwIP's fixed pools) and SQLite's own heap, $SYS/broker/memory/core the core's share. Also
  * provides tern_panic, the one function the core needs from its platform.
  *
  * There is one broker per kernel, like the one network interface: its
@@ -43,6 +43,7 @@
 #include "serve/kconsole.h"
 #include "serve/tcp.h"
 #include "store/kdisk_store.h"
+#include "store/ksqlite.h"
 #include "store/kstore.h"
 #include "store/ktele.h"
 #include "version.h"
@@ -79,6 +80,7 @@ static uint64_t heap_used(void *ctx)
     (void)ctx;
     struct kmalloc_stats st;
     kmalloc_get_stats(&st);
+    ksqlite_heap_add(&st); /* SQLite's own heap (store/ksqlite.h) */
     return st.bytes_in_use;
 }
 

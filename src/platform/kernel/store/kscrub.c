@@ -19,6 +19,7 @@
 #include "store/kwaitdisk.h"
 #include "store/scrub.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,7 +41,8 @@ struct kscrub {
     uint64_t next_us;           /* the next step may run from then */
     uint64_t pass_start_us;
     uint64_t last_pass_ms;
-    uint64_t gen;
+    _Atomic uint64_t gen;       /* moved under lock; read without it by the
+                                 * main loop's per-turn look (kscrub_generation) */
     uint32_t console_lines;     /* finding lines this pass */
     uint64_t console_held;      /* findings this pass not printed */
 };
@@ -161,10 +163,9 @@ uint64_t kscrub_generation(struct kscrub *k)
 {
     if (k == NULL)
         return 0;
-    spin_lock(&k->lock);
-    uint64_t gen = k->gen;
-    spin_unlock(&k->lock);
-    return gen;
+    /* No lock (issue 18: the main loop asks every turn); kscrub_status
+     * takes it for the snapshot that goes with a generation. */
+    return atomic_load_explicit(&k->gen, memory_order_acquire);
 }
 
 uint64_t kscrub_status(struct kscrub *k, broker_store_status *out)

@@ -85,6 +85,11 @@ void kstore_backup_now(struct kstore *k, struct kstore_backup_state *out);
 /* One line for the console: commits, records per commit, latency, state. */
 void kstore_describe(struct kstore *k, char *buf, size_t n);
 
+/* The store queue lock's counters (spinlock.h): CPU 0 and the storage
+ * CPU meet on it at every hand-over. */
+struct spin_stats;
+void kstore_lock_stats(struct kstore *k, struct spin_stats *out);
+
 /*
  * Issue 13's plug for an open SQLite store (the disk, its layout and the
  * VFS give it): the squeue_store over s, with the yield above installed.

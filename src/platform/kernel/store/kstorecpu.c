@@ -77,7 +77,7 @@ static _Noreturn void storage_loop(void)
         if (something_to_do())
             irq_enable();
         else
-            cpu_idle();
+            smp_sleep_idle();
         smp_sleep_end();
     }
 }

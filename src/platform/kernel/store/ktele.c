@@ -9,7 +9,8 @@
  * With a storage core (kstorecpu.h, ADR-064) the writer runs on CPU 1
  * and the main loop on CPU 0: what both touch - the queue's indices, the
  * published figures (pub), sys_dirty - is under kt.lock, held for copies
- * only, never across the disk. A queued record's slot is the main loop's
+ * only, never across the disk (the main loop looks at sys_dirty without
+ * it first, and takes it only when the flag is set). A queued record's slot is the main loop's
  * until qtail passes it and the writer's until qhead does, both moved
  * under the lock, so its bytes need no lock of their own. The journal
  * itself (kt.t), the oldest-segment look and the error text are the
@@ -25,10 +26,12 @@
 #include "disk/tele.h"
 #include "kthread.h"
 #include "mm/kmalloc.h"
+#include "store/ksqlite.h"
 #include "store/kstorecpu.h"
 #include "store/kwaitdisk.h"
 #include "wallclock.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -77,7 +80,7 @@ static struct {
     int have_status;
     broker_store_status last;
     struct shown events, history;
-    int sys_dirty;
+    _Atomic int sys_dirty; /* set and cleared under lock; read without it */
     char last_error[KDISK_MSG_MAX];
 } kt;
 
@@ -111,7 +114,7 @@ static void remember(uint8_t kind, uint64_t number, int64_t time_ms, const void 
         return;
     show(kind == TELE_K_STATS ? &kt.history : &kt.events, line);
     spin_lock(&kt.lock);
-    kt.sys_dirty = 1;
+    atomic_store_explicit(&kt.sys_dirty, 1, memory_order_release);
     spin_unlock(&kt.lock);
 }
 
@@ -148,7 +151,7 @@ static void pub_refresh(void)
         .tail_seq = kt.t.head.tail_seq, .nseg = kt.t.g.nseg, .expired = kt.t.expired,
         .discards = kt.t.discards, .errors = kt.errors, .oldest_ms = kt.oldest_ms,
     };
-    kt.sys_dirty = 1;
+    atomic_store_explicit(&kt.sys_dirty, 1, memory_order_release);
 }
 
 /* The oldest live segment's start time, for $SYS: one block read when
@@ -432,6 +435,7 @@ static void stats_record(broker *b, const broker_store_status *st, uint64_t now_
     broker_get_stats(b, &bs);
     struct kmalloc_stats ms;
     kmalloc_get_stats(&ms);
+    ksqlite_heap_add(&ms);
     uint64_t v[10] = {kt.t.boot, now_ms - kt.boot_ms, bs.clients_connected, bs.msgs_received,
                       bs.msgs_sent, bs.publish_dropped, st ? st->commits : 0,
                       st ? st->failed_commits : 0, ms.bytes_in_use, (uint64_t)ms.pages * 4096u};
@@ -482,12 +486,23 @@ int ktele_poll(broker *b, struct kstore *k, uint64_t now_ms)
         stats_record(b, k ? &st : NULL, now_ms);
         kt.next_stats_ms = now_ms + kt.interval_ms;
     }
-    spin_lock(&kt.lock);
-    int dirty = kt.sys_dirty;
-    struct tele_pub pub = kt.pub;
-    kt.sys_dirty = 0;
-    spin_unlock(&kt.lock);
-    if (dirty)
+    /* The flag first, without the lock (issue 18: no lock per turn on the
+     * network CPU): set under the lock after pub changed, so a set flag
+     * seen here means the copy below is at least that fresh. */
+    if (atomic_load_explicit(&kt.sys_dirty, memory_order_acquire)) {
+        spin_lock(&kt.lock);
+        struct tele_pub pub = kt.pub;
+        atomic_store_explicit(&kt.sys_dirty, 0, memory_order_relaxed);
+        spin_unlock(&kt.lock);
         publish(b, &pub);
+    }
     return kstorecpu_run(kt.thread, kt.qtail != tail);
+}
+
+int ktele_lock_stats(struct spin_stats *out)
+{
+    if (!kt.open)
+        return 0;
+    spin_stats_read(&kt.lock, out);
+    return 1;
 }

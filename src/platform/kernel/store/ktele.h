@@ -65,4 +65,9 @@ void ktele_test_interval_ms(uint32_t ms);
  * when the journal changed, resume the writer. Nonzero when it did work. */
 int ktele_poll(broker *b, struct kstore *k, uint64_t now_ms);
 
+/* The telemetry queue lock's counters (spinlock.h); 0 when no journal is
+ * open (out untouched), 1 otherwise. */
+struct spin_stats;
+int ktele_lock_stats(struct spin_stats *out);
+
 #endif

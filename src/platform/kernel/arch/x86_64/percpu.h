@@ -51,6 +51,10 @@ struct percpu {
     /* 1 from its loop's last look for work to the end of its hlt
      * (smp_sleep_begin/end): only then does smp_wake send an IPI. */
     _Atomic int sleeping;
+    /* Hand-over counters (smp.h's smp_counters), each written only by
+     * this CPU: wake IPIs it sent, wakes it skipped (the other CPU was
+     * awake), and its hlts (smp_sleep_idle). */
+    uint64_t ipis_sent, ipis_skipped, halts;
 };
 
 static inline struct percpu *this_cpu(void)

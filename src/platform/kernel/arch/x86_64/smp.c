@@ -307,8 +307,29 @@ void smp_wake(unsigned id)
     /* The work's publication (a lock release, a plain store) before the
      * look at the flag: the store-load order only a full fence gives. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load(&cpus[id].sleeping))
+    struct percpu *me = smp_this_cpu();
+    if (atomic_load(&cpus[id].sleeping)) {
         lapic_send_ipi(cpus[id].apic_id, wake_vector); /* fixed delivery, edge */
+        me->ipis_sent++;
+    } else {
+        me->ipis_skipped++;
+    }
+}
+
+void smp_sleep_idle(void)
+{
+    smp_this_cpu()->halts++;
+    cpu_idle();
+}
+
+int smp_get_counters(unsigned id, struct smp_counters *out)
+{
+    *out = (struct smp_counters){0};
+    if (id >= ncpus || atomic_load_explicit(&cpus[id].state, memory_order_acquire) != CPU_ONLINE)
+        return 0;
+    const volatile struct percpu *c = &cpus[id];
+    *out = (struct smp_counters){c->ipis_sent, c->ipis_skipped, c->halts};
+    return 1;
 }
 
 void smp_sleep_begin(void)

@@ -52,6 +52,17 @@ void smp_wake(unsigned id);
  * which the pending-interrupt rule of sti;hlt delivers into the hlt. */
 void smp_sleep_begin(void);
 void smp_sleep_end(void);
+/* cpu_idle (sti;hlt) for a loop between smp_sleep_begin and _end,
+ * counted in this CPU's halts. */
+void smp_sleep_idle(void);
+
+/* CPU id's hand-over counters (percpu.h), read without a lock: each is
+ * an aligned word written only by its CPU, so a copy is at most a few
+ * events behind. 1 when CPU id is online, else 0 (and zeroes). */
+struct smp_counters {
+    uint64_t ipis_sent, ipis_skipped, halts;
+};
+int smp_get_counters(unsigned id, struct smp_counters *out);
 /* A CPU told to stop (or losing the race to report): count it, halt. */
 _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
