@@ -218,6 +218,20 @@ bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls)
     return true;
 }
 
+void tern_loop_wsock_adopt(tern_loop *l, tern_sock *k, tern_wconn *w)
+{
+    w->owner = k;
+    if (k == NULL) { /* refused: the thread closes it and FREED comes back */
+        w->closing = true;
+        post(l, w, TERN_WM_ABORT, NULL, 0);
+        return;
+    }
+    k->kind = TERN_HANDLE_CONN;
+    k->fd = w->fd;
+    w->want_read = true;
+    l->wby_fd[k->fd] = w;
+}
+
 /* One connection's event, as a socket's would be. */
 static void serve(tern_loop *l, tern_wconn *w, uint64_t now)
 {
@@ -328,7 +342,8 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
         any = true;
         if (m->kind == TERN_WM_FREED) {
             free_input(w);
-            free_owner(l, w->owner);
+            if (w->owner != NULL) /* NULL: refused when it was accepted */
+                free_owner(l, w->owner);
             free(w);
             free(m);
             continue;
@@ -355,6 +370,11 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
             w->err = m->len > 0;
             break;
         case TERN_WM_ROOM:
+            break;
+        case TERN_WM_ACCEPTED: /* its first message; the handshake may be over already */
+            if (m->len < 1)
+                tern_panic(__FILE__, __LINE__, "malformed ACCEPTED message");
+            tern_loop_accepted(l, w, m->data[0], now);
             break;
         case TERN_WM_TLS_UP: /* before the plaintext that follows it in the ring */
             tls_up(l, w, m, now);
