@@ -14,6 +14,11 @@ thread promises changes.
   the operator role, records of every size both ways in order, a bad
   certificate failing only its own handshake and counted once in $SYS,
   and certificate reloads under load.
+- The I/O threads accept (ADR-066): mutual-TLS clients arriving at once
+  each keep their own identity and ACL whichever thread took them, and
+  the core thread's handshake admission still holds the listener (new
+  clients wait in the backlog, counted in $SYS accept_holds) and
+  releases it as slots free.
 - The existing ordering, durability (acknowledged only after commit),
   QoS, malformed-packet and close-while-served modules pass unchanged
   with TERN_TEST_WORKERS=N (conftest.py adds `workers = N` to every
@@ -33,6 +38,7 @@ import pytest
 
 import rawmqtt as R
 from mqttclients import PahoClient, wait_until
+from test_tls_handshake_limits import stall
 
 pytestmark = pytest.mark.tern_only
 
@@ -280,6 +286,83 @@ def test_certificate_reload_under_load_keeps_running_connections(tls, workers):
     assert problems == [], problems
 
 
+@pytest.mark.parametrize("workers", WORKERS)
+def test_clients_arriving_at_once_keep_their_identity_whichever_thread_accepts(tls, workers):
+    """Mutual-TLS clients connecting together, operators and not in turn,
+    are accepted by whichever I/O thread wakes first: each is served and
+    the core applies its own certificate's role ($SYS for operators
+    only), so no identity reaches another connection."""
+    b = tls.start({"workers": str(workers)})
+    n = 24
+    names = ["dev-operator" if i % 2 else "dev-client" for i in range(n)]
+    results = [None] * n
+
+    def one(i):
+        c = tls_client(tls, b, names[i], "w-at-once-%d" % i)
+        results[i] = c.subscribe("$SYS/#", 0)
+        c.disconnect()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [[0] if i % 2 else [0x80] for i in range(n)]
+
+
+def sockets_of(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_handshake_admission_holds_the_listener_of_the_io_threads(tls, workers):
+    """limits.max_handshakes with the I/O threads accepting: beyond it new
+    clients are not taken (they wait in the listen backlog, unanswered),
+    $SYS counts the hold, and each slot freed lets the next one in."""
+    b = tls.start({"workers": str(workers), "limits.max_handshakes": "4",
+                   "limits.max_handshakes_per_address": "1000",
+                   "tls.handshake_timeout": "30"}, sys_interval=1)
+    op = tls_client(tls, b, "dev-operator", "w-adm-op")
+    assert op.subscribe("$SYS/broker/connections/accept_holds", 0) == [0]
+    before = sockets_of(b.proc.pid)
+    socks = stall(b.tls_port, 12, "127.0.0.5")
+    try:
+        time.sleep(0.5)
+        assert sockets_of(b.proc.pid) == before + 4  # the rest were never accepted
+        for s in socks[4:]:
+            s.settimeout(0.1)
+            with pytest.raises(TimeoutError):
+                s.recv(1)
+        op.wait_for(lambda msgs: any(m.payload not in (b"0",) for m in msgs), timeout=10,
+                    what="accept_holds above 0 in $SYS")
+        # Slots freed: the rest are taken in turn, fail on their garbage
+        # and are closed, each freeing the next slot.
+        for s in socks[:4]:
+            s.close()
+        for s in socks[4:]:
+            s.sendall(b"\xff" * 600)
+        closed = 0
+        for s in socks[4:]:
+            s.settimeout(10)
+            try:
+                while s.recv(4096):
+                    pass
+                closed += 1
+            except ConnectionResetError:
+                closed += 1
+        assert closed == 8
+    finally:
+        for s in socks:
+            s.close()
+        op.disconnect()
+
+
 # Each module runs whole in its own pytest with every broker at `workers`
 # (TERN_TEST_WORKERS, conftest.py). test_input_budget.py is left out for
 # now: its 4 x 200 MB case failed twice at workers = 2 on a heavily loaded
@@ -291,7 +374,9 @@ MODULES = ["test_ordering.py", "test_store_durable.py", "test_qos.py", "test_mal
            # alerts, identities and operators, ACLs, key updates, reloads,
            # robustness, WebSocket over TLS.
            "test_tls_auth.py", "test_tls_access.py", "test_tls_identity.py",
-           "test_tls_key_update.py", "test_tls_robustness.py", "test_websocket.py"]
+           "test_tls_key_update.py", "test_tls_robustness.py", "test_websocket.py",
+           # Handshake admission with the threads accepting (ADR-066).
+           "test_tls_handshake_limits.py"]
 
 
 @pytest.mark.parametrize("workers", WORKERS)

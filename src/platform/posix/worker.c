@@ -296,13 +296,15 @@ static void finish(tern_worker *wk, tern_wconn *w)
     wk->finished = w;
 }
 
-static void release_finished(tern_worker *wk)
+/* FREED only gives memory back: it wakes nobody (the next message that
+ * does, or TERN_WORKER_LAZY_MS, takes it along). */
+static void release_finished(tern_worker *wk, uint64_t now)
 {
     while (wk->finished != NULL) {
         tern_wconn *w = wk->finished;
 
         wk->finished = w->linger_next;
-        tern_wk_post(wk, w, TERN_WM_FREED, NULL, 0);
+        tern_wk_post_lazy(wk, w, TERN_WM_FREED, NULL, 0, now);
     }
 }
 
@@ -603,7 +605,7 @@ static void *io_main(void *arg)
         while ((m = chan_take(&wk->to_io)) != NULL)
             core_message(wk, m);
         expire(wk, tern_wk_now_ms(), &next);
-        release_finished(wk);
+        release_finished(wk, now);
         (void)chan_flush(&wk->to_core, tern_wk_now_ms());
     }
     atomic_store(&wk->exited, true);
