@@ -60,6 +60,9 @@ bool tern_worker_listen(tern_worker *wk, tern_wlisten *ls)
         return false;
     wk->nlistens++;
     tern_worker_post(wk, m); /* the ring orders the slot's writes before the thread's reads */
+    /* Now: the core thread's first flush comes only after its first wait,
+     * which nothing but a client of this listener might end. */
+    (void)tern_worker_flush(wk);
     return true;
 }
 
