@@ -304,18 +304,12 @@ void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)
             add_conn(l, fd, (const struct sockaddr *)&ss, ls, now);
             continue;
         }
-        switch (errno) {
-        case EINTR:
-        case ECONNABORTED: /* the peer gave up while queued */
-        case EPROTO:
-        case EPERM: /* firewall rules */
+        switch (tern_net_accept_error(errno)) {
+        case TERN_ACCEPT_NEXT:
             continue;
-        case EAGAIN:
-#if EWOULDBLOCK != EAGAIN
-        case EWOULDBLOCK:
-#endif
+        case TERN_ACCEPT_DRAINED:
             return;
-        default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM and anything unexpected */
+        case TERN_ACCEPT_PAUSE:
             pause_accepting(l, errno, now);
             return;
         }

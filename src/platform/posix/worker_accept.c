@@ -215,18 +215,12 @@ void tern_wk_accept(tern_worker *wk, size_t slot, uint64_t now)
             continue;
         }
         ticket_back(ls);
-        switch (errno) {
-        case EINTR:
-        case ECONNABORTED: /* the peer gave up while queued */
-        case EPROTO:
-        case EPERM: /* firewall rules */
+        switch (tern_net_accept_error(errno)) {
+        case TERN_ACCEPT_NEXT:
             continue;
-        case EAGAIN:
-#if EWOULDBLOCK != EAGAIN
-        case EWOULDBLOCK:
-#endif
-            return; /* another thread took it, or nothing is left */
-        default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM; EINVAL once shut down */
+        case TERN_ACCEPT_DRAINED:
+            return;
+        case TERN_ACCEPT_PAUSE: /* EINVAL too, once shut down */
             pause_listener(wk, slot, errno, now);
             return;
         }
