@@ -18,7 +18,8 @@ thread promises changes.
   each keep their own identity and ACL whichever thread took them, and
   the core thread's handshake admission still holds the listener (new
   clients wait in the backlog, counted in $SYS accept_holds) and
-  releases it as slots free.
+  releases it as slots free; clients that gave up while waiting are
+  counted abandoned and not answered.
 - The existing ordering, durability (acknowledged only after commit),
   QoS, malformed-packet and close-while-served modules pass unchanged
   with TERN_TEST_WORKERS=N (conftest.py adds `workers = N` to every
@@ -350,6 +351,29 @@ def test_handshake_admission_holds_the_listener_of_the_io_threads(tls, workers):
         for s in socks:
             s.close()
         op.disconnect()
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_clients_that_gave_up_in_the_backlog_are_counted_abandoned(tls, workers):
+    """Clients that sent the start of a handshake and closed while they
+    waited in the backlog are found gone when an I/O thread takes them:
+    not answered, and counted in $SYS handshakes_abandoned as with one
+    thread."""
+    b = tls.start({"workers": str(workers), "limits.max_handshakes": "2",
+                   "limits.max_handshakes_per_address": "1000",
+                   "tls.handshake_timeout": "30"}, sys_interval=1)
+    op = tls_client(tls, b, "dev-operator", "w-ab-op")
+    assert op.subscribe("$SYS/broker/connections/handshakes_abandoned", 0) == [0]
+    holders = stall(b.tls_port, 2, "127.0.0.6")
+    time.sleep(0.3)
+    quitters = stall(b.tls_port, 5, "127.0.0.6")  # the listener is held: they wait
+    for s in quitters:
+        s.close()
+    for s in holders:
+        s.close()  # slots free: the quitters are taken, each found gone
+    op.wait_for(lambda msgs: any(m.payload == b"5" for m in msgs), timeout=10,
+                what="handshakes_abandoned = 5 in $SYS")
+    op.disconnect()
 
 
 # Each module runs whole in its own pytest with every broker at `workers`

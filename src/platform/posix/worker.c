@@ -380,6 +380,28 @@ static void update(tern_worker *wk, tern_wconn *w)
     set_events(wk, w, want);
 }
 
+/* A client in its handshake whose input ends right after what it sent
+ * (a short read, so the socket is drained) has given up, maybe while it
+ * waited in the listen backlog: answering would cost a signature and a
+ * key exchange for no one. One more read, which can only find the end or
+ * nothing, asks (as the connection layer does with one thread,
+ * handshake_tail in src/conn/input.c). True when it ended: the core
+ * thread hears GAVE_UP and aborts the connection. Otherwise what the
+ * read found (nothing, or more) joins wk->buf[0..*n). */
+static bool gave_up(tern_worker *wk, tern_wconn *w, ssize_t *n, size_t cap)
+{
+    ssize_t m = recv(w->fd, wk->buf + *n, cap - (size_t)*n, 0);
+
+    if (m > 0)
+        *n += m;
+    if (m != 0)
+        return false; /* more, nothing yet, or an error the next read reports */
+    w->eof_io = true;
+    w->tls_failed = true; /* read no more */
+    tern_wk_post(wk, w, TERN_WM_TLS_GAVE_UP, NULL, 0);
+    return true;
+}
+
 static void do_read(tern_worker *wk, tern_wconn *w)
 {
     while (!w->eof_io && !w->failed && !w->lingering && !w->tls_failed) {
@@ -401,7 +423,9 @@ static void do_read(tern_worker *wk, tern_wconn *w)
         if (cap > sizeof wk->buf)
             cap = sizeof wk->buf;
         n = recv(w->fd, wk->buf, cap, 0);
-        if (n > 0 && w->tls != NULL) {
+        if (n > 0 && w->tls != NULL && !w->tls_up && (size_t)n < cap && gave_up(wk, w, &n, cap)) {
+            break;
+        } else if (n > 0 && w->tls != NULL) {
             tern_wtls_input(wk, w, wk->buf, (size_t)n);
             if ((size_t)n < cap)
                 break;

@@ -89,6 +89,8 @@ typedef enum tern_wmsg_kind {
                         identity (when flag 2), version, cipher */
     TERN_WM_TLS_FAIL, /* TLS failed: data[0] 1 in the handshake, then why, NUL-terminated;
                          the alert is sent (or queued): answer CLOSE */
+    TERN_WM_TLS_GAVE_UP, /* the client closed right after the start of its handshake:
+                            not answered; answer ABORT */
     TERN_WM_ACCEPTED, /* a connection this thread accepted: data[0] the listener's index
                          (tern_wlisten.index); the first message of w, before any other */
 } tern_wmsg_kind;

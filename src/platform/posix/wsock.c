@@ -371,6 +371,9 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
             break;
         case TERN_WM_ROOM:
             break;
+        case TERN_WM_TLS_GAVE_UP:
+            conn_tls_abandoned(l->cs, &((tern_sock *)w->owner)->c, now);
+            break;
         case TERN_WM_ACCEPTED: /* its first message; the handshake may be over already */
             if (m->len < 1)
                 tern_panic(__FILE__, __LINE__, "malformed ACCEPTED message");
