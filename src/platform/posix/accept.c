@@ -254,20 +254,6 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     }
     k->kind = TERN_HANDLE_CONN;
     k->fd = fd;
-    if (l->nworkers > 0) { /* the socket goes to an I/O thread (wsock.c) */
-        if (!tern_loop_wsock_open(l, k, ls->tls)) {
-            tern_pool_free(l->pool, k);
-            (void)close(fd);
-            return;
-        }
-        if (!open_conn(l, k, ls, now)) {
-            tern_loop_wsock_release(l, k, false); /* its thread closes it */
-            return;
-        }
-        l->by_fd[fd] = k;
-        l->nconns++;
-        return;
-    }
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
     ev.data.ptr = k;

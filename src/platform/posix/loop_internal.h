@@ -116,7 +116,7 @@ struct tern_loop {
     uint64_t wall_clock_ms;     /* core time the core was last told the wall clock */
     /* I/O threads (wsock.c, worker.h); none with workers = 1. */
     struct tern_worker **workers;
-    size_t nworkers, next_worker;
+    size_t nworkers;
     /* By descriptor (by_fd's length): each connection's record shared with
      * its I/O thread. A table here rather than a pointer in every
      * tern_sock, which idle connections would pay for with one thread
@@ -159,10 +159,8 @@ bool tern_loop_workers_start(tern_loop *l, unsigned n);
 bool tern_loop_workers_flush(tern_loop *l);
 /* Every connection released first; frees what the threads give back. */
 void tern_loop_workers_stop(tern_loop *l);
-/* A new connection (k->fd accepted) to an I/O thread, which runs its TLS
- * session when tls: false, no memory. */
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls);
-/* A connection an I/O thread accepted: k's record beside its w. */
+/* A connection an I/O thread accepted: k its record beside w (NULL: refused
+ * for want of memory; the thread closes it). */
 void tern_loop_wsock_adopt(tern_loop *l, tern_sock *k, struct tern_wconn *w);
 /* New TLS connections on every I/O thread start from tls (a reference
  * each; the caller keeps its own). */

@@ -530,9 +530,6 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
     tern_wconn *w = m->w;
 
     switch (m->kind) {
-    case TERN_WM_NEW:
-        tern_wk_adopt(wk, w, m->len > 0 && m->data[0] == 1);
-        break;
     case TERN_WM_DATA:
         if (w->failed || w->tls_failed) {
             tern_wk_sent(wk, w, m->len); /* nowhere to go: the credit comes back */

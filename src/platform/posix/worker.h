@@ -1,6 +1,8 @@
 /*
  * worker.h - the daemon's I/O threads (`workers = N`, N >= 2; ADR-061,
- * ADR-065): each owns the sockets of the connections given to it, their
+ * ADR-065): each accepts new connections from the listeners itself
+ * (worker_accept.c, ADR-066) and owns the sockets of the connections it
+ * accepted, their
  * epoll interest, every recv/send, and their TLS sessions (worker_tls.c:
  * handshakes, certificate checks, records, close_notify); the core thread
  * keeps the core and the connection layer and sees each connection as a
@@ -71,8 +73,7 @@ typedef struct tern_wconn tern_wconn;
 
 typedef enum tern_wmsg_kind {
     /* core thread -> I/O thread */
-    TERN_WM_NEW = 1, /* take the connection's socket (data[0] 1: run TLS on it) */
-    TERN_WM_DATA,    /* bytes to send */
+    TERN_WM_DATA = 1, /* bytes to send */
     TERN_WM_CLOSE,   /* send what is queued (up to the linger), then close */
     TERN_WM_ABORT,   /* close at once */
     TERN_WM_RESUME,  /* input credit came back: read again */
@@ -104,7 +105,7 @@ typedef struct tern_wmsg {
 } tern_wmsg;
 
 struct tern_wconn {
-    int fd;                 /* owned by the I/O thread from NEW until FREED */
+    int fd;                 /* owned by the I/O thread from its accept until FREED */
     tern_worker *wk;
     void *owner;            /* the core thread's record (tern_sock) */
     /* Both threads. */

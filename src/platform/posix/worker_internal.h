@@ -44,7 +44,7 @@ struct tern_worker {
     bool started;
     /* The I/O thread's. */
     int ep;
-    size_t live;        /* connections between NEW and FREED */
+    size_t live;        /* connections between their accept and FREED */
     bool stop;
     tern_wconn *lingering;
     tern_wconn *finished; /* closed this turn: FREED goes at its end, after the batch */
@@ -77,8 +77,8 @@ void tern_wk_failed(tern_worker *wk, tern_wconn *w);
  * message that does, or after TERN_WORKER_LAZY_MS. */
 void tern_wk_post_lazy(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
                        size_t len, uint64_t now);
-/* A connection starts on this thread (NEW, or accepted here): its TLS
- * session when tls, its socket into the epoll set. */
+/* A connection accepted here starts: its TLS session when tls, its
+ * socket into the epoll set. */
 void tern_wk_adopt(tern_worker *wk, tern_wconn *w, bool tls);
 uint64_t tern_wk_now_ms(void);
 
@@ -94,7 +94,7 @@ void tern_wk_listen(tern_worker *wk, size_t slot);
 void tern_wk_accept_stop(tern_worker *wk);
 
 /* worker_tls.c */
-/* Start w's session from wk's context (NEW with TLS); false: out of memory
+/* Start w's session from wk's context (accepted on TLS); false: out of memory
  * or no context (the core thread has been told). */
 bool tern_wtls_open(tern_worker *wk, tern_wconn *w);
 /* n bytes of ciphertext read (in NULL, n 0: what the session holds): the

@@ -196,28 +196,6 @@ const conn_transport tern_wsock_transport = {
     .runs_tls = true,
 };
 
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls)
-{
-    uint8_t flag = tls ? 1 : 0;
-
-    tern_wconn *w = calloc(1, sizeof *w);
-
-    if (w == NULL)
-        return false;
-    w->fd = k->fd;
-    w->owner = k;
-    w->wk = l->workers[l->next_worker];
-    l->next_worker = (l->next_worker + 1) % l->nworkers;
-    atomic_init(&w->in_used, 0);
-    atomic_init(&w->out_used, 0);
-    atomic_init(&w->core_waits, false);
-    atomic_init(&w->io_waits, false);
-    w->want_read = true;
-    l->wby_fd[k->fd] = w;
-    post(l, w, TERN_WM_NEW, &flag, 1);
-    return true;
-}
-
 void tern_loop_wsock_adopt(tern_loop *l, tern_sock *k, tern_wconn *w)
 {
     w->owner = k;
