@@ -130,6 +130,11 @@ bool conn_tls_established(conn_server *s, conn *c, const char *identity, bool is
  * "gone". */
 void conn_tls_failed(conn_server *s, conn *c, bool handshaking, const char *why, uint64_t now);
 
+/* ... its client closed right after the start of its handshake, which
+ * was not answered (it gave up, maybe while waiting in the backlog):
+ * counted in handshakes_abandoned and aborted. Always "gone". */
+void conn_tls_abandoned(conn_server *s, conn *c, uint64_t now);
+
 /* Shutdown only: free what c owns without telling the core (it is going
  * away and must not publish wills for a shutdown) or the transport. */
 void conn_drop(conn_server *s, conn *c);

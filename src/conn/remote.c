@@ -49,6 +49,21 @@ void conni_tls_failure(conn_server *s, conn *c, bool handshaking, const char *wh
         conni_log(s, BROKER_LOG_INFO, "TLS error, closing %s: %s", peer, why);
 }
 
+void conn_tls_abandoned(conn_server *s, conn *c, uint64_t now)
+{
+    char peer[CONN_PEER_TEXT];
+
+    if (!c->tls_remote || c->bc != NULL)
+        tern_panic(__FILE__, __LINE__, "conn_tls_abandoned: not a handshake of the transport's");
+    s->stats.handshakes_abandoned++;
+    if (s->log_level >= BROKER_LOG_DEBUG) {
+        conni_peer(s, c, peer);
+        conni_log(s, BROKER_LOG_DEBUG, "%s gave up during the TLS handshake (on an I/O "
+                  "thread); not answered", peer);
+    }
+    (void)conni_end(s, c, CONN_CLOSE_ABORT, now);
+}
+
 bool conn_tls_established(conn_server *s, conn *c, const char *identity, bool is_operator,
                           const char *version, const char *cipher, uint64_t now)
 {

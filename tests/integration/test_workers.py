@@ -14,6 +14,12 @@ thread promises changes.
   the operator role, records of every size both ways in order, a bad
   certificate failing only its own handshake and counted once in $SYS,
   and certificate reloads under load.
+- The I/O threads accept (ADR-070): mutual-TLS clients arriving at once
+  each keep their own identity and ACL whichever thread took them, and
+  the core thread's handshake admission still holds the listener (new
+  clients wait in the backlog, counted in $SYS accept_holds) and
+  releases it as slots free; clients that gave up while waiting are
+  counted abandoned and not answered.
 - The existing ordering, durability (acknowledged only after commit),
   QoS, malformed-packet and close-while-served modules pass unchanged
   with TERN_TEST_WORKERS=N (conftest.py adds `workers = N` to every
@@ -33,6 +39,7 @@ import pytest
 
 import rawmqtt as R
 from mqttclients import PahoClient, wait_until
+from test_tls_handshake_limits import garbage_closes, stall
 
 pytestmark = pytest.mark.tern_only
 
@@ -280,6 +287,95 @@ def test_certificate_reload_under_load_keeps_running_connections(tls, workers):
     assert problems == [], problems
 
 
+@pytest.mark.parametrize("workers", WORKERS)
+def test_clients_arriving_at_once_keep_their_identity_whichever_thread_accepts(tls, workers):
+    """Mutual-TLS clients connecting together, operators and not in turn,
+    are accepted by whichever I/O thread wakes first: each is served and
+    the core applies its own certificate's role ($SYS for operators
+    only), so no identity reaches another connection."""
+    b = tls.start({"workers": str(workers)})
+    n = 24
+    names = ["dev-operator" if i % 2 else "dev-client" for i in range(n)]
+    results = [None] * n
+
+    def one(i):
+        c = tls_client(tls, b, names[i], "w-at-once-%d" % i)
+        results[i] = c.subscribe("$SYS/#", 0)
+        c.disconnect()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == [[0] if i % 2 else [0x80] for i in range(n)]
+
+
+def sockets_of(pid):
+    n = 0
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            n += os.readlink("/proc/%d/fd/%s" % (pid, fd)).startswith("socket:")
+        except OSError:
+            pass  # closed meanwhile
+    return n
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_handshake_admission_holds_the_listener_of_the_io_threads(tls, workers):
+    """limits.max_handshakes with the I/O threads accepting: beyond it new
+    clients are not taken (they wait in the listen backlog, unanswered),
+    $SYS counts the hold, and each slot freed lets the next one in."""
+    b = tls.start({"workers": str(workers), "limits.max_handshakes": "4",
+                   "limits.max_handshakes_per_address": "1000",
+                   "tls.handshake_timeout": "30"}, sys_interval=1)
+    op = tls_client(tls, b, "dev-operator", "w-adm-op")
+    assert op.subscribe("$SYS/broker/connections/accept_holds", 0) == [0]
+    before = sockets_of(b.proc.pid)
+    socks = stall(b.tls_port, 12, "127.0.0.5")
+    try:
+        time.sleep(0.5)
+        assert sockets_of(b.proc.pid) == before + 4  # the rest were never accepted
+        for s in socks[4:]:
+            s.settimeout(0.1)
+            with pytest.raises(TimeoutError):
+                s.recv(1)
+        op.wait_for(lambda msgs: any(m.payload not in (b"0",) for m in msgs), timeout=10,
+                    what="accept_holds above 0 in $SYS")
+        # Slots freed: the rest are taken in turn, fail on their garbage
+        # and are closed, each freeing the next slot.
+        for s in socks[:4]:
+            s.close()
+        assert garbage_closes(socks[4:]) == 8
+    finally:
+        for s in socks:
+            s.close()
+        op.disconnect()
+
+
+@pytest.mark.parametrize("workers", WORKERS)
+def test_clients_that_gave_up_in_the_backlog_are_counted_abandoned(tls, workers):
+    """Clients that sent the start of a handshake and closed while they
+    waited in the backlog are found gone when an I/O thread takes them:
+    not answered, and counted in $SYS handshakes_abandoned as with one
+    thread."""
+    b = tls.start({"workers": str(workers), "limits.max_handshakes": "2",
+                   "limits.max_handshakes_per_address": "1000",
+                   "tls.handshake_timeout": "30"}, sys_interval=1)
+    op = tls_client(tls, b, "dev-operator", "w-ab-op")
+    assert op.subscribe("$SYS/broker/connections/handshakes_abandoned", 0) == [0]
+    holders = stall(b.tls_port, 2, "127.0.0.6")
+    time.sleep(0.3)
+    quitters = stall(b.tls_port, 5, "127.0.0.6")  # the listener is held: they wait
+    for s in quitters:
+        s.close()
+    for s in holders:
+        s.close()  # slots free: the quitters are taken, each found gone
+    op.wait_for(lambda msgs: any(m.payload == b"5" for m in msgs), timeout=10,
+                what="handshakes_abandoned = 5 in $SYS")
+    op.disconnect()
+
+
 # Each module runs whole in its own pytest with every broker at `workers`
 # (TERN_TEST_WORKERS, conftest.py). test_input_budget.py is left out for
 # now: its 4 x 200 MB case failed twice at workers = 2 on a heavily loaded
@@ -291,7 +387,9 @@ MODULES = ["test_ordering.py", "test_store_durable.py", "test_qos.py", "test_mal
            # alerts, identities and operators, ACLs, key updates, reloads,
            # robustness, WebSocket over TLS.
            "test_tls_auth.py", "test_tls_access.py", "test_tls_identity.py",
-           "test_tls_key_update.py", "test_tls_robustness.py", "test_websocket.py"]
+           "test_tls_key_update.py", "test_tls_robustness.py", "test_websocket.py",
+           # Handshake admission with the threads accepting (ADR-070).
+           "test_tls_handshake_limits.py"]
 
 
 @pytest.mark.parametrize("workers", WORKERS)

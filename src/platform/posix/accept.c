@@ -20,6 +20,13 @@
  * (tern_loop_accept_refresh). Connections are taken oldest first (the
  * backlog is a queue); one whose client gave up while waiting is closed
  * unanswered by the connection layer (handshake_tail in src/conn/input.c).
+ *
+ * With I/O threads (workers >= 2, ADR-070) the threads accept, each
+ * behind a ticket (worker.h, tern_wlisten): at the end of every turn this
+ * thread sets each listener's limit to the connections it heard of plus
+ * its room less those accepted and not yet heard of, and re-arms the
+ * listeners the threads held. The listener stays one socket, so its
+ * backlog (and its sizing) is the same as with one thread.
  */
 #define _GNU_SOURCE
 
@@ -86,6 +93,13 @@ static void hold(tern_loop *l, listener *ls)
     conn_server_set_admission(l->cs, l->accept_holds, 0);
 }
 
+/* The connection layer meets a new connection. */
+static bool open_conn(tern_loop *l, tern_sock *k, const listener *ls, uint64_t now)
+{
+    return ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
+                  : conn_open(l->cs, &k->c, ls->tls, now);
+}
+
 /* Once a second: the TLS listeners' backlog to LISTEN_WAIT_MS of the
  * handshakes completed in the last second (listen() again only changes
  * the backlog). Connections already queued stay. */
@@ -112,9 +126,83 @@ static void size_backlog(tern_loop *l, uint64_t now)
     }
 }
 
+/* workers >= 2: each listener's limit (worker.h, tern_wlisten): what
+ * it reported plus its room less what every listener accepted that this
+ * thread has not heard of yet; then the held listeners re-armed, and the
+ * threads' holds into $SYS. A limit set from a stale count of another
+ * listener's accepts admits at most what they accepted meanwhile. */
+static void publish_limits(tern_loop *l)
+{
+    uint64_t unheard = 0, holds = 0;
+
+    for (size_t i = 0; i < l->nlisteners; i++)
+        unheard += atomic_load(&l->listeners[i].wl.taken) - l->listeners[i].reported;
+    for (size_t i = 0; i < l->nlisteners; i++) {
+        listener *ls = &l->listeners[i];
+        uint64_t r = room(l, ls), h = atomic_load(&ls->wl.holds);
+
+        atomic_store(&ls->wl.limit, ls->reported + (r > unheard ? r - unheard : 0));
+        holds += h - ls->holds;
+        ls->holds = h;
+    }
+    for (size_t i = 0; i < l->nworkers; i++)
+        tern_worker_rearm(l->workers[i]);
+    if (holds > 0) {
+        l->accept_holds += holds;
+        conn_server_set_admission(l->cs, l->accept_holds, 0);
+    }
+}
+
+void tern_loop_accepted(tern_loop *l, tern_wconn *w, uint8_t index, uint64_t now)
+{
+    listener *ls;
+    tern_sock *k;
+
+    if (index >= l->nlisteners)
+        tern_panic(__FILE__, __LINE__, "ACCEPTED from an unknown listener");
+    ls = &l->listeners[index];
+    ls->reported++;
+    k = tern_pool_calloc(l->pool, sizeof *k);
+    if (k == NULL)
+        tern_logf(l->log, BROKER_LOG_WARN, "refused a connection: out of memory");
+    tern_loop_wsock_adopt(l, k, w);
+    if (k == NULL)
+        return;
+    if (!open_conn(l, k, ls, now)) {
+        tern_loop_wsock_release(l, k, false); /* its thread closes it */
+        return;
+    }
+    l->by_fd[k->fd] = k;
+    l->nconns++;
+}
+
+void tern_loop_accept_close(tern_loop *l)
+{
+    for (size_t i = 0; i < l->nlisteners; i++) {
+        listener *ls = &l->listeners[i];
+
+        if (l->nworkers == 0) {
+            (void)close(ls->fd); /* a listener has no data to lose */
+            ls->fd = -1;
+            continue;
+        }
+        /* The threads may be in accept4 on it: no tickets, and the socket
+         * stops listening (new clients are refused) but keeps its number
+         * until they are gone (tern_loop_destroy closes it). */
+        atomic_store(&ls->wl.limit, 0);
+        (void)shutdown(ls->fd, SHUT_RD);
+    }
+    if (l->nworkers == 0)
+        l->nlisteners = 0;
+}
+
 void tern_loop_accept_refresh(tern_loop *l, uint64_t now)
 {
     size_backlog(l, now);
+    if (l->nworkers > 0) {
+        publish_limits(l);
+        return;
+    }
     for (size_t i = 0; i < l->nlisteners; i++) {
         listener *ls = &l->listeners[i];
 
@@ -166,21 +254,6 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
     }
     k->kind = TERN_HANDLE_CONN;
     k->fd = fd;
-    if (l->nworkers > 0) { /* the socket goes to an I/O thread (wsock.c) */
-        if (!tern_loop_wsock_open(l, k, ls->tls)) {
-            tern_pool_free(l->pool, k);
-            (void)close(fd);
-            return;
-        }
-        if (!(ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
-                     : conn_open(l->cs, &k->c, ls->tls, now))) {
-            tern_loop_wsock_release(l, k, false); /* its thread closes it */
-            return;
-        }
-        l->by_fd[fd] = k;
-        l->nconns++;
-        return;
-    }
     memset(&ev, 0, sizeof ev);
     ev.events = EPOLLIN;
     ev.data.ptr = k;
@@ -191,8 +264,7 @@ static void add_conn(tern_loop *l, int fd, const struct sockaddr *peer, const li
         return;
     }
     k->events = EPOLLIN;
-    if (!(ls->ws ? conn_open_ws(l->cs, &k->c, ls->tls, now)
-                 : conn_open(l->cs, &k->c, ls->tls, now))) { /* the layer said why */
+    if (!open_conn(l, k, ls, now)) { /* the layer said why */
         tern_pool_free(l->pool, k);
         (void)close(fd); /* nothing was ever written to it; leaves the epoll set */
         return;
@@ -218,18 +290,12 @@ void tern_loop_accept(tern_loop *l, listener *ls, uint64_t now)
             add_conn(l, fd, (const struct sockaddr *)&ss, ls, now);
             continue;
         }
-        switch (errno) {
-        case EINTR:
-        case ECONNABORTED: /* the peer gave up while queued */
-        case EPROTO:
-        case EPERM: /* firewall rules */
+        switch (tern_net_accept_error(errno)) {
+        case TERN_ACCEPT_NEXT:
             continue;
-        case EAGAIN:
-#if EWOULDBLOCK != EAGAIN
-        case EWOULDBLOCK:
-#endif
+        case TERN_ACCEPT_DRAINED:
             return;
-        default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM and anything unexpected */
+        case TERN_ACCEPT_PAUSE:
             pause_accepting(l, errno, now);
             return;
         }
@@ -256,12 +322,28 @@ bool tern_loop_add_listener(tern_loop *l, const tern_listen_addr *a, bool tls, b
         return false;
     }
     l->nlisteners++;
-    memset(&ev, 0, sizeof ev);
-    ev.events = EPOLLIN;
-    ev.data.ptr = ls;
-    if (epoll_ctl(l->ep, EPOLL_CTL_ADD, ls->fd, &ev) != 0) {
-        tern_logf(l->log, BROKER_LOG_ERROR, "epoll_ctl: %s", strerror(errno));
-        return false;
+    if (l->nworkers > 0) { /* the I/O threads accept (publish_limits) */
+        ls->armed = false;
+        ls->wl.fd = ls->fd;
+        ls->wl.index = (uint8_t)(l->nlisteners - 1);
+        ls->wl.tls = tls;
+        ls->wl.max_fd = l->by_fd_len;
+        atomic_init(&ls->wl.taken, 0);
+        atomic_init(&ls->wl.limit, room(l, ls));
+        atomic_init(&ls->wl.holds, 0);
+        for (size_t i = 0; i < l->nworkers; i++)
+            if (!tern_worker_listen(l->workers[i], &ls->wl)) {
+                tern_logf(l->log, BROKER_LOG_ERROR, "out of memory");
+                return false;
+            }
+    } else {
+        memset(&ev, 0, sizeof ev);
+        ev.events = EPOLLIN;
+        ev.data.ptr = ls;
+        if (epoll_ctl(l->ep, EPOLL_CTL_ADD, ls->fd, &ev) != 0) {
+            tern_logf(l->log, BROKER_LOG_ERROR, "epoll_ctl: %s", strerror(errno));
+            return false;
+        }
     }
     if (tern_net_local_name(ls->fd, name, sizeof name) != 0)
         strcpy(name, "?");

@@ -245,11 +245,7 @@ static void wind_down(tern_loop *l)
 
     tern_logf(l->log, BROKER_LOG_INFO, "shutting down (%s, %zu connections)",
               signal_name(l->stop_signal), l->nconns);
-    for (size_t i = 0; i < l->nlisteners; i++) {
-        (void)close(l->listeners[i].fd); /* a listener has no data to lose */
-        l->listeners[i].fd = -1;
-    }
-    l->nlisteners = 0;
+    tern_loop_accept_close(l);
     tern_loop_store_drain(l); /* releases the last held acknowledgements */
     broker_shutdown(l->b, now);
     tern_loop_store_drain(l); /* the sessions' offline records */

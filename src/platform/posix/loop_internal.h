@@ -34,6 +34,7 @@
 #include "platform/posix/log.h"
 #include "platform/posix/loop.h"
 #include "platform/posix/sock.h"
+#include "platform/posix/worker.h"
 #include "tls/tls.h"
 
 enum {
@@ -66,6 +67,11 @@ typedef struct listener {
     bool held;    /* out of epoll: no room for a new connection (accept.c) */
     int backlog;  /* as last given to listen() */
     bool armed;   /* in the epoll set with EPOLLIN */
+    /* workers >= 2: the I/O threads accept from it (accept.c, worker.h);
+     * this thread keeps the admission. */
+    tern_wlisten wl;
+    uint64_t reported; /* their ACCEPTED messages taken */
+    uint64_t holds;    /* wl.holds already counted in accept_holds */
 } listener;
 
 typedef struct signal_handle {
@@ -110,7 +116,7 @@ struct tern_loop {
     uint64_t wall_clock_ms;     /* core time the core was last told the wall clock */
     /* I/O threads (wsock.c, worker.h); none with workers = 1. */
     struct tern_worker **workers;
-    size_t nworkers, next_worker;
+    size_t nworkers;
     /* By descriptor (by_fd's length): each connection's record shared with
      * its I/O thread. A table here rather than a pointer in every
      * tern_sock, which idle connections would pay for with one thread
@@ -130,6 +136,12 @@ void tern_loop_set_accepting(tern_loop *l, bool on);
 /* End of a turn: re-arm listeners held for want of room that has come
  * back (handshakes finished or timed out, connections closed). */
 void tern_loop_accept_refresh(tern_loop *l, uint64_t now);
+/* workers >= 2: an I/O thread accepted w from listener `index` (its
+ * ACCEPTED message): the connection's record, and the layer meets it. */
+void tern_loop_accepted(tern_loop *l, struct tern_wconn *w, uint8_t index, uint64_t now);
+/* Shutdown: take no more connections (the descriptors stay open while
+ * I/O threads may still be accepting from them). */
+void tern_loop_accept_close(tern_loop *l);
 
 /* sock.c: a connection's socket reported events. */
 void tern_loop_sock_event(tern_loop *l, tern_sock *k, uint32_t events, uint64_t now);
@@ -147,9 +159,9 @@ bool tern_loop_workers_start(tern_loop *l, unsigned n);
 bool tern_loop_workers_flush(tern_loop *l);
 /* Every connection released first; frees what the threads give back. */
 void tern_loop_workers_stop(tern_loop *l);
-/* A new connection (k->fd accepted) to an I/O thread, which runs its TLS
- * session when tls: false, no memory. */
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls);
+/* A connection an I/O thread accepted: k its record beside w (NULL: refused
+ * for want of memory; the thread closes it). */
+void tern_loop_wsock_adopt(tern_loop *l, tern_sock *k, struct tern_wconn *w);
 /* New TLS connections on every I/O thread start from tls (a reference
  * each; the caller keeps its own). */
 void tern_loop_workers_set_tls(tern_loop *l, tern_tls_server *tls);

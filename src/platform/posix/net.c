@@ -104,6 +104,24 @@ int tern_net_tune_accepted(int fd)
     return lowat > 0 ? setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof lowat) : 0;
 }
 
+tern_accept_error tern_net_accept_error(int err)
+{
+    switch (err) {
+    case EINTR:
+    case ECONNABORTED: /* the peer gave up while queued */
+    case EPROTO:
+    case EPERM: /* firewall rules */
+        return TERN_ACCEPT_NEXT;
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif
+        return TERN_ACCEPT_DRAINED;
+    default: /* EMFILE, ENFILE, ENOBUFS, ENOMEM and anything unexpected */
+        return TERN_ACCEPT_PAUSE;
+    }
+}
+
 void tern_net_format(const struct sockaddr *sa, char *buf, size_t size)
 {
     char host[INET6_ADDRSTRLEN];

@@ -30,6 +30,13 @@ socklen_t tern_net_sockaddr(const tern_listen_addr *a, struct sockaddr_storage *
  * reader cannot take stays in the broker, see net.c). 0, or -1 with errno. */
 int tern_net_tune_accepted(int fd);
 
+/* What accept4's errno means for its listener: take the next connection
+ * (interrupted, or the peer gave up while queued), the backlog is empty
+ * (or another thread took it), or stop taking new connections for a
+ * moment (out of descriptors or memory, or anything unexpected). */
+typedef enum { TERN_ACCEPT_NEXT, TERN_ACCEPT_DRAINED, TERN_ACCEPT_PAUSE } tern_accept_error;
+tern_accept_error tern_net_accept_error(int err);
+
 /* "1.2.3.4:1883" or "[::1]:1883"; "?" for other families. */
 void tern_net_format(const struct sockaddr *sa, char *buf, size_t size);
 

@@ -2,7 +2,7 @@
  * worker.c - one I/O thread of the daemon (worker.h): its rings to and
  * from the core thread, and its loop over its sockets (recv within the
  * input credit, send of queued output, linger and close); TLS sessions
- * are worker_tls.c's.
+ * are worker_tls.c's, accepting from the listeners worker_accept.c's.
  */
 #define _GNU_SOURCE
 
@@ -24,7 +24,7 @@
 #include "platform/posix/sock.h" /* TERN_HANDLE_WORKER */
 #include "platform/posix/worker_internal.h"
 
-static uint64_t now_ms(void)
+uint64_t tern_wk_now_ms(void)
 {
     struct timespec ts;
 
@@ -58,19 +58,34 @@ static void chan_send(chan *ch, tern_wmsg *m)
     ch->over_tail = m;
 }
 
-/* Producer, end of its turn: the overflow into the ring, one wake-up.
- * True while messages still wait. */
-static bool chan_flush(chan *ch)
+/* A message that needs no wake-up of its own (ACCEPTED): the consumer
+ * takes it with the next one that wakes it, or on its own turn; only if
+ * none comes within TERN_WORKER_LAZY_MS does chan_flush wake it. */
+static void chan_send_lazy(chan *ch, tern_wmsg *m, uint64_t now)
+{
+    bool pushed = ch->pushed;
+
+    chan_send(ch, m);
+    ch->pushed = pushed;
+    if (ch->lazy_due == 0)
+        ch->lazy_due = now + TERN_WORKER_LAZY_MS;
+}
+
+/* Producer, end of its turn: the overflow into the ring, one wake-up
+ * (also for lazy messages that waited long enough). True while messages
+ * still wait. */
+static bool chan_flush(chan *ch, uint64_t now)
 {
     while (ch->over_head != NULL && spsc_push(&ch->ring, ch->over_head)) {
         ch->over_head = ch->over_head->next;
         if (ch->over_head == NULL)
             ch->over_tail = NULL;
     }
-    if (ch->pushed) {
+    if (ch->pushed || (ch->lazy_due != 0 && now >= ch->lazy_due)) {
         uint64_t one = 1;
 
         ch->pushed = false;
+        ch->lazy_due = 0;
         atomic_thread_fence(memory_order_seq_cst);
         /* Fails only when the counter is near overflow: it is set anyway. */
         if (atomic_exchange(&ch->sleeping, false))
@@ -136,7 +151,8 @@ static void chan_free(chan *ch, void (*free_owner)(void *ctx, void *owner), void
             tern_tls_server_release(tls);
         }
         if (m->kind == TERN_WM_FREED && free_owner != NULL) {
-            free_owner(ctx, m->w->owner);
+            if (m->w->owner != NULL) /* NULL: accepted, never the core's */
+                free_owner(ctx, m->w->owner);
             free(m->w);
         }
         free(m);
@@ -183,7 +199,7 @@ tern_wmsg *tern_worker_take(tern_worker *wk)
 
 bool tern_worker_flush(tern_worker *wk)
 {
-    return chan_flush(&wk->to_io);
+    return chan_flush(&wk->to_io, 0);
 }
 
 void tern_worker_ack(tern_worker *wk)
@@ -221,6 +237,16 @@ void tern_wk_post(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uin
     if (m == NULL) /* no memory for a message: the process cannot go on safely */
         tern_panic(__FILE__, __LINE__, "out of memory in an I/O thread");
     chan_send(&wk->to_core, m);
+}
+
+void tern_wk_post_lazy(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
+                       size_t len, uint64_t now)
+{
+    tern_wmsg *m = tern_wmsg_new(w, kind, data, len);
+
+    if (m == NULL)
+        tern_panic(__FILE__, __LINE__, "out of memory in an I/O thread");
+    chan_send_lazy(&wk->to_core, m, now);
 }
 
 static void set_events(tern_worker *wk, tern_wconn *w, uint32_t want)
@@ -270,13 +296,15 @@ static void finish(tern_worker *wk, tern_wconn *w)
     wk->finished = w;
 }
 
-static void release_finished(tern_worker *wk)
+/* FREED only gives memory back: it wakes nobody (the next message that
+ * does, or TERN_WORKER_LAZY_MS, takes it along). */
+static void release_finished(tern_worker *wk, uint64_t now)
 {
     while (wk->finished != NULL) {
         tern_wconn *w = wk->finished;
 
         wk->finished = w->linger_next;
-        tern_wk_post(wk, w, TERN_WM_FREED, NULL, 0);
+        tern_wk_post_lazy(wk, w, TERN_WM_FREED, NULL, 0, now);
     }
 }
 
@@ -352,6 +380,28 @@ static void update(tern_worker *wk, tern_wconn *w)
     set_events(wk, w, want);
 }
 
+/* A client in its handshake whose input ends right after what it sent
+ * (a short read, so the socket is drained) has given up, maybe while it
+ * waited in the listen backlog: answering would cost a signature and a
+ * key exchange for no one. One more read, which can only find the end or
+ * nothing, asks (as the connection layer does with one thread,
+ * handshake_tail in src/conn/input.c). True when it ended: the core
+ * thread hears GAVE_UP and aborts the connection. Otherwise what the
+ * read found (nothing, or more) joins wk->buf[0..*n). */
+static bool gave_up(tern_worker *wk, tern_wconn *w, ssize_t *n, size_t cap)
+{
+    ssize_t m = recv(w->fd, wk->buf + *n, cap - (size_t)*n, 0);
+
+    if (m > 0)
+        *n += m;
+    if (m != 0)
+        return false; /* more, nothing yet, or an error the next read reports */
+    w->eof_io = true;
+    w->tls_failed = true; /* read no more */
+    tern_wk_post(wk, w, TERN_WM_TLS_GAVE_UP, NULL, 0);
+    return true;
+}
+
 static void do_read(tern_worker *wk, tern_wconn *w)
 {
     while (!w->eof_io && !w->failed && !w->lingering && !w->tls_failed) {
@@ -373,7 +423,9 @@ static void do_read(tern_worker *wk, tern_wconn *w)
         if (cap > sizeof wk->buf)
             cap = sizeof wk->buf;
         n = recv(w->fd, wk->buf, cap, 0);
-        if (n > 0 && w->tls != NULL) {
+        if (n > 0 && w->tls != NULL && !w->tls_up && (size_t)n < cap && gave_up(wk, w, &n, cap)) {
+            break;
+        } else if (n > 0 && w->tls != NULL) {
             tern_wtls_input(wk, w, wk->buf, (size_t)n);
             if ((size_t)n < cap)
                 break;
@@ -426,7 +478,7 @@ static void sock_event(tern_worker *wk, tern_wconn *w, uint32_t events)
 static void linger_add(tern_worker *wk, tern_wconn *w)
 {
     w->lingering = true;
-    w->linger_deadline = now_ms() + CONN_LINGER_MS;
+    w->linger_deadline = tern_wk_now_ms() + CONN_LINGER_MS;
     w->linger_next = wk->lingering;
     wk->lingering = w;
     update(wk, w);
@@ -454,27 +506,30 @@ static void expire(tern_worker *wk, uint64_t now, uint64_t *next)
     }
 }
 
+void tern_wk_adopt(tern_worker *wk, tern_wconn *w, bool tls)
+{
+    struct epoll_event ev;
+
+    wk->live++;
+    if (tls && !tern_wtls_open(wk, w))
+        return; /* the core thread was told; it answers ABORT */
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.ptr = w;
+    if (epoll_ctl(wk->ep, EPOLL_CTL_ADD, w->fd, &ev) == 0) {
+        w->in_epoll = true;
+        w->events = EPOLLIN;
+    } else {
+        w->failed = true;
+        tern_wk_post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
+    }
+}
+
 static void core_message(tern_worker *wk, tern_wmsg *m)
 {
     tern_wconn *w = m->w;
-    struct epoll_event ev;
 
     switch (m->kind) {
-    case TERN_WM_NEW:
-        wk->live++;
-        if (m->len > 0 && m->data[0] == 1 && !tern_wtls_open(wk, w))
-            break; /* the core thread was told; it answers ABORT */
-        memset(&ev, 0, sizeof ev);
-        ev.events = EPOLLIN;
-        ev.data.ptr = w;
-        if (epoll_ctl(wk->ep, EPOLL_CTL_ADD, w->fd, &ev) == 0) {
-            w->in_epoll = true;
-            w->events = EPOLLIN;
-        } else {
-            w->failed = true;
-            tern_wk_post(wk, w, TERN_WM_HUP, (const uint8_t *)"e", 1);
-        }
-        break;
     case TERN_WM_DATA:
         if (w->failed || w->tls_failed) {
             tern_wk_sent(wk, w, m->len); /* nowhere to go: the credit comes back */
@@ -516,8 +571,12 @@ static void core_message(tern_worker *wk, tern_wmsg *m)
         wk->tls = tls;
         break;
     }
+    case TERN_WM_LISTEN:
+        tern_wk_listen(wk, m->len > 0 ? m->data[0] : TERN_WORKER_LISTENERS);
+        break;
     case TERN_WM_STOP:
         wk->stop = true;
+        tern_wk_accept_stop(wk);
         break;
     default:
         tern_panic(__FILE__, __LINE__, "I/O thread: unknown message");
@@ -533,35 +592,44 @@ static void *io_main(void *arg)
 
     while (!(wk->stop && wk->live == 0)) {
         int timeout = -1, n;
-        uint64_t now = now_ms();
+        uint64_t now = tern_wk_now_ms(), due = next;
 
         tern_wmsg *m;
 
         wk->hs_steps = CONN_HANDSHAKE_STEPS_PER_TURN; /* this thread's handshake budget */
         wk->hs_us = 0;
+        tern_wk_accept_resume(wk, now, &due);
+        if (wk->to_core.lazy_due != 0 && wk->to_core.lazy_due < due)
+            due = wk->to_core.lazy_due;
         if (wk->to_core.over_head != NULL)
             timeout = TERN_WORKER_RETRY_MS;
-        else if (next != UINT64_MAX)
-            timeout = next <= now ? 0 : (int)(next - now > INT_MAX ? INT_MAX : next - now);
+        else if (due != UINT64_MAX)
+            timeout = due <= now ? 0 : (int)(due - now > INT_MAX ? INT_MAX : due - now);
         if (timeout != 0 && !chan_may_sleep(&wk->to_io))
             timeout = 0;
         n = epoll_wait(wk->ep, events, IO_EVENTS, timeout);
         chan_awake(&wk->to_io);
         if (n < 0 && errno != EINTR)
             tern_panic(__FILE__, __LINE__, "I/O thread: epoll_wait failed");
+        now = tern_wk_now_ms();
         for (int i = 0; i < n; i++) {
-            if (events[i].data.ptr == NULL)
+            uint64_t tag = events[i].data.u64;
+
+            if (tag == 0)
                 chan_ack(&wk->to_io);
+            else if (tag <= TERN_WORKER_LISTENERS) /* a listener: its slot + 1 */
+                tern_wk_accept(wk, (size_t)(tag - 1), now);
             else
                 sock_event(wk, events[i].data.ptr, events[i].events);
         }
         /* Every turn: messages come without a wake-up while awake. */
         while ((m = chan_take(&wk->to_io)) != NULL)
             core_message(wk, m);
-        expire(wk, now_ms(), &next);
-        release_finished(wk);
-        (void)chan_flush(&wk->to_core);
+        expire(wk, tern_wk_now_ms(), &next);
+        release_finished(wk, now);
+        (void)chan_flush(&wk->to_core, tern_wk_now_ms());
     }
+    atomic_store(&wk->exited, true);
     /* What the full ring did not take stays in the overflow list:
      * tern_worker_stop frees it after the join. */
     return NULL;
@@ -604,6 +672,28 @@ fail:
     return NULL;
 }
 
+/* Shutdown, the thread still running: its messages taken; a connection
+ * the core never met (ACCEPTED) is aborted, records coming back freed. */
+static void stop_drain(tern_worker *wk, void (*free_owner)(void *ctx, void *owner), void *ctx)
+{
+    tern_wmsg *m;
+
+    while ((m = chan_take(&wk->to_core)) != NULL) {
+        if (m->kind == TERN_WM_ACCEPTED) {
+            m->kind = TERN_WM_ABORT;
+            m->len = 0;
+            chan_send(&wk->to_io, m);
+            continue;
+        }
+        if (m->kind == TERN_WM_FREED) {
+            if (m->w->owner != NULL && free_owner != NULL)
+                free_owner(ctx, m->w->owner);
+            free(m->w);
+        }
+        free(m);
+    }
+}
+
 void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner), void *ctx)
 {
     if (wk == NULL)
@@ -614,8 +704,13 @@ void tern_worker_stop(tern_worker *wk, void (*free_owner)(void *ctx, void *owner
         if (m == NULL)
             tern_panic(__FILE__, __LINE__, "out of memory stopping an I/O thread");
         chan_send(&wk->to_io, m);
-        while (chan_flush(&wk->to_io))
+        /* The thread ends once every socket it holds is closed; those it
+         * accepted that the core never heard of are closed here. */
+        while (!atomic_load(&wk->exited)) {
+            (void)chan_flush(&wk->to_io, 0);
+            stop_drain(wk, free_owner, ctx);
             (void)usleep(1000);
+        }
         (void)pthread_join(wk->thread, NULL);
     }
     chan_free(&wk->to_io, NULL, NULL);

@@ -1,6 +1,8 @@
 /*
  * worker.h - the daemon's I/O threads (`workers = N`, N >= 2; ADR-061,
- * ADR-065): each owns the sockets of the connections given to it, their
+ * ADR-065): each accepts new connections from the listeners itself
+ * (worker_accept.c, ADR-070) and owns the sockets of the connections it
+ * accepted, their
  * epoll interest, every recv/send, and their TLS sessions (worker_tls.c:
  * handshakes, certificate checks, records, close_notify); the core thread
  * keeps the core and the connection layer and sees each connection as a
@@ -57,19 +59,27 @@
 #define TERN_WORKER_RING_SLOTS 16384u
 #endif
 #define TERN_WORKER_RETRY_MS 1
+/* A new connection's ACCEPTED wakes nobody (it rides with the next
+ * message that does: TLS_UP, the first input); a core thread asleep
+ * that long is woken for it anyway (worker.c, chan_send_lazy). */
+#ifndef TERN_WORKER_LAZY_MS
+#define TERN_WORKER_LAZY_MS 20
+#endif
+/* Listeners an I/O thread accepts from (plaintext, TLS, ws, wss). */
+#define TERN_WORKER_LISTENERS 4
 
 typedef struct tern_worker tern_worker;
 typedef struct tern_wconn tern_wconn;
 
 typedef enum tern_wmsg_kind {
     /* core thread -> I/O thread */
-    TERN_WM_NEW = 1, /* take the connection's socket (data[0] 1: run TLS on it) */
-    TERN_WM_DATA,    /* bytes to send */
+    TERN_WM_DATA = 1, /* bytes to send */
     TERN_WM_CLOSE,   /* send what is queued (up to the linger), then close */
     TERN_WM_ABORT,   /* close at once */
     TERN_WM_RESUME,  /* input credit came back: read again */
     TERN_WM_STOP,    /* shutdown: no lingering; end once every socket is closed */
     TERN_WM_TLS,     /* w NULL; data: a tern_tls_server * whose reference passes */
+    TERN_WM_LISTEN,  /* w NULL; data[0]: the slot of a listener to accept from */
     /* I/O thread -> core thread */
     TERN_WM_IN,      /* bytes read */
     TERN_WM_EOF,     /* the peer finished sending */
@@ -80,6 +90,10 @@ typedef enum tern_wmsg_kind {
                         identity (when flag 2), version, cipher */
     TERN_WM_TLS_FAIL, /* TLS failed: data[0] 1 in the handshake, then why, NUL-terminated;
                          the alert is sent (or queued): answer CLOSE */
+    TERN_WM_TLS_GAVE_UP, /* the client closed right after the start of its handshake:
+                            not answered; answer ABORT */
+    TERN_WM_ACCEPTED, /* a connection this thread accepted: data[0] the listener's index
+                         (tern_wlisten.index); the first message of w, before any other */
 } tern_wmsg_kind;
 
 typedef struct tern_wmsg {
@@ -91,7 +105,7 @@ typedef struct tern_wmsg {
 } tern_wmsg;
 
 struct tern_wconn {
-    int fd;                 /* owned by the I/O thread from NEW until FREED */
+    int fd;                 /* owned by the I/O thread from its accept until FREED */
     tern_worker *wk;
     void *owner;            /* the core thread's record (tern_sock) */
     /* Both threads. */
@@ -111,6 +125,32 @@ struct tern_wconn {
     uint64_t linger_deadline;
     tern_wconn *linger_next;
 };
+
+/*
+ * A listener the I/O threads accept from themselves (ADR-070): each has
+ * it in its epoll set with EPOLLEXCLUSIVE, so a new connection wakes one
+ * of them, which accepts it, starts its TLS session at once and tells the
+ * core thread (ACCEPTED) without waking it; the core meets the
+ * connection with the next message that wakes it (on TLS: the identity).
+ *
+ * Admission stays the core thread's (accept.c, SPEC B7): every accept
+ * takes a ticket first (taken + 1, only while taken < limit), and the
+ * core moves `limit` to what it reported plus its room (connections,
+ * handshakes) at the end of each turn. A thread that finds no ticket
+ * takes the listener out of its epoll set ("held": new connections wait
+ * in Linux's backlog) and counts it in `holds`; the core re-arms it once
+ * there is room (tern_worker_rearm). Shared by the core and the threads;
+ * fd, index, tls and max_fd are set before the threads see it.
+ */
+typedef struct tern_wlisten {
+    int fd;
+    uint8_t index;          /* in the core thread's listener table */
+    bool tls;
+    size_t max_fd;          /* descriptors from here on are refused (the core's tables) */
+    _Atomic uint64_t taken; /* tickets taken (given back when no connection came of it) */
+    _Atomic uint64_t limit; /* the core's: taken stays below it */
+    _Atomic uint64_t holds; /* times a thread left the listener for want of a ticket */
+} tern_wlisten;
 
 /* Start an I/O thread; NULL (logged) on failure. */
 tern_worker *tern_worker_start(unsigned index, tern_log *log);
@@ -132,6 +172,12 @@ tern_wmsg *tern_worker_take(tern_worker *wk);
 /* Core thread, end of its turn: push what waits, wake the thread. True
  * when messages still wait (retry after TERN_WORKER_RETRY_MS). */
 bool tern_worker_flush(tern_worker *wk);
+/* Core thread, before the thread's first turn (set-up): accept from ls
+ * too. False (logged) when its epoll set refused it. */
+bool tern_worker_listen(tern_worker *wk, tern_wlisten *ls);
+/* Core thread, after it raised limits: listeners this thread holds for
+ * want of a ticket, into its epoll set again where a ticket is free. */
+void tern_worker_rearm(tern_worker *wk);
 /* Core thread: clear the eventfd before taking messages. */
 void tern_worker_ack(tern_worker *wk);
 /* Core thread, before epoll_wait may block: false when a message from

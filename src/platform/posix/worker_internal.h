@@ -32,6 +32,7 @@ typedef struct chan {
     tern_wmsg *held;                  /* consumer's: popped while checking for work */
     tern_wmsg *over_head, *over_tail; /* producer's */
     bool pushed;                      /* producer's: wake the consumer at flush */
+    uint64_t lazy_due;                /* producer's: lazy messages wait; wake by then (0: none) */
 } chan;
 
 struct tern_worker {
@@ -43,13 +44,22 @@ struct tern_worker {
     bool started;
     /* The I/O thread's. */
     int ep;
-    size_t live;        /* connections between NEW and FREED */
+    size_t live;        /* connections between their accept and FREED */
     bool stop;
     tern_wconn *lingering;
     tern_wconn *finished; /* closed this turn: FREED goes at its end, after the batch */
     tern_tls_server *tls;  /* new TLS connections start from it (reference held) */
     unsigned hs_steps;     /* handshake steps left in this turn */
     uint64_t hs_us;        /* spent on handshake steps this turn */
+    /* Listeners (worker_accept.c): the core thread's table, each slot
+     * written before its LISTEN message; the thread's count of those it
+     * took. */
+    tern_wlisten *listens[TERN_WORKER_LISTENERS];
+    size_t nlistens, listening;
+    _Atomic bool held[TERN_WORKER_LISTENERS]; /* out of epoll for want of a ticket */
+    uint64_t paused_until[TERN_WORKER_LISTENERS]; /* the thread's: out after an error (0: no) */
+    uint64_t accept_warned_ms;
+    _Atomic bool exited;   /* io_main returned: tern_worker_stop joins */
     uint8_t buf[IO_READ_SIZE];
     uint8_t plain[IO_READ_SIZE]; /* decrypted input, before it is posted */
 };
@@ -63,8 +73,28 @@ void tern_wk_sent(tern_worker *wk, tern_wconn *w, size_t n);
 /* The socket failed: nothing more moves; the core thread hears HUP. */
 void tern_wk_failed(tern_worker *wk, tern_wconn *w);
 
+/* ... without waking the core thread (ACCEPTED): it goes with the next
+ * message that does, or after TERN_WORKER_LAZY_MS. */
+void tern_wk_post_lazy(tern_worker *wk, tern_wconn *w, tern_wmsg_kind kind, const uint8_t *data,
+                       size_t len, uint64_t now);
+/* A connection accepted here starts: its TLS session when tls, its
+ * socket into the epoll set. */
+void tern_wk_adopt(tern_worker *wk, tern_wconn *w, bool tls);
+uint64_t tern_wk_now_ms(void);
+
+/* worker_accept.c */
+/* Listener `slot` is readable: accept what tickets allow. */
+void tern_wk_accept(tern_worker *wk, size_t slot, uint64_t now);
+/* Listeners paused after an error back into the epoll set when due; the
+ * earliest still due into *next (left alone when none is). */
+void tern_wk_accept_resume(tern_worker *wk, uint64_t now, uint64_t *next);
+/* LISTEN: accept from the listener in slot. */
+void tern_wk_listen(tern_worker *wk, size_t slot);
+/* STOP: accept no more. */
+void tern_wk_accept_stop(tern_worker *wk);
+
 /* worker_tls.c */
-/* Start w's session from wk's context (NEW with TLS); false: out of memory
+/* Start w's session from wk's context (accepted on TLS); false: out of memory
  * or no context (the core thread has been told). */
 bool tern_wtls_open(tern_worker *wk, tern_wconn *w);
 /* n bytes of ciphertext read (in NULL, n 0: what the session holds): the

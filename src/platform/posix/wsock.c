@@ -196,26 +196,18 @@ const conn_transport tern_wsock_transport = {
     .runs_tls = true,
 };
 
-bool tern_loop_wsock_open(tern_loop *l, tern_sock *k, bool tls)
+void tern_loop_wsock_adopt(tern_loop *l, tern_sock *k, tern_wconn *w)
 {
-    uint8_t flag = tls ? 1 : 0;
-
-    tern_wconn *w = calloc(1, sizeof *w);
-
-    if (w == NULL)
-        return false;
-    w->fd = k->fd;
     w->owner = k;
-    w->wk = l->workers[l->next_worker];
-    l->next_worker = (l->next_worker + 1) % l->nworkers;
-    atomic_init(&w->in_used, 0);
-    atomic_init(&w->out_used, 0);
-    atomic_init(&w->core_waits, false);
-    atomic_init(&w->io_waits, false);
+    if (k == NULL) { /* refused: the thread closes it and FREED comes back */
+        w->closing = true;
+        post(l, w, TERN_WM_ABORT, NULL, 0);
+        return;
+    }
+    k->kind = TERN_HANDLE_CONN;
+    k->fd = w->fd;
     w->want_read = true;
     l->wby_fd[k->fd] = w;
-    post(l, w, TERN_WM_NEW, &flag, 1);
-    return true;
 }
 
 /* One connection's event, as a socket's would be. */
@@ -328,7 +320,8 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
         any = true;
         if (m->kind == TERN_WM_FREED) {
             free_input(w);
-            free_owner(l, w->owner);
+            if (w->owner != NULL) /* NULL: refused when it was accepted */
+                free_owner(l, w->owner);
             free(w);
             free(m);
             continue;
@@ -355,6 +348,14 @@ static void take_messages(tern_loop *l, tern_worker *wk, uint64_t now)
             w->err = m->len > 0;
             break;
         case TERN_WM_ROOM:
+            break;
+        case TERN_WM_TLS_GAVE_UP:
+            conn_tls_abandoned(l->cs, &((tern_sock *)w->owner)->c, now);
+            break;
+        case TERN_WM_ACCEPTED: /* its first message; the handshake may be over already */
+            if (m->len < 1)
+                tern_panic(__FILE__, __LINE__, "malformed ACCEPTED message");
+            tern_loop_accepted(l, w, m->data[0], now);
             break;
         case TERN_WM_TLS_UP: /* before the plaintext that follows it in the ring */
             tls_up(l, w, m, now);
