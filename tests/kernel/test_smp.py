@@ -47,6 +47,11 @@ tern.test.aplate=1, -smp 3 with a disk): a CPU that arrives after its
 start window closed and its slot went to the next CPU halts in the
 trampoline without touching anything and is reported; the slot's new
 owner runs the storage core (ADR-066; see its function).
+smp-ap-arriving-after-the-boot-is-named-by-the-main-loop (test build,
+tern.test.aplateboot=1, -smp 2): the CPU is held until CPU 0's main
+loop runs, after every start window and the boot's report; it must halt in the
+trampoline as above and CPU 0's main loop must name it (ADR-066's "not
+named" gap). Before smp_poll_late it failed: no line ever named it.
 smp-slow-ap-that-claimed-in-time-is-waited-for (tern.test.apslow=1,
 -smp 2): one that took its claim in time but is slow is waited for and
 comes online with its role.
@@ -63,6 +68,7 @@ heap halted ("free-list pointer corrupted").
 import os
 import re
 import subprocess
+import time
 
 from clients import mosq
 from harness import (BANNER, OVMF, READY, Failure, Pki, Qmp, Screen, Vm, drive, expect_lines,
@@ -388,6 +394,39 @@ def late_ap(b):
     return check
 
 
+def late_ap_after_boot(kernel):
+    """PVH, -smp 2: the CPU with APIC id 1 is held in the trampoline until
+    CPU 0's main loop runs, after the ready line (the hook lets it go from
+    smp_poll_late's first look), then arrives: it must find its start taken
+    away and halt, CPU 0 must name it after the ready line, and the machine
+    must go on (no reset, no fatal error)."""
+    def check():
+        with Vm(["-kernel", kernel, "-smp", "2", "-append", "tern.test.aplateboot=1"]) as vm:
+            took = vm.wait_for(lambda o: re.search(LATE, o) is not None, 90)
+            out = vm.text()
+            if took is None:
+                raise Failure("the CPU arriving after the boot was never named:\n" +
+                              show(out[-2000:]))
+            ready = READY.search(out)
+            late = re.search(LATE, out)
+            if not ready or late.start() < ready.start():
+                raise Failure("the late CPU was named before the ready line, not by the "
+                              "main loop:\n" + show(out))
+            expect_lines(out, [rb"tern: smp: CPU with APIC id 1 did not come up within "
+                               rb"1000 ms; going on without it",
+                               rb"tern: smp: selftest: letting APIC id 1 go on, after the boot",
+                               rb"tern: smp: 1 CPU\(s\) online"])
+            time.sleep(2)  # the machine goes on after it
+            out = vm.text()
+            vm.expect_no_fatal()
+            if out.count(BANNER) > 1:
+                raise Failure("the machine reset:\n" + show(out))
+            if len(re.findall(LATE, out)) != 1:
+                raise Failure("the late CPU named more than once:\n" + show(out))
+        return f"named {took:.1f} s after boot began, after the ready line"
+    return check
+
+
 def slow_ap(kernel):
     """PVH, -smp 2: the CPU with APIC id 1 takes its claim in time, then is
     held in the trampoline (tern.test.apslow=1) until CPU 0's start window
@@ -474,4 +513,6 @@ def cases(b):
         "smp-share-heap-console": share_heap_console(b.test_elf),
         "smp-late-ap-halts-itself-and-its-reused-slot-is-intact": late_ap(b),
         "smp-slow-ap-that-claimed-in-time-is-waited-for": slow_ap(b.test_elf),
+        "smp-ap-arriving-after-the-boot-is-named-by-the-main-loop":
+            late_ap_after_boot(b.test_elf),
     }

@@ -457,6 +457,7 @@ static _Noreturn void kmain(void)
             kprintf("tern: net: %s\n", netline);
         }
         uint64_t t = clock_mono_ns();
+        smp_poll_late(t);
         if (work) {
             last_work = t;
         } else if (t - last_work > BUSY_POLL_NS) {

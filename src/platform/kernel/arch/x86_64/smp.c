@@ -112,12 +112,15 @@ static _Atomic int stopping;
 static _Atomic unsigned stopped;
 static unsigned wake_vector;     /* smp_wake's IPI (0: none allocated) */
 static struct trampoline_params *tparams; /* in the low page, once copied */
+static uint32_t late_named[8]; /* CPU 0's: late bits already reported */
+static uint64_t late_next_ns;  /* CPU 0's: smp_poll_late's next look */
 #ifdef TERN_TEST_HOOKS
 static unsigned fault_on_cpu; /* tern.test.apfault=N: CPU N faults once online */
 static unsigned fatal_starting; /* tern.test.apstartfatal=N: CPU 0 panics as CPU N starts */
 static int share_test;        /* tern.test.smpshare=1: smp_selftest.h */
 static unsigned late_cpu;     /* tern.test.aplate=N: CPU N's first try is held */
 static uint32_t late_hold;    /* its APIC id + 1, once known */
+static int late_after_boot;   /* tern.test.aplateboot=N: held until after boot */
 static unsigned slow_cpu;     /* tern.test.apslow=N: CPU N held after its claim */
 #endif
 
@@ -279,16 +282,36 @@ static int start_ap(uint64_t tramp, struct percpu *c)
     panic("smp: an AP took its claim but did not come online; it may yet write its slot");
 }
 
-/* Name the CPUs that lost their claim so far (the trampoline's bitmap). */
+/* Name the CPUs that lost their claim since the last call (the
+ * trampoline's bitmap; CPU 0 only). */
 static void report_late(void)
 {
     for (unsigned w = 0; tparams && w < 8; w++) {
-        uint32_t bits = __atomic_load_n(&tparams->late[w], __ATOMIC_ACQUIRE);
+        uint32_t bits = __atomic_load_n(&tparams->late[w], __ATOMIC_ACQUIRE) & ~late_named[w];
+        late_named[w] |= bits;
         for (unsigned b = 0; b < 32; b++)
             if (bits >> b & 1)
                 kprintf("tern: smp: CPU with APIC id %u arrived after its start window had "
                         "closed: halted before touching any CPU's data, not used\n", w * 32 + b);
     }
+}
+
+void smp_poll_late(uint64_t now_ns)
+{
+    if (!tparams || now_ns < late_next_ns)
+        return;
+    late_next_ns = now_ns + 1000000000ull;
+#ifdef TERN_TEST_HOOKS
+    /* Let the held CPU go at the main loop's first look: it then arrives
+     * after every start window and after smp_init's report, so only a
+     * later look can name it. */
+    if (late_after_boot && late_hold && __atomic_load_n(&tparams->hold, __ATOMIC_RELAXED)) {
+        kprintf("tern: smp: selftest: letting APIC id %u go on, after the boot\n",
+                late_hold - 1);
+        __atomic_store_n(&tparams->hold, 0, __ATOMIC_RELEASE);
+    }
+#endif
+    report_late();
 }
 
 /* The wake IPI's handler: the interrupt itself ended the hlt; the woken
@@ -391,6 +414,11 @@ void smp_start(const struct boot_info *bi)
     share_test = bootinfo_arg(bi, "tern.test.smpshare", arg, sizeof arg) && arg[0] == '1';
     if (bootinfo_arg(bi, "tern.test.aplate", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         late_cpu = (unsigned)(arg[0] - '0');
+    if (bootinfo_arg(bi, "tern.test.aplateboot", arg, sizeof arg) && arg[0] >= '1' &&
+        arg[0] <= '9') {
+        late_cpu = (unsigned)(arg[0] - '0');
+        late_after_boot = 1;
+    }
     if (bootinfo_arg(bi, "tern.test.apslow", arg, sizeof arg) && arg[0] >= '1' && arg[0] <= '9')
         slow_cpu = (unsigned)(arg[0] - '0');
 #endif
@@ -444,7 +472,7 @@ void smp_start(const struct boot_info *bi)
                 role_text(cpus[i].role));
     kprintf("tern: smp: %u CPU(s) online\n", nonline);
 #ifdef TERN_TEST_HOOKS
-    if (late_hold && tparams) {
+    if (late_hold && tparams && !late_after_boot) {
         kprintf("tern: smp: selftest: letting APIC id %u go on, past its start window\n",
                 late_hold - 1);
         __atomic_store_n(&tparams->hold, 0, __ATOMIC_RELEASE);

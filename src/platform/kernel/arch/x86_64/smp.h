@@ -68,4 +68,11 @@ _Noreturn void smp_halt_stopped(void);
 /* CPUs halted by smp_halt_stopped so far. */
 unsigned smp_stopped_count(void);
 
+/* CPU 0's main loop, every turn: at most once a second, names any AP
+ * that arrived after its start window since the last look. smp_init
+ * names those that arrived while CPUs were being started; a vCPU the
+ * host runs later still may arrive any time after, and halts in the
+ * trampoline without a word of its own (it has no console). */
+void smp_poll_late(uint64_t now_ns);
+
 #endif
