@@ -303,7 +303,7 @@ void smp_poll_late(uint64_t now_ns)
     late_next_ns = now_ns + 1000000000ull;
 #ifdef TERN_TEST_HOOKS
     /* Let the held CPU go at the main loop's first look: it then arrives
-     * after every start window and after smp_init's report, so only a
+     * after every start window and after smp_start's report, so only a
      * later look can name it. */
     if (late_after_boot && late_hold && __atomic_load_n(&tparams->hold, __ATOMIC_RELAXED)) {
         kprintf("tern: smp: selftest: letting APIC id %u go on, after the boot\n",

@@ -69,7 +69,7 @@ _Noreturn void smp_halt_stopped(void);
 unsigned smp_stopped_count(void);
 
 /* CPU 0's main loop, every turn: at most once a second, names any AP
- * that arrived after its start window since the last look. smp_init
+ * that arrived after its start window since the last look. smp_start
  * names those that arrived while CPUs were being started; a vCPU the
  * host runs later still may arrive any time after, and halts in the
  * trampoline without a word of its own (it has no console). */
